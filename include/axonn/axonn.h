@@ -1,0 +1,66 @@
+/* axonn.c public API: GPT training with 4D hybrid parallelism over MPI.
+ *
+ * Example: one training run on whatever grid the ranks form.
+ *
+ *   #include <axonn/axonn.h>
+ *   int main(int argc, char **argv) {
+ *       MPI_Init(&argc, &argv);
+ *       ax_train_opts o;
+ *       ax_train_defaults(&o);
+ *       o.data = "data/train_*.bin";
+ *       o.grid[0] = 2;             // data-parallel groups; X, Y, Z stay 1
+ *       o.steps = 100;
+ *       int rc = ax_train(&o, MPI_COMM_WORLD);   // 0, or -1 with ax_error()
+ *       if (rc) fprintf(stderr, "%s\n", ax_error());
+ *       MPI_Finalize();
+ *       return rc ? 2 : 0;
+ *   }
+ *
+ * The library never communicates on the caller's communicator: it duplicates it. */
+#ifndef AXONN_AXONN_H
+#define AXONN_AXONN_H
+#include <mpi.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* GPT-2 architecture hyper-parameters (Hugging Face GPT2Config names). */
+typedef struct {
+    int n_layer, n_head, n_embd;
+    int block_size;    /* n_positions */
+    int vocab_size;    /* logical; padded internally as the grid needs, never visible */
+} ax_gpt_config;
+
+/* Options of one training run; ax_train_defaults fills every field. */
+typedef struct {
+    const char *data, *val_data;        /* llm.c shard globs (NULL data: synthetic tokens) */
+    const char *init;                   /* safetensors to start from (config.json beside it) */
+    const char *out;                    /* output directory (checkpoints, final model) */
+    const char *resume;                 /* checkpoint directory to resume from */
+    const char *metrics;                /* JSONL metrics file (default: <out>/metrics.jsonl) */
+    ax_gpt_config model;                /* used when init is NULL */
+    int grid[4];                        /* D, X, Y, Z */
+    int steps, batch, seq, grad_accum;
+    double lr, min_lr_frac, beta1, beta2, eps, weight_decay, clip;
+    int warmup;
+    uint64_t seed;
+    int shuffle;
+    int save_every, exit_after;         /* 0: off */
+    int val_every, val_batches;
+    int threads;                        /* OpenMP/BLAS threads per rank, 0: default */
+    int log_every;
+    int quiet;
+} ax_train_opts;
+
+void ax_train_defaults(ax_train_opts *o);
+/* Runs (or resumes) training. Collective over comm. Returns 0 or -1. */
+int ax_train(const ax_train_opts *o, MPI_Comm comm);
+/* The last error of this thread: one line naming the input and what was expected. */
+const char *ax_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,98 @@
+/* GPT-2 on the 4D grid (SPEC §3). Every rank holds only its shards; one flat
+ * allocation per role (parameters, gradients), pointed into by a table of
+ * parameters in Hugging Face order. Zchunk tensors (wte and the FC weights)
+ * come first in the flat buffers and the replicated ones after, so gradient
+ * synchronisation is one all-reduce per region.
+ *
+ *   ax_gpt m; ax_gpt_init(&m, &cfg, g);          // layout, parameters allocated
+ *   ax_gpt_init_random(&m, seed);                // or ax_gpt_load(&m, "model.safetensors")
+ *   ax_gpt_alloc_acts(&m, Bl, T);                // activations for Bl local sequences
+ *   double l = ax_gpt_forward(&m, in, tgt, w, Bl, T, 1.0f / ntok);   // local loss sum
+ *   ax_gpt_backward(&m, in, Bl, T);              // accumulates into m.grads
+ */
+#ifndef AX_MODEL_GPT_H
+#define AX_MODEL_GPT_H
+#include <stdint.h>
+#include "axonn/axonn.h"
+#include "grid/grid.h"
+#include "nn/linear.h"
+#include "io/safetensors.h"
+
+enum { AX_P_LN1W, AX_P_LN1B, AX_P_QKVW, AX_P_QKVB, AX_P_PROJW, AX_P_PROJB,
+       AX_P_LN2W, AX_P_LN2B, AX_P_FCW, AX_P_FCB, AX_P_FCPW, AX_P_FCPB, AX_P_PER_LAYER };
+/* table index of a per-layer parameter; wte = 0, wpe = 1, ln_f at the end */
+#define AX_PID(l, k) (2 + (l) * AX_P_PER_LAYER + (k))
+
+typedef struct {
+    char name[64];          /* Hugging Face name, e.g. "h.3.attn.c_attn.weight" */
+    ax_shard shard;         /* logical [rows, cols] = PyTorch layout [out, in] */
+    int hf_transposed;      /* stored [in, out] in HF files (GPT-2 Conv1D) */
+    int decay;              /* AdamW weight decay applies (matrices) */
+    int64_t offset, numel;  /* in the flat local buffers */
+} ax_param;
+
+typedef struct {
+    /* per layer */
+    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty, *res2;
+    float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *res3;
+} ax_layer_acts;
+
+typedef struct {
+    ax_gpt_config cfg;
+    ax_grid *g;
+    int Vp, Vl, v0;               /* padded vocab, local vocab rows, first local row */
+    int Cx, Cy, Hl, hd;           /* hidden per X shard, per Y shard, local heads, head size */
+    int np; ax_param *p;
+    int64_t n_local, n_zchunk;    /* flat sizes: all, zchunk region (first) */
+    float *params, *grads;
+    ax_linear qkv, proj, fc, fcproj, lmhead;
+    ax_linear_ws ws;
+    float *wte_block, *wte_gblock; /* gathered token table and its gradient (Gz > 1) */
+    /* activations */
+    int cap_B, cap_T;
+    float *act_mem;
+    float *encoded, *lnf, *lnf_mean, *lnf_rstd, *logits, *losses;
+    ax_layer_acts *L;
+    float *dres, *s1, *s2, *scratch, *att_scratch;
+} ax_gpt;
+
+/* Checks that the model splits on the grid; one line naming what does not. */
+int ax_gpt_check_grid(const ax_gpt_config *c, const ax_grid *g);
+int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g);
+void ax_gpt_free(ax_gpt *m);
+void ax_gpt_init_random(ax_gpt *m, uint64_t seed);
+void ax_gpt_alloc_acts(ax_gpt *m, int B, int T);
+static inline float *ax_gpt_param(ax_gpt *m, int id) { return m->params + m->p[id].offset; }
+static inline float *ax_gpt_grad(ax_gpt *m, int id) { return m->grads + m->p[id].offset; }
+
+/* Forward over Bl local sequences of T tokens (rows of this data x Z shard).
+ * Returns the sum over rows of weight * loss (local, not reduced). With
+ * dscale != 0 the logits buffer holds dloss/dlogits scaled by dscale. */
+double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights,
+                      int Bl, int T, float dscale);
+void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T);
+/* logits of the last forward: (Bl*T, Vl) for this rank's vocabulary slice */
+static inline float *ax_gpt_logits(ax_gpt *m) { return m->logits; }
+
+/* Sum gradients over the ranks that saw other rows (data for zchunk tensors,
+ * whose Z reduction happened in backward; data x Z for the rest). */
+void ax_gpt_grad_sync(ax_gpt *m);
+/* Global sum of squares of a flat per-rank vector laid out like the
+ * parameters, each logical element counted once. */
+double ax_gpt_sumsq(ax_gpt *m, const float *flat);
+
+/* Parameter I/O in the logical Hugging Face layout. A tensor named
+ * prefix + p->name is read into / written from the flat vector (params or an
+ * optimizer state). Reads accept an extra "transformer." prefix. */
+int ax_gpt_read_flat(ax_gpt *m, const ax_st_file *f, const char *prefix, float *flat);
+/* Collective: gathers to world rank 0, which declares/writes the tensors. */
+void ax_gpt_declare(ax_gpt *m, ax_st_writer *w, const char *prefix);
+int ax_gpt_write_flat(ax_gpt *m, ax_st_writer *w, const float *flat);
+
+/* config.json (Hugging Face GPT2Config keys) */
+int ax_gpt_config_read(ax_gpt_config *c, const char *path);
+int ax_gpt_config_write(const ax_gpt_config *c, const char *path);
+/* model.safetensors + config.json beside it */
+int ax_gpt_load(ax_gpt *m, const char *path);
+int64_t ax_gpt_num_params(const ax_gpt_config *c);
+#endif

@@ -1,0 +1,67 @@
+#include "nn/linear.h"
+#include "backend/cpu/gemm.h"
+#include <string.h>
+
+void ax_linear_init(ax_linear *L, ax_grid *g, int in, int out, int out_pad, int transposed, int qkv_heads) {
+    memset(L, 0, sizeof *L);
+    L->in = in; L->out = out; L->out_pad = out_pad ? out_pad : out;
+    L->transposed = transposed;
+    int in_axis = transposed ? AX_AXIS_Y : AX_AXIS_X, out_axis = transposed ? AX_AXIS_X : AX_AXIS_Y;
+    L->w = (ax_shard){.rows = out, .rows_pad = L->out_pad, .cols = in, .row_axis = out_axis,
+                      .col_axis = in_axis, .zchunk = 1};
+    L->b = (ax_shard){.rows = 1, .cols = out, .col_axis = out_axis};
+    if (qkv_heads) {
+        L->w.qkv = AX_QKV_ROWS; L->b.qkv = AX_QKV_COLS;
+        L->w.qkv_c = L->b.qkv_c = out / 3;
+        L->w.qkv_heads = L->b.qkv_heads = qkv_heads;
+    }
+    L->in_l = in / (transposed ? g->gy : g->gx);
+    L->out_l = L->out_pad / (transposed ? g->gx : g->gy);
+    L->fwd = transposed ? &g->Y : &g->X;
+    L->bwd = transposed ? &g->X : &g->Y;
+}
+
+const float *ax_linear_weight(const ax_linear *L, ax_grid *g, const float *chunk, float *wblock) {
+    if (g->gz == 1) return chunk;
+    ax_allgather_f32(&g->Zg, chunk, wblock, ax_shard_numel(&L->w, g));
+    return wblock;
+}
+
+void ax_linear_forward(const ax_linear *L, const float *Wb, const float *bias, const float *x, float *y, int M) {
+    ax_gemm(0, 1, M, L->out_l, L->in_l, 1.0f, x, L->in_l, Wb, L->in_l, 0.0f, y, L->out_l);
+    ax_allreduce_f32(L->fwd, y, (size_t)M * L->out_l);
+    if (bias) {
+        int n = L->out_l;
+        #pragma omp parallel for schedule(static)
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < n; j++) y[(size_t)i * n + j] += bias[j];
+    }
+}
+
+void ax_linear_reduce_grad(const ax_linear *L, ax_grid *g, float *gblock, float *dw_chunk, ax_linear_ws *ws) {
+    int64_t n = ax_shard_numel(&L->w, g), nb = ax_shard_block_numel(&L->w, g);
+    memset(gblock + nb, 0, (size_t)(n * g->gz - nb) * sizeof(float));   /* chunk padding */
+    ax_reduce_scatter_f32(&g->Z, gblock, ws->gchunk, n);
+    for (int64_t i = 0; i < n; i++) dw_chunk[i] += ws->gchunk[i];
+}
+
+void ax_linear_backward(const ax_linear *L, ax_grid *g, const float *Wb, const float *x, const float *dy,
+                        float *dx, float *dw_chunk, float *dbias, int M, ax_linear_ws *ws) {
+    int in = L->in_l, out = L->out_l;
+    if (dx) {
+        ax_gemm(0, 0, M, in, out, 1.0f, dy, out, Wb, in, 0.0f, dx, in);
+        ax_allreduce_f32(L->bwd, dx, (size_t)M * in);
+    }
+    if (g->gz == 1) {
+        ax_gemm(1, 0, out, in, M, 1.0f, dy, out, x, in, 1.0f, dw_chunk, in);
+    } else {
+        ax_gemm(1, 0, out, in, M, 1.0f, dy, out, x, in, 0.0f, ws->gblock, in);
+        ax_linear_reduce_grad(L, g, ws->gblock, dw_chunk, ws);
+    }
+    if (dbias) {
+        for (int i = 0; i < M; i++) {
+            const float *r = dy + (size_t)i * out;
+            for (int j = 0; j < out; j++) dbias[j] += r[j];
+        }
+    }
+}

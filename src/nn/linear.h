@@ -1,0 +1,43 @@
+/* The 3D-parallel fully-connected layer (SPEC §2): y = x W^T + b, W [out, in].
+ *
+ * Non-transposed (QKV, MLP up, LM head): input columns split over X, output
+ * columns over Y; the forward partial products are all-reduced over X, the
+ * backward dX over Y. Transposed (attention and MLP out-projections): the roles
+ * of X and Y swapped. Weights are stored as Z chunks of the (y, x) block and
+ * gathered before use; weight gradients are reduce-scattered back over Z.
+ *
+ *   ax_linear fc; ax_linear_init(&fc, g, C, 4*C, 0, 0, 0);
+ *   const float *Wb = ax_linear_weight(&fc, g, w_chunk, ws);   // (out_l, in_l)
+ *   ax_linear_forward(&fc, Wb, b, x, y, M);                     // x (M, in_l) -> y (M, out_l)
+ *   ax_linear_backward(&fc, g, Wb, x, dy, dx, dw_chunk, db, M, ws);
+ */
+#ifndef AX_NN_LINEAR_H
+#define AX_NN_LINEAR_H
+#include "grid/grid.h"
+#include "nn/shard.h"
+
+typedef struct {
+    int in, out, out_pad;   /* logical sizes (out_pad: padded rows, e.g. the vocabulary) */
+    int transposed;
+    int in_l, out_l;        /* local widths of x and y */
+    ax_shard w, b;
+    ax_comm *fwd, *bwd;     /* all-reduce groups: forward output, backward dX */
+} ax_linear;
+
+/* Scratch shared by all layers: a gathered weight block, a weight-gradient
+ * block and a gradient chunk, each sized for the largest layer. */
+typedef struct { float *wblock, *gblock, *gchunk; int64_t block_cap; } ax_linear_ws;
+
+/* qkv_heads > 0 makes the output the head-grouped [q|k|v] of that many heads. */
+void ax_linear_init(ax_linear *L, ax_grid *g, int in, int out, int out_pad, int transposed, int qkv_heads);
+/* The gathered (out_l, in_l) block: the chunk itself when Gz = 1, else gathered into ws. */
+const float *ax_linear_weight(const ax_linear *L, ax_grid *g, const float *chunk, float *wblock);
+/* y (M, out_l) = x (M, in_l) Wb^T, all-reduced, + bias (NULL: none) */
+void ax_linear_forward(const ax_linear *L, const float *Wb, const float *bias, const float *x, float *y, int M);
+/* dx (M, in_l) = dy Wb (all-reduced; NULL: not needed); dw_chunk += this rank's chunk
+ * of the Z-reduced dy^T x; dbias += column sums of dy. */
+void ax_linear_backward(const ax_linear *L, ax_grid *g, const float *Wb, const float *x, const float *dy,
+                        float *dx, float *dw_chunk, float *dbias, int M, ax_linear_ws *ws);
+/* dw_chunk += Z-reduce-scatter of a full gradient block gblock (out_l, in_l). */
+void ax_linear_reduce_grad(const ax_linear *L, ax_grid *g, float *gblock, float *dw_chunk, ax_linear_ws *ws);
+#endif

@@ -1,0 +1,61 @@
+#include "nn/shard.h"
+
+static int axis_size(const ax_grid *g, int axis) { return axis == AX_AXIS_X ? g->gx : axis == AX_AXIS_Y ? g->gy : 1; }
+static int axis_coord(int axis, int x, int y) { return axis == AX_AXIS_X ? x : axis == AX_AXIS_Y ? y : 0; }
+static int64_t rows_pad(const ax_shard *s) { return s->rows_pad ? s->rows_pad : s->rows; }
+
+int64_t ax_shard_block_rows(const ax_shard *s, const ax_grid *g) { return rows_pad(s) / axis_size(g, s->row_axis); }
+int64_t ax_shard_block_cols(const ax_shard *s, const ax_grid *g) { return s->cols / axis_size(g, s->col_axis); }
+int64_t ax_shard_block_numel(const ax_shard *s, const ax_grid *g) { return ax_shard_block_rows(s, g) * ax_shard_block_cols(s, g); }
+
+int64_t ax_shard_numel(const ax_shard *s, const ax_grid *g) {
+    int64_t n = ax_shard_block_numel(s, g);
+    return s->zchunk ? (n + g->gz - 1) / g->gz : n;
+}
+
+int ax_shard_replicated(const ax_shard *s, const ax_grid *g) {
+    int used = 0;
+    if (s->row_axis) used |= s->row_axis;
+    if (s->col_axis) used |= s->col_axis;
+    int rep = (~used) & 3;
+    if (!s->zchunk) rep |= 4;
+    return rep;
+}
+
+/* Logical feature of position p in the head-grouped order, where shard y
+ * holds [q of its heads | k of its heads | v of its heads]. */
+static int64_t qkv_unpermute(const ax_shard *s, const ax_grid *g, int64_t p) {
+    int64_t c = s->qkv_c, cy = c / g->gy;
+    int64_t y = p / (3 * cy), r = p % (3 * cy);
+    return (r / cy) * c + y * cy + r % cy;
+}
+
+int64_t ax_shard_logical_index(const ax_shard *s, const ax_grid *g, int x, int y, int z, int64_t i) {
+    int64_t br = ax_shard_block_rows(s, g), bc = ax_shard_block_cols(s, g);
+    if (s->zchunk) {
+        i += z * ax_shard_numel(s, g);
+        if (i >= br * bc) return -1;
+    }
+    int64_t r = axis_coord(s->row_axis, x, y) * br + i / bc;
+    int64_t c = axis_coord(s->col_axis, x, y) * bc + i % bc;
+    if (s->qkv == AX_QKV_ROWS) r = qkv_unpermute(s, g, r);
+    if (s->qkv == AX_QKV_COLS) c = qkv_unpermute(s, g, c);
+    if (r >= s->rows) return -1;
+    return r * s->cols + c;
+}
+
+void ax_shard_extract(const ax_shard *s, const ax_grid *g, const float *logical, float *local) {
+    int64_t n = ax_shard_numel(s, g);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t j = ax_shard_logical_index(s, g, g->x, g->y, g->z, i);
+        local[i] = j < 0 ? 0.0f : logical[j];
+    }
+}
+
+void ax_shard_insert(const ax_shard *s, const ax_grid *g, int x, int y, int z, const float *local, float *logical) {
+    int64_t n = ax_shard_numel(s, g);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t j = ax_shard_logical_index(s, g, x, y, z, i);
+        if (j >= 0) logical[j] = local[i];
+    }
+}

@@ -1,0 +1,78 @@
+#include "train/optim.h"
+#include "util/err.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ax_adamw_init(ax_adamw *o, int64_t n) {
+    o->n = n;
+    o->m = ax_calloc(n, sizeof(float));
+    o->v = ax_calloc(n, sizeof(float));
+}
+
+void ax_adamw_free(ax_adamw *o) { free(o->m); free(o->v); memset(o, 0, sizeof *o); }
+
+void ax_adamw_update(ax_adamw *o, ax_gpt *m, const ax_hparams *h, double lr, int64_t t, float gscale) {
+    float b1 = (float)h->beta1, b2 = (float)h->beta2, eps = (float)h->eps;
+    float c1 = (float)(1.0 - pow(h->beta1, (double)t)), c2 = (float)(1.0 - pow(h->beta2, (double)t));
+    float lrf = (float)lr;
+    for (int i = 0; i < m->np; i++) {
+        const ax_param *p = &m->p[i];
+        float decay = p->decay ? (float)(1.0 - lr * h->weight_decay) : 1.0f;
+        float *w = m->params + p->offset, *g = m->grads + p->offset;
+        float *mm = o->m + p->offset, *vv = o->v + p->offset;
+        #pragma omp parallel for schedule(static)
+        for (int64_t k = 0; k < p->numel; k++) {
+            float gk = g[k] * gscale;
+            mm[k] = b1 * mm[k] + (1.0f - b1) * gk;
+            vv[k] = b2 * vv[k] + (1.0f - b2) * gk * gk;
+            float mh = mm[k] / c1, vh = vv[k] / c2;
+            w[k] = w[k] * decay - lrf * mh / (sqrtf(vh) + eps);
+        }
+    }
+}
+
+double ax_lr_at(const ax_hparams *h, int step) {
+    double min_lr = h->lr * h->min_lr_frac;
+    if (step < h->warmup) return h->lr * (step + 1) / h->warmup;
+    if (h->steps <= h->warmup) return h->lr;
+    double progress = (double)(step - h->warmup) / (h->steps - h->warmup);
+    if (progress > 1) progress = 1;
+    return min_lr + 0.5 * (h->lr - min_lr) * (1.0 + cos(M_PI * progress));
+}
+
+void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const int32_t *seqs,
+                   const float *weights, int accum, int Bl, int T, ax_step_stats *st,
+                   int32_t *scratch_in) {
+    ax_grid *g = m->g;
+    int M = Bl * T;
+    int32_t *in = scratch_in, *tg = scratch_in + M;
+    /* tokens that count, over the whole global batch: the loss's denominator */
+    double ntok = 0;
+    for (int i = 0; i < accum * M; i++) ntok += weights ? weights[i] : 1.0;
+    ax_allreduce_f64(&g->dz, &ntok, 1);
+    memset(m->grads, 0, m->n_local * sizeof(float));
+    double loss = 0;
+    for (int a = 0; a < accum; a++) {
+        for (int b = 0; b < Bl; b++) {
+            const int32_t *s = seqs + ((int64_t)a * Bl + b) * (T + 1);
+            memcpy(in + b * T, s, T * sizeof(int32_t));
+            memcpy(tg + b * T, s + 1, T * sizeof(int32_t));
+        }
+        loss += ax_gpt_forward(m, in, tg, weights ? weights + (int64_t)a * M : NULL, Bl, T,
+                               ntok > 0 ? (float)(1.0 / ntok) : 0.0f);
+        ax_gpt_backward(m, in, Bl, T);
+    }
+    ax_gpt_grad_sync(m);
+    ax_allreduce_f64(&g->dz, &loss, 1);
+    double gnorm = sqrt(ax_gpt_sumsq(m, m->grads));
+    float gscale = 1.0f;
+    if (h->clip > 0) {
+        double coef = h->clip / (gnorm + 1e-6);
+        if (coef < 1.0) gscale = (float)coef;
+    }
+    double lr = ax_lr_at(h, step);
+    ax_adamw_update(o, m, h, lr, (int64_t)step + 1, gscale);
+    st->loss = ntok > 0 ? loss / ntok : 0.0;
+    st->gnorm = gnorm; st->lr = lr; st->tokens = ntok;
+}

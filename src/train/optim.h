@@ -1,0 +1,42 @@
+/* AdamW (decoupled weight decay, as torch.optim.AdamW) on the flat local
+ * parameter shards, the learning-rate schedule, and one optimizer step of
+ * training (micro-batches, gradient sync, clipping, update). */
+#ifndef AX_TRAIN_OPTIM_H
+#define AX_TRAIN_OPTIM_H
+#include <stdint.h>
+#include "model/gpt.h"
+
+typedef struct {
+    double lr, min_lr_frac, beta1, beta2, eps, weight_decay, clip;
+    int warmup, steps;
+} ax_hparams;
+
+typedef struct { float *m, *v; int64_t n; } ax_adamw;
+
+void ax_adamw_init(ax_adamw *o, int64_t n);
+void ax_adamw_free(ax_adamw *o);
+/* t: 1-based update count; gscale multiplies every gradient (clipping) */
+void ax_adamw_update(ax_adamw *o, ax_gpt *m, const ax_hparams *h, double lr, int64_t t, float gscale);
+
+/* Linear warm-up over `warmup` steps, then cosine decay to lr * min_lr_frac at `steps`. */
+double ax_lr_at(const ax_hparams *h, int step);
+
+typedef struct { double loss, gnorm, lr, tokens; } ax_step_stats;
+
+/* Position in the run's sequence order of local sequence b of micro-batch a of
+ * `step`: a global batch of B sequences is `accum` micro-batches of B/accum,
+ * each split into contiguous runs of Bl over the data x Z ranks (d-major).
+ * Which sequences form a step, and their order, do not depend on the grid. */
+static inline int64_t ax_seq_pos(const ax_grid *g, int B, int accum, int step, int a, int b) {
+    int Bm = B / accum, Bl = Bm / (g->gd * g->gz);
+    return (int64_t)step * B + (int64_t)a * Bm + (int64_t)(g->d * g->gz + g->z) * Bl + b;
+}
+
+/* One optimizer step (0-based `step`) over this rank's rows: `accum`
+ * micro-batches of Bl sequences of T+1 tokens each, seqs[(a*Bl + b)*(T+1) + t].
+ * weights (same layout as targets, NULL = all count) marks tokens that count.
+ * The loss is the mean over every counted token of the global batch. */
+void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const int32_t *seqs,
+                   const float *weights, int accum, int Bl, int T, ax_step_stats *st,
+                   int32_t *scratch_in /* 2*Bl*T */);
+#endif

@@ -1,0 +1,59 @@
+#include "util/err.h"
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local char ax_msg[1024];
+
+int ax_err_set(const char *fmt, ...) {
+    va_list ap; va_start(ap, fmt);
+    vsnprintf(ax_msg, sizeof ax_msg, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int ax_err_sys(const char *file, int line, const char *fmt, ...) {
+    char buf[768];
+    va_list ap; va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    snprintf(ax_msg, sizeof ax_msg, "%s (%s:%d)", buf, file, line);
+    return -1;
+}
+
+const char *ax_err_msg(void) { return ax_msg[0] ? ax_msg : "unknown error"; }
+void ax_err_clear(void) { ax_msg[0] = 0; }
+
+void ax_err_exit(int only_rank0) {
+    int inited = 0, fin = 0, rank = 0;
+    MPI_Initialized(&inited); MPI_Finalized(&fin);
+    if (inited && !fin) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (!only_rank0 || rank == 0) { fprintf(stderr, "axonn: error: %s\n", ax_err_msg()); fflush(stderr); }
+    if (inited && !fin) MPI_Finalize();
+    exit(2);
+}
+
+void ax_fatal(const char *file, int line, const char *fmt, ...) {
+    va_list ap; va_start(ap, fmt);
+    fprintf(stderr, "axonn: fatal: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (%s:%d)\n", file, line);
+    va_end(ap);
+    int inited = 0, fin = 0; MPI_Initialized(&inited); MPI_Finalized(&fin);
+    if (inited && !fin) MPI_Abort(MPI_COMM_WORLD, 3);
+    exit(3);
+}
+
+void *ax_malloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) ax_fatal(__FILE__, __LINE__, "out of memory allocating %zu bytes", n);
+    return p;
+}
+void *ax_calloc(size_t n, size_t sz) {
+    void *p = calloc(n ? n : 1, sz ? sz : 1);
+    if (!p) ax_fatal(__FILE__, __LINE__, "out of memory allocating %zu x %zu bytes", n, sz);
+    return p;
+}
+char *ax_strdup(const char *s) { size_t n = strlen(s) + 1; char *d = ax_malloc(n); memcpy(d, s, n); return d; }

@@ -1,0 +1,21 @@
+/* File helpers. Outputs are written to "<path>.tmp.<pid>" and renamed into
+ * place only when complete, so an interrupted or failed write never leaves a
+ * half-written file under the final name. */
+#ifndef AX_UTIL_FILEIO_H
+#define AX_UTIL_FILEIO_H
+#include <stdio.h>
+#include <stddef.h>
+
+typedef struct { FILE *fp; char *path, *tmp; } ax_outfile;
+int ax_out_open(ax_outfile *o, const char *path);       /* creates the temporary */
+int ax_out_write(ax_outfile *o, const void *p, size_t n);
+int ax_out_commit(ax_outfile *o);                        /* fsync-free flush + rename */
+void ax_out_abort(ax_outfile *o);                        /* removes the temporary */
+
+/* Reads a whole file; adds a terminating NUL. */
+int ax_read_file(const char *path, char **data, size_t *len);
+int ax_mkdir_p(const char *dir);
+int ax_file_exists(const char *path);
+/* dir of path (without trailing slash) into buf */
+void ax_dirname(const char *path, char *buf, size_t n);
+#endif

@@ -1,0 +1,1 @@
+ax_test(safetensors test_safetensors 1)

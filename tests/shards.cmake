@@ -1,0 +1,1 @@
+ax_test(shards test_shards 1)
