@@ -1,2 +1,33 @@
+/* axonn: train, evaluate and sample GPT models with 4D hybrid parallelism. */
+#include "cli/cli.h"
+#include "util/err.h"
+#include <malloc.h>
 #include <stdio.h>
-int main(void) { return 0; }
+#include <string.h>
+
+static void usage(void) {
+    printf("usage: [mpirun -np P] axonn <command> [options]\n\n"
+           "commands:\n"
+           "  train    train or fine-tune a GPT-2 model (4D grid: --grid D,X,Y,Z)\n"
+           "  eval     loss and perplexity of a model on token shards\n"
+           "  sample   continue a prompt with a model\n\n"
+           "'axonn <command> --help' lists each command's options.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) { usage(); return argc < 2 ? 2 : 0; }
+    /* Keep freed memory in the process: fresh pages cost a fault each, and MPI's
+     * large temporaries would otherwise be unmapped and re-faulted every call. */
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, -1);
+    int (*cmd)(int, char **) = NULL;
+    if (strcmp(argv[1], "train") == 0) cmd = ax_cmd_train;
+    else if (strcmp(argv[1], "eval") == 0) cmd = ax_cmd_eval;
+    else if (strcmp(argv[1], "sample") == 0) cmd = ax_cmd_sample;
+    else { fprintf(stderr, "axonn: error: unknown command '%s' (expected train, eval or sample)\n", argv[1]); return 2; }
+    MPI_Init(&argc, &argv);
+    int rc = cmd(argc, argv);
+    if (rc < 0) ax_err_exit(1);
+    MPI_Finalize();
+    return 0;
+}

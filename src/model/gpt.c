@@ -152,6 +152,7 @@ void ax_gpt_alloc_acts(ax_gpt *m, int B, int T) {
     int64_t total = L * per_layer + M * Cx * 2 + 2 * M + M * m->Vl + M
                     + M * Cx + 2 * M * wide + 4 * M + (int64_t)omp_get_max_threads() * T * T;
     float *p = m->act_mem = ax_calloc(total, sizeof(float));
+    m->act_bytes = 4.0 * total;
 #define TAKE(n) (p += (n), p - (n))
     m->L = ax_calloc(L, sizeof(ax_layer_acts));
     m->encoded = TAKE(M * Cx);

@@ -51,6 +51,7 @@ typedef struct {
     /* activations */
     int cap_B, cap_T;
     float *act_mem;
+    double act_bytes;
     float *encoded, *lnf, *lnf_mean, *lnf_rstd, *logits, *losses;
     ax_layer_acts *L;
     float *dres, *s1, *s2, *scratch, *att_scratch;

@@ -1,0 +1,128 @@
+#include "cli/args.h"
+#include "grid/grid.h"
+#include "util/err.h"
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ax_opt *find(ax_opt *opts, const char *name, size_t len) {
+    for (ax_opt *o = opts; o->name; o++)
+        if (strlen(o->name) == len && strncmp(o->name, name, len) == 0) return o;
+    return NULL;
+}
+
+static int set_value(ax_opt *o, const char *v, const char *src) {
+    char *end;
+    errno = 0;
+    switch (o->type) {
+    case AX_OPT_INT: {
+        long x = strtol(v, &end, 10);
+        if (*v == 0 || *end || errno || x < -2147483647L || x > 2147483647L)
+            return AX_ERR("%s--%s '%s': expected an integer", src, o->name, v);
+        *(int *)o->dst = (int)x;
+        break;
+    }
+    case AX_OPT_U64: {
+        unsigned long long x = strtoull(v, &end, 10);
+        if (*v == 0 || *end || errno || *v == '-') return AX_ERR("%s--%s '%s': expected a non-negative integer", src, o->name, v);
+        *(uint64_t *)o->dst = x;
+        break;
+    }
+    case AX_OPT_DOUBLE: {
+        double x = strtod(v, &end);
+        if (*v == 0 || *end || errno) return AX_ERR("%s--%s '%s': expected a number", src, o->name, v);
+        *(double *)o->dst = x;
+        break;
+    }
+    case AX_OPT_STR: *(const char **)o->dst = v; break;
+    case AX_OPT_FLAG:
+        if (strcmp(v, "1") == 0 || strcmp(v, "true") == 0) *(int *)o->dst = 1;
+        else if (strcmp(v, "0") == 0 || strcmp(v, "false") == 0) *(int *)o->dst = 0;
+        else return AX_ERR("%s--%s '%s': expected true or false", src, o->name, v);
+        break;
+    case AX_OPT_GRID: if (ax_grid_parse(v, (int *)o->dst)) return -1; break;
+    }
+    o->set = 1;
+    return 0;
+}
+
+/* keys of the JSON file; strings are kept alive for the whole run */
+static int load_config(ax_opt *opts, const char *path) {
+    json_error_t e;
+    json_t *j = json_load_file(path, 0, &e);
+    if (!j) return AX_ERR("--config %s: %s (line %d)", path, e.text, e.line);
+    if (!json_is_object(j)) { json_decref(j); return AX_ERR("--config %s: expected a JSON object", path); }
+    const char *key; json_t *v;
+    char src[600];
+    snprintf(src, sizeof src, "%s: ", path);
+    json_object_foreach(j, key, v) {
+        char name[128];
+        snprintf(name, sizeof name, "%s", key);
+        for (char *c = name; *c; c++) if (*c == '_') *c = '-';
+        ax_opt *o = find(opts, name, strlen(name));
+        if (!o || strcmp(name, "config") == 0) { json_decref(j); return AX_ERR("--config %s: unknown option '%s'", path, key); }
+        char buf[64];
+        const char *s = buf;
+        if (json_is_string(v)) s = ax_strdup(json_string_value(v));
+        else if (json_is_integer(v)) snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
+        else if (json_is_real(v)) snprintf(buf, sizeof buf, "%.17g", json_real_value(v));
+        else if (json_is_boolean(v)) snprintf(buf, sizeof buf, "%s", json_is_true(v) ? "true" : "false");
+        else { json_decref(j); return AX_ERR("--config %s: '%s' must be a string, number or boolean", path, key); }
+        if (s == buf && o->type == AX_OPT_STR) s = ax_strdup(buf);
+        if (set_value(o, s, src)) { json_decref(j); return -1; }
+    }
+    json_decref(j);
+    return 0;
+}
+
+int ax_args_given(const ax_opt *opts, const char *name) {
+    for (const ax_opt *o = opts; o->name; o++)
+        if (strcmp(o->name, name) == 0) return o->set;
+    return 0;
+}
+
+void ax_args_usage(const ax_opt *opts, const char *usage) {
+    printf("%s\n\noptions:\n", usage);
+    for (const ax_opt *o = opts; o->name; o++) {
+        char lhs[64];
+        snprintf(lhs, sizeof lhs, "--%s%s%s", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
+        printf("  %-26s %s\n", lhs, o->help);
+    }
+    printf("  %-26s %s\n  %-26s %s\n", "--config FILE", "JSON object of options (flags win)", "--help", "this text");
+}
+
+int ax_args_parse(ax_opt *opts, int argc, char **argv, int first, const char *usage,
+                  const char **pos, int *npos, int maxpos) {
+    if (npos) *npos = 0;
+    for (int i = first; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) { ax_args_usage(opts, usage); return 1; }
+    for (int i = first; i < argc; i++)
+        if (strcmp(argv[i], "--config") == 0 || strncmp(argv[i], "--config=", 9) == 0) {
+            const char *f = argv[i][8] == '=' ? argv[i] + 9 : (i + 1 < argc ? argv[i + 1] : NULL);
+            if (!f) return AX_ERR("--config: expected a file name");
+            AX_TRY(load_config(opts, f));
+        }
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0) {
+            if (!pos || *npos >= maxpos) return AX_ERR("unexpected argument '%s' (see --help)", a);
+            pos[(*npos)++] = a;
+            continue;
+        }
+        const char *name = a + 2, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        if (len == 6 && strncmp(name, "config", 6) == 0) { if (!eq) i++; continue; }
+        ax_opt *o = find(opts, name, len);
+        if (!o) return AX_ERR("unknown option '--%.*s' (see --help)", (int)len, name);
+        const char *v = eq ? eq + 1 : NULL;
+        if (!v && o->type == AX_OPT_FLAG) v = "true";
+        if (!v) {
+            if (i + 1 >= argc) return AX_ERR("--%s: expected a value (%s)", o->name, o->metavar ? o->metavar : "value");
+            v = argv[++i];
+        }
+        AX_TRY(set_value(o, v, ""));
+    }
+    return 0;
+}

@@ -1,0 +1,25 @@
+/* Command-line options from a table: "--name value", "--name=value", boolean
+ * "--name", and "--config FILE" (a JSON object whose keys are option names,
+ * '-' or '_'); flags given on the command line win over the file. */
+#ifndef AX_CLI_ARGS_H
+#define AX_CLI_ARGS_H
+#include <stdint.h>
+
+typedef enum { AX_OPT_INT, AX_OPT_DOUBLE, AX_OPT_STR, AX_OPT_FLAG, AX_OPT_U64, AX_OPT_GRID } ax_opt_type;
+
+typedef struct {
+    const char *name;      /* without the leading dashes */
+    ax_opt_type type;
+    void *dst;
+    const char *metavar, *help;
+    int set;               /* filled by the parser */
+} ax_opt;
+
+/* Parses argv[first..]; positional arguments are collected in pos (may be NULL
+ * to reject them). Returns 0, 1 for --help (usage printed), -1 on error. */
+int ax_args_parse(ax_opt *opts, int argc, char **argv, int first, const char *usage,
+                  const char **pos, int *npos, int maxpos);
+/* whether the option of that name was given (flag or config file) */
+int ax_args_given(const ax_opt *opts, const char *name);
+void ax_args_usage(const ax_opt *opts, const char *usage);
+#endif

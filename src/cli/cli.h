@@ -1,0 +1,18 @@
+/* The axonn command: one function per sub-command, and what they share. */
+#ifndef AX_CLI_CLI_H
+#define AX_CLI_CLI_H
+#include "axonn/axonn.h"
+#include "grid/grid.h"
+#include "model/gpt.h"
+
+/* Each returns 0, 1 after --help, or -1 with the error recorded. */
+int ax_cmd_train(int argc, char **argv);
+int ax_cmd_eval(int argc, char **argv);
+int ax_cmd_sample(int argc, char **argv);
+
+/* Named model sizes: tiny, small, gpt2, gpt2-medium, gpt2-large, gpt2-xl. */
+int ax_cli_preset(const char *name, ax_gpt_config *c);
+/* Grid + model from MODEL.safetensors (config.json beside it). Collective. */
+int ax_cli_open_model(const char *path, const int grid[4], ax_grid *g, ax_gpt *m);
+void ax_cli_threads(int n);
+#endif

@@ -1,0 +1,51 @@
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "train/evaluate.h"
+#include "util/err.h"
+#include <math.h>
+#include <stdio.h>
+
+static const char *usage =
+    "usage: [mpirun -np P] axonn eval --model MODEL.safetensors --data GLOB [options]\n\n"
+    "Mean cross-entropy (nats per token) and perplexity over every sequence of the data.";
+
+int ax_cmd_eval(int argc, char **argv) {
+    const char *model = NULL, *data = NULL;
+    int batch = 8, seq = 0, json = 0, threads = 0, max_batches = 0, grid[4] = {1, 1, 1, 1};
+    ax_opt opts[] = {
+        {"model", AX_OPT_STR, &model, "MODEL", "model.safetensors (config.json beside it)"},
+        {"data", AX_OPT_STR, &data, "GLOB", "token shards (llm.c format)"},
+        {"batch", AX_OPT_INT, &batch, "N", "sequences per batch (default 8)"},
+        {"seq", AX_OPT_INT, &seq, "T", "tokens per sequence (default: the model's n_positions)"},
+        {"max-batches", AX_OPT_INT, &max_batches, "N", "stop after N batches (0: all data)"},
+        {"grid", AX_OPT_GRID, grid, "D,X,Y,Z", "process grid (default 1,1,1,1)"},
+        {"threads", AX_OPT_INT, &threads, "N", "threads per rank"},
+        {"json", AX_OPT_FLAG, &json, NULL, "print one JSON object {loss, perplexity, tokens, sequences}"},
+        {NULL},
+    };
+    int rc = ax_args_parse(opts, argc, argv, 2, usage, NULL, NULL, 0);
+    if (rc) return rc;
+    if (!data) return AX_ERR("--data: required (token shards to evaluate on)");
+    if (batch < 1) return AX_ERR("--batch %d: expected >= 1", batch);
+    ax_cli_threads(threads);
+    ax_grid g; ax_gpt m;
+    AX_TRY(ax_cli_open_model(model, grid, &g, &m));
+    if (seq == 0) seq = m.cfg.block_size;
+    if (seq < 1 || seq > m.cfg.block_size) return AX_ERR("--seq %d: expected 1..%d (the model's n_positions)", seq, m.cfg.block_size);
+    if (batch % (g.gd * g.gz)) return AX_ERR("--batch %d: must divide over G_data*G_z = %d ranks", batch, g.gd * g.gz);
+    ax_source src;
+    AX_TRY(ax_source_open(&src, data, seq, m.cfg.vocab_size, 0, 0));
+    int64_t n = ax_source_nseq(&src);
+    if (max_batches > 0 && (int64_t)max_batches * batch < n) n = (int64_t)max_batches * batch;
+    double sum, tok;
+    ax_evaluate(&m, &src, n, batch, 1, seq, &sum, &tok);
+    if (g.rank == 0) {
+        double loss = sum / tok;
+        if (json) printf("{\"loss\": %.6f, \"perplexity\": %.4f, \"tokens\": %.0f, \"sequences\": %lld}\n", loss, exp(loss), tok, (long long)n);
+        else printf("loss %.4f | perplexity %.3f | %.0f tokens in %lld sequences of %d\n", loss, exp(loss), tok, (long long)n, seq);
+    }
+    ax_source_close(&src);
+    ax_gpt_free(&m);
+    ax_grid_free(&g);
+    return 0;
+}

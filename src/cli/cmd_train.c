@@ -1,0 +1,78 @@
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "util/err.h"
+#include <string.h>
+
+static const char *usage =
+    "usage: [mpirun -np P] axonn train [options]\n\n"
+    "Trains a GPT-2 model with 4D hybrid parallelism (data x X x Y x Z).\n"
+    "With no --data it trains on a synthetic token stream. --steps is the total\n"
+    "step count of the run, also when resuming; --batch is the global batch in sequences.";
+
+int ax_cmd_train(int argc, char **argv) {
+    ax_train_opts o;
+    ax_train_defaults(&o);
+    const char *preset = NULL;
+    ax_gpt_config mc = {0};
+    int synthetic = 0;
+    ax_opt opts[] = {
+        {"data", AX_OPT_STR, &o.data, "GLOB", "training token shards (llm.c format)"},
+        {"synthetic", AX_OPT_FLAG, &synthetic, NULL, "train on the synthetic stream (the default without --data)"},
+        {"val-data", AX_OPT_STR, &o.val_data, "GLOB", "validation token shards"},
+        {"init", AX_OPT_STR, &o.init, "MODEL", "start from MODEL.safetensors (config.json beside it)"},
+        {"out", AX_OPT_STR, &o.out, "DIR", "checkpoints, metrics.jsonl and the final model (default out)"},
+        {"resume", AX_OPT_STR, &o.resume, "DIR", "resume from a checkpoint, or the newest ckpt-* in DIR"},
+        {"metrics", AX_OPT_STR, &o.metrics, "FILE", "JSONL metrics (default DIR/metrics.jsonl)"},
+        {"preset", AX_OPT_STR, &preset, "NAME", "model size: tiny (default), small, gpt2, gpt2-medium, gpt2-large, gpt2-xl"},
+        {"n-layer", AX_OPT_INT, &mc.n_layer, "N", "transformer blocks"},
+        {"n-head", AX_OPT_INT, &mc.n_head, "N", "attention heads"},
+        {"n-embd", AX_OPT_INT, &mc.n_embd, "N", "hidden size"},
+        {"block-size", AX_OPT_INT, &mc.block_size, "N", "maximum sequence length (n_positions)"},
+        {"vocab-size", AX_OPT_INT, &mc.vocab_size, "N", "vocabulary size"},
+        {"grid", AX_OPT_GRID, o.grid, "D,X,Y,Z", "process grid; product = number of ranks (default 1,1,1,1)"},
+        {"gdata", AX_OPT_INT, &o.grid[0], "N", "data-parallel groups"},
+        {"gx", AX_OPT_INT, &o.grid[1], "N", "tensor-parallel X"},
+        {"gy", AX_OPT_INT, &o.grid[2], "N", "tensor-parallel Y"},
+        {"gz", AX_OPT_INT, &o.grid[3], "N", "tensor-parallel Z (depth)"},
+        {"steps", AX_OPT_INT, &o.steps, "N", "total optimizer steps of the run (default 200)"},
+        {"batch", AX_OPT_INT, &o.batch, "N", "global batch in sequences per step (default 8)"},
+        {"seq", AX_OPT_INT, &o.seq, "T", "tokens per sequence (default 128)"},
+        {"grad-accum", AX_OPT_INT, &o.grad_accum, "N", "micro-batches per step (default 1)"},
+        {"lr", AX_OPT_DOUBLE, &o.lr, "X", "peak learning rate (default 1e-3)"},
+        {"min-lr-frac", AX_OPT_DOUBLE, &o.min_lr_frac, "X", "cosine floor as a fraction of --lr (default 0.1)"},
+        {"warmup", AX_OPT_INT, &o.warmup, "N", "linear warm-up steps (default 10)"},
+        {"weight-decay", AX_OPT_DOUBLE, &o.weight_decay, "X", "AdamW weight decay on matrices (default 0.1)"},
+        {"beta1", AX_OPT_DOUBLE, &o.beta1, "X", "AdamW beta1 (default 0.9)"},
+        {"beta2", AX_OPT_DOUBLE, &o.beta2, "X", "AdamW beta2 (default 0.95)"},
+        {"eps", AX_OPT_DOUBLE, &o.eps, "X", "AdamW epsilon (default 1e-8)"},
+        {"clip", AX_OPT_DOUBLE, &o.clip, "X", "clip the global gradient norm (0: off; default 1)"},
+        {"seed", AX_OPT_U64, &o.seed, "N", "initialisation and shuffling seed (default 1337)"},
+        {"shuffle", AX_OPT_FLAG, &o.shuffle, NULL, "shuffle sequences each epoch (default true; --shuffle=false: sequential)"},
+        {"save-every", AX_OPT_INT, &o.save_every, "N", "write a checkpoint every N steps (0: only at the end)"},
+        {"exit-after", AX_OPT_INT, &o.exit_after, "N", "stop cleanly after step N with a checkpoint"},
+        {"val-every", AX_OPT_INT, &o.val_every, "N", "validation loss every N steps (default 50)"},
+        {"val-batches", AX_OPT_INT, &o.val_batches, "N", "batches per validation (default 4)"},
+        {"log-every", AX_OPT_INT, &o.log_every, "N", "log a line every N steps (default 10)"},
+        {"threads", AX_OPT_INT, &o.threads, "N", "OpenMP/BLAS threads per rank (default: cores / ranks per node)"},
+        {"quiet", AX_OPT_FLAG, &o.quiet, NULL, "no per-step lines"},
+        {NULL},
+    };
+    int rc = ax_args_parse(opts, argc, argv, 2, usage, NULL, NULL, 0);
+    if (rc) return rc;
+    if (synthetic && o.data) return AX_ERR("--synthetic and --data exclude each other");
+    if (preset) AX_TRY(ax_cli_preset(preset, &o.model));
+    static const char *size_flags[] = {"n-layer", "n-head", "n-embd", "block-size", "vocab-size"};
+    int *dst[] = {&o.model.n_layer, &o.model.n_head, &o.model.n_embd, &o.model.block_size, &o.model.vocab_size};
+    int src[] = {mc.n_layer, mc.n_head, mc.n_embd, mc.block_size, mc.vocab_size};
+    int sized = preset != NULL;
+    for (int i = 0; i < 5; i++) {
+        if (!ax_args_given(opts, size_flags[i])) continue;
+        if (src[i] < 1) return AX_ERR("--%s %d: expected >= 1", size_flags[i], src[i]);
+        *dst[i] = src[i];
+        sized = 1;
+    }
+    if ((o.init || o.resume) && sized)
+        return AX_ERR("--preset and model-size flags apply to new models; --init/--resume take the size from config.json");
+    if (!ax_args_given(opts, "seq") && o.seq > o.model.block_size) o.seq = o.model.block_size;
+    return ax_train(&o, MPI_COMM_WORLD);
+}

@@ -1,0 +1,34 @@
+#include "cli/cli.h"
+#include "backend/cpu/gemm.h"
+#include "util/err.h"
+#include "util/fileio.h"
+#include <stdio.h>
+#include <string.h>
+
+int ax_cli_preset(const char *name, ax_gpt_config *c) {
+    static const struct { const char *name; ax_gpt_config c; } p[] = {
+        {"tiny", {4, 4, 128, 128, 256}},
+        {"small", {12, 12, 768, 256, 50257}},
+        {"gpt2", {12, 12, 768, 1024, 50257}},
+        {"gpt2-medium", {24, 16, 1024, 1024, 50257}},
+        {"gpt2-large", {36, 20, 1280, 1024, 50257}},
+        {"gpt2-xl", {48, 25, 1600, 1024, 50257}},
+    };
+    for (size_t i = 0; i < sizeof p / sizeof *p; i++)
+        if (strcmp(name, p[i].name) == 0) { *c = p[i].c; return 0; }
+    return AX_ERR("--preset '%s': expected tiny, small, gpt2, gpt2-medium, gpt2-large or gpt2-xl", name);
+}
+
+int ax_cli_open_model(const char *path, const int grid[4], ax_grid *g, ax_gpt *m) {
+    if (!path) return AX_ERR("--model: required (a model.safetensors with config.json beside it)");
+    char cfgpath[4200];
+    ax_dirname(path, cfgpath, sizeof cfgpath);
+    strncat(cfgpath, "/config.json", sizeof cfgpath - strlen(cfgpath) - 1);
+    ax_gpt_config cfg;
+    AX_TRY(ax_gpt_config_read(&cfg, cfgpath));
+    AX_TRY(ax_grid_init(g, MPI_COMM_WORLD, grid[0], grid[1], grid[2], grid[3]));
+    AX_TRY(ax_gpt_init(m, &cfg, g));
+    return ax_gpt_load(m, path);
+}
+
+void ax_cli_threads(int n) { if (n > 0) ax_blas_threads(n); }

@@ -1,0 +1,260 @@
+/* The training loop: grid, model, data, steps, logging, checkpoints. */
+#define _GNU_SOURCE 1
+#include "axonn/axonn.h"
+#include "backend/cpu/gemm.h"
+#include "grid/grid.h"
+#include "model/gpt.h"
+#include "train/checkpoint.h"
+#include "train/evaluate.h"
+#include "train/optim.h"
+#include "train/source.h"
+#include "train/flops.h"
+#include "util/err.h"
+#include "util/fileio.h"
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *ax_error(void) { return ax_err_msg(); }
+
+void ax_train_defaults(ax_train_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->model = (ax_gpt_config){.n_layer = 4, .n_head = 4, .n_embd = 128, .block_size = 128, .vocab_size = 256};
+    o->grid[0] = o->grid[1] = o->grid[2] = o->grid[3] = 1;
+    o->steps = 200; o->batch = 8; o->seq = 128; o->grad_accum = 1;
+    o->lr = 1e-3; o->min_lr_frac = 0.1; o->beta1 = 0.9; o->beta2 = 0.95; o->eps = 1e-8;
+    o->weight_decay = 0.1; o->clip = 1.0; o->warmup = 10;
+    o->seed = 1337; o->shuffle = 1;
+    o->val_every = 50; o->val_batches = 4;
+    o->log_every = 10;
+    o->out = "out";
+}
+
+typedef struct {
+    const ax_train_opts *o;
+    MPI_Comm comm;
+    ax_grid g;
+    ax_gpt m;
+    ax_adamw opt;
+    ax_source data, val;
+    ax_hparams h;
+    ax_ckpt_state st;
+    FILE *metrics;
+    int root, tty, Bl;
+    int32_t *seqs, *scratch;
+} ax_run;
+
+#define SAY(r, ...) do { if ((r)->root) { printf(__VA_ARGS__); fflush(stdout); } } while (0)
+
+/* Threads per rank: the flag, else OMP_NUM_THREADS, else the node's cores
+ * shared among the ranks on it. */
+static void set_threads(ax_run *r) {
+    int n = r->o->threads;
+    if (n <= 0 && getenv("OMP_NUM_THREADS")) n = atoi(getenv("OMP_NUM_THREADS"));
+    if (n <= 0) {
+        MPI_Comm node;
+        int local;
+        MPI_Comm_split_type(r->g.world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+        MPI_Comm_size(node, &local);
+        MPI_Comm_free(&node);
+        n = (int)sysconf(_SC_NPROCESSORS_ONLN) / local;
+        if (n < 1) n = 1;
+    }
+    ax_blas_threads(n);
+}
+
+static int validate(const ax_train_opts *o, const ax_gpt_config *c, const ax_grid *g) {
+    if (o->steps < 1) return AX_ERR("--steps %d: expected >= 1", o->steps);
+    if (o->grad_accum < 1) return AX_ERR("--grad-accum %d: expected >= 1", o->grad_accum);
+    if (o->batch < 1 || o->batch % o->grad_accum)
+        return AX_ERR("--batch %d: expected a positive multiple of --grad-accum %d", o->batch, o->grad_accum);
+    int mb = o->batch / o->grad_accum;
+    if (mb % (g->gd * g->gz))
+        return AX_ERR("--batch %d: each micro-batch of %d sequences must divide over G_data*G_z = %d ranks",
+                      o->batch, mb, g->gd * g->gz);
+    if (o->seq < 1 || o->seq > c->block_size)
+        return AX_ERR("--seq %d: expected 1..%d (the model's n_positions)", o->seq, c->block_size);
+    if (o->lr <= 0) return AX_ERR("--lr %g: expected > 0", o->lr);
+    if (o->warmup < 0) return AX_ERR("--warmup %d: expected >= 0", o->warmup);
+    return ax_gpt_check_grid(c, g);
+}
+
+static void print_memory(ax_run *r) {
+    double mib = 1.0 / (1 << 20);
+    double p = r->m.n_local * 4.0 * mib;
+    ax_gpt_alloc_acts(&r->m, r->Bl, r->o->seq);
+    double a = r->m.act_bytes * mib;
+    double w = (r->m.ws.block_cap * 3.0 + (r->m.wte_block ? 2.0 * r->m.p[0].numel * r->g.gz : 0)) * 4.0 * mib;
+    SAY(r, "memory per rank: parameters %.1f MiB, gradients %.1f, AdamW %.1f, activations %.1f, gather buffers %.1f: %.1f MiB\n",
+        p, p, 2 * p, a, w, 4 * p + a + w);
+}
+
+static int setup(ax_run *r) {
+    const ax_train_opts *o = r->o;
+    AX_TRY(ax_grid_init(&r->g, r->comm, o->grid[0], o->grid[1], o->grid[2], o->grid[3]));
+    r->root = r->g.rank == 0;
+    r->tty = r->root && isatty(1);
+    set_threads(r);
+    ax_gpt_config cfg = o->model;
+    char ckdir[4096] = "", path[4200];
+    r->st = (ax_ckpt_state){.step = 0, .seed = o->seed, .batch = o->batch, .seq = o->seq, .steps = o->steps};
+    if (o->resume) {
+        AX_TRY(ax_ckpt_resolve(o->resume, ckdir, sizeof ckdir));
+        ax_ckpt_state saved;
+        AX_TRY(ax_ckpt_peek(ckdir, &cfg, &saved));
+        if (saved.batch != o->batch || saved.seq != o->seq)
+            return AX_ERR("--resume %s: saved with --batch %d --seq %d; resume with the same (got %d, %d)",
+                          ckdir, saved.batch, saved.seq, o->batch, o->seq);
+        r->st.step = saved.step; r->st.seed = saved.seed;
+    } else if (o->init) {
+        ax_dirname(o->init, path, sizeof path);
+        strncat(path, "/config.json", sizeof path - strlen(path) - 1);
+        AX_TRY(ax_gpt_config_read(&cfg, path));
+    }
+    AX_TRY(validate(o, &cfg, &r->g));
+    AX_TRY(ax_gpt_init(&r->m, &cfg, &r->g));
+    ax_adamw_init(&r->opt, r->m.n_local);
+    if (o->resume) AX_TRY(ax_ckpt_load(ckdir, &r->m, &r->opt));
+    else if (o->init) AX_TRY(ax_gpt_load(&r->m, o->init));
+    else ax_gpt_init_random(&r->m, r->st.seed);
+    AX_TRY(ax_source_open(&r->data, o->data, o->seq, cfg.vocab_size, o->shuffle, r->st.seed));
+    if (o->val_data) AX_TRY(ax_source_open(&r->val, o->val_data, o->seq, cfg.vocab_size, 0, 0));
+    r->h = (ax_hparams){.lr = o->lr, .min_lr_frac = o->min_lr_frac, .beta1 = o->beta1, .beta2 = o->beta2,
+                        .eps = o->eps, .weight_decay = o->weight_decay, .clip = o->clip,
+                        .warmup = o->warmup, .steps = o->steps};
+    r->Bl = o->batch / o->grad_accum / (r->g.gd * r->g.gz);
+    r->seqs = ax_malloc((size_t)o->grad_accum * r->Bl * (o->seq + 1) * sizeof(int32_t));
+    r->scratch = ax_malloc(2 * (size_t)r->Bl * o->seq * sizeof(int32_t));
+    if (o->out) {
+        int rc = r->root ? ax_mkdir_p(o->out) : 0;
+        MPI_Bcast(&rc, 1, MPI_INT, 0, r->g.world);
+        if (rc) return r->root ? -1 : AX_ERR("--out %s: cannot create directory", o->out);
+    }
+    if (r->root && (o->metrics || o->out)) {
+        if (o->metrics) snprintf(path, sizeof path, "%s", o->metrics);
+        else snprintf(path, sizeof path, "%s/metrics.jsonl", o->out);
+        r->metrics = fopen(path, o->resume ? "a" : "w");
+        if (!r->metrics) return AX_ERR("%s: cannot open the metrics file for writing", path);
+    }
+    SAY(r, "axonn: %d ranks, grid D=%d X=%d Y=%d Z=%d, %d threads/rank; model L=%d H=%d C=%d V=%d T=%d (%.2fM parameters)\n",
+        r->g.size, r->g.gd, r->g.gx, r->g.gy, r->g.gz, omp_get_max_threads(), cfg.n_layer, cfg.n_head, cfg.n_embd,
+        cfg.vocab_size, cfg.block_size, ax_gpt_num_params(&cfg) / 1e6);
+    SAY(r, "data: %s; batch %d x %d tokens (%d micro-batches of %d per data x Z rank)%s\n",
+        o->data ? o->data : "synthetic Markov stream", o->batch, o->seq, o->grad_accum, r->Bl,
+        o->resume ? "; resuming" : "");
+    if (o->resume) SAY(r, "resumed from %s at step %d\n", ckdir, r->st.step);
+    print_memory(r);
+    return 0;
+}
+
+static void load_step(ax_run *r, int step) {
+    const ax_train_opts *o = r->o;
+    for (int a = 0; a < o->grad_accum; a++)
+        for (int b = 0; b < r->Bl; b++)
+            ax_source_get(&r->data, ax_seq_pos(&r->g, o->batch, o->grad_accum, step, a, b),
+                          r->seqs + ((size_t)a * r->Bl + b) * (o->seq + 1));
+}
+
+static int save(ax_run *r, int next_step) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/ckpt-%06d", r->o->out, next_step);
+    r->st.step = next_step;
+    r->st.data_pos = (int64_t)next_step * r->o->batch;
+    AX_TRY(ax_ckpt_save(dir, &r->m, &r->opt, &r->st));
+    SAY(r, "%ssaved %s\n", r->tty ? "\r\033[K" : "", dir);
+    return 0;
+}
+
+static void progress(ax_run *r, int step, double ms_avg, const char *tail) {
+    int n = r->o->steps, w = 24, done = (int)((double)(step + 1) / n * w);
+    double eta = ms_avg * (n - step - 1) / 1000.0;
+    printf("\r\033[K[");
+    for (int i = 0; i < w; i++) putchar(i < done ? '=' : i == done ? '>' : ' ');
+    printf("] %d/%d %s ETA %dm%02ds", step + 1, n, tail, (int)eta / 60, (int)eta % 60);
+    fflush(stdout);
+}
+
+static void validate_loss(ax_run *r, int step) {
+    const ax_train_opts *o = r->o;
+    int64_t n = (int64_t)o->val_batches * o->batch, have = ax_source_nseq(&r->val);
+    if (have && n > have) n = have;
+    double sum, tok;
+    ax_evaluate(&r->m, &r->val, n, o->batch, o->grad_accum, o->seq, &sum, &tok);
+    SAY(r, "%sstep %d | val loss %.4f (%.0f tokens)\n", r->tty ? "\r\033[K" : "", step + 1, sum / tok, tok);
+    if (r->metrics) { fprintf(r->metrics, "{\"step\": %d, \"val_loss\": %.6f, \"val_tokens\": %.0f}\n", step + 1, sum / tok, tok); fflush(r->metrics); }
+}
+
+static int loop(ax_run *r) {
+    const ax_train_opts *o = r->o;
+    const ax_gpt_config *c = &r->m.cfg;
+    double flops = ax_model_flops(c, o->batch, o->seq), hflops = ax_hardware_flops(c, o->batch, o->seq);
+    double t_sum = 0; int t_n = 0, first = r->st.step;
+    double ms_avg = 0;
+    int end = o->steps;
+    if (o->exit_after > 0 && o->exit_after < end) end = o->exit_after;
+    for (int step = r->st.step; step < end; step++) {
+        MPI_Barrier(r->g.world);
+        double t0 = MPI_Wtime();
+        load_step(r, step);
+        ax_step_stats st;
+        ax_train_step(&r->m, &r->opt, &r->h, step, r->seqs, NULL, o->grad_accum, r->Bl, o->seq, &st, r->scratch);
+        double dt = MPI_Wtime() - t0;
+        MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, r->g.world);
+        if (!isfinite(st.loss)) return AX_ERR("step %d: loss is %g (diverged; lower --lr or raise --warmup)", step + 1, st.loss);
+        if (step - first >= 2) { t_sum += dt; t_n++; }
+        ms_avg = ms_avg ? 0.9 * ms_avg + 0.1 * dt * 1e3 : dt * 1e3;
+        double tps = o->batch * o->seq / dt, tf = flops / dt / 1e12;
+        if (r->metrics) {
+            fprintf(r->metrics, "{\"step\": %d, \"loss\": %.6f, \"lr\": %.6e, \"grad_norm\": %.6f, \"ms\": %.3f, "
+                    "\"tokens_per_s\": %.1f, \"model_tflops\": %.5f, \"tokens\": %.0f}\n",
+                    step + 1, st.loss, st.lr, st.gnorm, dt * 1e3, tps, tf, st.tokens);
+            fflush(r->metrics);
+        }
+        char line[256];
+        snprintf(line, sizeof line, "step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %7.1f ms | %8.0f tok/s | %.3f TFLOP/s",
+                 step + 1, o->steps, st.loss, st.lr, st.gnorm, dt * 1e3, tps, tf);
+        int log_now = (step + 1) % (o->log_every > 0 ? o->log_every : 1) == 0 || step == first || step + 1 == end;
+        if (r->root && !o->quiet) {
+            if (log_now) printf("%s%s\n", r->tty ? "\r\033[K" : "", line);
+            if (r->tty) progress(r, step, ms_avg, "");
+            fflush(stdout);
+        }
+        if (r->val.set && o->val_every > 0 && ((step + 1) % o->val_every == 0 || step + 1 == o->steps)) validate_loss(r, step);
+        int last = step + 1 == end;
+        if (o->out && ((o->save_every > 0 && (step + 1) % o->save_every == 0) || last)) AX_TRY(save(r, step + 1));
+    }
+    if (r->tty) printf("\r\033[K");
+    if (t_n > 0) {
+        double dt = t_sum / t_n;
+        SAY(r, "summary: %d steps timed (first 2 excluded): %.1f ms/step, %.0f tokens/s, model %.3f TFLOP/s "
+               "(%.3f per rank), hardware-with-recompute formula %.3f TFLOP/s\n",
+            t_n, dt * 1e3, o->batch * o->seq / dt, flops / dt / 1e12, flops / dt / 1e12 / r->g.size, hflops / dt / 1e12);
+    }
+    if (o->out && end == o->steps) {
+        AX_TRY(ax_model_save(o->out, &r->m));
+        SAY(r, "model written to %s/model.safetensors (+ config.json)\n", o->out);
+    }
+    return 0;
+}
+
+static void teardown(ax_run *r) {
+    if (r->metrics) fclose(r->metrics);
+    ax_source_close(&r->data); ax_source_close(&r->val);
+    ax_adamw_free(&r->opt);
+    if (r->m.p) ax_gpt_free(&r->m);
+    free(r->seqs); free(r->scratch);
+    if (r->g.world) ax_grid_free(&r->g);
+}
+
+int ax_train(const ax_train_opts *o, MPI_Comm comm) {
+    ax_run r;
+    memset(&r, 0, sizeof r);
+    r.o = o; r.comm = comm;
+    int rc = setup(&r);
+    if (rc == 0) rc = loop(&r);
+    teardown(&r);
+    return rc;
+}

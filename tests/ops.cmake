@@ -1,0 +1,1 @@
+ax_test(ops_fd test_ops_fd 1)

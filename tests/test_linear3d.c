@@ -1,0 +1,226 @@
+/* The 3D-parallel FC layer (SPEC §2) against a serial computation, on every
+ * ordered factorisation (D, X, Y, Z) of the world size in one launch.
+ *
+ * Every rank builds the same logical W [out, in], b [out], X [Mtot, in] and
+ * dY [Mtot, out] from a counter-based generator, takes its own slice (rows of
+ * data x Z shard r = d*Gz + z, input columns of its X or Y coordinate), runs
+ * forward and backward, and compares with the serial results computed in
+ * double: the output and dX slices locally, dW and db after reassembling the
+ * logical tensors from the owning ranks (so a gap or an overlap in the
+ * sharding is an error too).
+ *
+ * Cases per grid: both orientations with bias and a weight block whose size is
+ * not a multiple of Gz (zero-padded Z chunks), both orientations with
+ * unconstrained sizes, a head-grouped QKV layer (out = 3*in), and a padded
+ * output (the LM head: out_pad > out, no bias). */
+#include "test.h"
+#include "grid/grid.h"
+#include "nn/linear.h"
+#include "nn/shard.h"
+#include "util/err.h"
+#include "util/rng.h"
+#include <stdint.h>
+
+#define SEED 777u
+#define TOL 1e-5
+
+static ax_grid g;
+static ax_rng sizes = {SEED, 99, 0};   /* identical sequence on every rank */
+
+typedef struct {
+    const char *name;
+    int in, out, out_pad, transposed, heads, bias, mloc;
+} lcase;
+
+/* ---- small helpers ---- */
+
+static int rnd(int lo, int hi) { return lo + (int)ax_rng_below(&sizes, (uint64_t)(hi - lo + 1)); }
+static int gcd(int a, int b) { while (b) { int t = a % b; a = b; b = t; } return a; }
+
+static float *logical(uint64_t stream, long n) {
+    float *p = ax_malloc(n * sizeof(float));
+    for (long i = 0; i < n; i++) p[i] = (float)ax_rng_normal(SEED, stream, i);
+    return p;
+}
+
+static float *zeros(long n) { return ax_calloc(n ? n : 1, sizeof(float)); }
+
+/* Logical output feature of local output column j, or -1 for padding. The QKV
+ * order is derived here from its description in shard.h (shard y holds
+ * [q | k | v] of its heads), independently of shard.c. */
+static int out_feature(const lcase *c, const ax_linear *L, int j) {
+    int coord = c->transposed ? g.x : g.y, p = coord * L->out_l + j;
+    if (c->heads) {
+        int C = c->in, cy = C / g.gy, part = (p % (3 * cy)) / cy;
+        p = part * C + (p / (3 * cy)) * cy + p % cy;
+    }
+    return p < c->out ? p : -1;
+}
+
+/* A rank owns the copy of a shard it reassembles when it is d = 0 and
+ * coordinate 0 of every axis the shard is replicated over. */
+static int owns(const ax_shard *s) {
+    int rep = ax_shard_replicated(s, &g);
+    return g.d == 0 && !((rep & 1) && g.x) && !((rep & 2) && g.y) && !((rep & 4) && g.z);
+}
+
+/* The logical tensor from every owner's local piece (zeros elsewhere). */
+static void reassemble(const ax_shard *s, const float *local, float *full, long n) {
+    memset(full, 0, n * sizeof(float));
+    if (owns(s)) ax_shard_insert(s, &g, g.x, g.y, g.z, local, full);
+    MPI_Allreduce(MPI_IN_PLACE, full, (int)n, MPI_FLOAT, MPI_SUM, g.world);
+}
+
+/* every stored element that maps to no logical one must be exactly zero */
+static int padding_zero(const ax_shard *s, const float *local) {
+    for (int64_t i = 0; i < ax_shard_numel(s, &g); i++)
+        if (ax_shard_logical_index(s, &g, g.x, g.y, g.z, i) < 0 && local[i] != 0.0f) return 0;
+    return 1;
+}
+
+/* ---- the serial layer, in double ---- */
+
+typedef struct { float *W, *b, *X, *dY, *Y, *dX, *dW, *db; } serial;
+
+static serial serial_layer(const lcase *c, int Mtot) {
+    int in = c->in, out = c->out;
+    serial s = {logical(1, (long)out * in), logical(2, out), logical(3, (long)Mtot * in), logical(4, (long)Mtot * out),
+                zeros((long)Mtot * out), zeros((long)Mtot * in), zeros((long)out * in), zeros(out)};
+    for (int m = 0; m < Mtot; m++)
+        for (int o = 0; o < out; o++) {
+            double y = c->bias ? s.b[o] : 0;
+            for (int k = 0; k < in; k++) y += (double)s.X[(long)m * in + k] * s.W[(long)o * in + k];
+            s.Y[(long)m * out + o] = (float)y;
+        }
+    for (int m = 0; m < Mtot; m++)
+        for (int k = 0; k < in; k++) {
+            double d = 0;
+            for (int o = 0; o < out; o++) d += (double)s.dY[(long)m * out + o] * s.W[(long)o * in + k];
+            s.dX[(long)m * in + k] = (float)d;
+        }
+    for (int o = 0; o < out; o++) {
+        double sb = 0;
+        for (int m = 0; m < Mtot; m++) sb += s.dY[(long)m * out + o];
+        s.db[o] = (float)sb;
+        for (int k = 0; k < in; k++) {
+            double d = 0;
+            for (int m = 0; m < Mtot; m++) d += (double)s.dY[(long)m * out + o] * s.X[(long)m * in + k];
+            s.dW[(long)o * in + k] = (float)d;
+        }
+    }
+    return s;
+}
+
+static void serial_free(serial *s) {
+    float *all[] = {s->W, s->b, s->X, s->dY, s->Y, s->dX, s->dW, s->db};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+}
+
+/* rows [r*mloc, (r+1)*mloc) of a [Mtot, ld] matrix, columns col(j) for j < w (-1: zero) */
+static void take(float *dst, const float *src, long ld, int row0, int mloc, int w,
+                 int (*col)(const lcase *, const ax_linear *, int), const lcase *c, const ax_linear *L, int col0) {
+    for (int i = 0; i < mloc; i++)
+        for (int j = 0; j < w; j++) {
+            int k = col ? col(c, L, j) : col0 + j;
+            dst[(long)i * w + j] = k < 0 ? 0.0f : src[(long)(row0 + i) * ld + k];
+        }
+}
+
+/* ---- one case on the current grid ---- */
+
+static void run_case(const lcase *c, const char *grid) {
+    int Mtot = g.gd * g.gz * c->mloc, row0 = (g.d * g.gz + g.z) * c->mloc;
+    serial s = serial_layer(c, Mtot);
+    ax_linear L;
+    ax_linear_init(&L, &g, c->in, c->out, c->out_pad, c->transposed, c->heads);
+    int in_l = L.in_l, out_l = L.out_l, in0 = (c->transposed ? g.y : g.x) * in_l;
+    long nw = ax_shard_numel(&L.w, &g), nb = ax_shard_numel(&L.b, &g);
+
+    float *chunk = zeros(nw), *bias = zeros(nb);
+    ax_shard_extract(&L.w, &g, s.W, chunk);
+    ax_shard_extract(&L.b, &g, s.b, bias);
+    ax_linear_ws ws = {NULL, NULL, NULL, nw * g.gz};
+    if (g.gz > 1) { ws.wblock = zeros(nw * g.gz); ws.gblock = zeros(nw * g.gz); ws.gchunk = zeros(nw * g.gz); }
+
+    float *x = zeros((long)c->mloc * in_l), *dy = zeros((long)c->mloc * out_l), *y = zeros((long)c->mloc * out_l);
+    float *ey = zeros((long)c->mloc * out_l), *dx = zeros((long)c->mloc * in_l), *edx = zeros((long)c->mloc * in_l);
+    take(x, s.X, c->in, row0, c->mloc, in_l, NULL, c, &L, in0);
+    take(dy, s.dY, c->out, row0, c->mloc, out_l, out_feature, c, &L, 0);   /* padded columns: 0, as the loss leaves them */
+    take(ey, s.Y, c->out, row0, c->mloc, out_l, out_feature, c, &L, 0);
+    take(edx, s.dX, c->in, row0, c->mloc, in_l, NULL, c, &L, in0);
+
+    const float *Wb = ax_linear_weight(&L, &g, chunk, ws.wblock);
+    ax_linear_forward(&L, Wb, c->bias ? bias : NULL, x, y, c->mloc);
+    float *dw = zeros(nw), *db = zeros(nb);
+    ax_linear_backward(&L, &g, Wb, x, dy, dx, dw, c->bias ? db : NULL, c->mloc, &ws);
+    /* as the model does: db is replicated over X (non-transposed) but its rows
+     * were split over data x Z; dW was already reduce-scattered over Z */
+    ax_allreduce_f32(&g.dz, db, nb);
+    ax_allreduce_f32(&g.data, dw, nw);
+
+    float *fW = zeros((long)c->out * c->in), *fb = zeros(c->out);
+    reassemble(&L.w, dw, fW, (long)c->out * c->in);
+    if (c->bias) reassemble(&L.b, db, fb, c->out);
+
+    double e[4] = {ax_t_reldiff(y, ey, (long)c->mloc * out_l), ax_t_reldiff(dx, edx, (long)c->mloc * in_l),
+                   ax_t_reldiff(fW, s.dW, (long)c->out * c->in), c->bias ? ax_t_reldiff(fb, s.db, c->out) : 0};
+    const char *what[4] = {"forward y", "dX", "dW", "db"};
+    for (int k = 0; k < 4; k++)
+        CHECK(e[k] < TOL, "grid %s, %s (in %d out %d pad %d heads %d mloc %d): %s rel diff %.3g",
+              grid, c->name, c->in, c->out, c->out_pad, c->heads, c->mloc, what[k], e[k]);
+    CHECK(padding_zero(&L.w, dw), "grid %s, %s: dW chunk padding is not zero", grid, c->name);
+
+    float *all[] = {chunk, bias, ws.wblock, ws.gblock, ws.gchunk, x, dy, y, ey, dx, edx, dw, db, fW, fb};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+    serial_free(&s);
+}
+
+/* ---- the cases for one grid ---- */
+
+/* in = gin*a, out = gout*b; with odd_block the block a*b shares no factor with
+ * Gz, so (Gz > 1) its Z chunks end in padding */
+static lcase plain(const char *name, int transposed, int odd_block) {
+    int gin = transposed ? g.gy : g.gx, gout = transposed ? g.gx : g.gy, a, b;
+    do { a = rnd(1, 5); b = rnd(1, 5); } while (odd_block && g.gz > 1 && gcd(a * b, g.gz) != 1);
+    return (lcase){name, gin * a, gout * b, 0, transposed, 0, 1, rnd(1, 4)};
+}
+
+/* heads split over Y, C = heads * hd divisible by Gx */
+static lcase qkv(void) {
+    int hd = rnd(1, 3), h1 = gcd(g.gx, g.gy * hd);
+    int heads = g.gy * (g.gx / h1) * rnd(1, 2);
+    return (lcase){"qkv", heads * hd, 3 * heads * hd, 0, 0, heads, 1, rnd(1, 3)};
+}
+
+/* the tied LM head: vocabulary rows padded to a multiple of Gy, no bias */
+static lcase padded(void) {
+    int out_pad = g.gy * rnd(2, 4), in = g.gx * rnd(1, 4);
+    return (lcase){"padded", in, out_pad - rnd(1, 2 * g.gy - 1 < out_pad - 1 ? 2 * g.gy - 1 : out_pad - 1),
+                   out_pad, 0, 0, 0, rnd(1, 3)};
+}
+
+static void run_grid(int D, int X, int Y, int Z) {
+    if (ax_grid_init(&g, MPI_COMM_WORLD, D, X, Y, Z)) ax_err_exit(1);
+    char grid[48];
+    snprintf(grid, sizeof grid, "%d,%d,%d,%d", D, X, Y, Z);
+    lcase cases[] = {plain("non-transposed, chunk padding", 0, 1), plain("transposed, chunk padding", 1, 1),
+                     plain("non-transposed", 0, 0), plain("transposed", 1, 0), qkv(), padded()};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i], grid);
+    ax_grid_free(&g);
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int P, rank, n = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    double t0 = MPI_Wtime();
+    for (int D = 1; D <= P; D++)
+        for (int X = 1; P % D == 0 && X <= P / D; X++)
+            for (int Y = 1; (P / D) % X == 0 && Y <= P / D / X; Y++)
+                if ((P / D / X) % Y == 0) { run_grid(D, X, Y, P / D / X / Y); n++; }
+    if (rank == 0) printf("linear3d: %d grids of %d ranks in %.2f s\n", n, P, MPI_Wtime() - t0);
+    int rc = ax_test_done("linear3d");
+    MPI_Finalize();
+    return rc;
+}

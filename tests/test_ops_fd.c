@@ -1,0 +1,315 @@
+/* Finite-difference checks of the backward of every single-rank op
+ * (LayerNorm, GELU, attention, cross-entropy, embedding, linear) on a 1-rank
+ * grid. The scalar under test is L = sum(out * R) for a fixed random R (the
+ * cross-entropy: its own weighted loss), accumulated in double; the numeric
+ * gradient is a central difference with a fp32 step of about 1e-3.
+ *
+ * Each comparison is norm-wise relative. The tolerance is well below 1e-2 so
+ * that every check also proves it can fail: the same analytic gradient scaled
+ * by 1.01 must be rejected by the very same comparison. */
+#include "test.h"
+#include "grid/grid.h"
+#include "nn/activation.h"
+#include "nn/attention.h"
+#include "nn/embedding.h"
+#include "nn/layernorm.h"
+#include "nn/linear.h"
+#include "nn/loss.h"
+#include "util/err.h"
+#include "util/rng.h"
+#include <omp.h>
+#include <stdint.h>
+
+#define SEED 20240611u
+#define STEP 1e-3f
+#define TOL 3e-3      /* a 1.01-scaled gradient is off by 1e-2 */
+#define GARBAGE 1e30f /* prefill of outputs the op must overwrite */
+
+static ax_grid g;
+static uint64_t next_stream;
+
+/* ---- helpers shared by every op ---- */
+
+static float *randn(long n, double scale) {
+    float *p = ax_malloc(n * sizeof(float));
+    uint64_t s = next_stream++;
+    for (long i = 0; i < n; i++) p[i] = (float)(scale * ax_rng_normal(SEED, s, i));
+    return p;
+}
+
+static float *filled(long n, float v) {
+    float *p = ax_malloc(n * sizeof(float));
+    for (long i = 0; i < n; i++) p[i] = v;
+    return p;
+}
+
+static float *copy_of(const float *a, long n) {
+    float *p = ax_malloc(n * sizeof(float));
+    memcpy(p, a, n * sizeof(float));
+    return p;
+}
+
+static double dot(const float *a, const float *b, long n) {
+    double s = 0;
+    for (long i = 0; i < n; i++) s += (double)a[i] * b[i];
+    return s;
+}
+
+/* what a += backward added on top of its prefilled base */
+static float *added(const float *after, const float *base, long n) {
+    float *p = ax_malloc(n * sizeof(float));
+    for (long i = 0; i < n; i++) p[i] = after[i] - base[i];
+    return p;
+}
+
+static int all_zero(const float *a, long n) {
+    for (long i = 0; i < n; i++)
+        if (a[i] != 0.0f) return 0;
+    return 1;
+}
+
+typedef double (*loss_fn)(void *ctx);
+
+/* Numeric gradient of f with respect to p[0..n). The divisor is the step
+ * actually representable in fp32, not the nominal 2*STEP. */
+static double *fd_grad(loss_fn f, void *ctx, float *p, long n) {
+    double *num = ax_malloc(n * sizeof(double));
+    for (long i = 0; i < n; i++) {
+        float v = p[i], up = v + STEP, dn = v - STEP;
+        p[i] = up; double lp = f(ctx);
+        p[i] = dn; double lm = f(ctx);
+        p[i] = v;
+        num[i] = (lp - lm) / ((double)up - dn);
+    }
+    return num;
+}
+
+static double rel_err(const float *ana, const double *num, long n, double scale) {
+    double d2 = 0, n2 = 0;
+    for (long i = 0; i < n; i++) {
+        double d = scale * ana[i] - num[i];
+        d2 += d * d; n2 += num[i] * num[i];
+    }
+    return sqrt(d2) / (n2 > 1e-30 ? sqrt(n2) : 1.0);
+}
+
+/* Analytic vs numeric within TOL, and the 1.01-scaled analytic gradient must
+ * fail the same comparison, or the tolerance would be too loose to mean anything. */
+static void fd_check(const char *what, loss_fn f, void *ctx, float *p, const float *ana, long n) {
+    double *num = fd_grad(f, ctx, p, n);
+    double e = rel_err(ana, num, n, 1.0), bad = rel_err(ana, num, n, 1.01);
+    CHECK(e < TOL, "%s: analytic vs numeric gradient: relative error %.3g >= %.g", what, e, TOL);
+    CHECK(bad >= TOL, "%s: a gradient scaled by 1.01 passes (error %.3g < %.g)", what, bad, TOL);
+    printf("  %-22s n=%-4ld rel err %.2e  (1.01-scaled: %.2e)\n", what, n, e, bad);
+    free(num);
+}
+
+/* ---- LayerNorm: dx, dw, db ---- */
+
+typedef struct { int M, C; float *x, *w, *b, *R, *out, *mean, *rstd, *scratch; } ln_ctx;
+
+static double ln_loss(void *v) {
+    ln_ctx *c = v;
+    ax_layernorm_forward(&g.X, c->out, c->mean, c->rstd, c->x, c->w, c->b, c->M, c->C, c->C, c->scratch);
+    return dot(c->out, c->R, (long)c->M * c->C);
+}
+
+static void test_layernorm(void) {
+    enum { M = 7, C = 10 };
+    ln_ctx c = {M, C, randn(M * C, 1.0), randn(C, 1.0), randn(C, 0.5), randn(M * C, 1.0),
+                filled(M * C, 0), filled(M, 0), filled(M, 0), filled(2 * M, 0)};
+    /* a per-row offset, so that subtracting the mean matters */
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < C; j++) c.x[i * C + j] += 0.7f * (i - 3);
+    ln_loss(&c);   /* mean and rstd at the unperturbed point */
+    float *bx = randn(M * C, 1.0), *bw = randn(C, 1.0), *bb = randn(C, 1.0);   /* += bases */
+    float *dx = copy_of(bx, M * C), *dw = copy_of(bw, C), *db = copy_of(bb, C);
+    ax_layernorm_backward(&g.X, dx, dw, db, c.R, c.x, c.w, c.mean, c.rstd, M, C, C, c.scratch);
+    float *ax = added(dx, bx, M * C), *aw = added(dw, bw, C), *ab = added(db, bb, C);
+    fd_check("layernorm dx", ln_loss, &c, c.x, ax, M * C);
+    fd_check("layernorm dw", ln_loss, &c, c.w, aw, C);
+    fd_check("layernorm db", ln_loss, &c, c.b, ab, C);
+    float *all[] = {c.x, c.w, c.b, c.R, c.out, c.mean, c.rstd, c.scratch, bx, bw, bb, dx, dw, db, ax, aw, ab};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+}
+
+/* ---- GELU ---- */
+
+typedef struct { long n; float *x, *R, *out; } gelu_ctx;
+
+static double gelu_loss(void *v) {
+    gelu_ctx *c = v;
+    ax_gelu_forward(c->out, c->x, c->n);
+    return dot(c->out, c->R, c->n);
+}
+
+static void test_gelu(void) {
+    enum { N = 37 };
+    gelu_ctx c = {N, randn(N, 2.5), randn(N, 1.0), filled(N, 0)};   /* wide: both tails and the bend */
+    c.x[0] = 0.0f; c.x[1] = -6.0f; c.x[2] = 6.0f;
+    float *dx = filled(N, GARBAGE);
+    ax_gelu_backward(dx, c.x, c.R, N);
+    fd_check("gelu dx", gelu_loss, &c, c.x, dx, N);
+    /* documented: dx may alias dout */
+    float *inplace = copy_of(c.R, N);
+    ax_gelu_backward(inplace, c.x, inplace, N);
+    CHECK(memcmp(inplace, dx, sizeof(float) * N) == 0, "gelu backward in place (dx == dout) differs");
+    free(c.x); free(c.R); free(c.out); free(dx); free(inplace);
+}
+
+/* ---- attention: dqkv ---- */
+
+typedef struct { int B, T, H, hd; float *qkv, *R, *out, *att; } att_ctx;
+
+static double att_loss(void *v) {
+    att_ctx *c = v;
+    ax_attention_forward(c->out, c->att, c->qkv, c->B, c->T, c->H, c->hd);
+    return dot(c->out, c->R, (long)c->B * c->T * c->H * c->hd);
+}
+
+static void test_attention(void) {
+    enum { B = 2, T = 5, H = 2, hd = 3, C = H * hd };
+    att_ctx c = {B, T, H, hd, randn(B * T * 3 * C, 1.0), randn(B * T * C, 1.0),
+                 filled(B * T * C, 0), filled(B * H * T * T, 0)};
+    att_loss(&c);
+    int causal = 1;
+    for (int bh = 0; bh < B * H; bh++)
+        for (int i = 0; i < T; i++)
+            causal &= all_zero(c.att + ((long)bh * T + i) * T + i + 1, T - 1 - i);
+    CHECK(causal, "attention probabilities above the diagonal are not zero");
+    float *dqkv = filled(B * T * 3 * C, GARBAGE);
+    float *scratch = filled((long)omp_get_max_threads() * T * T, 0);
+    ax_attention_backward(dqkv, c.R, c.att, c.qkv, B, T, H, hd, scratch);
+    fd_check("attention dqkv", att_loss, &c, c.qkv, dqkv, B * T * 3 * C);
+    free(c.qkv); free(c.R); free(c.out); free(c.att); free(dqkv); free(scratch);
+}
+
+/* ---- cross-entropy: dlogits ---- */
+
+typedef struct { int M, Vl, V; float *logits, *tmp, *losses, *weight, *scratch, dscale; int32_t *targets; } xent_ctx;
+
+/* the scalar whose gradient the op returns: dscale * sum_i weight_i * loss_i */
+static double xent_loss(void *v) {
+    xent_ctx *c = v;
+    memcpy(c->tmp, c->logits, sizeof(float) * c->M * c->Vl);
+    ax_xent_forward_backward(&g.Y, c->tmp, c->losses, c->targets, c->weight, c->M, c->Vl, 0, c->V, 0.0f, c->scratch);
+    double s = 0;
+    for (int i = 0; i < c->M; i++) s += (double)c->dscale * c->weight[i] * c->losses[i];
+    return s;
+}
+
+static void test_xent(void) {
+    enum { M = 7, V = 10, Vl = 13 };   /* columns V..Vl are vocabulary padding */
+    int32_t targets[M] = {3, 0, 9, 3, 7, 1, 5};
+    xent_ctx c = {M, Vl, V, randn(M * Vl, 2.0), filled(M * Vl, 0), filled(M, 0),
+                  filled(M, 1), filled(3 * M, 0), 1.0f / 5, targets};
+    /* huge padded logits: counted by mistake, they would dominate max and sum */
+    for (int i = 0; i < M; i++)
+        for (int j = V; j < Vl; j++) c.logits[i * Vl + j] = 40.0f + j;
+    for (int i = 0; i < M; i++) c.weight[i] = (float)(0.5 + ax_rng_uniform(SEED, next_stream, i));
+    next_stream++;
+    c.weight[2] = c.weight[5] = 0.0f;   /* masked tokens (goldfish, padding) */
+
+    xent_loss(&c);   /* forward only (dscale 0): logits untouched */
+    CHECK(memcmp(c.tmp, c.logits, sizeof(float) * M * Vl) == 0, "xent with dscale 0 modified the logits");
+    double worst = 0;
+    for (int i = 0; i < M; i++) {   /* -log softmax over the V real columns, in double */
+        const float *r = c.logits + i * Vl;
+        double mx = r[0], s = 0;
+        for (int j = 1; j < V; j++) mx = fmax(mx, r[j]);
+        for (int j = 0; j < V; j++) s += exp(r[j] - mx);
+        worst = fmax(worst, fabs(mx + log(s) - r[targets[i]] - c.losses[i]));
+    }
+    CHECK(worst < 1e-5, "xent per-row losses off by %.3g", worst);
+
+    float *fwd_losses = copy_of(c.losses, M);
+    float *d = copy_of(c.logits, M * Vl);
+    ax_xent_forward_backward(&g.Y, d, c.losses, targets, c.weight, M, Vl, 0, V, c.dscale, c.scratch);
+    CHECK(memcmp(fwd_losses, c.losses, sizeof(float) * M) == 0, "xent losses differ with and without backward");
+    int pad_zero = 1;
+    for (int i = 0; i < M; i++) pad_zero &= all_zero(d + i * Vl + V, Vl - V);
+    CHECK(pad_zero, "xent: padded vocabulary columns got a nonzero gradient");
+    CHECK(all_zero(d + 2 * Vl, Vl) && all_zero(d + 5 * Vl, Vl), "xent: zero-weight rows got a nonzero gradient");
+    fd_check("xent dlogits", xent_loss, &c, c.logits, d, M * Vl);   /* padding included: numeric 0 there */
+    free(c.logits); free(c.tmp); free(c.losses); free(c.weight); free(c.scratch); free(fwd_losses); free(d);
+}
+
+/* ---- embedding: dwte rows, dwpe ---- */
+
+typedef struct { int M, T, v0, Vl, C; const int32_t *tokens; float *wte, *wpe, *R, *out; } emb_ctx;
+
+static double emb_loss(void *v) {
+    emb_ctx *c = v;
+    ax_embedding_forward(&g.Y, c->out, c->tokens, c->wte, c->wpe, c->M, c->T, c->v0, c->Vl, c->C);
+    return dot(c->out, c->R, (long)c->M * c->C);
+}
+
+static void test_embedding(void) {
+    /* The block holds vocabulary rows [2, 7) of 9, as one Y shard would:
+     * tokens outside it have no row here (on a 1-rank Y group they embed as
+     * zeros and get no gradient). Token 3 repeats, so its row must accumulate;
+     * token 5 never occurs; wpe has maxT = 6 > T rows, the last one unused. */
+    enum { B = 2, T = 5, M = B * T, maxT = 6, v0 = 2, Vl = 5, C = 7 };
+    static const int32_t tokens[M] = {3, 3, 0, 6, 8, 2, 3, 1, 6, 4};
+    emb_ctx c = {M, T, v0, Vl, C, tokens, randn(Vl * C, 1.0), randn(maxT * C, 1.0), randn(M * C, 1.0), filled(M * C, 0)};
+    float *bte = randn(Vl * C, 1.0), *bpe = randn(maxT * C, 1.0);   /* += bases */
+    float *dte = copy_of(bte, Vl * C), *dpe = copy_of(bpe, maxT * C);
+    ax_embedding_backward(dte, dpe, c.R, tokens, M, T, v0, Vl, C);
+    float *ate = added(dte, bte, Vl * C), *ape = added(dpe, bpe, maxT * C);
+    /* exact structural facts, then the finite differences */
+    CHECK(all_zero(ate + (5 - v0) * C, C), "embedding: dwte row of an unused token changed");
+    CHECK(all_zero(ape + T * C, (maxT - T) * C), "embedding: dwpe rows >= T changed");
+    fd_check("embedding dwte", emb_loss, &c, c.wte, ate, Vl * C);
+    fd_check("embedding dwpe", emb_loss, &c, c.wpe, ape, maxT * C);
+    float *all[] = {c.wte, c.wpe, c.R, c.out, bte, bpe, dte, dpe, ate, ape};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+}
+
+/* ---- linear (1-rank grid, both orientations): dx, dW, db ---- */
+
+typedef struct { ax_linear L; int M; float *w, *b, *x, *R, *y; } lin_ctx;
+
+static double lin_loss(void *v) {
+    lin_ctx *c = v;
+    const float *Wb = ax_linear_weight(&c->L, &g, c->w, NULL);   /* Gz = 1: the chunk itself */
+    ax_linear_forward(&c->L, Wb, c->b, c->x, c->y, c->M);
+    return dot(c->y, c->R, (long)c->M * c->L.out_l);
+}
+
+static void test_linear(int transposed) {
+    enum { M = 7, IN = 10, OUT = 6 };
+    lin_ctx c;
+    ax_linear_init(&c.L, &g, IN, OUT, 0, transposed, 0);
+    c.M = M;
+    long nw = ax_shard_numel(&c.L.w, &g);
+    c.w = randn(nw, 0.5); c.b = randn(OUT, 1.0); c.x = randn(M * IN, 1.0); c.R = randn(M * OUT, 1.0);
+    c.y = filled(M * OUT, 0);
+    ax_linear_ws ws = {filled(nw, 0), filled(nw, 0), filled(nw, 0), nw};
+    float *bw = randn(nw, 1.0), *bb = randn(OUT, 1.0);   /* += bases */
+    float *dw = copy_of(bw, nw), *db = copy_of(bb, OUT), *dx = filled(M * IN, GARBAGE);
+    ax_linear_backward(&c.L, &g, ax_linear_weight(&c.L, &g, c.w, ws.wblock), c.x, c.R, dx, dw, db, M, &ws);
+    float *aw = added(dw, bw, nw), *ab = added(db, bb, OUT);
+    char name[3][32];
+    for (int i = 0; i < 3; i++) snprintf(name[i], sizeof name[i], "linear%s %s", transposed ? "(T)" : "", (const char *[]){"dx", "dW", "db"}[i]);
+    fd_check(name[0], lin_loss, &c, c.x, dx, M * IN);
+    fd_check(name[1], lin_loss, &c, c.w, aw, nw);
+    fd_check(name[2], lin_loss, &c, c.b, ab, OUT);
+    float *all[] = {c.w, c.b, c.x, c.R, c.y, ws.wblock, ws.gblock, ws.gchunk, bw, bb, dw, db, dx, aw, ab};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    if (ax_grid_init(&g, MPI_COMM_WORLD, 1, 1, 1, 1)) ax_err_exit(1);
+    test_layernorm();
+    test_gelu();
+    test_attention();
+    test_xent();
+    test_embedding();
+    test_linear(0);
+    test_linear(1);
+    ax_grid_free(&g);
+    int rc = ax_test_done("ops_fd");
+    MPI_Finalize();
+    return rc;
+}
