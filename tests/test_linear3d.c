@@ -45,6 +45,13 @@ static float *logical(uint64_t stream, long n) {
 
 static float *zeros(long n) { return ax_calloc(n ? n : 1, sizeof(float)); }
 
+/* outputs and scratch start as garbage: the layer must not rely on zeros there */
+static float *garbage(long n) {
+    float *p = ax_malloc((n ? n : 1) * sizeof(float));
+    for (long i = 0; i < n; i++) p[i] = 1e30f;
+    return p;
+}
+
 /* Logical output feature of local output column j, or -1 for padding. The QKV
  * order is derived here from its description in shard.h (shard y holds
  * [q | k | v] of its heads), independently of shard.c. */
@@ -116,14 +123,11 @@ static void serial_free(serial *s) {
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
 }
 
-/* rows [r*mloc, (r+1)*mloc) of a [Mtot, ld] matrix, columns col(j) for j < w (-1: zero) */
-static void take(float *dst, const float *src, long ld, int row0, int mloc, int w,
-                 int (*col)(const lcase *, const ax_linear *, int), const lcase *c, const ax_linear *L, int col0) {
+/* rows [row0, row0 + mloc) of a [Mtot, ld] matrix, logical columns cols[0..w) (-1: zero) */
+static void take(float *dst, const float *src, long ld, int row0, int mloc, const int *cols, int w) {
     for (int i = 0; i < mloc; i++)
-        for (int j = 0; j < w; j++) {
-            int k = col ? col(c, L, j) : col0 + j;
-            dst[(long)i * w + j] = k < 0 ? 0.0f : src[(long)(row0 + i) * ld + k];
-        }
+        for (int j = 0; j < w; j++)
+            dst[(long)i * w + j] = cols[j] < 0 ? 0.0f : src[(long)(row0 + i) * ld + cols[j]];
 }
 
 /* ---- one case on the current grid ---- */
@@ -134,20 +138,23 @@ static void run_case(const lcase *c, const char *grid) {
     ax_linear L;
     ax_linear_init(&L, &g, c->in, c->out, c->out_pad, c->transposed, c->heads);
     int in_l = L.in_l, out_l = L.out_l, in0 = (c->transposed ? g.y : g.x) * in_l;
+    int *icol = ax_malloc(in_l * sizeof(int)), *ocol = ax_malloc(out_l * sizeof(int));
+    for (int j = 0; j < in_l; j++) icol[j] = in0 + j;
+    for (int j = 0; j < out_l; j++) ocol[j] = out_feature(c, &L, j);
     long nw = ax_shard_numel(&L.w, &g), nb = ax_shard_numel(&L.b, &g);
 
     float *chunk = zeros(nw), *bias = zeros(nb);
     ax_shard_extract(&L.w, &g, s.W, chunk);
     ax_shard_extract(&L.b, &g, s.b, bias);
     ax_linear_ws ws = {NULL, NULL, NULL, nw * g.gz};
-    if (g.gz > 1) { ws.wblock = zeros(nw * g.gz); ws.gblock = zeros(nw * g.gz); ws.gchunk = zeros(nw * g.gz); }
+    if (g.gz > 1) { ws.wblock = garbage(nw * g.gz); ws.gblock = garbage(nw * g.gz); ws.gchunk = garbage(nw * g.gz); }
 
-    float *x = zeros((long)c->mloc * in_l), *dy = zeros((long)c->mloc * out_l), *y = zeros((long)c->mloc * out_l);
-    float *ey = zeros((long)c->mloc * out_l), *dx = zeros((long)c->mloc * in_l), *edx = zeros((long)c->mloc * in_l);
-    take(x, s.X, c->in, row0, c->mloc, in_l, NULL, c, &L, in0);
-    take(dy, s.dY, c->out, row0, c->mloc, out_l, out_feature, c, &L, 0);   /* padded columns: 0, as the loss leaves them */
-    take(ey, s.Y, c->out, row0, c->mloc, out_l, out_feature, c, &L, 0);
-    take(edx, s.dX, c->in, row0, c->mloc, in_l, NULL, c, &L, in0);
+    float *x = zeros((long)c->mloc * in_l), *dy = zeros((long)c->mloc * out_l), *y = garbage((long)c->mloc * out_l);
+    float *ey = zeros((long)c->mloc * out_l), *dx = garbage((long)c->mloc * in_l), *edx = zeros((long)c->mloc * in_l);
+    take(x, s.X, c->in, row0, c->mloc, icol, in_l);
+    take(dy, s.dY, c->out, row0, c->mloc, ocol, out_l);   /* padded columns: 0, as the loss leaves them */
+    take(ey, s.Y, c->out, row0, c->mloc, ocol, out_l);
+    take(edx, s.dX, c->in, row0, c->mloc, icol, in_l);
 
     const float *Wb = ax_linear_weight(&L, &g, chunk, ws.wblock);
     ax_linear_forward(&L, Wb, c->bias ? bias : NULL, x, y, c->mloc);
@@ -172,40 +179,51 @@ static void run_case(const lcase *c, const char *grid) {
 
     float *all[] = {chunk, bias, ws.wblock, ws.gblock, ws.gchunk, x, dy, y, ey, dx, edx, dw, db, fW, fb};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+    free(icol); free(ocol);
     serial_free(&s);
 }
 
-/* ---- the cases for one grid ---- */
+/* ---- the cases for one grid ----
+ * (sizes are drawn in statement order, so every rank draws the same) */
 
 /* in = gin*a, out = gout*b; with odd_block the block a*b shares no factor with
  * Gz, so (Gz > 1) its Z chunks end in padding */
 static lcase plain(const char *name, int transposed, int odd_block) {
     int gin = transposed ? g.gy : g.gx, gout = transposed ? g.gx : g.gy, a, b;
     do { a = rnd(1, 5); b = rnd(1, 5); } while (odd_block && g.gz > 1 && gcd(a * b, g.gz) != 1);
-    return (lcase){name, gin * a, gout * b, 0, transposed, 0, 1, rnd(1, 4)};
+    int mloc = rnd(1, 4);
+    return (lcase){name, gin * a, gout * b, 0, transposed, 0, 1, mloc};
 }
 
 /* heads split over Y, C = heads * hd divisible by Gx */
 static lcase qkv(void) {
-    int hd = rnd(1, 3), h1 = gcd(g.gx, g.gy * hd);
-    int heads = g.gy * (g.gx / h1) * rnd(1, 2);
-    return (lcase){"qkv", heads * hd, 3 * heads * hd, 0, 0, heads, 1, rnd(1, 3)};
+    int hd = rnd(1, 3);
+    int heads = g.gy * (g.gx / gcd(g.gx, g.gy * hd)) * rnd(1, 2);
+    int mloc = rnd(1, 3);
+    return (lcase){"qkv", heads * hd, 3 * heads * hd, 0, 0, heads, 1, mloc};
 }
 
-/* the tied LM head: vocabulary rows padded to a multiple of Gy, no bias */
+/* the tied LM head: vocabulary rows padded to a multiple of Gy, no bias; the
+ * padding may cover whole Y blocks and Z chunks */
 static lcase padded(void) {
-    int out_pad = g.gy * rnd(2, 4), in = g.gx * rnd(1, 4);
-    return (lcase){"padded", in, out_pad - rnd(1, 2 * g.gy - 1 < out_pad - 1 ? 2 * g.gy - 1 : out_pad - 1),
-                   out_pad, 0, 0, 0, rnd(1, 3)};
+    int out_pad = g.gy * rnd(2, 4);
+    int pad = rnd(1, out_pad - 1 < g.gy + 1 ? out_pad - 1 : g.gy + 1);
+    int in = g.gx * rnd(1, 4);
+    int mloc = rnd(1, 3);
+    return (lcase){"padded", in, out_pad - pad, out_pad, 0, 0, 0, mloc};
 }
 
 static void run_grid(int D, int X, int Y, int Z) {
     if (ax_grid_init(&g, MPI_COMM_WORLD, D, X, Y, Z)) ax_err_exit(1);
     char grid[48];
     snprintf(grid, sizeof grid, "%d,%d,%d,%d", D, X, Y, Z);
-    lcase cases[] = {plain("non-transposed, chunk padding", 0, 1), plain("transposed, chunk padding", 1, 1),
-                     plain("non-transposed", 0, 0), plain("transposed", 1, 0), qkv(), padded()};
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i], grid);
+    lcase c;
+    c = plain("non-transposed, chunk padding", 0, 1); run_case(&c, grid);
+    c = plain("transposed, chunk padding", 1, 1); run_case(&c, grid);
+    c = plain("non-transposed", 0, 0); run_case(&c, grid);
+    c = plain("transposed", 1, 0); run_case(&c, grid);
+    c = qkv(); run_case(&c, grid);
+    c = padded(); run_case(&c, grid);
     ax_grid_free(&g);
 }
 

@@ -52,6 +52,7 @@ typedef struct {
     int threads;                        /* OpenMP/BLAS threads per rank, 0: default */
     int log_every;
     int quiet;
+    int profile;                        /* report GEMM and per-group communication time */
 } ax_train_opts;
 
 void ax_train_defaults(ax_train_opts *o);

@@ -55,6 +55,7 @@ int ax_cmd_train(int argc, char **argv) {
         {"log-every", AX_OPT_INT, &o.log_every, "N", "log a line every N steps (default 10)"},
         {"threads", AX_OPT_INT, &o.threads, "N", "OpenMP/BLAS threads per rank (default: cores / ranks per node)"},
         {"quiet", AX_OPT_FLAG, &o.quiet, NULL, "no per-step lines"},
+        {"profile", AX_OPT_FLAG, &o.profile, NULL, "report the share of step time in GEMMs and in each group's collectives"},
         {NULL},
     };
     int rc = ax_args_parse(opts, argc, argv, 2, usage, NULL, NULL, 0);

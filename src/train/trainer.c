@@ -98,6 +98,7 @@ static int setup(ax_run *r) {
     r->root = r->g.rank == 0;
     r->tty = r->root && isatty(1);
     set_threads(r);
+    ax_gemm_timing(o->profile);
     ax_gpt_config cfg = o->model;
     char ckdir[4096] = "", path[4200];
     r->st = (ax_ckpt_state){.step = 0, .seed = o->seed, .batch = o->batch, .seq = o->seq, .steps = o->steps};
@@ -187,6 +188,30 @@ static void validate_loss(ax_run *r, int step) {
     if (r->metrics) { fprintf(r->metrics, "{\"step\": %d, \"val_loss\": %.6f, \"val_tokens\": %.0f}\n", step + 1, sum / tok, tok); fflush(r->metrics); }
 }
 
+static void reset_profile(ax_run *r) {
+    ax_gemm_stats_reset();
+    ax_grid *g = &r->g;
+    ax_comm *all[] = {&g->X, &g->Y, &g->Z, &g->Zg, &g->data, &g->dz, &g->tp};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) all[i]->seconds = all[i]->bytes = 0;
+}
+
+/* Shares of the timed steps spent in GEMMs and blocked in each group's
+ * collectives (rank 0's view; the largest over ranks for communication). */
+static void report_profile(ax_run *r, double t_total) {
+    double gs, gf;
+    ax_gemm_stats(&gs, &gf);
+    ax_grid *g = &r->g;
+    struct { const char *n; ax_comm *c; } groups[] = {{"X", &g->X}, {"Y", &g->Y}, {"Z", &g->Z}, {"Z-gather", &g->Zg},
+                                                      {"data", &g->data}, {"data*Z", &g->dz}, {"X*Y*Z", &g->tp}};
+    SAY(r, "profile: GEMM %.1f%% of step time (%.1f GFLOP/s in GEMMs)", 100 * gs / t_total, gs > 0 ? gf / gs / 1e9 : 0);
+    for (size_t i = 0; i < sizeof groups / sizeof *groups; i++) {
+        double s = groups[i].c->seconds;
+        MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, g->world);
+        if (groups[i].c->size > 1) SAY(r, ", %s %.1f%%", groups[i].n, 100 * s / t_total);
+    }
+    SAY(r, "\n");
+}
+
 static int loop(ax_run *r) {
     const ax_train_opts *o = r->o;
     const ax_gpt_config *c = &r->m.cfg;
@@ -205,6 +230,7 @@ static int loop(ax_run *r) {
         MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, r->g.world);
         if (!isfinite(st.loss)) return AX_ERR("step %d: loss is %g (diverged; lower --lr or raise --warmup)", step + 1, st.loss);
         if (step - first >= 2) { t_sum += dt; t_n++; }
+        if (o->profile && step - first == 1) reset_profile(r);
         ms_avg = ms_avg ? 0.9 * ms_avg + 0.1 * dt * 1e3 : dt * 1e3;
         double tps = o->batch * o->seq / dt, tf = flops / dt / 1e12;
         if (r->metrics) {
@@ -229,6 +255,7 @@ static int loop(ax_run *r) {
     if (r->tty) printf("\r\033[K");
     if (t_n > 0) {
         double dt = t_sum / t_n;
+        if (o->profile) report_profile(r, t_sum);
         SAY(r, "summary: %d steps timed (first 2 excluded): %.1f ms/step, %.0f tokens/s, model %.3f TFLOP/s "
                "(%.3f per rank), hardware-with-recompute formula %.3f TFLOP/s\n",
             t_n, dt * 1e3, o->batch * o->seq / dt, flops / dt / 1e12, flops / dt / 1e12 / r->g.size, hflops / dt / 1e12);

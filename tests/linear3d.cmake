@@ -1,0 +1,5 @@
+ax_test(linear3d_1 test_linear3d 1)
+ax_test(linear3d_2 test_linear3d 2)
+ax_test(linear3d_4 test_linear3d 4)
+ax_test(linear3d_8 test_linear3d 8)
+ax_test(linear3d_6 test_linear3d 6)

@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# cli_errors: every bad input makes `axonn` exit with status 2 after printing
+# exactly one line "axonn: error: ..." on stderr that names the offending input
+# (flag or file), and leaves nothing half-written (no new files in --out or
+# anywhere in the work dir, no *.tmp* files). Multi-rank errors must not hang
+# and are printed once, by rank 0. Also: --help of each command exits 0.
+set -u
+BIN=${AXONN_BIN:?AXONN_BIN must name the axonn binary}
+FIX=${AXONN_TEST_DATA:?AXONN_TEST_DATA must name tests/fixtures}
+export OMP_NUM_THREADS=1
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+cd "$W" || exit 1
+mkdir -p "$W/cap"     # captured stdout/stderr live here (excluded from snapshots)
+
+MPIRUN=${AXONN_MPIEXEC:-mpiexec}
+read -r -a MPI <<<"$MPIRUN"
+OPENMPI=0
+if "${MPI[0]}" --version 2>/dev/null | grep -qE "Open MPI|OpenRTE"; then
+  OPENMPI=1
+  MPI+=(-q)   # no launcher banner when a rank exits non-zero: stderr is the program's only
+  [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+
+pass=0; fail=0
+ok()  { echo "ok   - $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL - $*"; fail=$((fail + 1)); }
+
+TINY=(--n-layer 2 --n-head 4 --n-embd 32 --vocab-size 97 --block-size 16 --seq 16 --batch 8 --threads 1 --quiet)
+
+# ---------------------------------------------------------------- inputs
+python3 - "$W" "$FIX" <<'EOF'
+import json, os, shutil, struct, sys
+W, FIX = sys.argv[1], sys.argv[2]
+def shard(path, toks, magic=20240520, version=1, count=None, cut=0):
+    hdr = [0] * 256
+    hdr[0], hdr[1], hdr[2] = magic, version, len(toks) if count is None else count
+    b = struct.pack('<256i', *hdr) + struct.pack('<%dH' % len(toks), *toks)
+    with open(path, 'wb') as f: f.write(b[:len(b) - cut])
+toks = [(i * 31 + 7) % 97 for i in range(400)]
+os.makedirs(W + '/in', exist_ok=True)
+shard(W + '/in/good.bin', toks)
+shard(W + '/in/badmagic.bin', toks, magic=20240521)
+shard(W + '/in/trunc.bin', toks, cut=100)
+shard(W + '/in/bigtok.bin', toks[:200] + [97] + toks[201:])
+# models: a copy of the fixture, then broken variants
+src = FIX + '/gpt_tiny'
+def model_dir(name):
+    d = W + '/in/' + name; os.makedirs(d)
+    shutil.copy(src + '/model.safetensors', d); shutil.copy(src + '/config.json', d)
+    return d
+model_dir('good')
+d = model_dir('trunc')
+b = open(d + '/model.safetensors', 'rb').read(); open(d + '/model.safetensors', 'wb').write(b[:len(b) - 1000])
+d = model_dir('nocfg'); os.remove(d + '/config.json')
+d = model_dir('badcfg'); open(d + '/config.json', 'w').write('{"n_layer": 2, "n_head": 4,, }\n')
+# a well-formed safetensors without the tensor h.1.mlp.c_proj.bias
+d = model_dir('missing')
+b = open(d + '/model.safetensors', 'rb').read()
+n = struct.unpack('<Q', b[:8])[0]; hdr = json.loads(b[8:8 + n]); data = b[8 + n:]
+out, blobs, off = {}, [], 0
+for k, v in hdr.items():
+    if k == '__metadata__': out[k] = v; continue
+    if k == 'h.1.mlp.c_proj.bias': continue
+    s, e = v['data_offsets']; blob = data[s:e]
+    out[k] = {'dtype': v['dtype'], 'shape': v['shape'], 'data_offsets': [off, off + len(blob)]}
+    blobs.append(blob); off += len(blob)
+h = json.dumps(out).encode(); h += b' ' * ((8 - len(h) % 8) % 8)
+open(d + '/model.safetensors', 'wb').write(struct.pack('<Q', len(h)) + h + b''.join(blobs))
+os.makedirs(W + '/in/emptyrun/sub')
+open(W + '/in/emptyrun/notes.txt', 'w').write('no checkpoint here\n')
+json.dump({'steps': 3, 'no_such_option': 1}, open(W + '/in/unknown.json', 'w'))
+open(W + '/in/invalid.json', 'w').write('{"steps": 3,\n "batch": }\n')
+EOF
+[ -f "$W/in/missing/model.safetensors" ] || { echo "cli_errors: 0 passed, 1 failed (input generation)"; exit 1; }
+
+snapshot() { (cd "$W" && find . -path ./cap -prune -o -print | LC_ALL=C sort) >"$1"; }
+
+# expect_err NAME NRANKS REGEX -- ARGS...: exit 2, one stderr line "axonn: error: ..." matching REGEX
+# (extended regex; the flag or file that is at fault), no new files, no *.tmp*.
+expect_err() {
+  local name=$1 np=$2 re=$3; shift 4
+  local out="$W/cap/$name.out" err="$W/cap/$name.err" rc
+  snapshot "$W/cap/before"
+  if [ "$np" = 0 ]; then
+    timeout 60 "$BIN" "$@" >"$out" 2>"$err"; rc=$?
+  else
+    timeout 60 "${MPI[@]}" -np "$np" "$BIN" "$@" >"$out" 2>"$err"; rc=$?
+  fi
+  snapshot "$W/cap/after"
+  local lines nerr first why=""
+  lines=$(grep -c '' "$err")
+  nerr=$(grep -c '^axonn: error:' "$err")
+  first=$(head -n 1 "$err")
+  if [ "$rc" = 124 ]; then why="hung (killed after 60 s)"
+  elif [ "$rc" != 2 ]; then why="exit code $rc, expected 2"
+  elif [ "$nerr" != 1 ]; then why="$nerr 'axonn: error:' lines on stderr, expected 1"
+  elif [ "$OPENMPI" = 1 ] || [ "$np" = 0 ]; then [ "$lines" = 1 ] || why="$lines lines on stderr, expected 1"
+  fi
+  if [ -z "$why" ] && [ "$OPENMPI" = 0 ] && [ "$np" != 0 ]; then first=$(grep -m1 '^axonn: error:' "$err"); fi
+  if [ -z "$why" ]; then
+    case "$first" in "axonn: error: "*) ;; *) why="stderr line does not start with 'axonn: error:'" ;; esac
+  fi
+  if [ -z "$why" ] && ! grep -qE -- "$re" <<<"$first"; then why="message does not name /$re/"; fi
+  if [ -z "$why" ] && ! cmp -s "$W/cap/before" "$W/cap/after"; then
+    why="files appeared: $(comm -13 "$W/cap/before" "$W/cap/after" | tr '\n' ' ')"
+  fi
+  if [ -z "$why" ]; then
+    local tmps; tmps=$(find "$W" -path "$W/cap" -prune -o -name '*.tmp*' -print)
+    [ -n "$tmps" ] && why="left temporary files: $tmps"
+  fi
+  if [ -z "$why" ]; then ok "$name: rc 2, '$first'"
+  else
+    bad "$name: $why"
+    sed 's/^/       stderr: /' "$err" | head -n 12
+  fi
+}
+
+# ---------------------------------------------------------------- command line
+expect_err unknown_command 0 "frobnicate" -- frobnicate --steps 1
+expect_err unknown_flag 0 "--bogus-flag" -- train "${TINY[@]}" --bogus-flag 3 --out "$W/o1"
+expect_err steps_not_int 0 "--steps.*abc" -- train "${TINY[@]}" --steps abc --out "$W/o2"
+expect_err lr_negative 0 "--lr" -- train "${TINY[@]}" --steps 2 --lr -1 --out "$W/o3"
+expect_err grid_vs_ranks 0 "--grid" -- train "${TINY[@]}" --steps 2 --grid 2,1,1,1 --out "$W/o4"
+expect_err grid_heads_3ranks 3 "--grid.*(n_head|n-head)|(n_head|n-head).*G_y" -- \
+  train "${TINY[@]}" --steps 2 --grid 1,1,3,1 --out "$W/o5"
+if [ "$OPENMPI" = 1 ]; then   # which rank printed it: rank 0 only
+  timeout 60 "${MPI[@]}" --tag-output -np 3 "$BIN" train "${TINY[@]}" --steps 2 --grid 1,1,3,1 --out "$W/o5" \
+    >"$W/cap/tag.out" 2>"$W/cap/tag.err"
+  tagged=$(grep -c 'axonn: error:' "$W/cap/tag.err"); r0=$(grep -c '^\[[0-9]*,0\]<stderr>:axonn: error:' "$W/cap/tag.err")
+  if [ "$tagged" = 1 ] && [ "$r0" = 1 ]; then ok "grid_heads_3ranks: printed by rank 0 only"
+  else bad "grid_heads_3ranks: $tagged error lines, $r0 from rank 0 (expected 1 and 1)"; sed 's/^/       stderr: /' "$W/cap/tag.err" | head; fi
+fi
+expect_err batch_vs_dz_3ranks 3 "--batch" -- train "${TINY[@]}" --steps 2 --grid 1,1,1,3 --out "$W/o6"
+expect_err embd_vs_heads 0 "n[-_]embd" -- train "${TINY[@]}" --steps 2 --n-embd 30 --n-head 4 --out "$W/o7"
+expect_err batch_vs_accum 0 "--batch|--grad-accum" -- train "${TINY[@]}" --steps 2 --batch 6 --grad-accum 4 --out "$W/o8"
+expect_err seq_gt_block 0 "--seq" -- train "${TINY[@]}" --steps 2 --seq 32 --out "$W/o9"
+
+# ---------------------------------------------------------------- data files
+expect_err data_missing 0 "nothere\.bin" -- train "${TINY[@]}" --steps 2 --data "$W/in/nothere.bin" --out "$W/o10"
+expect_err data_bad_magic 0 "badmagic\.bin" -- train "${TINY[@]}" --steps 2 --data "$W/in/badmagic.bin" --out "$W/o11"
+expect_err data_truncated 0 "trunc\.bin" -- train "${TINY[@]}" --steps 2 --data "$W/in/trunc.bin" --out "$W/o12"
+expect_err data_token_ge_vocab 0 "bigtok\.bin" -- train "${TINY[@]}" --steps 2 --data "$W/in/bigtok.bin" --out "$W/o13"
+expect_err val_data_bad_magic 0 "badmagic\.bin" -- \
+  train "${TINY[@]}" --steps 2 --data "$W/in/good.bin" --val-data "$W/in/badmagic.bin" --out "$W/o13b"
+
+# ---------------------------------------------------------------- models, checkpoints, config files
+INIT=(--seq 16 --batch 4 --steps 2 --threads 1 --quiet)
+expect_err init_truncated 0 "trunc/model\.safetensors" -- train "${INIT[@]}" --init "$W/in/trunc/model.safetensors" --out "$W/o14"
+expect_err init_no_config 0 "nocfg/config\.json" -- train "${INIT[@]}" --init "$W/in/nocfg/model.safetensors" --out "$W/o15"
+expect_err init_bad_config 0 "badcfg/config\.json" -- train "${INIT[@]}" --init "$W/in/badcfg/model.safetensors" --out "$W/o16"
+expect_err init_missing_tensor 0 "missing/model\.safetensors.*h\.1\.mlp\.c_proj\.bias" -- \
+  train "${INIT[@]}" --init "$W/in/missing/model.safetensors" --out "$W/o17"
+expect_err init_truncated_2ranks 2 "trunc/model\.safetensors" -- \
+  train "${INIT[@]}" --grid 1,1,2,1 --init "$W/in/trunc/model.safetensors" --out "$W/o17b"
+expect_err resume_no_ckpt 0 "emptyrun" -- train "${TINY[@]}" --steps 2 --resume "$W/in/emptyrun" --out "$W/o18"
+expect_err resume_nonexistent 0 "nosuchrun" -- train "${TINY[@]}" --steps 2 --resume "$W/in/nosuchrun" --out "$W/o18b"
+expect_err config_unknown_key 0 "no_such_option" -- train "${TINY[@]}" --config "$W/in/unknown.json" --out "$W/o19"
+expect_err config_invalid_json 0 "invalid\.json" -- train "${TINY[@]}" --config "$W/in/invalid.json" --out "$W/o20"
+expect_err config_missing_file 0 "absent\.json" -- train "${TINY[@]}" --config "$W/in/absent.json" --out "$W/o20b"
+
+# ---------------------------------------------------------------- eval and sample
+expect_err eval_no_data 0 "--data" -- eval --model "$W/in/good/model.safetensors" --threads 1
+expect_err eval_bad_data 0 "bigtok\.bin" -- eval --model "$W/in/good/model.safetensors" --data "$W/in/bigtok.bin" --threads 1
+expect_err eval_missing_model 0 "nomodel\.safetensors" -- eval --model "$W/in/nomodel.safetensors" --data "$W/in/good.bin" --threads 1
+expect_err eval_seq_gt_block 0 "--seq" -- eval --model "$W/in/good/model.safetensors" --data "$W/in/good.bin" --seq 17 --threads 1
+expect_err sample_token_ge_vocab 0 "--prompt-tokens" -- sample --model "$W/in/good/model.safetensors" --prompt-tokens 1,2,67 --threads 1
+expect_err sample_token_ge_vocab_2ranks 2 "--prompt-tokens" -- \
+  sample --model "$W/in/good/model.safetensors" --prompt-tokens 1,2,67 --grid 1,1,2,1 --threads 1
+expect_err sample_no_prompt 0 "--prompt-tokens" -- sample --model "$W/in/good/model.safetensors" --threads 1
+
+# ---------------------------------------------------------------- --help
+for c in "" train eval sample; do
+  "$BIN" $c --help >"$W/cap/help.out" 2>"$W/cap/help.err"; rc=$?
+  if [ "$rc" = 0 ] && grep -q '^usage:' "$W/cap/help.out" && [ ! -s "$W/cap/help.err" ]; then
+    ok "axonn ${c:-(no command)} --help: exit 0, usage on stdout"
+  else
+    bad "axonn ${c:-(no command)} --help: exit $rc, usage line $(grep -c '^usage:' "$W/cap/help.out"), stderr $(wc -c <"$W/cap/help.err") bytes"
+  fi
+done
+"$BIN" >"$W/cap/none.out" 2>&1; rc=$?
+if [ "$rc" = 2 ] && grep -q 'usage:' "$W/cap/none.out"; then ok "axonn (no command): exit 2 with usage"
+else bad "axonn (no command): exit $rc (expected 2 with usage)"; fi
+
+echo "cli_errors: $pass passed, $fail failed"
+[ "$fail" = 0 ]
