@@ -1,6 +1,7 @@
 #include "nn/attention.h"
 #include "backend/cpu/gemm.h"
 #include <math.h>
+#include "backend/cpu/vmath.h"
 #include <omp.h>
 #include <string.h>
 
@@ -16,7 +17,8 @@ void ax_attention_forward(float *out, float *att, const float *qkv, int B, int T
         for (int i = 0; i < T; i++) {
             float *r = a + (size_t)i * T, mx = -INFINITY, s = 0;
             for (int j = 0; j <= i; j++) mx = r[j] > mx ? r[j] : mx;
-            for (int j = 0; j <= i; j++) { r[j] = expf(r[j] - mx); s += r[j]; }
+            #pragma omp simd reduction(+ : s)
+            for (int j = 0; j <= i; j++) { r[j] = ax_expf(r[j] - mx); s += r[j]; }
             float inv = 1.0f / s;
             for (int j = 0; j <= i; j++) r[j] *= inv;
             for (int j = i + 1; j < T; j++) r[j] = 0.0f;

@@ -1,5 +1,6 @@
 #include "nn/loss.h"
 #include <math.h>
+#include "backend/cpu/vmath.h"
 
 void ax_xent_forward_backward(ax_comm *Y, float *logits, float *losses, const int32_t *targets,
                               const float *weight, int M, int Vl, int v0, int V, float dscale,
@@ -11,6 +12,7 @@ void ax_xent_forward_backward(ax_comm *Y, float *logits, float *losses, const in
     for (int i = 0; i < M; i++) {
         const float *r = logits + (size_t)i * Vl;
         float m = -INFINITY;
+        #pragma omp simd reduction(max : m)
         for (int j = 0; j < nv; j++) m = r[j] > m ? r[j] : m;
         mx[i] = m;
     }
@@ -19,7 +21,8 @@ void ax_xent_forward_backward(ax_comm *Y, float *logits, float *losses, const in
     for (int i = 0; i < M; i++) {
         const float *r = logits + (size_t)i * Vl;
         float m = mx[i], s = 0;
-        for (int j = 0; j < nv; j++) s += expf(r[j] - m);
+        #pragma omp simd reduction(+ : s)
+        for (int j = 0; j < nv; j++) s += ax_expf(r[j] - m);
         int t = targets[i] - v0;
         st[2 * i] = s;
         st[2 * i + 1] = (t >= 0 && t < nv) ? r[t] : 0.0f;
@@ -32,7 +35,8 @@ void ax_xent_forward_backward(ax_comm *Y, float *logits, float *losses, const in
         if (dscale == 0.0f) continue;
         float *r = logits + (size_t)i * Vl, w = weight ? weight[i] * dscale : dscale;
         int t = targets[i] - v0;
-        for (int j = 0; j < nv; j++) r[j] = w * expf(r[j] - lse);
+        #pragma omp simd
+        for (int j = 0; j < nv; j++) r[j] = w * ax_expf(r[j] - lse);
         for (int j = nv; j < Vl; j++) r[j] = 0.0f;
         if (t >= 0 && t < nv) r[t] -= w;
     }
