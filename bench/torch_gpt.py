@@ -119,7 +119,7 @@ class GPT(torch.nn.Module):
             x = x + F.linear(h, b.fcp_w, b.fcp_b)
         x = F.layer_norm(x, (C,), self.lnf_w, self.lnf_b, 1e-5)
         logits = F.linear(x, self.wte)  # tied LM head
-        return F.cross_entropy(logits.view(-1, self.V), targets.view(-1))
+        return F.cross_entropy(logits.view(-1, self.V), targets.reshape(-1))
 
 
 def model_flops(B, s, l, h, V):

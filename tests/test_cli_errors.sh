@@ -153,8 +153,11 @@ expect_err init_missing_tensor 0 "missing/model\.safetensors.*h\.1\.mlp\.c_proj\
   train "${INIT[@]}" --init "$W/in/missing/model.safetensors" --out "$W/o17"
 expect_err init_truncated_2ranks 2 "trunc/model\.safetensors" -- \
   train "${INIT[@]}" --grid 1,1,2,1 --init "$W/in/trunc/model.safetensors" --out "$W/o17b"
-expect_err resume_no_ckpt 0 "emptyrun" -- train "${TINY[@]}" --steps 2 --resume "$W/in/emptyrun" --out "$W/o18"
-expect_err resume_nonexistent 0 "nosuchrun" -- train "${TINY[@]}" --steps 2 --resume "$W/in/nosuchrun" --out "$W/o18b"
+RES=(--seq 16 --batch 8 --steps 2 --threads 1 --quiet)
+expect_err resume_no_ckpt 0 "emptyrun" -- train "${RES[@]}" --resume "$W/in/emptyrun" --out "$W/o18"
+expect_err resume_nonexistent 0 "nosuchrun" -- train "${RES[@]}" --resume "$W/in/nosuchrun" --out "$W/o18b"
+expect_err resume_with_size_flag 0 "--n-layer|--init/--resume|--resume" -- \
+  train "${RES[@]}" --n-layer 3 --resume "$W/in/emptyrun" --out "$W/o18c"
 expect_err config_unknown_key 0 "no_such_option" -- train "${TINY[@]}" --config "$W/in/unknown.json" --out "$W/o19"
 expect_err config_invalid_json 0 "invalid\.json" -- train "${TINY[@]}" --config "$W/in/invalid.json" --out "$W/o20"
 expect_err config_missing_file 0 "absent\.json" -- train "${TINY[@]}" --config "$W/in/absent.json" --out "$W/o20b"
@@ -162,7 +165,7 @@ expect_err config_missing_file 0 "absent\.json" -- train "${TINY[@]}" --config "
 # ---------------------------------------------------------------- eval and sample
 expect_err eval_no_data 0 "--data" -- eval --model "$W/in/good/model.safetensors" --threads 1
 expect_err eval_bad_data 0 "bigtok\.bin" -- eval --model "$W/in/good/model.safetensors" --data "$W/in/bigtok.bin" --threads 1
-expect_err eval_missing_model 0 "nomodel\.safetensors" -- eval --model "$W/in/nomodel.safetensors" --data "$W/in/good.bin" --threads 1
+expect_err eval_missing_model 0 "nomodel\.safetensors" -- eval --model "$W/in/good/nomodel.safetensors" --data "$W/in/good.bin" --threads 1
 expect_err eval_seq_gt_block 0 "--seq" -- eval --model "$W/in/good/model.safetensors" --data "$W/in/good.bin" --seq 17 --threads 1
 expect_err sample_token_ge_vocab 0 "--prompt-tokens" -- sample --model "$W/in/good/model.safetensors" --prompt-tokens 1,2,67 --threads 1
 expect_err sample_token_ge_vocab_2ranks 2 "--prompt-tokens" -- \

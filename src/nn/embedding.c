@@ -1,8 +1,6 @@
 #include "nn/embedding.h"
 #include <string.h>
-#ifdef _OPENMP
 #include <omp.h>
-#endif
 
 void ax_embedding_forward(ax_comm *Y, float *out, const int32_t *tokens, const float *wte_block,
                           const float *wpe, int M, int T, int v0, int Vl, int Cl) {
@@ -28,10 +26,7 @@ void ax_embedding_backward(float *dwte_block, float *dwpe, const float *dout, co
      * so repeated tokens accumulate deterministically */
     #pragma omp parallel
     {
-        int nt = 1, t = 0;
-#ifdef _OPENMP
-        nt = omp_get_num_threads(); t = omp_get_thread_num();
-#endif
+        int nt = omp_get_num_threads(), t = omp_get_thread_num();
         int c0 = (int)((long)Cl * t / nt), c1 = (int)((long)Cl * (t + 1) / nt);
         for (int i = 0; i < M; i++) {
             const float *d = dout + (size_t)i * Cl;

@@ -1,5 +1,6 @@
 #include "nn/layernorm.h"
 #include <math.h>
+#include <omp.h>
 
 void ax_layernorm_forward(ax_comm *X, float *out, float *mean, float *rstd, const float *x,
                           const float *w, const float *b, int M, int Cl, int C, float *scratch) {
@@ -53,15 +54,16 @@ void ax_layernorm_backward(ax_comm *X, float *dx, float *dw, float *db, const fl
             o[j] += rs * (d[j] * w[j] - a - xh * c);
         }
     }
-    /* parameter gradients: columns are independent, so split them over threads */
-    #pragma omp parallel for schedule(static)
-    for (int j = 0; j < Cl; j++) {
-        float sw = 0, sb = 0;
+    /* parameter gradients: threads own column ranges and walk the rows in
+     * order, so access is contiguous and the sums deterministic */
+    #pragma omp parallel
+    {
+        int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        int c0 = (int)((long)Cl * t / nt), c1 = (int)((long)Cl * (t + 1) / nt);
         for (int i = 0; i < M; i++) {
-            float d = dout[(size_t)i * Cl + j];
-            sw += d * (x[(size_t)i * Cl + j] - mean[i]) * rstd[i];
-            sb += d;
+            const float *r = x + (size_t)i * Cl, *d = dout + (size_t)i * Cl;
+            float m = mean[i], rs = rstd[i];
+            for (int j = c0; j < c1; j++) { dw[j] += d[j] * (r[j] - m) * rs; db[j] += d[j]; }
         }
-        dw[j] += sw; db[j] += sb;
     }
 }

@@ -1,5 +1,6 @@
 #include "nn/linear.h"
 #include "backend/cpu/gemm.h"
+#include <omp.h>
 #include <string.h>
 
 void ax_linear_init(ax_linear *L, ax_grid *g, int in, int out, int out_pad, int transposed, int qkv_heads) {
@@ -59,9 +60,14 @@ void ax_linear_backward(const ax_linear *L, ax_grid *g, const float *Wb, const f
         ax_linear_reduce_grad(L, g, ws->gblock, dw_chunk, ws);
     }
     if (dbias) {
-        for (int i = 0; i < M; i++) {
-            const float *r = dy + (size_t)i * out;
-            for (int j = 0; j < out; j++) dbias[j] += r[j];
+        #pragma omp parallel
+        {
+            int nt = omp_get_num_threads(), t = omp_get_thread_num();
+            int c0 = (int)((long)out * t / nt), c1 = (int)((long)out * (t + 1) / nt);
+            for (int i = 0; i < M; i++) {
+                const float *r = dy + (size_t)i * out;
+                for (int j = c0; j < c1; j++) dbias[j] += r[j];
+            }
         }
     }
 }
