@@ -5,6 +5,7 @@
 #include "test.h"
 #include "model/gpt.h"
 #include "train/optim.h"
+#include "memo/goldfish.h"
 #include "util/err.h"
 #include <jansson.h>
 
@@ -110,6 +111,35 @@ int main(int argc, char **argv) {
     CHECK(kb < 1e-6, "key-bias gradient (true value 0) differs by %.3g", kb);
     if (g.rank == 0) printf("grid %d,%d,%d,%d: logits %.2g, worst gradient %.2g (%s)\n", g.gd, g.gx, g.gy, g.gz,
                             sqrt(both[0] / both[1]), gd, worst);
+
+    /* goldfish loss (k = 3, h = 4) on batch 0: mask, masked mean loss, gradients */
+    ax_st_file gf;
+    snprintf(path, sizeof path, "%s/goldfish.safetensors", dir);
+    if (ax_st_open(&gf, path)) ax_err_exit(0);
+    float *rmask = ax_malloc((size_t)B * T * sizeof(float)), *w = ax_malloc((size_t)M * sizeof(float)), gloss;
+    ax_st_read_f32(&gf, ax_st_find(&gf, "mask"), rmask, (int64_t)B * T);
+    ax_st_read_f32(&gf, ax_st_find(&gf, "loss"), &gloss, 1);
+    int mask_ok = 1;
+    double kept = 0;
+    for (int b = 0; b < Bl; b++) {
+        int64_t gs = ax_seq_pos(&g, B, 1, 0, 0, b);
+        ax_goldfish_mask(tokens + gs * (T + 1), T, 3, 4, w + b * T);
+        for (int t = 0; t < T; t++) { mask_ok &= w[b * T + t] == rmask[gs * T + t]; kept += w[b * T + t]; }
+    }
+    CHECK(mask_ok, "goldfish mask differs from the Python reference");
+    ax_allreduce_f64(&g.dz, &kept, 1);
+    lsum = ax_gpt_forward(&m, in, tg, w, Bl, T, (float)(1.0 / kept));
+    ax_allreduce_f64(&g.dz, &lsum, 1);
+    CHECK(fabs(lsum / kept - gloss) < 1e-5 * gloss, "goldfish loss %.8f vs %.8f", lsum / kept, gloss);
+    memset(m.grads, 0, m.n_local * sizeof(float));
+    ax_gpt_backward(&m, in, Bl, T);
+    ax_gpt_grad_sync(&m);
+    memset(want, 0, m.n_local * sizeof(float));
+    if (ax_gpt_read_flat(&m, &gf, "grad.", want)) ax_err_exit(0);
+    double gfd = worst_param_diff(m.grads, want, tmp, &worst);
+    CHECK(gfd < 1e-4, "goldfish gradient rel diff %.3g (worst %s)", gfd, worst);
+    if (g.rank == 0) printf("goldfish: kept %.0f of %d, loss %.7f, worst gradient %.2g (%s)\n", kept, B * T, lsum / kept, gfd, worst);
+    ax_st_close(&gf);
 
     /* 10 AdamW steps; two micro-batches when the grid leaves room */
     char *js; size_t jl;

@@ -4,11 +4,14 @@
  * grid over MPI_COMM_SELF); then the world trains on every ordered
  * factorisation (D, X, Y, Z) of its size and compares. The model's sizes
  * divide by 2, 3, 4, 6, 8 and 12 (24 heads of 2, hidden 48, batch 24), and
- * its vocabulary (101) divides by nothing, so padding is exercised too. */
+ * its vocabulary (101) divides by nothing, so padding is exercised too.
+ * Step 1 uses the goldfish loss (k = 3, h = 3), so masked token counts are
+ * checked on every grid as well. */
 #include "test.h"
 #include "model/gpt.h"
 #include "train/optim.h"
 #include "train/source.h"
+#include "memo/goldfish.h"
 #include "util/err.h"
 
 #define STEPS 3
@@ -25,15 +28,19 @@ static void run(ax_gpt *m, ax_grid *g, double *losses) {
     ax_source src; ax_source_open(&src, NULL, T, cfg.vocab_size, 0, 11);
     int Bl = B / ACCUM / (g->gd * g->gz);
     int32_t *seqs = ax_malloc((size_t)ACCUM * Bl * (T + 1) * 4), *scr = ax_malloc(2 * (size_t)Bl * T * 4);
+    float *w = ax_malloc((size_t)ACCUM * Bl * T * sizeof(float));
     for (int s = 0; s < STEPS; s++) {
         for (int a = 0; a < ACCUM; a++)
-            for (int b = 0; b < Bl; b++)
-                ax_source_get(&src, ax_seq_pos(g, B, ACCUM, s, a, b), seqs + ((size_t)a * Bl + b) * (T + 1));
+            for (int b = 0; b < Bl; b++) {
+                int32_t *q = seqs + ((size_t)a * Bl + b) * (T + 1);
+                ax_source_get(&src, ax_seq_pos(g, B, ACCUM, s, a, b), q);
+                ax_goldfish_mask(q, T, 3, 3, w + ((size_t)a * Bl + b) * T);
+            }
         ax_step_stats st;
-        ax_train_step(m, &o, &hp, s, seqs, NULL, ACCUM, Bl, T, &st, scr);
+        ax_train_step(m, &o, &hp, s, seqs, s == 1 ? w : NULL, ACCUM, Bl, T, &st, scr);
         losses[s] = st.loss;
     }
-    ax_adamw_free(&o); ax_source_close(&src); free(seqs); free(scr);
+    ax_adamw_free(&o); ax_source_close(&src); free(seqs); free(scr); free(w);
 }
 
 int main(int argc, char **argv) {

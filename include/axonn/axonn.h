@@ -52,7 +52,8 @@ typedef struct {
     int threads;                        /* OpenMP/BLAS threads per rank, 0: default */
     int log_every;
     int quiet;
-    int profile;                        /* report GEMM and per-group communication time */
+    int profile;
+    int goldfish_k, goldfish_h;         /* goldfish loss: drop 1/k of targets by a hash of h ids (k 0: off) */                        /* report GEMM and per-group communication time */
 } ax_train_opts;
 
 void ax_train_defaults(ax_train_opts *o);

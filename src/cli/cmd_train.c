@@ -54,6 +54,8 @@ int ax_cmd_train(int argc, char **argv) {
         {"val-batches", AX_OPT_INT, &o.val_batches, "N", "batches per validation (default 4)"},
         {"log-every", AX_OPT_INT, &o.log_every, "N", "log a line every N steps (default 10)"},
         {"threads", AX_OPT_INT, &o.threads, "N", "OpenMP/BLAS threads per rank (default: cores / ranks per node)"},
+        {"goldfish-k", AX_OPT_INT, &o.goldfish_k, "K", "goldfish loss: leave out about 1/K of target tokens (0: off)"},
+        {"goldfish-h", AX_OPT_INT, &o.goldfish_h, "H", "goldfish context: hash of the H ids ending at a target (default 13)"},
         {"quiet", AX_OPT_FLAG, &o.quiet, NULL, "no per-step lines"},
         {"profile", AX_OPT_FLAG, &o.profile, NULL, "report the share of step time in GEMMs and in each group's collectives"},
         {NULL},

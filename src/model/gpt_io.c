@@ -92,7 +92,8 @@ int ax_gpt_write_flat(ax_gpt *m, ax_st_writer *w, const float *flat) {
 int ax_gpt_config_read(ax_gpt_config *c, const char *path) {
     json_error_t e;
     json_t *j = json_load_file(path, 0, &e);
-    if (!j) return AX_ERR("%s: invalid config.json: %s (line %d)", path, e.text, e.line);
+    if (!j && e.line < 1) return AX_ERR("%s: cannot read: %s", path, e.text);
+    if (!j) return AX_ERR("%s: invalid JSON: %s (line %d)", path, e.text, e.line);
     if (!json_is_object(j)) { json_decref(j); return AX_ERR("%s: expected a JSON object", path); }
     struct { const char *key, *alt; int *dst; } f[] = {
         {"n_layer", "num_hidden_layers", &c->n_layer}, {"n_head", "num_attention_heads", &c->n_head},

@@ -9,6 +9,7 @@
 #include "train/optim.h"
 #include "train/source.h"
 #include "train/flops.h"
+#include "memo/goldfish.h"
 #include "util/err.h"
 #include "util/fileio.h"
 #include <math.h>
@@ -31,6 +32,7 @@ void ax_train_defaults(ax_train_opts *o) {
     o->val_every = 50; o->val_batches = 4;
     o->log_every = 10;
     o->out = "out";
+    o->goldfish_h = 13;
 }
 
 typedef struct {
@@ -45,6 +47,7 @@ typedef struct {
     FILE *metrics;
     int root, tty, Bl;
     int32_t *seqs, *scratch;
+    float *weights;              /* goldfish mask of the step's targets, or NULL */
 } ax_run;
 
 #define SAY(r, ...) do { if ((r)->root) { printf(__VA_ARGS__); fflush(stdout); } } while (0)
@@ -79,6 +82,8 @@ static int validate(const ax_train_opts *o, const ax_gpt_config *c, const ax_gri
         return AX_ERR("--seq %d: expected 1..%d (the model's n_positions)", o->seq, c->block_size);
     if (o->lr <= 0) return AX_ERR("--lr %g: expected > 0", o->lr);
     if (o->warmup < 0) return AX_ERR("--warmup %d: expected >= 0", o->warmup);
+    if (o->goldfish_k && o->goldfish_k < 2) return AX_ERR("--goldfish-k %d: expected >= 2 (or 0: off)", o->goldfish_k);
+    if (o->goldfish_k && o->goldfish_h < 1) return AX_ERR("--goldfish-h %d: expected >= 1", o->goldfish_h);
     return ax_gpt_check_grid(c, g);
 }
 
@@ -96,7 +101,9 @@ static int setup(ax_run *r) {
     const ax_train_opts *o = r->o;
     AX_TRY(ax_grid_init(&r->g, r->comm, o->grid[0], o->grid[1], o->grid[2], o->grid[3]));
     r->root = r->g.rank == 0;
-    r->tty = r->root && isatty(1);
+    /* no progress bar under an MPI launcher: it forwards output through a
+     * pseudo-terminal even when the user's output is a file or a pipe */
+    r->tty = r->root && isatty(1) && !getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMI_SIZE");
     set_threads(r);
     ax_gemm_timing(o->profile);
     ax_gpt_config cfg = o->model;
@@ -129,6 +136,7 @@ static int setup(ax_run *r) {
     r->Bl = o->batch / o->grad_accum / (r->g.gd * r->g.gz);
     r->seqs = ax_malloc((size_t)o->grad_accum * r->Bl * (o->seq + 1) * sizeof(int32_t));
     r->scratch = ax_malloc(2 * (size_t)r->Bl * o->seq * sizeof(int32_t));
+    if (o->goldfish_k) r->weights = ax_malloc((size_t)o->grad_accum * r->Bl * o->seq * sizeof(float));
     if (o->out) {
         int rc = r->root ? ax_mkdir_p(o->out) : 0;
         MPI_Bcast(&rc, 1, MPI_INT, 0, r->g.world);
@@ -143,6 +151,7 @@ static int setup(ax_run *r) {
     SAY(r, "axonn: %d ranks, grid D=%d X=%d Y=%d Z=%d, %d threads/rank; model L=%d H=%d C=%d V=%d T=%d (%.2fM parameters)\n",
         r->g.size, r->g.gd, r->g.gx, r->g.gy, r->g.gz, omp_get_max_threads(), cfg.n_layer, cfg.n_head, cfg.n_embd,
         cfg.vocab_size, cfg.block_size, ax_gpt_num_params(&cfg) / 1e6);
+    if (o->goldfish_k) SAY(r, "goldfish loss: k = %d, h = %d (about 1/%d of targets left out)\n", o->goldfish_k, o->goldfish_h, o->goldfish_k);
     SAY(r, "data: %s; batch %d x %d tokens (%d micro-batches of %d per data x Z rank)%s\n",
         o->data ? o->data : "synthetic Markov stream", o->batch, o->seq, o->grad_accum, r->Bl,
         o->resume ? "; resuming" : "");
@@ -154,9 +163,12 @@ static int setup(ax_run *r) {
 static void load_step(ax_run *r, int step) {
     const ax_train_opts *o = r->o;
     for (int a = 0; a < o->grad_accum; a++)
-        for (int b = 0; b < r->Bl; b++)
-            ax_source_get(&r->data, ax_seq_pos(&r->g, o->batch, o->grad_accum, step, a, b),
-                          r->seqs + ((size_t)a * r->Bl + b) * (o->seq + 1));
+        for (int b = 0; b < r->Bl; b++) {
+            size_t i = (size_t)a * r->Bl + b;
+            int32_t *seq = r->seqs + i * (o->seq + 1);
+            ax_source_get(&r->data, ax_seq_pos(&r->g, o->batch, o->grad_accum, step, a, b), seq);
+            if (r->weights) ax_goldfish_mask(seq, o->seq, o->goldfish_k, o->goldfish_h, r->weights + i * o->seq);
+        }
 }
 
 static int save(ax_run *r, int next_step) {
@@ -225,7 +237,7 @@ static int loop(ax_run *r) {
         double t0 = MPI_Wtime();
         load_step(r, step);
         ax_step_stats st;
-        ax_train_step(&r->m, &r->opt, &r->h, step, r->seqs, NULL, o->grad_accum, r->Bl, o->seq, &st, r->scratch);
+        ax_train_step(&r->m, &r->opt, &r->h, step, r->seqs, r->weights, o->grad_accum, r->Bl, o->seq, &st, r->scratch);
         double dt = MPI_Wtime() - t0;
         MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, r->g.world);
         if (!isfinite(st.loss)) return AX_ERR("step %d: loss is %g (diverged; lower --lr or raise --warmup)", step + 1, st.loss);
@@ -235,13 +247,14 @@ static int loop(ax_run *r) {
         double tps = o->batch * o->seq / dt, tf = flops / dt / 1e12;
         if (r->metrics) {
             fprintf(r->metrics, "{\"step\": %d, \"loss\": %.6f, \"lr\": %.6e, \"grad_norm\": %.6f, \"ms\": %.3f, "
-                    "\"tokens_per_s\": %.1f, \"model_tflops\": %.5f, \"tokens\": %.0f}\n",
-                    step + 1, st.loss, st.lr, st.gnorm, dt * 1e3, tps, tf, st.tokens);
+                    "\"tokens_per_s\": %.1f, \"model_tflops\": %.5f, \"supervised_tokens\": %.0f, \"tokens\": %d}\n",
+                    step + 1, st.loss, st.lr, st.gnorm, dt * 1e3, tps, tf, st.tokens, o->batch * o->seq);
             fflush(r->metrics);
         }
-        char line[256];
-        snprintf(line, sizeof line, "step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %7.1f ms | %8.0f tok/s | %.3f TFLOP/s",
-                 step + 1, o->steps, st.loss, st.lr, st.gnorm, dt * 1e3, tps, tf);
+        char line[320], sup[64] = "";
+        if (r->weights) snprintf(sup, sizeof sup, " | supervised %.0f/%d", st.tokens, o->batch * o->seq);
+        snprintf(line, sizeof line, "step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %7.1f ms | %8.0f tok/s | %.3f TFLOP/s%s",
+                 step + 1, o->steps, st.loss, st.lr, st.gnorm, dt * 1e3, tps, tf, sup);
         int log_now = (step + 1) % (o->log_every > 0 ? o->log_every : 1) == 0 || step == first || step + 1 == end;
         if (r->root && !o->quiet) {
             if (log_now) printf("%s%s\n", r->tty ? "\r\033[K" : "", line);
@@ -272,7 +285,7 @@ static void teardown(ax_run *r) {
     ax_source_close(&r->data); ax_source_close(&r->val);
     ax_adamw_free(&r->opt);
     if (r->m.p) ax_gpt_free(&r->m);
-    free(r->seqs); free(r->scratch);
+    free(r->seqs); free(r->scratch); free(r->weights);
     if (r->g.world) ax_grid_free(&r->g);
 }
 

@@ -1,0 +1,1 @@
+ax_test(goldfish test_goldfish 1)
