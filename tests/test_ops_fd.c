@@ -240,7 +240,7 @@ typedef struct { int M, T, v0, Vl, C; const int32_t *tokens; float *wte, *wpe, *
 
 static double emb_loss(void *v) {
     emb_ctx *c = v;
-    ax_embedding_forward(&g.Y, c->out, c->tokens, c->wte, c->wpe, c->M, c->T, c->v0, c->Vl, c->C);
+    ax_embedding_forward(&g.Y, c->out, c->tokens, NULL, c->wte, c->wpe, c->M, c->T, c->v0, c->Vl, c->C);
     return dot(c->out, c->R, (long)c->M * c->C);
 }
 

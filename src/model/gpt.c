@@ -171,7 +171,7 @@ void ax_gpt_alloc_acts(ax_gpt *m, int B, int T) {
 #undef TAKE
 }
 
-static const float *wte_weight(ax_gpt *m) {
+const float *ax_gpt_wte(ax_gpt *m) {
     return ax_linear_weight(&m->lmhead, m->g, ax_gpt_param(m, 0), m->wte_block);
 }
 
@@ -180,8 +180,8 @@ double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, 
     ax_gpt_alloc_acts(m, Bl, T);
     ax_grid *g = m->g;
     int M = Bl * T, C = m->cfg.n_embd, Cx = m->Cx;
-    const float *wte = wte_weight(m);
-    ax_embedding_forward(&g->Y, m->encoded, inputs, wte, ax_gpt_param(m, 1), M, T, m->v0, m->Vl, Cx);
+    const float *wte = ax_gpt_wte(m);
+    ax_embedding_forward(&g->Y, m->encoded, inputs, NULL, wte, ax_gpt_param(m, 1), M, T, m->v0, m->Vl, Cx);
     const float *h = m->encoded;
     for (int l = 0; l < m->cfg.n_layer; l++) {
         ax_layer_acts *a = &m->L[l];

@@ -72,6 +72,8 @@ static inline float *ax_gpt_grad(ax_gpt *m, int id) { return m->grads + m->p[id]
 double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights,
                       int Bl, int T, float dscale);
 void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T);
+/* the token table's (Vl, Cx) block, gathered over Z when Gz > 1 */
+const float *ax_gpt_wte(ax_gpt *m);
 /* logits of the last forward: (Bl*T, Vl) for this rank's vocabulary slice */
 static inline float *ax_gpt_logits(ax_gpt *m) { return m->logits; }
 

@@ -2,8 +2,8 @@
 #include <string.h>
 #include <omp.h>
 
-void ax_embedding_forward(ax_comm *Y, float *out, const int32_t *tokens, const float *wte_block,
-                          const float *wpe, int M, int T, int v0, int Vl, int Cl) {
+void ax_embedding_forward(ax_comm *Y, float *out, const int32_t *tokens, const int32_t *pos,
+                          const float *wte_block, const float *wpe, int M, int T, int v0, int Vl, int Cl) {
     #pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
         int v = tokens[i] - v0;
@@ -15,7 +15,7 @@ void ax_embedding_forward(ax_comm *Y, float *out, const int32_t *tokens, const f
     #pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
         float *o = out + (size_t)i * Cl;
-        const float *p = wpe + (size_t)(i % T) * Cl;
+        const float *p = wpe + (size_t)(pos ? pos[i] : i % T) * Cl;
         for (int j = 0; j < Cl; j++) o[j] += p[j];
     }
 }

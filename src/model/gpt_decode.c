@@ -1,0 +1,117 @@
+#include "model/gpt_decode.h"
+#include "backend/cpu/vmath.h"
+#include "nn/activation.h"
+#include "nn/embedding.h"
+#include "nn/layernorm.h"
+#include "util/err.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static size_t kv_index(const ax_kvcache *c, const ax_gpt *m, int l, int b, int h, int t) {
+    return ((((size_t)l * c->B + b) * m->Hl + h) * c->Tmax + t) * m->hd;
+}
+
+void ax_kv_init(ax_kvcache *c, ax_gpt *m, int B, int Tmax) {
+    memset(c, 0, sizeof *c);
+    c->B = B; c->Tmax = Tmax;
+    size_t kv = (size_t)m->cfg.n_layer * B * m->Hl * Tmax * m->hd;
+    c->k = ax_calloc(kv, sizeof(float));
+    c->v = ax_calloc(kv, sizeof(float));
+    c->len = ax_calloc(B, sizeof(int));
+    size_t Cx = m->Cx, Cy = m->Cy, wide = 4 * Cy > Cx ? 4 * Cy : Cx;
+    size_t total = B * (3 * Cx + 3 * Cy + Cy + wide + 8 * Cy + 2 + 4 + (size_t)m->Vl);
+    float *p = c->mem = ax_calloc(total, sizeof(float));
+#define TAKE(n) (p += (n), p - (n))
+    c->x = TAKE(B * Cx); c->ln = TAKE(B * Cx); c->qkv = TAKE(3 * B * Cy); c->atty = TAKE(B * Cy);
+    c->tmp = TAKE(B * wide); c->fch = TAKE(4 * B * Cy); c->fchg = TAKE(4 * B * Cy);
+    c->mean = TAKE(B); c->rstd = TAKE(B); c->scratch = TAKE(4 * (size_t)B); c->logits = TAKE((size_t)B * m->Vl);
+#undef TAKE
+}
+
+void ax_kv_free(ax_kvcache *c) {
+    free(c->k); free(c->v); free(c->len); free(c->mem);
+    memset(c, 0, sizeof *c);
+}
+
+void ax_kv_prefill(ax_kvcache *c, ax_gpt *m, int b, const int32_t *prompt, int n) {
+    ax_gpt_forward(m, prompt, NULL, NULL, 1, n, 0.0f);
+    int Cy = m->Cy, hd = m->hd;
+    for (int l = 0; l < m->cfg.n_layer; l++)
+        for (int h = 0; h < m->Hl; h++)
+            for (int t = 0; t < n; t++) {
+                const float *row = m->L[l].qkv + (size_t)t * 3 * Cy;
+                memcpy(c->k + kv_index(c, m, l, b, h, t), row + Cy + h * hd, hd * sizeof(float));
+                memcpy(c->v + kv_index(c, m, l, b, h, t), row + 2 * Cy + h * hd, hd * sizeof(float));
+            }
+    c->len[b] = n;
+    memcpy(c->logits + (size_t)b * m->Vl, m->logits + (size_t)(n - 1) * m->Vl, m->Vl * sizeof(float));
+}
+
+/* attention of each row's new query over its cached keys and values */
+static void attend(ax_kvcache *c, ax_gpt *m, int l, int nb) {
+    int Cy = m->Cy, hd = m->hd;
+    float scale = 1.0f / sqrtf((float)hd);
+    #pragma omp parallel for schedule(dynamic, 1)
+    for (int bh = 0; bh < nb * m->Hl; bh++) {
+        int b = bh / m->Hl, h = bh % m->Hl, n = c->len[b] + 1;
+        const float *q = c->qkv + (size_t)b * 3 * Cy + h * hd;
+        float *kc = c->k + kv_index(c, m, l, b, h, 0), *vc = c->v + kv_index(c, m, l, b, h, 0);
+        memcpy(kc + (size_t)(n - 1) * hd, q + Cy, hd * sizeof(float));
+        memcpy(vc + (size_t)(n - 1) * hd, q + 2 * Cy, hd * sizeof(float));
+        float s[n], mx = -INFINITY, sum = 0;
+        for (int j = 0; j < n; j++) {
+            float d = 0;
+            for (int e = 0; e < hd; e++) d += q[e] * kc[(size_t)j * hd + e];
+            s[j] = d * scale;
+            mx = s[j] > mx ? s[j] : mx;
+        }
+        for (int j = 0; j < n; j++) { s[j] = ax_expf(s[j] - mx); sum += s[j]; }
+        float *o = c->atty + (size_t)b * Cy + h * hd;
+        for (int e = 0; e < hd; e++) o[e] = 0;
+        for (int j = 0; j < n; j++) {
+            float p = s[j] / sum;
+            for (int e = 0; e < hd; e++) o[e] += p * vc[(size_t)j * hd + e];
+        }
+    }
+}
+
+void ax_kv_step(ax_kvcache *c, ax_gpt *m, const int32_t *tokens, int nb) {
+    ax_grid *g = m->g;
+    int Cx = m->Cx, C = m->cfg.n_embd;
+    const float *wte = ax_gpt_wte(m);
+    ax_embedding_forward(&g->Y, c->x, tokens, c->len, wte, ax_gpt_param(m, 1), nb, 1, m->v0, m->Vl, Cx);
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+#define P(k) ax_gpt_param(m, AX_PID(l, k))
+        ax_layernorm_forward(&g->X, c->ln, c->mean, c->rstd, c->x, P(AX_P_LN1W), P(AX_P_LN1B), nb, Cx, C, c->scratch);
+        ax_linear_forward(&m->qkv, ax_linear_weight(&m->qkv, g, P(AX_P_QKVW), m->ws.wblock), P(AX_P_QKVB), c->ln, c->qkv, nb);
+        attend(c, m, l, nb);
+        ax_linear_forward(&m->proj, ax_linear_weight(&m->proj, g, P(AX_P_PROJW), m->ws.wblock), P(AX_P_PROJB), c->atty, c->tmp, nb);
+        ax_add_inplace(c->x, c->tmp, (size_t)nb * Cx);
+        ax_layernorm_forward(&g->X, c->ln, c->mean, c->rstd, c->x, P(AX_P_LN2W), P(AX_P_LN2B), nb, Cx, C, c->scratch);
+        ax_linear_forward(&m->fc, ax_linear_weight(&m->fc, g, P(AX_P_FCW), m->ws.wblock), P(AX_P_FCB), c->ln, c->fch, nb);
+        ax_gelu_forward(c->fchg, c->fch, (size_t)nb * m->fc.out_l);
+        ax_linear_forward(&m->fcproj, ax_linear_weight(&m->fcproj, g, P(AX_P_FCPW), m->ws.wblock), P(AX_P_FCPB), c->fchg, c->tmp, nb);
+        ax_add_inplace(c->x, c->tmp, (size_t)nb * Cx);
+#undef P
+    }
+    ax_layernorm_forward(&g->X, c->ln, c->mean, c->rstd, c->x, ax_gpt_param(m, m->np - 2), ax_gpt_param(m, m->np - 1),
+                         nb, Cx, C, c->scratch);
+    ax_linear_forward(&m->lmhead, wte, NULL, c->ln, c->logits, nb);
+    for (int b = 0; b < nb; b++) c->len[b]++;
+}
+
+void ax_kv_argmax(ax_kvcache *c, ax_gpt *m, int nb, int32_t *out) {
+    int V = m->cfg.vocab_size;
+    struct { float v; int i; } *best = ax_malloc(nb * sizeof *best);
+    for (int b = 0; b < nb; b++) {
+        const float *r = c->logits + (size_t)b * m->Vl;
+        best[b].v = -INFINITY; best[b].i = 0;
+        for (int j = 0; j < m->Vl && m->v0 + j < V; j++)
+            if (r[j] > best[b].v) { best[b].v = r[j]; best[b].i = m->v0 + j; }
+    }
+    /* MAXLOC keeps the lowest index among equal values, as a serial argmax does */
+    if (m->g->Y.size > 1) AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, best, nb, MPI_FLOAT_INT, MPI_MAXLOC, m->g->Y.comm));
+    for (int b = 0; b < nb; b++) out[b] = best[b].i;
+    free(best);
+}

@@ -1,0 +1,31 @@
+/* Incremental decoding with a key/value cache: each new token costs one row
+ * through the model instead of a forward over the whole prefix. Rows are
+ * independent sequences of their own lengths; on a grid every rank runs every
+ * row (tensor-parallel over X and Y like training).
+ *
+ *   ax_kvcache c; ax_kv_init(&c, m, B, Tmax);
+ *   for (b...) ax_kv_prefill(&c, m, b, prompt_b, n_b);    // logits of the last prompt token
+ *   for (step...) { pick next[b] from c.logits; ax_kv_step(&c, m, next, B); }
+ */
+#ifndef AX_MODEL_GPT_DECODE_H
+#define AX_MODEL_GPT_DECODE_H
+#include "model/gpt.h"
+
+typedef struct {
+    int B, Tmax;
+    float *k, *v;            /* (L, B, Hl, Tmax, hd) */
+    int *len;                /* cached tokens per row */
+    float *mem;              /* one allocation for the step buffers below */
+    float *x, *ln, *qkv, *atty, *tmp, *fch, *fchg, *mean, *rstd, *scratch;
+    float *logits;           /* (B, Vl): this rank's vocabulary slice */
+} ax_kvcache;
+
+void ax_kv_init(ax_kvcache *c, ax_gpt *m, int B, int Tmax);
+void ax_kv_free(ax_kvcache *c);
+/* Row b starts over with prompt[0..n) (1 <= n <= Tmax). */
+void ax_kv_prefill(ax_kvcache *c, ax_gpt *m, int b, const int32_t *prompt, int n);
+/* Appends tokens[b] to rows 0..nb-1 (each row's length < Tmax). */
+void ax_kv_step(ax_kvcache *c, ax_gpt *m, const int32_t *tokens, int nb);
+/* Greedy choice per row over the whole vocabulary (collective over Y). */
+void ax_kv_argmax(ax_kvcache *c, ax_gpt *m, int nb, int32_t *out);
+#endif
