@@ -15,12 +15,15 @@ mkdir -p "$W/cap"     # captured stdout/stderr live here (excluded from snapshot
 
 MPIRUN=${AXONN_MPIEXEC:-mpiexec}
 read -r -a MPI <<<"$MPIRUN"
-OPENMPI=0
 if "${MPI[0]}" --version 2>/dev/null | grep -qE "Open MPI|OpenRTE"; then
-  OPENMPI=1
-  MPI+=(-q)   # no launcher banner when a rank exits non-zero: stderr is the program's only
   [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
+# QUIET=1: the launcher takes -q (Open MPI: no banner when a rank exits non-zero), so
+# stderr is the program's alone and must be exactly one line; otherwise only the
+# "axonn:" lines are counted. TAG=1: --tag-output names the rank of each line.
+QUIET=0; TAG=0
+if "${MPI[@]}" -q -np 1 true >/dev/null 2>&1; then MPI+=(-q); QUIET=1; fi
+if "${MPI[@]}" --tag-output -np 1 true >/dev/null 2>&1; then TAG=1; fi
 
 pass=0; fail=0
 ok()  { echo "ok   - $*"; pass=$((pass + 1)); }
@@ -82,22 +85,23 @@ expect_err() {
   local name=$1 np=$2 re=$3; shift 4
   local out="$W/cap/$name.out" err="$W/cap/$name.err" rc
   snapshot "$W/cap/before"
+  local tmo=${TMO:-60}
   if [ "$np" = 0 ]; then
-    timeout 60 "$BIN" "$@" >"$out" 2>"$err"; rc=$?
+    timeout "$tmo" "$BIN" "$@" >"$out" 2>"$err"; rc=$?
   else
-    timeout 60 "${MPI[@]}" -np "$np" "$BIN" "$@" >"$out" 2>"$err"; rc=$?
+    timeout "$tmo" "${MPI[@]}" -np "$np" "$BIN" "$@" >"$out" 2>"$err"; rc=$?
   fi
   snapshot "$W/cap/after"
   local lines nerr first why=""
   lines=$(grep -c '' "$err")
   nerr=$(grep -c '^axonn: error:' "$err")
   first=$(head -n 1 "$err")
-  if [ "$rc" = 124 ]; then why="hung (killed after 60 s)"
+  if [ "$rc" = 124 ]; then why="hung (killed after $tmo s)"
   elif [ "$rc" != 2 ]; then why="exit code $rc, expected 2"
   elif [ "$nerr" != 1 ]; then why="$nerr 'axonn: error:' lines on stderr, expected 1"
-  elif [ "$OPENMPI" = 1 ] || [ "$np" = 0 ]; then [ "$lines" = 1 ] || why="$lines lines on stderr, expected 1"
+  elif [ "$QUIET" = 1 ] || [ "$np" = 0 ]; then [ "$lines" = 1 ] || why="$lines lines on stderr, expected 1"
   fi
-  if [ -z "$why" ] && [ "$OPENMPI" = 0 ] && [ "$np" != 0 ]; then first=$(grep -m1 '^axonn: error:' "$err"); fi
+  if [ -z "$why" ] && [ "$QUIET" = 0 ] && [ "$np" != 0 ]; then first=$(grep -m1 '^axonn: error:' "$err"); fi
   if [ -z "$why" ]; then
     case "$first" in "axonn: error: "*) ;; *) why="stderr line does not start with 'axonn: error:'" ;; esac
   fi
@@ -124,7 +128,7 @@ expect_err lr_negative 0 "--lr" -- train "${TINY[@]}" --steps 2 --lr -1 --out "$
 expect_err grid_vs_ranks 0 "--grid" -- train "${TINY[@]}" --steps 2 --grid 2,1,1,1 --out "$W/o4"
 expect_err grid_heads_3ranks 3 "--grid.*(n_head|n-head)|(n_head|n-head).*G_y" -- \
   train "${TINY[@]}" --steps 2 --grid 1,1,3,1 --out "$W/o5"
-if [ "$OPENMPI" = 1 ]; then   # which rank printed it: rank 0 only
+if [ "$TAG" = 1 ]; then   # which rank printed it: rank 0 only
   timeout 60 "${MPI[@]}" --tag-output -np 3 "$BIN" train "${TINY[@]}" --steps 2 --grid 1,1,3,1 --out "$W/o5" \
     >"$W/cap/tag.out" 2>"$W/cap/tag.err"
   tagged=$(grep -c 'axonn: error:' "$W/cap/tag.err"); r0=$(grep -c '^\[[0-9]*,0\]<stderr>:axonn: error:' "$W/cap/tag.err")
@@ -162,6 +166,12 @@ expect_err config_unknown_key 0 "no_such_option" -- train "${TINY[@]}" --config 
 expect_err config_invalid_json 0 "invalid\.json" -- train "${TINY[@]}" --config "$W/in/invalid.json" --out "$W/o20"
 expect_err config_missing_file 0 "absent\.json" -- train "${TINY[@]}" --config "$W/in/absent.json" --out "$W/o20b"
 
+# an output file only rank 0 opens: the failure must reach every rank (no hang)
+mkdir -p "$W/o21" "$W/o21b"
+expect_err metrics_unwritable 0 "nodir/m\.jsonl" -- train "${TINY[@]}" --steps 2 --metrics "$W/nodir/m.jsonl" --out "$W/o21"
+TMO=20 expect_err metrics_unwritable_2ranks 2 "nodir/m\.jsonl" -- \
+  train "${TINY[@]}" --steps 2 --grid 1,1,2,1 --metrics "$W/nodir/m.jsonl" --out "$W/o21b"
+
 # ---------------------------------------------------------------- eval and sample
 expect_err eval_no_data 0 "--data" -- eval --model "$W/in/good/model.safetensors" --threads 1
 expect_err eval_bad_data 0 "bigtok\.bin" -- eval --model "$W/in/good/model.safetensors" --data "$W/in/bigtok.bin" --threads 1
@@ -171,6 +181,14 @@ expect_err sample_token_ge_vocab 0 "--prompt-tokens" -- sample --model "$W/in/go
 expect_err sample_token_ge_vocab_2ranks 2 "--prompt-tokens" -- \
   sample --model "$W/in/good/model.safetensors" --prompt-tokens 1,2,67 --grid 1,1,2,1 --threads 1
 expect_err sample_no_prompt 0 "--prompt-tokens" -- sample --model "$W/in/good/model.safetensors" --threads 1
+
+# ---------------------------------------------------------------- valid input must not be rejected
+# --seq was not given: its default must fit the model that --init loads (n_positions 16)
+"$BIN" train --init "$W/in/good/model.safetensors" --batch 4 --steps 1 --threads 1 --quiet --out "$W/o22" \
+  >"$W/cap/init.out" 2>"$W/cap/init.err"; rc=$?
+if [ "$rc" = 0 ] && [ -f "$W/o22/model.safetensors" ]; then ok "train --init without --seq: runs (seq defaults to the model's n_positions)"
+else bad "train --init without --seq: exit $rc: $(head -n 1 "$W/cap/init.err")"; fi
+rm -rf "$W/o22"
 
 # ---------------------------------------------------------------- --help
 for c in "" train eval sample; do

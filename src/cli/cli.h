@@ -9,10 +9,16 @@
 int ax_cmd_train(int argc, char **argv);
 int ax_cmd_eval(int argc, char **argv);
 int ax_cmd_sample(int argc, char **argv);
+int ax_cmd_prepare(int argc, char **argv);
+int ax_cmd_tokenizer(int argc, char **argv);
+int ax_cmd_memorize(int argc, char **argv);
 
 /* Named model sizes: tiny, small, gpt2, gpt2-medium, gpt2-large, gpt2-xl. */
 int ax_cli_preset(const char *name, ax_gpt_config *c);
 /* Grid + model from MODEL.safetensors (config.json beside it). Collective. */
 int ax_cli_open_model(const char *path, const int grid[4], ax_grid *g, ax_gpt *m);
 void ax_cli_threads(int n);
+/* "1,2,3" -> ids in [0, V); flag names the option in errors */
+#include "data/tokenizer.h"
+int ax_cli_parse_ids(const char *s, int V, const char *flag, ax_ids *out);
 #endif

@@ -35,8 +35,8 @@ int ax_cmd_train(int argc, char **argv) {
         {"gy", AX_OPT_INT, &o.grid[2], "N", "tensor-parallel Y"},
         {"gz", AX_OPT_INT, &o.grid[3], "N", "tensor-parallel Z (depth)"},
         {"steps", AX_OPT_INT, &o.steps, "N", "total optimizer steps of the run (default 200)"},
-        {"batch", AX_OPT_INT, &o.batch, "N", "global batch in sequences per step (default 8)"},
-        {"seq", AX_OPT_INT, &o.seq, "T", "tokens per sequence (default 128)"},
+        {"batch", AX_OPT_INT, &o.batch, "N", "global batch in sequences per step (default 8, or the checkpoint's)"},
+        {"seq", AX_OPT_INT, &o.seq, "T", "tokens per sequence (default: n_positions, or the checkpoint's)"},
         {"grad-accum", AX_OPT_INT, &o.grad_accum, "N", "micro-batches per step (default 1)"},
         {"lr", AX_OPT_DOUBLE, &o.lr, "X", "peak learning rate (default 1e-3)"},
         {"min-lr-frac", AX_OPT_DOUBLE, &o.min_lr_frac, "X", "cosine floor as a fraction of --lr (default 0.1)"},
@@ -76,6 +76,5 @@ int ax_cmd_train(int argc, char **argv) {
     }
     if ((o.init || o.resume) && sized)
         return AX_ERR("--preset and model-size flags apply to new models; --init/--resume take the size from config.json");
-    if (!ax_args_given(opts, "seq") && o.seq > o.model.block_size) o.seq = o.model.block_size;
     return ax_train(&o, MPI_COMM_WORLD);
 }

@@ -21,6 +21,7 @@ int ax_cli_preset(const char *name, ax_gpt_config *c) {
 
 int ax_cli_open_model(const char *path, const int grid[4], ax_grid *g, ax_gpt *m) {
     if (!path) return AX_ERR("--model: required (a model.safetensors with config.json beside it)");
+    if (!ax_file_exists(path)) return AX_ERR("--model %s: no such file", path);
     char cfgpath[4200];
     ax_dirname(path, cfgpath, sizeof cfgpath);
     strncat(cfgpath, "/config.json", sizeof cfgpath - strlen(cfgpath) - 1);

@@ -10,7 +10,10 @@ static void usage(void) {
            "commands:\n"
            "  train    train or fine-tune a GPT-2 model (4D grid: --grid D,X,Y,Z)\n"
            "  eval     loss and perplexity of a model on token shards\n"
-           "  sample   continue a prompt with a model\n\n"
+           "  sample   continue a prompt with a model\n"
+           "  prepare  text files -> token shards\n"
+           "  tokenizer train|encode|decode  byte-level BPE tokenizers\n"
+           "  memorize verbatim-memorization audit of a model on documents\n\n"
            "'axonn <command> --help' lists each command's options.\n");
 }
 
@@ -24,7 +27,10 @@ int main(int argc, char **argv) {
     if (strcmp(argv[1], "train") == 0) cmd = ax_cmd_train;
     else if (strcmp(argv[1], "eval") == 0) cmd = ax_cmd_eval;
     else if (strcmp(argv[1], "sample") == 0) cmd = ax_cmd_sample;
-    else { fprintf(stderr, "axonn: error: unknown command '%s' (expected train, eval or sample)\n", argv[1]); return 2; }
+    else if (strcmp(argv[1], "prepare") == 0) cmd = ax_cmd_prepare;
+    else if (strcmp(argv[1], "tokenizer") == 0) cmd = ax_cmd_tokenizer;
+    else if (strcmp(argv[1], "memorize") == 0) cmd = ax_cmd_memorize;
+    else { fprintf(stderr, "axonn: error: unknown command '%s' (expected train, eval, sample, prepare, tokenizer or memorize)\n", argv[1]); return 2; }
     MPI_Init(&argc, &argv);
     int rc = cmd(argc, argv);
     if (rc < 0) ax_err_exit(1);

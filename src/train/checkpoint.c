@@ -72,25 +72,11 @@ static int write_state(const char *path, const ax_ckpt_state *st) {
     return rc;
 }
 
-static void remove_dir(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    char p[4400];
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.') continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 int ax_ckpt_save(const char *dir, ax_gpt *m, const ax_adamw *o, const ax_ckpt_state *st) {
     char tmp[4096], path[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", dir);
     int rc = 0;
-    if (m->g->rank == 0) { remove_dir(tmp); rc = ax_mkdir_p(tmp); }
+    if (m->g->rank == 0) { ax_remove_tree(tmp); rc = ax_mkdir_p(tmp); }
     if (agree(m, rc)) return -1;
     AX_TRY(ax_model_save(tmp, m));
     snprintf(path, sizeof path, "%s/optim.safetensors", tmp);
@@ -101,7 +87,7 @@ int ax_ckpt_save(const char *dir, ax_gpt *m, const ax_adamw *o, const ax_ckpt_st
         snprintf(path, sizeof path, "%s/state.json", tmp);
         rc = write_state(path, st);
         if (rc == 0) {
-            remove_dir(dir);
+            ax_remove_tree(dir);
             if (rename(tmp, dir) != 0) rc = AX_ERR("%s: cannot rename checkpoint into place", dir);
         }
     }

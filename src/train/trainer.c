@@ -25,7 +25,7 @@ void ax_train_defaults(ax_train_opts *o) {
     memset(o, 0, sizeof *o);
     o->model = (ax_gpt_config){.n_layer = 4, .n_head = 4, .n_embd = 128, .block_size = 128, .vocab_size = 256};
     o->grid[0] = o->grid[1] = o->grid[2] = o->grid[3] = 1;
-    o->steps = 200; o->batch = 8; o->seq = 128; o->grad_accum = 1;
+    o->steps = 200; o->batch = 0; o->seq = 0; o->grad_accum = 1;   /* 0: from the checkpoint, else 8 and n_positions */
     o->lr = 1e-3; o->min_lr_frac = 0.1; o->beta1 = 0.9; o->beta2 = 0.95; o->eps = 1e-8;
     o->weight_decay = 0.1; o->clip = 1.0; o->warmup = 10;
     o->seed = 1337; o->shuffle = 1;
@@ -36,6 +36,7 @@ void ax_train_defaults(ax_train_opts *o) {
 }
 
 typedef struct {
+    ax_train_opts args;          /* the caller's options, defaults resolved */
     const ax_train_opts *o;
     MPI_Comm comm;
     ax_grid g;
@@ -98,7 +99,7 @@ static void print_memory(ax_run *r) {
 }
 
 static int setup(ax_run *r) {
-    const ax_train_opts *o = r->o;
+    ax_train_opts *o = &r->args;
     AX_TRY(ax_grid_init(&r->g, r->comm, o->grid[0], o->grid[1], o->grid[2], o->grid[3]));
     r->root = r->g.rank == 0;
     /* no progress bar under an MPI launcher: it forwards output through a
@@ -108,20 +109,27 @@ static int setup(ax_run *r) {
     ax_gemm_timing(o->profile);
     ax_gpt_config cfg = o->model;
     char ckdir[4096] = "", path[4200];
-    r->st = (ax_ckpt_state){.step = 0, .seed = o->seed, .batch = o->batch, .seq = o->seq, .steps = o->steps};
+    r->st = (ax_ckpt_state){.step = 0, .seed = o->seed};
     if (o->resume) {
         AX_TRY(ax_ckpt_resolve(o->resume, ckdir, sizeof ckdir));
         ax_ckpt_state saved;
         AX_TRY(ax_ckpt_peek(ckdir, &cfg, &saved));
-        if (saved.batch != o->batch || saved.seq != o->seq)
+        if ((o->batch && saved.batch != o->batch) || (o->seq && saved.seq != o->seq))
             return AX_ERR("--resume %s: saved with --batch %d --seq %d; resume with the same (got %d, %d)",
                           ckdir, saved.batch, saved.seq, o->batch, o->seq);
+        if (saved.step > o->steps)
+            return AX_ERR("--steps %d: the checkpoint %s is already at step %d", o->steps, ckdir, saved.step);
         r->st.step = saved.step; r->st.seed = saved.seed;
+        if (!o->batch) o->batch = saved.batch;
+        if (!o->seq) o->seq = saved.seq;
     } else if (o->init) {
         ax_dirname(o->init, path, sizeof path);
         strncat(path, "/config.json", sizeof path - strlen(path) - 1);
         AX_TRY(ax_gpt_config_read(&cfg, path));
     }
+    if (!o->batch) o->batch = 8;
+    if (!o->seq) o->seq = cfg.block_size;
+    r->st.batch = o->batch; r->st.seq = o->seq; r->st.steps = o->steps;
     AX_TRY(validate(o, &cfg, &r->g));
     AX_TRY(ax_gpt_init(&r->m, &cfg, &r->g));
     ax_adamw_init(&r->opt, r->m.n_local);
@@ -142,12 +150,15 @@ static int setup(ax_run *r) {
         MPI_Bcast(&rc, 1, MPI_INT, 0, r->g.world);
         if (rc) return r->root ? -1 : AX_ERR("--out %s: cannot create directory", o->out);
     }
+    int bad = 0;
     if (r->root && (o->metrics || o->out)) {
         if (o->metrics) snprintf(path, sizeof path, "%s", o->metrics);
         else snprintf(path, sizeof path, "%s/metrics.jsonl", o->out);
         r->metrics = fopen(path, o->resume ? "a" : "w");
-        if (!r->metrics) return AX_ERR("%s: cannot open the metrics file for writing", path);
+        bad = !r->metrics;
     }
+    MPI_Bcast(&bad, 1, MPI_INT, 0, r->g.world);
+    if (bad) return AX_ERR("%s: cannot open the metrics file for writing", o->metrics ? o->metrics : "metrics.jsonl");
     SAY(r, "axonn: %d ranks, grid D=%d X=%d Y=%d Z=%d, %d threads/rank; model L=%d H=%d C=%d V=%d T=%d (%.2fM parameters)\n",
         r->g.size, r->g.gd, r->g.gx, r->g.gy, r->g.gz, omp_get_max_threads(), cfg.n_layer, cfg.n_head, cfg.n_embd,
         cfg.vocab_size, cfg.block_size, ax_gpt_num_params(&cfg) / 1e6);
@@ -292,7 +303,7 @@ static void teardown(ax_run *r) {
 int ax_train(const ax_train_opts *o, MPI_Comm comm) {
     ax_run r;
     memset(&r, 0, sizeof r);
-    r.o = o; r.comm = comm;
+    r.args = *o; r.o = &r.args; r.comm = comm;
     int rc = setup(&r);
     if (rc == 0) rc = loop(&r);
     teardown(&r);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <dirent.h>
 #include <unistd.h>
 
 int ax_out_open(ax_outfile *o, const char *path) {
@@ -82,4 +83,15 @@ void ax_dirname(const char *path, char *buf, size_t n) {
     if (!s) snprintf(buf, n, ".");
     else if (s == path) snprintf(buf, n, "/");
     else snprintf(buf, n, "%.*s", (int)(s - path), path);
+}
+
+void ax_remove_tree(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    char p[4400];
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) { snprintf(p, sizeof p, "%s/%s", dir, e->d_name); unlink(p); }
+    closedir(d);
+    rmdir(dir);
 }

@@ -16,6 +16,8 @@ void ax_out_abort(ax_outfile *o);                        /* removes the temporar
 int ax_read_file(const char *path, char **data, size_t *len);
 int ax_mkdir_p(const char *dir);
 int ax_file_exists(const char *path);
+/* Removes a directory of plain files that we created (no recursion). */
+void ax_remove_tree(const char *dir);
 /* dir of path (without trailing slash) into buf */
 void ax_dirname(const char *path, char *buf, size_t n);
 #endif

@@ -1,0 +1,92 @@
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "cli/text.h"
+#include "memo/audit.h"
+#include "util/err.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static const char *usage =
+    "usage: [mpirun -np P] axonn memorize --model MODEL.safetensors --docs FILE [options]\n\n"
+    "Verbatim-memorization audit: for each document (JSON Lines \"text\", fortune records,\n"
+    "or a plain file), prompt with all but its last --suffix tokens (or its first --prefix),\n"
+    "decode greedily, and report exact match of all suffix tokens, the share of matching\n"
+    "tokens and ROUGE-L, per document and overall.";
+
+static void bar(int done, int total, void *ctx) {
+    if (!*(int *)ctx) return;
+    fprintf(stderr, "\r\033[Kmemorize: %d/%d documents", done, total);
+    if (done == total) fprintf(stderr, "\n");
+}
+
+int ax_cmd_memorize(int argc, char **argv) {
+    const char *model = NULL, *docs = NULL, *tok = NULL;
+    int suffix = 50, prefix = 0, batch = 16, json = 0, threads = 0, grid[4] = {1, 1, 1, 1};
+    ax_opt opts[] = {
+        {"model", AX_OPT_STR, &model, "MODEL", "model.safetensors (config.json beside it)"},
+        {"docs", AX_OPT_STR, &docs, "FILE", "documents: .jsonl with \"text\", fortune file, or plain text"},
+        {"tokenizer", AX_OPT_STR, &tok, "TOK", "tokenizer (default: tokenizer.json beside the model)"},
+        {"suffix", AX_OPT_INT, &suffix, "N", "tokens to reproduce (default 50)"},
+        {"prefix", AX_OPT_INT, &prefix, "N", "prompt with the first N tokens instead of all but the suffix"},
+        {"batch", AX_OPT_INT, &batch, "N", "documents decoded together (default 16)"},
+        {"grid", AX_OPT_GRID, grid, "D,X,Y,Z", "process grid (default 1,1,1,1)"},
+        {"threads", AX_OPT_INT, &threads, "N", "threads per rank"},
+        {"json", AX_OPT_FLAG, &json, NULL, "print one JSON object with the summary and every document"},
+        {NULL},
+    };
+    int rc = ax_args_parse(opts, argc, argv, 2, usage, NULL, NULL, 0);
+    if (rc) return rc;
+    if (!docs) return AX_ERR("--docs: required (the documents to audit)");
+    if (suffix < 1) return AX_ERR("--suffix %d: expected >= 1", suffix);
+    if (prefix < 0) return AX_ERR("--prefix %d: expected >= 0", prefix);
+    if (batch < 1) return AX_ERR("--batch %d: expected >= 1", batch);
+    if (!model) return AX_ERR("--model: required (a model.safetensors with config.json beside it)");
+    ax_cli_threads(threads);
+    ax_tokenizer *t;
+    AX_TRY(ax_cli_tokenizer(&t, tok, model));
+    ax_doclist d;
+    if ((rc = ax_doclist_read(&d, &docs, 1))) { ax_tok_free(t); return rc; }
+    if (d.n == 0) { ax_tok_free(t); return AX_ERR("--docs %s: no documents found", docs); }
+    int32_t **ids = ax_malloc(d.n * sizeof(int32_t *));
+    int *lens = ax_malloc(d.n * sizeof(int));
+    for (size_t i = 0; i < d.n && rc == 0; i++) {
+        ax_ids x = {0};
+        rc = ax_tok_encode(t, d.text[i], d.len[i], 0, &x);
+        ids[i] = x.v; lens[i] = (int)x.n;
+    }
+    ax_grid g; ax_gpt m;
+    if (rc == 0) rc = ax_cli_open_model(model, grid, &g, &m);
+    if (rc == 0 && ax_tok_vocab_size(t) > m.cfg.vocab_size)
+        rc = AX_ERR("--tokenizer: %d ids, more than the model's vocabulary %d", ax_tok_vocab_size(t), m.cfg.vocab_size);
+    if (rc == 0) {
+        ax_memo_doc *res = ax_malloc(d.n * sizeof *res);
+        ax_memo_summary s;
+        int show = g.rank == 0 && isatty(2);
+        ax_memo_audit(&m, ids, lens, (int)d.n, suffix, prefix, batch, res, NULL, &s, bar, &show);
+        if (g.rank == 0) {
+            if (json) {
+                printf("{\"docs\": %d, \"evaluated\": %d, \"exact\": %d, \"exact_rate\": %.6f, \"match\": %.6f, \"rouge_l\": %.6f, \"per_doc\": [",
+                       s.docs, s.evaluated, s.exact, s.evaluated ? (double)s.exact / s.evaluated : 0.0, s.match_frac, s.rouge_l);
+                for (size_t i = 0; i < d.n; i++)
+                    printf("%s{\"doc\": %zu, \"skipped\": %s, \"exact\": %s, \"match\": %.4f, \"rouge_l\": %.4f}", i ? ", " : "", i,
+                           res[i].skipped ? "true" : "false", res[i].exact ? "true" : "false", res[i].match_frac, res[i].rouge_l);
+                printf("]}\n");
+            } else {
+                for (size_t i = 0; i < d.n; i++)
+                    if (!res[i].skipped) printf("doc %zu | exact %d | match %.3f | ROUGE-L %.3f\n", i, res[i].exact, res[i].match_frac, res[i].rouge_l);
+                printf("memorize: %d of %d documents evaluated (%d too short); exact match %d (%.1f%%), mean match %.3f, mean ROUGE-L %.3f\n",
+                       s.evaluated, s.docs, s.docs - s.evaluated, s.exact, s.evaluated ? 100.0 * s.exact / s.evaluated : 0.0,
+                       s.match_frac, s.rouge_l);
+            }
+        }
+        free(res);
+        ax_gpt_free(&m);
+        ax_grid_free(&g);
+    }
+    for (size_t i = 0; i < d.n; i++) free(ids[i]);
+    free(ids); free(lens);
+    ax_doclist_free(&d);
+    ax_tok_free(t);
+    return rc;
+}

@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# cli_resume: a run stopped with --exit-after and continued with --resume is
+# the run that was never stopped.
+#  (a) same grid: final model.safetensors byte-identical and the losses of the
+#      resumed steps identical; synthetic data, then shards (2-file glob,
+#      --val-data/--val-every, --grad-accum 2); also resuming from an explicit
+#      older checkpoint directory.
+#  (b) across grids: 1-rank 10 steps vs 2 ranks (1,1,2,1) --exit-after 5 resumed
+#      on 4 ranks (2,2,1,1), and 4 ranks (1,2,1,2) resumed on 1 rank: steps
+#      6..10 match to relative 1e-5, final parameters to 1e-4 absolute; and with
+#      shards, validation and --grad-accum 2: 2 ranks (2,1,1,1) -> 4 (1,2,1,2).
+#  (c) checkpoints are whole: --save-every 3 --steps 7 leaves ckpt-000003,
+#      ckpt-000006, ckpt-000007, each complete, and no *.tmp* anywhere.
+set -u
+BIN=${AXONN_BIN:?AXONN_BIN must name the axonn binary}
+export OMP_NUM_THREADS=1
+W=$(mktemp -d)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$W"' EXIT
+cd "$W" || exit 1
+
+MPIRUN=${AXONN_MPIEXEC:-mpiexec}
+read -r -a MPI <<<"$MPIRUN"
+if "${MPI[0]}" --version 2>/dev/null | grep -qE "Open MPI|OpenRTE"; then
+  [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+
+pass=0; fail=0
+ok()  { echo "ok   - $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL - $*"; fail=$((fail + 1)); }
+
+# Model-size flags are given to fresh runs only: with --resume the size comes
+# from the checkpoint's config.json and axonn rejects the size flags.
+SIZE=(--n-layer 2 --n-head 4 --n-embd 32 --vocab-size 97 --block-size 16)
+RUN=(--seq 16 --batch 8 --threads 1 --quiet --lr 3e-3 --warmup 2)
+
+# run NAME NRANKS ARGS...: axonn train; output in $W/NAME.log; 0 on success
+run() {
+  local name=$1 np=$2 rc; shift 2
+  if [ "$np" = 1 ]; then "$BIN" train "$@" >"$W/$name.log" 2>&1; rc=$?
+  else timeout 300 "${MPI[@]}" -np "$np" "$BIN" train "$@" >"$W/$name.log" 2>&1; rc=$?; fi
+  if [ "$rc" != 0 ]; then
+    bad "$name: axonn train exited $rc"; sed 's/^/       | /' "$W/$name.log" | tail -n 8
+    return 1
+  fi
+  return 0
+}
+
+cat >"$W/cmp.py" <<'EOF'
+# cmp.py A.jsonl B.jsonl KEY FIRST LAST RELTOL: compare KEY of steps FIRST..LAST
+import json, sys
+a, b, key, lo, hi, tol = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
+def read(p):
+    d = {}
+    for line in open(p):
+        line = line.strip()
+        if not line: continue
+        j = json.loads(line)
+        if key in j: d.setdefault(j['step'], []).append(j[key])
+    return d
+A, B = read(a), read(b)
+worst, where, msg = 0.0, None, []
+for s in range(lo, hi + 1):
+    if s not in A or s not in B: msg.append('step %d missing %s' % (s, 'in A' if s not in A else 'in B')); continue
+    if len(B[s]) != 1: msg.append('step %d logged %d times in B' % (s, len(B[s])))
+    x, y = A[s][-1], B[s][-1]
+    r = abs(x - y) / max(abs(x), 1e-30)
+    if r > worst or where is None: worst, where = r, s
+n = sum(1 for s in range(lo, hi + 1) if s in A and s in B)
+print('%s steps %d..%d: %d compared, worst relative difference %.3g (step %s)%s'
+      % (key, lo, hi, n, worst, where, ('; ' + '; '.join(msg)) if msg else ''))
+sys.exit(0 if (not msg and n == hi - lo + 1 and worst <= tol) else 1)
+EOF
+
+cat >"$W/params.py" <<'EOF'
+# params.py A.safetensors B.safetensors ABSTOL: same tensors, values within ABSTOL
+import array, json, struct, sys
+def load(p):
+    b = open(p, 'rb').read(); n = struct.unpack('<Q', b[:8])[0]
+    h = json.loads(b[8:8 + n]); d = b[8 + n:]; out = {}
+    for k, v in h.items():
+        if k == '__metadata__': continue
+        s, e = v['data_offsets']; a = array.array('f'); a.frombytes(d[s:e]); out[k] = (v['shape'], a)
+    return out
+A, B = load(sys.argv[1]), load(sys.argv[2]); tol = float(sys.argv[3])
+if sorted(A) != sorted(B) or any(A[k][0] != B[k][0] for k in A):
+    print('tensor names or shapes differ'); sys.exit(1)
+worst, where = 0.0, None
+for k in A:
+    d = max(abs(x - y) for x, y in zip(A[k][1], B[k][1]))
+    if where is None or d > worst: worst, where = d, k
+print('final parameters: worst absolute difference %.3g (%s), %d tensors' % (worst, where, len(A)))
+sys.exit(0 if worst <= tol else 1)
+EOF
+
+check_params() {
+  local label=$1 out; shift
+  if out=$(python3 "$W/params.py" "$@"); then ok "$label: $out"; else bad "$label: $out"; fi
+}
+
+# check_losses LABEL A B KEY FIRST LAST TOL
+check_losses() {
+  local label=$1 out; shift
+  if out=$(python3 "$W/cmp.py" "$@"); then ok "$label: $out"; else bad "$label: $out"; fi
+}
+check_same_file() {
+  if cmp -s "$2" "$3"; then ok "$1: $(basename "$2") byte-identical"; else bad "$1: $2 and $3 differ"; fi
+}
+
+# ---------------------------------------------------------------- (a) same grid, synthetic data
+if run a_straight 1 "${SIZE[@]}" "${RUN[@]}" --steps 12 --out "$W/a1" &&
+   run a_first 1 "${SIZE[@]}" "${RUN[@]}" --steps 12 --exit-after 6 --out "$W/a2"; then
+  if [ -f "$W/a2/ckpt-000006/state.json" ] && [ ! -e "$W/a2/model.safetensors" ]; then
+    ok "a: --exit-after 6 left ckpt-000006 and no final model"
+  else bad "a: after --exit-after 6: $(cd "$W/a2" && ls | tr '\n' ' ')"; fi
+  if run a_resumed 1 "${RUN[@]}" --steps 12 --resume "$W/a2" --out "$W/a2"; then
+    check_same_file "a synthetic" "$W/a1/model.safetensors" "$W/a2/model.safetensors"
+    check_losses "a synthetic" "$W/a1/metrics.jsonl" "$W/a2/metrics.jsonl" loss 7 12 0
+    check_losses "a synthetic, steps before the stop" "$W/a1/metrics.jsonl" "$W/a2/metrics.jsonl" loss 1 6 0
+  fi
+  # an explicit (older) checkpoint directory, from a fresh --out
+  if run a_explicit 1 "${SIZE[@]}" "${RUN[@]}" --steps 12 --save-every 4 --out "$W/a3" &&
+     run a_from4 1 "${RUN[@]}" --steps 12 --resume "$W/a3/ckpt-000004" --out "$W/a4"; then
+    check_same_file "a resume from ckpt-000004 into a new --out" "$W/a1/model.safetensors" "$W/a4/model.safetensors"
+    check_losses "a resume from ckpt-000004" "$W/a1/metrics.jsonl" "$W/a4/metrics.jsonl" loss 5 12 0
+  fi
+fi
+
+# ---------------------------------------------------------------- (a) same grid, shards + validation + accumulation
+python3 - "$W" <<'EOF'
+import struct, sys
+W = sys.argv[1]
+def shard(path, toks):
+    hdr = [0] * 256; hdr[0], hdr[1], hdr[2] = 20240520, 1, len(toks)
+    open(path, 'wb').write(struct.pack('<256i', *hdr) + struct.pack('<%dH' % len(toks), *toks))
+x = 12345
+def tokens(n):
+    global x
+    out = []
+    for _ in range(n):
+        x = (1103515245 * x + 12345) % (1 << 31)
+        out.append((x >> 8) % 97 if len(out) % 5 == 0 else (out[-1] * 3 + 1) % 97 if out else 0)
+    return out
+shard(W + '/train_000.bin', tokens(16 * 9 + 1))     # 9 sequences of T=16
+shard(W + '/train_001.bin', tokens(16 * 7 + 1))     # 7 more: the run of 12 x 8 crosses several epochs
+shard(W + '/val_000.bin', tokens(16 * 10 + 1))
+EOF
+DATA=(--data "$W/train_*.bin" --val-data "$W/val_000.bin" --val-every 4 --val-batches 2 --grad-accum 2)
+if run s_straight 1 "${SIZE[@]}" "${RUN[@]}" "${DATA[@]}" --steps 12 --out "$W/s1" &&
+   run s_first 1 "${SIZE[@]}" "${RUN[@]}" "${DATA[@]}" --steps 12 --exit-after 6 --out "$W/s2" &&
+   run s_resumed 1 "${RUN[@]}" "${DATA[@]}" --steps 12 --resume "$W/s2" --out "$W/s2"; then
+  check_same_file "a shards+val+accum" "$W/s1/model.safetensors" "$W/s2/model.safetensors"
+  check_losses "a shards+val+accum" "$W/s1/metrics.jsonl" "$W/s2/metrics.jsonl" loss 7 12 0
+  check_losses "a shards+val+accum" "$W/s1/metrics.jsonl" "$W/s2/metrics.jsonl" val_loss 8 8 0
+  check_losses "a shards+val+accum" "$W/s1/metrics.jsonl" "$W/s2/metrics.jsonl" val_loss 12 12 0
+fi
+
+# ---------------------------------------------------------------- (b) across grids
+if run b_ref 1 "${SIZE[@]}" "${RUN[@]}" --steps 10 --out "$W/b1"; then
+  if run b_y2 2 "${SIZE[@]}" "${RUN[@]}" --grid 1,1,2,1 --steps 10 --exit-after 5 --out "$W/b2"; then
+    check_losses "b 1 rank vs grid 1,1,2,1 (before the stop)" "$W/b1/metrics.jsonl" "$W/b2/metrics.jsonl" loss 1 5 1e-5
+    if run b_y2_to_d2x2 4 "${RUN[@]}" --grid 2,2,1,1 --steps 10 --resume "$W/b2" --out "$W/b2"; then
+      check_losses "b saved on 1,1,2,1, resumed on 2,2,1,1" "$W/b1/metrics.jsonl" "$W/b2/metrics.jsonl" loss 6 10 1e-5
+      check_params "b saved on 1,1,2,1, resumed on 2,2,1,1" "$W/b1/model.safetensors" "$W/b2/model.safetensors" 1e-4
+    fi
+  fi
+  if run b_x2z2 4 "${SIZE[@]}" "${RUN[@]}" --grid 1,2,1,2 --steps 10 --exit-after 5 --out "$W/b3"; then
+    check_losses "b 1 rank vs grid 1,2,1,2 (before the stop)" "$W/b1/metrics.jsonl" "$W/b3/metrics.jsonl" loss 1 5 1e-5
+    if run b_x2z2_to_1 1 "${RUN[@]}" --steps 10 --resume "$W/b3" --out "$W/b3"; then
+      check_losses "b saved on 1,2,1,2, resumed on 1 rank" "$W/b1/metrics.jsonl" "$W/b3/metrics.jsonl" loss 6 10 1e-5
+      check_params "b saved on 1,2,1,2, resumed on 1 rank" "$W/b1/model.safetensors" "$W/b3/model.safetensors" 1e-4
+    fi
+  fi
+fi
+
+# shards + validation + accumulation across grids: data 2 -> 4 ranks (x 2, z 2)
+if run bs_ref 1 "${SIZE[@]}" "${RUN[@]}" "${DATA[@]}" --steps 10 --out "$W/bs1" &&
+   run bs_d2 2 "${SIZE[@]}" "${RUN[@]}" "${DATA[@]}" --grid 2,1,1,1 --steps 10 --exit-after 5 --out "$W/bs2" &&
+   run bs_d2_to_x2z2 4 "${RUN[@]}" "${DATA[@]}" --grid 1,2,1,2 --steps 10 --resume "$W/bs2" --out "$W/bs2"; then
+  check_losses "b shards+val+accum saved on 2,1,1,1, resumed on 1,2,1,2" "$W/bs1/metrics.jsonl" "$W/bs2/metrics.jsonl" loss 1 10 1e-5
+  check_losses "b shards+val+accum saved on 2,1,1,1, resumed on 1,2,1,2" "$W/bs1/metrics.jsonl" "$W/bs2/metrics.jsonl" val_loss 8 8 1e-5
+  check_losses "b shards+val+accum saved on 2,1,1,1, resumed on 1,2,1,2" "$W/bs1/metrics.jsonl" "$W/bs2/metrics.jsonl" val_loss 10 10 1e-5
+fi
+
+# ---------------------------------------------------------------- (c) whole checkpoints
+if run c_save 1 "${SIZE[@]}" "${RUN[@]}" --steps 7 --save-every 3 --out "$W/c"; then
+  got=$(cd "$W/c" && ls -d ckpt-* 2>/dev/null | tr '\n' ' ')
+  if [ "$got" = "ckpt-000003 ckpt-000006 ckpt-000007 " ]; then ok "c: checkpoints $got"
+  else bad "c: checkpoints '$got', expected ckpt-000003 ckpt-000006 ckpt-000007"; fi
+  for s in 3 6 7; do
+    d=$(printf '%s/c/ckpt-%06d' "$W" "$s"); missing=""
+    for f in model.safetensors optim.safetensors config.json state.json; do
+      [ -s "$d/$f" ] || missing="$missing $f"
+    done
+    step=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step"])' "$d/state.json" 2>/dev/null)
+    if [ -z "$missing" ] && [ "$step" = "$s" ]; then ok "c: $(basename "$d") whole (4 files, state.json step $step)"
+    else bad "c: $(basename "$d") missing:${missing:- none}, state.json step '${step}'"; fi
+  done
+  tmps=$(find "$W" -name '*.tmp*')
+  if [ -z "$tmps" ]; then ok "c: no *.tmp* files left"; else bad "c: left $tmps"; fi
+fi
+
+echo "cli_resume: $pass passed, $fail failed"
+[ "$fail" = 0 ]
