@@ -1,0 +1,77 @@
+/* Private to tokenizer.c and bpe_train.c: the tokenizer's tables, two hash
+ * maps, and the steps that build a tokenizer (used by the loaders and the
+ * trainer alike, so a trained tokenizer is an ordinary one). */
+#ifndef AX_DATA_TOKENIZER_IMPL_H
+#define AX_DATA_TOKENIZER_IMPL_H
+#include "data/tokenizer.h"
+#include <stdint.h>
+
+/* Byte-string keys -> int64 values, open addressing. Keys are copied into an
+ * arena, so callers may pass transient buffers. */
+typedef struct { uint64_t hash, off; uint32_t len; int64_t val; } ax_smap_slot;
+typedef struct { ax_smap_slot *slot; size_t cap, n; ax_bytes keys; } ax_smap;
+int64_t *ax_smap_get(const ax_smap *m, const void *key, size_t len);           /* NULL if absent */
+int64_t *ax_smap_put(ax_smap *m, const void *key, size_t len, int *added);      /* new: value 0 */
+const char *ax_smap_key(const ax_smap *m, const ax_smap_slot *s);
+void ax_smap_free(ax_smap *m);
+
+/* uint64 keys (a pair of ids, a << 32 | b) -> int64 values. */
+typedef struct { uint64_t key; int64_t val; } ax_pmap_slot;
+typedef struct { ax_pmap_slot *slot; size_t cap, n; } ax_pmap;
+#define AX_PMAP_EMPTY UINT64_MAX
+int64_t *ax_pmap_get(const ax_pmap *m, uint64_t key);
+int64_t *ax_pmap_put(ax_pmap *m, uint64_t key, int *added);
+void ax_pmap_free(ax_pmap *m);
+static inline uint64_t ax_pair_key(int32_t a, int32_t b) { return (uint64_t)(uint32_t)a << 32 | (uint32_t)b; }
+
+typedef struct { char *s; int len; int32_t id; } ax_tok_special;
+
+struct ax_tokenizer {
+    int n;                      /* ids 0 .. n-1 (some may be unused) */
+    int32_t *tok_len;           /* bytes of id, -1 for an unused id */
+    uint64_t *tok_off;          /* offset of id's bytes in tok_bytes */
+    ax_bytes tok_bytes;
+    ax_smap vocab;              /* bytes -> id, ordinary tokens only */
+    ax_pmap merges;             /* (a, b) -> rank << 32 | merged id */
+    int32_t byte_id[256];       /* the token of each single byte */
+    ax_tok_special *spec;
+    int nspec, eot;
+    int ignore_merges;          /* a piece that is a whole token is taken as is (tiktoken) */
+    void *re;                   /* pcre2_code_8 * */
+    uint64_t serial;            /* distinguishes tokenizers in the per-thread caches */
+};
+
+/* GPT-2's bytes_to_unicode table, in closed form: the 188 printable Latin-1
+ * bytes (33-126, 161-172, 174-255) stand for themselves, the other 68 (0-32,
+ * 127-160, 173) for U+0100..U+0143 in byte order. Token strings in vocab.json,
+ * merges.txt and tokenizer.json are written in these characters. */
+static inline int ax_tk_printable(int b) { return (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174; }
+static inline int ax_tk_byte_char(int b) {
+    return ax_tk_printable(b) ? b : 256 + (b <= 32 ? b : b <= 160 ? b - 94 : 67);
+}
+static inline int ax_tk_char_byte(uint32_t cp) {             /* -1: not in the alphabet */
+    if (cp < 256) return ax_tk_printable((int)cp) ? (int)cp : -1;
+    if (cp > 256 + 67) return -1;
+    cp -= 256;
+    return cp <= 32 ? (int)cp : cp <= 66 ? (int)cp + 94 : 173;
+}
+/* GPT-2's ids of the byte tokens, also used by the trainer: the printable
+ * bytes in ascending order (ids 0-187), then the others (ids 188-255). */
+static inline int ax_tk_id_byte(int i) {
+    return i < 94 ? 33 + i : i < 106 ? 161 + (i - 94) : i < 188 ? 174 + (i - 106) : ax_tk_char_byte((uint32_t)(256 + i - 188));
+}
+
+/* Building: new, add tokens and merges (in any order), finish (checks that
+ * all 256 bytes have a token; fails with "<what>: ..." on a problem). */
+ax_tokenizer *ax_tk_new(void);
+int ax_tk_add(ax_tokenizer *t, int32_t id, const void *bytes, size_t len, int special, const char *what);
+int ax_tk_merge(ax_tokenizer *t, int32_t a, int32_t b, int32_t rank, int32_t id);
+int ax_tk_finish(ax_tokenizer *t, const char *what);
+
+/* Splits text into pieces: special tokens (when allow_special; special >= 0
+ * is the id), runs of valid UTF-8 cut by the GPT-2 pattern, and single
+ * invalid bytes. Calls fn for each piece in order. */
+typedef void (*ax_tk_piece_fn)(void *ctx, const char *p, size_t n, int32_t special);
+void ax_tk_pieces(const ax_tokenizer *t, const char *text, size_t len, int allow_special,
+                  ax_tk_piece_fn fn, void *ctx);
+#endif
