@@ -13,11 +13,18 @@ int ax_cmd_prepare(int argc, char **argv);
 int ax_cmd_tokenizer(int argc, char **argv);
 int ax_cmd_memorize(int argc, char **argv);
 
+/* Builds (or finds in the cache) the default corpus; dir gets its directory
+ * (tokenizer.json, corpus/train_*.bin, corpus/val_*.bin). Collective. */
+int ax_default_corpus(char *dir, size_t n);
+/* A few samples of OUT/model.safetensors from short prompts (tokenizer.json beside it). */
+int ax_cli_show_samples(const char *out);
 /* Named model sizes: tiny, small, gpt2, gpt2-medium, gpt2-large, gpt2-xl. */
 int ax_cli_preset(const char *name, ax_gpt_config *c);
 /* Grid + model from MODEL.safetensors (config.json beside it). Collective. */
 int ax_cli_open_model(const char *path, const int grid[4], ax_grid *g, ax_gpt *m);
 void ax_cli_threads(int n);
+/* Appends max_new sampled tokens to toks[0..n) (room for n + max_new; temp 0: greedy). Collective. */
+void ax_cli_generate(ax_gpt *m, int32_t *toks, int n, int max_new, double temp, int top_k, uint64_t seed);
 /* "1,2,3" -> ids in [0, V); flag names the option in errors */
 #include "data/tokenizer.h"
 int ax_cli_parse_ids(const char *s, int V, const char *flag, ax_ids *out);

@@ -1,13 +1,20 @@
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/text.h"
 #include "util/err.h"
+#include "util/fileio.h"
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *usage =
     "usage: [mpirun -np P] axonn train [options]\n\n"
     "Trains a GPT-2 model with 4D hybrid parallelism (data x X x Y x Z).\n"
-    "With no --data it trains on a synthetic token stream. --steps is the total\n"
-    "step count of the run, also when resuming; --batch is the global batch in sequences.";
+    "With no --data it trains on the default corpus: the Debian fortunes, with a BPE\n"
+    "tokenizer and shards built once into ~/.cache/axonn ($AXONN_CACHE), and prints\n"
+    "samples at the end; --synthetic uses a synthetic token stream instead.\n"
+    "--steps is the total step count of the run, also when resuming; --batch is the\n"
+    "global batch in sequences.";
 
 int ax_cmd_train(int argc, char **argv) {
     ax_train_opts o;
@@ -17,7 +24,7 @@ int ax_cmd_train(int argc, char **argv) {
     int synthetic = 0;
     ax_opt opts[] = {
         {"data", AX_OPT_STR, &o.data, "GLOB", "training token shards (llm.c format)"},
-        {"synthetic", AX_OPT_FLAG, &synthetic, NULL, "train on the synthetic stream (the default without --data)"},
+        {"synthetic", AX_OPT_FLAG, &synthetic, NULL, "train on a synthetic token stream (no data needed)"},
         {"val-data", AX_OPT_STR, &o.val_data, "GLOB", "validation token shards"},
         {"init", AX_OPT_STR, &o.init, "MODEL", "start from MODEL.safetensors (config.json beside it)"},
         {"out", AX_OPT_STR, &o.out, "DIR", "checkpoints, metrics.jsonl and the final model (default out)"},
@@ -76,5 +83,37 @@ int ax_cmd_train(int argc, char **argv) {
     }
     if ((o.init || o.resume) && sized)
         return AX_ERR("--preset and model-size flags apply to new models; --init/--resume take the size from config.json");
-    return ax_train(&o, MPI_COMM_WORLD);
+    char corpus[4096] = "", train_glob[4200], val_glob[4200], tok_path[4200] = "";
+    if (!o.data && !synthetic) {
+        AX_TRY(ax_default_corpus(corpus, sizeof corpus));
+        snprintf(train_glob, sizeof train_glob, "%s/corpus/train_*.bin", corpus);
+        snprintf(val_glob, sizeof val_glob, "%s/corpus/val_*.bin", corpus);
+        snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", corpus);
+        o.data = train_glob;
+        if (!o.val_data) o.val_data = val_glob;
+        ax_tokenizer *t;
+        AX_TRY(ax_tok_load(&t, tok_path));
+        if (!o.init && !o.resume && !ax_args_given(opts, "vocab-size")) o.model.vocab_size = ax_tok_vocab_size(t);
+        ax_tok_free(t);
+        if (!ax_args_given(opts, "steps")) o.steps = 600;
+        if (!ax_args_given(opts, "batch")) o.batch = 16;
+        if (!ax_args_given(opts, "lr")) o.lr = 2e-3;
+        if (!ax_args_given(opts, "val-every")) o.val_every = 100;
+    } else if (o.data) {
+        char d[4200];                       /* a prepared corpus carries its tokenizer */
+        ax_dirname(o.data, d, sizeof d);
+        snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", d);
+        if (!ax_file_exists(tok_path)) tok_path[0] = 0;
+    }
+    AX_TRY(ax_train(&o, MPI_COMM_WORLD));
+    if (!o.out || !tok_path[0]) return 0;
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    char tok_out[4200];
+    snprintf(tok_out, sizeof tok_out, "%s/tokenizer.json", o.out);
+    rc = rank == 0 ? ax_copy_file(tok_path, tok_out) : 0;
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rc) return rank == 0 ? -1 : AX_ERR("%s: cannot copy the tokenizer", tok_out);
+    if (corpus[0] && (!o.exit_after || o.exit_after >= o.steps)) AX_TRY(ax_cli_show_samples(o.out));
+    return 0;
 }
