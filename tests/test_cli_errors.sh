@@ -86,6 +86,8 @@ expect_err() {
   local out="$W/cap/$name.out" err="$W/cap/$name.err" rc
   snapshot "$W/cap/before"
   local tmo=${TMO:-60}
+  # without --data, train would build the default corpus: these cases use the synthetic stream
+  if [ "$1" = train ] && ! printf '%s\n' "$@" | grep -qx -- '--data'; then set -- "$@" --synthetic; fi
   if [ "$np" = 0 ]; then
     timeout "$tmo" "$BIN" "$@" >"$out" 2>"$err"; rc=$?
   else
@@ -184,7 +186,7 @@ expect_err sample_no_prompt 0 "--prompt-tokens" -- sample --model "$W/in/good/mo
 
 # ---------------------------------------------------------------- valid input must not be rejected
 # --seq was not given: its default must fit the model that --init loads (n_positions 16)
-"$BIN" train --init "$W/in/good/model.safetensors" --batch 4 --steps 1 --threads 1 --quiet --out "$W/o22" \
+"$BIN" train --init "$W/in/good/model.safetensors" --synthetic --batch 4 --steps 1 --threads 1 --quiet --out "$W/o22" \
   >"$W/cap/init.out" 2>"$W/cap/init.err"; rc=$?
 if [ "$rc" = 0 ] && [ -f "$W/o22/model.safetensors" ]; then ok "train --init without --seq: runs (seq defaults to the model's n_positions)"
 else bad "train --init without --seq: exit $rc: $(head -n 1 "$W/cap/init.err")"; fi

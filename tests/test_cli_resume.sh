@@ -36,6 +36,8 @@ RUN=(--seq 16 --batch 8 --threads 1 --quiet --lr 3e-3 --warmup 2)
 # run NAME NRANKS ARGS...: axonn train; output in $W/NAME.log; 0 on success
 run() {
   local name=$1 np=$2 rc; shift 2
+  # without --data, train would build the default corpus: use the synthetic stream
+  printf '%s\n' "$@" | grep -qx -- '--data' || set -- "$@" --synthetic
   if [ "$np" = 1 ]; then "$BIN" train "$@" >"$W/$name.log" 2>&1; rc=$?
   else timeout 300 "${MPI[@]}" -np "$np" "$BIN" train "$@" >"$W/$name.log" 2>&1; rc=$?; fi
   if [ "$rc" != 0 ]; then
