@@ -10,10 +10,12 @@
  *
  * Ids: 0-255 are the byte tokens in GPT-2's order (so a trained vocabulary
  * shares them with GPT-2), merged tokens follow in the order they are made,
- * <|endoftext|> is the last id. As in `tokenizers`, a merge whose bytes equal
- * an existing token (ab+c after a+bc) reuses that id, so the number of
- * merges can exceed the number of merged tokens. Training stops early when no
- * pair occurs any more; the vocabulary is then smaller than asked. */
+ * <|endoftext|> is the last id. Should a merge remake the bytes of an
+ * existing token (ab+c after a+bc; not seen on real corpora), it reuses that
+ * id, as `tokenizers` does. Training stops early when no pair occurs any
+ * more; the vocabulary is then smaller than asked.
+ * tests/ref/check_tokenizer_json.py --retrain checks the merges against a
+ * plain recount-everything BPE. */
 #include "data/tokenizer_impl.h"
 #include "util/err.h"
 #include <stdlib.h>
@@ -237,6 +239,7 @@ int ax_tok_train(ax_tokenizer **out, const char *const *texts, const size_t *len
     tr_vocab v = {0};
     int32_t byte_id[256];
     v.off = tr_grow(NULL, &v.cap, 257, sizeof *v.off);
+    v.off[0] = 0;
     for (int32_t i = 0; i < 256; i++) {
         unsigned char c = (unsigned char)ax_tk_id_byte(i);
         byte_id[c] = i;

@@ -151,8 +151,9 @@ void ax_pmap_free(ax_pmap *m) { free(m->slot); memset(m, 0, sizeof *m); }
 
 /* ---- building a tokenizer ---- */
 
-/* The GPT-2 pattern, with \s spelt out as Unicode White_Space: tiktoken's
- * regex engine means that by \s, while PCRE2's \s also takes U+180E. */
+/* The GPT-2 pattern, with \s spelt out as Unicode White_Space: that is what
+ * \s means to tiktoken's regex engine, and spelling it out keeps the split
+ * independent of how a PCRE2 version defines \s under PCRE2_UCP. */
 #define WS "\\t-\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
 static const char gpt2_pattern[] =
     "'(?:[sdmt]|ll|ve|re)| ?\\p{L}+| ?\\p{N}+| ?[^" WS "\\p{L}\\p{N}]+|[" WS "]+(?![^" WS "])|[" WS "]+";
@@ -258,7 +259,9 @@ static void split_valid(const piece_run *r, const char *s, size_t n) {
     size_t pos = 0;
     while (pos < n) {
         int rc = pcre2_match((const pcre2_code *)r->t->re, (PCRE2_SPTR)s, n, pos, PCRE2_NO_UTF_CHECK, r->md, NULL);
-        if (rc < 0) { r->fn(r->ctx, s + pos, n - pos, -1); return; }   /* not reached: every character matches */
+        /* Not expected (every character matches an alternative) unless PCRE2
+         * hits a resource limit: the rest stays one piece, still lossless. */
+        if (rc < 0) { r->fn(r->ctx, s + pos, n - pos, -1); return; }
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(r->md);
         size_t b = ov[0], e = ov[1];
         if (b > pos) r->fn(r->ctx, s + pos, b - pos, -1);
@@ -444,6 +447,11 @@ static size_t bpe_merge(const ax_tokenizer *t, const unsigned char *p, size_t n,
 
 /* Ids of one piece, from the cache when it was seen before on this thread. */
 static void encode_piece(const ax_tokenizer *t, word_cache *c, const unsigned char *p, size_t n, ax_ids *out) {
+    enum { PIECE_MAX = 1 << 30 };
+    if (n > PIECE_MAX) {     /* positions are int32: a gigabyte-long word is merged in parts */
+        for (size_t off = 0; off < n; off += PIECE_MAX) encode_piece(t, c, p + off, n - off < PIECE_MAX ? n - off : PIECE_MAX, out);
+        return;
+    }
     if (n == 1) { ax_ids_push(out, t->byte_id[p[0]]); return; }
     int cacheable = n <= CACHE_MAX_WORD;
     if (cacheable) {
@@ -484,13 +492,14 @@ int ax_tok_encode(const ax_tokenizer *t, const char *text, size_t len, int allow
     return 0;
 }
 
+/* Checks every id first, so a failed call leaves out as it was. */
 int ax_tok_decode(const ax_tokenizer *t, const int32_t *ids, size_t n, ax_bytes *out) {
     for (size_t i = 0; i < n; i++) {
         int32_t id = ids[i];
         if (id < 0 || id >= t->n || t->tok_len[id] < 0)
             return AX_ERR("decode: token id %d at position %zu is not in the vocabulary (%d ids)", id, i, t->n);
-        ax_bytes_append(out, tok_bytes(t, id), (size_t)t->tok_len[id]);
     }
+    for (size_t i = 0; i < n; i++) ax_bytes_append(out, tok_bytes(t, ids[i]), (size_t)t->tok_len[ids[i]]);
     return 0;
 }
 
@@ -618,7 +627,7 @@ static int load_tiktoken(ax_tokenizer *t, const char *data, size_t len, const ch
         int32_t rank;
         snprintf(where, sizeof where, "%s:%d", path, line);
         if (!sp || parse_rank(sp + 1, le, &rank))
-            rc = AX_ERR("%s: expected '<base64 token> <rank>', got '%.40s'", where, p);
+            rc = AX_ERR("%s: expected '<base64 token> <rank>', got '%.*s'", where, (int)(le - p < 40 ? le - p : 40), p);
         else if (b64_decode(p, (size_t)(sp - p), &tok))
             rc = AX_ERR("%s: invalid base64 token '%.*s'", where, (int)(sp - p < 40 ? sp - p : 40), p);
         else

@@ -3,8 +3,23 @@
  * (GPT-2's bytes_to_unicode table) for vocab.json / merges.txt /
  * tokenizer.json files, the text is split by the GPT-2 pre-tokenisation pattern
  *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
- * (PCRE2 with UTF and Unicode properties), and each piece is merged by rank.
- * Special tokens (<|endoftext|>) are matched in the text only when asked.
+ * (PCRE2 with UTF and Unicode properties; \s is Unicode White_Space), and
+ * each piece is merged by rank: the lowest-ranked adjacent pair first, the
+ * leftmost on a tie. Special tokens (<|endoftext|>) are matched in the text
+ * only when asked (allow_special); otherwise "<|endoftext|>" in the text is
+ * ordinary text, as tiktoken's encode_ordinary.
+ *
+ * Any byte string round-trips: decode(encode(x)) == x. Bytes that are not
+ * part of well-formed UTF-8 (RFC 3629: no overlongs, surrogates or values
+ * above U+10FFFF) are each encoded as their own single-byte token, and the
+ * valid runs between them are pre-tokenised as if each were a whole text
+ * (so the pattern's lookahead sees the invalid byte as the end of the text).
+ * tiktoken and `tokenizers` take only valid text; on valid UTF-8 the ids are
+ * theirs (tests/test_tokenizer.c checks GPT-2's against tiktoken).
+ *
+ * ax_tok_encode may be called from several threads at once on the same
+ * tokenizer: each thread keeps its own cache of encoded words (a few
+ * tokenizers per thread, bounded in size, freed when the thread exits).
  *
  *   ax_tokenizer *t;
  *   if (ax_tok_load(&t, "gpt2.tiktoken")) ax_err_exit(0);   // or vocab.json, tokenizer.json
@@ -20,7 +35,7 @@
 #include <stdint.h>
 
 typedef struct { int32_t *v; size_t n, cap; } ax_ids;     /* growable id list */
-typedef struct { char *p; size_t n, cap; } ax_bytes;      /* growable byte string */
+typedef struct { char *p; size_t n, cap; } ax_bytes;      /* growable byte string; p[n] is NUL after an append */
 void ax_ids_push(ax_ids *a, int32_t id);
 void ax_ids_free(ax_ids *a);
 void ax_bytes_append(ax_bytes *b, const void *p, size_t n);
@@ -31,7 +46,20 @@ typedef struct ax_tokenizer ax_tokenizer;
 /* By content: a Hugging Face tokenizer.json (BPE model, ByteLevel
  * pre-tokenizer; other models rejected with a clear error), a vocab.json
  * (merges.txt read from beside it), or a tiktoken rank file (base64 bytes and
- * rank per line; <|endoftext|> gets the next id, 50256 for GPT-2). */
+ * rank per line; <|endoftext|> gets the next id, 50256 for GPT-2).
+ * - tokenizer.json: model "BPE" (vocab; merges as "a b" or ["a", "b"]; a
+ *   merge listed twice takes its later rank; ignore_merges honoured), no
+ *   normalizer, pre_tokenizer ByteLevel with add_prefix_space false, alone or
+ *   in a Sequence (also Split on the GPT-2 pattern + ByteLevel without regex).
+ *   Every added token is a special token (matched only with allow_special);
+ *   lstrip/rstrip/single_word are ignored. Dropout, subword prefixes or
+ *   suffixes, other normalizers or pre-tokenizers are refused.
+ * - vocab.json: its "<|endoftext|>" entry is the special token (eot -1 if none).
+ * - rank files: the merge making token r is the pair that BPE with the ranks
+ *   below r leaves of its bytes (for GPT-2 exactly its merges.txt); a piece
+ *   that is a whole token is taken as is, as tiktoken does (ignore_merges).
+ * All 256 single bytes must be tokens. Errors name the file (and line) and
+ * what was expected. */
 int ax_tok_load(ax_tokenizer **t, const char *path);
 void ax_tok_free(ax_tokenizer *t);
 int ax_tok_vocab_size(const ax_tokenizer *t);      /* ids 0 .. size-1, specials included */
@@ -40,15 +68,24 @@ int ax_tok_eot(const ax_tokenizer *t);             /* <|endoftext|> id, or -1 */
 /* Appends the ids of text[0..len) to out. Invalid UTF-8 bytes are encoded as
  * their own byte tokens (never lost: decode gives the same bytes back). */
 int ax_tok_encode(const ax_tokenizer *t, const char *text, size_t len, int allow_special, ax_ids *out);
-/* Appends the bytes of ids to out; fails on an id out of range. */
+/* Appends the bytes of ids to out; fails on an id out of range (out unchanged). */
 int ax_tok_decode(const ax_tokenizer *t, const int32_t *ids, size_t n, ax_bytes *out);
 
 /* Writes a Hugging Face tokenizer.json (atomically) that the `tokenizers`
- * library loads and that encodes identically. */
+ * library loads and that encodes identically (tests/ref/check_tokenizer_json.py),
+ * laid out like GPT-2's on the Hub: model BPE with vocab and merges in rank
+ * order ("a b"), ByteLevel pre-tokenizer, decoder and post-processor, the
+ * special tokens as added_tokens. */
 int ax_tok_save_json(const ax_tokenizer *t, const char *path);
 
 /* Trains a byte-level BPE of vocab_size ids (256 bytes + merges + <|endoftext|>)
  * on the pre-tokenised words of the texts; deterministic (ties broken by the
- * lowest pair of ids). Texts are given as one buffer per document. */
+ * lowest pair of ids). Texts are given as one buffer per document.
+ * Each step merges the adjacent pair with the highest count over all words,
+ * on a tie the lowest (left id, right id). Ids 0-255 are the bytes in GPT-2's
+ * order (id i is the byte whose GPT-2 character is i-th: '!' is 0, 'a' is 64),
+ * merged tokens follow in the order made, <|endoftext|> (never learned; it is
+ * skipped in the texts) is the last id. Stops early, with a smaller
+ * vocabulary, when no pair is left; vocab_size below 257 is an error. */
 int ax_tok_train(ax_tokenizer **t, const char *const *texts, const size_t *lens, size_t ndocs, int vocab_size);
 #endif

@@ -1,0 +1,1 @@
+ax_test(tokenizer test_tokenizer 1)
