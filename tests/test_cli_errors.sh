@@ -4,30 +4,15 @@
 # (flag or file), and leaves nothing half-written (no new files in --out or
 # anywhere in the work dir, no *.tmp* files). Multi-rank errors must not hang
 # and are printed once, by rank 0. Also: --help of each command exits 0.
-set -u
-BIN=${AXONN_BIN:?AXONN_BIN must name the axonn binary}
-FIX=${AXONN_TEST_DATA:?AXONN_TEST_DATA must name tests/fixtures}
-export OMP_NUM_THREADS=1
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-cd "$W" || exit 1
+. "$(dirname "$0")/cli_lib.sh"
 mkdir -p "$W/cap"     # captured stdout/stderr live here (excluded from snapshots)
 
-MPIRUN=${AXONN_MPIEXEC:-mpiexec}
-read -r -a MPI <<<"$MPIRUN"
-if "${MPI[0]}" --version 2>/dev/null | grep -qE "Open MPI|OpenRTE"; then
-  [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
 # QUIET=1: the launcher takes -q (Open MPI: no banner when a rank exits non-zero), so
 # stderr is the program's alone and must be exactly one line; otherwise only the
 # "axonn:" lines are counted. TAG=1: --tag-output names the rank of each line.
 QUIET=0; TAG=0
 if "${MPI[@]}" -q -np 1 true >/dev/null 2>&1; then MPI+=(-q); QUIET=1; fi
 if "${MPI[@]}" --tag-output -np 1 true >/dev/null 2>&1; then TAG=1; fi
-
-pass=0; fail=0
-ok()  { echo "ok   - $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL - $*"; fail=$((fail + 1)); }
 
 TINY=(--n-layer 2 --n-head 4 --n-embd 32 --vocab-size 97 --block-size 16 --seq 16 --batch 8 --threads 1 --quiet)
 
@@ -205,5 +190,4 @@ done
 if [ "$rc" = 2 ] && grep -q 'usage:' "$W/cap/none.out"; then ok "axonn (no command): exit 2 with usage"
 else bad "axonn (no command): exit $rc (expected 2 with usage)"; fi
 
-echo "cli_errors: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish cli_errors

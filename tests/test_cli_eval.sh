@@ -10,24 +10,8 @@
 #  - sample: greedy (--temperature 0) tokens equal on 1 rank and on grid
 #    1,2,2,1 (4 ranks) and equal the reference greedy decode (also past
 #    n_positions, with the sliding window); seeded sampling is reproducible.
-set -u
-BIN=${AXONN_BIN:?AXONN_BIN must name the axonn binary}
-FIX=${AXONN_TEST_DATA:?AXONN_TEST_DATA must name tests/fixtures}
-export OMP_NUM_THREADS=1
-W=$(mktemp -d)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$W"' EXIT
-cd "$W" || exit 1
+. "$(dirname "$0")/cli_lib.sh"
 
-MPIRUN=${AXONN_MPIEXEC:-mpiexec}
-read -r -a MPI <<<"$MPIRUN"
-if "${MPI[0]}" --version 2>/dev/null | grep -qE "Open MPI|OpenRTE"; then
-  [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
-
-pass=0; fail=0
-ok()  { echo "ok   - $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL - $*"; fail=$((fail + 1)); }
-finish() { echo "cli_eval: $pass passed, $fail failed"; [ "$fail" = 0 ]; exit $?; }
 
 MODEL="$FIX/gpt_tiny/model.safetensors"
 PROMPT=5,60,22,41,8,30
@@ -159,12 +143,12 @@ print('python GPT-2 vs PyTorch: worst logit difference %.3g, loss %.7f vs %.7f' 
 EOF
 
 if ! python3 "$W/prep.py" "$W" "$FIX" "$PROMPT" >"$W/prep.log" 2>&1; then
-  bad "reference: prep.py failed"; sed 's/^/       | /' "$W/prep.log" | tail; finish
+  bad "reference: prep.py failed"; sed 's/^/       | /' "$W/prep.log" | tail; finish cli_eval
 fi
 read -r LOGIT_DIFF PY0 TORCH0 <<<"$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["logit_diff"], r["py_loss0"], r["torch_loss0"])' "$W/ref.json")"
 if python3 -c 'import sys; d,a,b=map(float,sys.argv[1:]); sys.exit(0 if d<1e-4 and abs(a-b)<=1e-5*abs(b) else 1)' "$LOGIT_DIFF" "$PY0" "$TORCH0"; then
   ok "reference: $(cat "$W/prep.log")"
-else bad "reference: $(cat "$W/prep.log")"; finish; fi
+else bad "reference: $(cat "$W/prep.log")"; finish cli_eval; fi
 
 # ---------------------------------------------------------------- eval
 # ev LABEL NRANKS ARGS...: stdout of axonn eval --json in $W/LABEL.json; 0 on success
@@ -263,4 +247,4 @@ for i in range(p, len(t)):
 ' "$W" "$FIX" "$k1" "$PROMPT"; then ok "sample --top-k 5: every new token is among the reference top 5"
 else bad "sample --top-k 5: a token outside the top 5"; fi
 
-finish
+finish cli_eval

@@ -11,22 +11,8 @@
 #      shards, validation and --grad-accum 2: 2 ranks (2,1,1,1) -> 4 (1,2,1,2).
 #  (c) checkpoints are whole: --save-every 3 --steps 7 leaves ckpt-000003,
 #      ckpt-000006, ckpt-000007, each complete, and no *.tmp* anywhere.
-set -u
-BIN=${AXONN_BIN:?AXONN_BIN must name the axonn binary}
-export OMP_NUM_THREADS=1
-W=$(mktemp -d)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$W"' EXIT
-cd "$W" || exit 1
+. "$(dirname "$0")/cli_lib.sh"
 
-MPIRUN=${AXONN_MPIEXEC:-mpiexec}
-read -r -a MPI <<<"$MPIRUN"
-if "${MPI[0]}" --version 2>/dev/null | grep -qE "Open MPI|OpenRTE"; then
-  [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
-
-pass=0; fail=0
-ok()  { echo "ok   - $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL - $*"; fail=$((fail + 1)); }
 
 # Model-size flags are given to fresh runs only: with --resume the size comes
 # from the checkpoint's config.json and axonn rejects the size flags.
@@ -201,5 +187,4 @@ if run c_save 1 "${SIZE[@]}" "${RUN[@]}" --steps 7 --save-every 3 --out "$W/c"; 
   if [ -z "$tmps" ]; then ok "c: no *.tmp* files left"; else bad "c: left $tmps"; fi
 fi
 
-echo "cli_resume: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish cli_resume

@@ -30,6 +30,7 @@ static int cmd_train(int argc, char **argv) {
     if (!nin) return AX_ERR("no input files (expected FILE... after the options)");
     ax_doclist d;
     AX_TRY(ax_doclist_read(&d, in, nin));
+    if (d.n == 0) { ax_doclist_free(&d); return AX_ERR("%s: no text found in the inputs", in[0]); }
     double t0 = omp_get_wtime();
     ax_tokenizer *t;
     rc = ax_tok_train(&t, (const char *const *)d.text, d.len, d.n, vocab);

@@ -17,6 +17,7 @@ struct ax_docreader {
     char *line; size_t line_cap;
     char *buf; size_t n, cap;        /* the current record */
     int in_plain;                    /* a plain document has started */
+    char *carry; size_t carry_n;     /* plain text read past the last piece's cut */
 };
 
 static void buf_add(ax_docreader *r, const char *p, size_t n) {
@@ -66,7 +67,7 @@ ax_docs_format ax_docs_kind(const ax_docreader *r) { return r->fmt; }
 void ax_docs_close(ax_docreader *r) {
     if (!r) return;
     fclose(r->f);
-    free(r->path); free(r->line); free(r->buf); free(r);
+    free(r->path); free(r->line); free(r->buf); free(r->carry); free(r);
 }
 
 static int next_jsonl(ax_docreader *r, const char **doc, size_t *len) {
@@ -77,7 +78,7 @@ static int next_jsonl(ax_docreader *r, const char **doc, size_t *len) {
         while (k && (r->line[k - 1] == '\n' || r->line[k - 1] == '\r' || r->line[k - 1] == ' ')) k--;
         if (k == 0) continue;
         json_error_t e;
-        json_t *j = json_loadb(r->line, k, 0, &e);
+        json_t *j = json_loadb(r->line, k, JSON_ALLOW_NUL, &e);
         if (!j) return AX_ERR("%s:%ld: invalid JSON: %s", r->path, r->lineno, e.text);
         json_t *t = json_object_get(j, "text");
         if (!json_is_string(t)) { json_decref(j); return AX_ERR("%s:%ld: expected an object with a string field \"text\"", r->path, r->lineno); }
@@ -108,15 +109,32 @@ static int next_fortune(ax_docreader *r, const char **doc, size_t *len) {
     return 0;
 }
 
+/* A piece may only end where the tokenizer's pre-tokenisation always splits:
+ * after a printable ASCII byte and before a line break (no GPT-2 pattern match
+ * runs from a non-space into a space), so the pieces encode like the whole. */
+static size_t plain_cut(const char *b, size_t n) {
+    for (size_t i = n - 1; i > 0; i--)
+        if (b[i] == '\n' && b[i - 1] > 0x20 && b[i - 1] < 0x7F) return i;
+    return 0;
+}
+
 static int next_plain(ax_docreader *r, const char **doc, size_t *len, int *continues) {
     ssize_t n;
     r->n = 0;
-    while (r->n < PIECE && (n = getline(&r->line, &r->line_cap, r->f)) > 0) {
+    if (r->carry_n) { buf_add(r, r->carry, r->carry_n); r->carry_n = 0; }
+    size_t cut = 0;
+    while ((r->n < PIECE || !(cut = plain_cut(r->buf, r->n))) && (n = getline(&r->line, &r->line_cap, r->f)) > 0) {
         r->lineno++;
         buf_add(r, r->line, (size_t)n);
     }
     if (ferror(r->f)) return AX_ERR("%s: read error", r->path);
     if (!r->n) return 0;
+    if (cut) {                                  /* keep the rest for the next piece */
+        r->carry_n = r->n - cut;
+        r->carry = realloc(r->carry, r->carry_n);
+        memcpy(r->carry, r->buf + cut, r->carry_n);
+        r->n = cut;
+    }
     *continues = r->in_plain;
     r->in_plain = 1;
     *doc = r->buf; *len = r->n;

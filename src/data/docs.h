@@ -4,8 +4,10 @@
  *   fortune files (a line holding only '%' anywhere in the first 64 KiB):
  *     records separated by '%' lines, trailing newline of each record kept;
  *   plain text (anything else): the whole file is one document, delivered in
- *     pieces that end at a line break; *continues says a piece extends the
- *     previous one.
+ *     pieces of about 1 MiB that end where GPT-2's pre-tokenisation always
+ *     splits (a line break after a printable ASCII byte), so encoding the
+ *     pieces gives the tokens of the whole; *continues says a piece extends
+ *     the previous one.
  * Empty records are skipped. */
 #ifndef AX_DATA_DOCS_H
 #define AX_DATA_DOCS_H

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct {
@@ -60,18 +61,23 @@ static int dir_is_empty(const char *dir) {
 
 static int prepare_into(const ax_tokenizer *t, const ax_prepare_opts *o, const char *dir, ax_prepare_stats *st);
 
-/* Shards are written into "<out>.tmp" and the directory renamed when all is
- * done, so a failed run leaves nothing behind and never a partial corpus. */
+/* Shards are written into "<out>.tmp-<pid>" and the directory renamed when all
+ * is done, so a failed run leaves nothing behind and never a partial corpus. */
 int ax_prepare(const ax_tokenizer *t, const ax_prepare_opts *o, ax_prepare_stats *st) {
-    if (ax_file_exists(o->out_dir) && !dir_is_empty(o->out_dir))
-        return AX_ERR("--out %s: exists and is not empty (expected a new directory)", o->out_dir);
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", o->out_dir);
-    ax_remove_tree(tmp);
+    char out[4096], tmp[4200];
+    snprintf(out, sizeof out, "%s", o->out_dir);
+    for (size_t l = strlen(out); l > 1 && out[l - 1] == '/'; l--) out[l - 1] = 0;
+    struct stat sb;
+    if (stat(out, &sb) == 0 && !S_ISDIR(sb.st_mode)) return AX_ERR("--out %s: exists and is not a directory", out);
+    if (ax_file_exists(out) && !dir_is_empty(out))
+        return AX_ERR("--out %s: exists and is not empty (expected a new directory)", out);
+    snprintf(tmp, sizeof tmp, "%s.tmp-%d", out, (int)getpid());
     int rc = prepare_into(t, o, tmp, st);
+    if (rc == 0 && st->tokens[0] == 0)
+        rc = AX_ERR("prepare: the training split is empty (every document went to validation)");
     if (rc == 0) {
-        rmdir(o->out_dir);
-        if (rename(tmp, o->out_dir) != 0) rc = AX_ERR("%s: cannot rename the prepared corpus into place", o->out_dir);
+        rmdir(out);
+        if (rename(tmp, out) != 0) rc = AX_ERR("%s: cannot rename the prepared corpus into place", out);
     }
     if (rc) ax_remove_tree(tmp);
     return rc;

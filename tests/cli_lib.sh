@@ -1,0 +1,21 @@
+# Shared prelude of the command-line test scripts (sourced, not run):
+# the binary, a scratch directory removed on exit (KEEP=1 keeps it), the MPI
+# launcher as an array, and ok/bad counters closed by `finish NAME`.
+set -u
+BIN=${AXONN_BIN:?AXONN_BIN must name the axonn binary}
+FIX=${AXONN_TEST_DATA:-}
+export OMP_NUM_THREADS=1
+W=$(mktemp -d)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$W"' EXIT
+cd "$W" || exit 1
+
+MPIRUN=${AXONN_MPIEXEC:-mpiexec}
+read -r -a MPI <<<"$MPIRUN"
+if "${MPI[0]}" --version 2>/dev/null | grep -qE "Open MPI|OpenRTE"; then
+  [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+
+pass=0; fail=0
+ok()  { echo "ok   - $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL - $*"; fail=$((fail + 1)); }
+finish() { echo "$1: $pass passed, $fail failed"; [ "$fail" = 0 ]; exit $?; }

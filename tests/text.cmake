@@ -1,0 +1,1 @@
+ax_script_test(cli_text test_cli_text.sh)
