@@ -8,6 +8,12 @@ the token embedding. fp32, no dropout, biases on every linear and LayerNorm
 (eps 1e-5). AdamW lr 3e-4, weight decay 0.1 on matrices only, betas (0.9, 0.95),
 eps 1e-8, global gradient-norm clipping at 1.0.
 
+Threads: OMP_NUM_THREADS, MKL_NUM_THREADS and OPENBLAS_NUM_THREADS are set to
+--threads before torch loads, and OMP_WAIT_POLICY to PASSIVE unless the
+environment sets it (see --omp-wait-policy): Debian's torch runs GEMMs in the
+pthread build of OpenBLAS, and with spinning OpenMP workers the two pools fight
+over the cores (on 2 cores the tiny config is ~3x slower with ACTIVE).
+
 Run it with Debian's torch (/usr/bin/python3), e.g.
     /usr/bin/python3 bench/torch_gpt.py --vocab 256 --seq 128 --layers 4 \
         --heads 4 --embd 128 --batch 8 --threads 2
@@ -36,6 +42,10 @@ def parse_args():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--timed", type=int, default=8, help="average the last N steps (default 8)")
     p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--omp-wait-policy", default=None, choices=["passive", "active", "env"],
+                   help="OMP_WAIT_POLICY for torch's OpenMP pool (default: passive unless the environment "
+                        "sets it; 'env' leaves the environment alone). Debian's torch calls the pthread build "
+                        "of OpenBLAS, whose threads compete with spinning OpenMP threads on a small machine.")
     a = p.parse_args()
     if a.embd % a.heads:
         p.error("--embd must be a multiple of --heads")
@@ -50,6 +60,10 @@ args = parse_args()
 # runtimes) load.
 for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ[var] = str(args.threads)
+if args.omp_wait_policy in ("passive", "active"):
+    os.environ["OMP_WAIT_POLICY"] = args.omp_wait_policy.upper()
+elif args.omp_wait_policy is None:
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -159,9 +173,11 @@ def main():
         "model_gflops": round(flops / dt / 1e9, 3),
         "ms_min": round(min(timed) * 1e3, 2),
         "ms_max": round(max(timed) * 1e3, 2),
+        "step_ms": [round(t * 1e3, 1) for t in times],
         "steps": a.steps,
         "timed_steps": len(timed),
         "threads": torch.get_num_threads(),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "<unset>"),
         "params": nparams,
         "loss_first": round(losses[0], 4),
         "loss_last": round(losses[-1], 4),
