@@ -146,7 +146,7 @@ static void run_case(const lcase *c, const char *grid) {
     float *chunk = zeros(nw), *bias = zeros(nb);
     ax_shard_extract(&L.w, &g, s.W, chunk);
     ax_shard_extract(&L.b, &g, s.b, bias);
-    ax_linear_ws ws = {NULL, NULL, NULL, nw * g.gz};
+    ax_linear_ws ws = {NULL, NULL, NULL};
     if (g.gz > 1) { ws.wblock = garbage(nw * g.gz); ws.gblock = garbage(nw * g.gz); ws.gchunk = garbage(nw * g.gz); }
 
     float *x = zeros((long)c->mloc * in_l), *dy = zeros((long)c->mloc * out_l), *y = garbage((long)c->mloc * out_l);

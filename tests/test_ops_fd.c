@@ -284,7 +284,7 @@ static void test_linear(int transposed) {
     long nw = ax_shard_numel(&c.L.w, &g);
     c.w = randn(nw, 0.5); c.b = randn(OUT, 1.0); c.x = randn(M * IN, 1.0); c.R = randn(M * OUT, 1.0);
     c.y = filled(M * OUT, 0);
-    ax_linear_ws ws = {filled(nw, 0), filled(nw, 0), filled(nw, 0), nw};
+    ax_linear_ws ws = {filled(nw, 0), filled(nw, 0), filled(nw, 0)};
     float *bw = randn(nw, 1.0), *bb = randn(OUT, 1.0);   /* += bases */
     float *dw = copy_of(bw, nw), *db = copy_of(bb, OUT), *dx = filled(M * IN, GARBAGE);
     ax_linear_backward(&c.L, &g, ax_linear_weight(&c.L, &g, c.w, ws.wblock), c.x, c.R, dx, dw, db, M, &ws);

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Builds the corpora of the goldfish experiment from the fortunes (stdlib only).
 
-    make_corpus.py OUTDIR [--canaries 100] [--repeats R] [--heldout 400] [--seed 1]
+    make_corpus.py OUTDIR [--canaries 100] [--repeats R] [--heldout 400] [--base-frac F] [--seed 1]
 
 Records of /usr/share/games/fortunes (files without .dat/.u8) are split into
   canaries.jsonl  records of 350..700 characters, repeated R times in training
   heldout.jsonl   records never trained on (validation loss)
-  train.jsonl     every other record once plus R copies of each canary, shuffled
+  train.jsonl     a share F of the other records once, plus R copies of each
+                  canary, shuffled
 """
 import argparse
 import json
@@ -42,6 +43,7 @@ def main():
     ap.add_argument("--canaries", type=int, default=100)
     ap.add_argument("--repeats", type=int, default=25)
     ap.add_argument("--heldout", type=int, default=400)
+    ap.add_argument("--base-frac", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
     rng = random.Random(a.seed)
@@ -52,7 +54,8 @@ def main():
     chosen = set(canary_idx)
     heldout_idx = [i for i in idx if i not in chosen][:a.heldout]
     chosen |= set(heldout_idx)
-    train = [recs[i] for i in range(len(recs)) if i not in chosen]
+    rest = [i for i in idx if i not in chosen]
+    train = [recs[i] for i in sorted(rest[:int(len(rest) * a.base_frac)])]
     train += [recs[i] for i in canary_idx] * a.repeats
     rng.shuffle(train)
     os.makedirs(a.out, exist_ok=True)

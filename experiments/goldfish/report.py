@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tables and plot data of the goldfish experiment (stdlib only).
 
-    report.py OUT REPEATS   -> OUT/results.md, OUT/memorization.dat
+    report.py OUT REPEATS BASE   -> OUT/results.md, OUT/memorization.dat
 """
 import glob
 import json
@@ -28,7 +28,7 @@ def val_curve(out, mode):
 
 
 def main():
-    out, repeats = sys.argv[1], int(sys.argv[2])
+    out, repeats, base = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
     modes = ["standard", "goldfish"]
     data = {m: series(out, m) for m in modes}
     vals = {m: json.load(open(os.path.join(out, m, "val.json"))) for m in modes}
@@ -40,9 +40,10 @@ def main():
             break
     lines = ["# Goldfish loss vs standard loss: verbatim memorization of repeated canaries", "",
              "Machine: %s, %d cores; commit %s." % (cpu, os.cpu_count(), commit), "",
-             "100 canary fortunes (350-700 characters) repeated %d times in a stream of the other "
-             "fortunes; GPT-2 L=4, H=4, C=192, T=128, V=2048 (BPE trained on the stream); same seed and steps. "
-             "Audit: prompt with all but the last 50 tokens (the last 78 at most), greedy-decode 50." % repeats, "",
+             "100 canary fortunes (350-700 characters) repeated %d times in a stream with %.0f%% of the other "
+             "fortunes; GPT-2 L=4, H=4, C=256, T=128, V=2048 (BPE trained on the stream); same seed, data order "
+             "and steps. Audit: prompt with all but the last 50 tokens (the last 78 at most), greedy-decode 50. "
+             "Validation: 400 held-out fortunes." % (repeats, 100 * base), "",
              "| run | exact match (all 50 tokens) | mean token match | mean ROUGE-L | validation loss (held-out fortunes) |",
              "| --- | --- | --- | --- | --- |"]
     for m in modes:
@@ -50,7 +51,7 @@ def main():
         lines.append("| %s (step %d) | %d / %d (%.0f%%) | %.3f | %.3f | %.4f |" % (
             m if m == "standard" else "goldfish k=4, h=13", step, last["exact"], last["evaluated"],
             100.0 * last["exact_rate"], last["match"], last["rouge_l"], vals[m]["loss"]))
-    lines += ["", "Memorization over training (exact-match rate, mean ROUGE-L; validation loss):", "",
+    lines += ["", "Memorization over training (exact-match rate, mean ROUGE-L; validation loss on the first 8,192 held-out tokens, the table above uses all of them):", "",
               "| step | standard exact | standard ROUGE-L | standard val | goldfish exact | goldfish ROUGE-L | goldfish val |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
     vc = {m: val_curve(out, m) for m in modes}

@@ -101,13 +101,13 @@ int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g) {
         cap = n > cap ? n : cap;
     }
     if (g->gz > 1) {
-        m->ws.block_cap = cap;
         m->ws.wblock = ax_calloc(cap, sizeof(float));
         m->ws.gblock = ax_calloc(cap, sizeof(float));
         int64_t nw = ax_shard_numel(&m->lmhead.w, g);
         m->ws.gchunk = ax_calloc(nw > cap ? nw : cap, sizeof(float));
         m->wte_block = ax_calloc(nw * g->gz, sizeof(float));
         m->wte_gblock = ax_calloc(nw * g->gz, sizeof(float));
+        m->ws_bytes = 4.0 * (2 * cap + (nw > cap ? nw : cap) + 2 * nw * g->gz);
     }
     return 0;
 }

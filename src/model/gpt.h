@@ -48,6 +48,7 @@ typedef struct {
     ax_linear qkv, proj, fc, fcproj, lmhead;
     ax_linear_ws ws;
     float *wte_block, *wte_gblock; /* gathered token table and its gradient (Gz > 1) */
+    double ws_bytes;              /* the Z gather/scatter buffers above and in ws */
     /* activations */
     int cap_B, cap_T;
     float *act_mem;
@@ -74,8 +75,6 @@ double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, 
 void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T);
 /* the token table's (Vl, Cx) block, gathered over Z when Gz > 1 */
 const float *ax_gpt_wte(ax_gpt *m);
-/* logits of the last forward: (Bl*T, Vl) for this rank's vocabulary slice */
-static inline float *ax_gpt_logits(ax_gpt *m) { return m->logits; }
 
 /* Sum gradients over the ranks that saw other rows (data for zchunk tensors,
  * whose Z reduction happened in backward; data x Z for the rest). */

@@ -26,7 +26,7 @@ typedef struct {
 
 /* Scratch shared by all layers: a gathered weight block, a weight-gradient
  * block and a gradient chunk, each sized for the largest layer. */
-typedef struct { float *wblock, *gblock, *gchunk; int64_t block_cap; } ax_linear_ws;
+typedef struct { float *wblock, *gblock, *gchunk; } ax_linear_ws;
 
 /* qkv_heads > 0 makes the output the head-grouped [q|k|v] of that many heads. */
 void ax_linear_init(ax_linear *L, ax_grid *g, int in, int out, int out_pad, int transposed, int qkv_heads);

@@ -93,7 +93,7 @@ static void print_memory(ax_run *r) {
     double p = r->m.n_local * 4.0 * mib;
     ax_gpt_alloc_acts(&r->m, r->Bl, r->o->seq);
     double a = r->m.act_bytes * mib;
-    double w = (r->m.ws.block_cap * 3.0 + (r->m.wte_block ? 2.0 * r->m.p[0].numel * r->g.gz : 0)) * 4.0 * mib;
+    double w = r->m.ws_bytes * mib;
     SAY(r, "memory per rank: parameters %.1f MiB, gradients %.1f, AdamW %.1f, activations %.1f, gather buffers %.1f: %.1f MiB\n",
         p, p, 2 * p, a, w, 4 * p + a + w);
 }
