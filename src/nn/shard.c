@@ -1,4 +1,5 @@
 #include "nn/shard.h"
+#include <string.h>
 
 static int axis_size(const ax_grid *g, int axis) { return axis == AX_AXIS_X ? g->gx : axis == AX_AXIS_Y ? g->gy : 1; }
 static int axis_coord(int axis, int x, int y) { return axis == AX_AXIS_X ? x : axis == AX_AXIS_Y ? y : 0; }
@@ -44,18 +45,34 @@ int64_t ax_shard_logical_index(const ax_shard *s, const ax_grid *g, int x, int y
     return r * s->cols + c;
 }
 
+/* Local elements i .. i+run-1 map to consecutive logical elements (or are all
+ * padding): they stay in one block row, one Z chunk and one permuted segment. */
+static int64_t run_length(const ax_shard *s, const ax_grid *g, int x, int y, int z, int64_t i, int64_t n) {
+    int64_t bc = ax_shard_block_cols(s, g), ie = s->zchunk ? i + z * n : i;
+    if (s->zchunk && ie >= ax_shard_block_numel(s, g)) return n - i;
+    int64_t run = bc - ie % bc;
+    if (s->qkv == AX_QKV_COLS) {
+        int64_t cy = s->qkv_c / g->gy, c = axis_coord(s->col_axis, x, y) * bc + ie % bc;
+        if (cy - c % cy < run) run = cy - c % cy;
+    }
+    return run < n - i ? run : n - i;
+}
+
 void ax_shard_extract(const ax_shard *s, const ax_grid *g, const float *logical, float *local) {
     int64_t n = ax_shard_numel(s, g);
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0, k; i < n; i += k) {
+        k = run_length(s, g, g->x, g->y, g->z, i, n);
         int64_t j = ax_shard_logical_index(s, g, g->x, g->y, g->z, i);
-        local[i] = j < 0 ? 0.0f : logical[j];
+        if (j < 0) memset(local + i, 0, k * sizeof(float));
+        else memcpy(local + i, logical + j, k * sizeof(float));
     }
 }
 
 void ax_shard_insert(const ax_shard *s, const ax_grid *g, int x, int y, int z, const float *local, float *logical) {
     int64_t n = ax_shard_numel(s, g);
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0, k; i < n; i += k) {
+        k = run_length(s, g, x, y, z, i, n);
         int64_t j = ax_shard_logical_index(s, g, x, y, z, i);
-        if (j >= 0) logical[j] = local[i];
+        if (j >= 0) memcpy(logical + j, local + i, k * sizeof(float));
     }
 }
