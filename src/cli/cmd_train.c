@@ -95,7 +95,7 @@ int ax_cmd_train(int argc, char **argv) {
         AX_TRY(ax_tok_load(&t, tok_path));
         if (!o.init && !o.resume && !ax_args_given(opts, "vocab-size")) o.model.vocab_size = ax_tok_vocab_size(t);
         ax_tok_free(t);
-        if (!ax_args_given(opts, "steps")) o.steps = 600;
+        if (!ax_args_given(opts, "steps")) o.steps = 1200;
         if (!ax_args_given(opts, "batch")) o.batch = 16;
         if (!ax_args_given(opts, "lr")) o.lr = 2e-3;
         if (!ax_args_given(opts, "val-every")) o.val_every = 100;
