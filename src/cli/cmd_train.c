@@ -41,7 +41,7 @@ int ax_cmd_train(int argc, char **argv) {
         {"gx", AX_OPT_INT, &o.grid[1], "N", "tensor-parallel X"},
         {"gy", AX_OPT_INT, &o.grid[2], "N", "tensor-parallel Y"},
         {"gz", AX_OPT_INT, &o.grid[3], "N", "tensor-parallel Z (depth)"},
-        {"steps", AX_OPT_INT, &o.steps, "N", "total optimizer steps of the run (default 200)"},
+        {"steps", AX_OPT_INT, &o.steps, "N", "total optimizer steps of the run (default 200; 1200 on the default corpus)"},
         {"batch", AX_OPT_INT, &o.batch, "N", "global batch in sequences per step (default 8, or the checkpoint's)"},
         {"seq", AX_OPT_INT, &o.seq, "T", "tokens per sequence (default: n_positions, or the checkpoint's)"},
         {"grad-accum", AX_OPT_INT, &o.grad_accum, "N", "micro-batches per step (default 1)"},
