@@ -12,7 +12,7 @@
 
 static inline float ax_expf(float x) {
     x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
-    float n = __builtin_roundf(x * 1.44269504088896341f);
+    float n = __builtin_rintf(x * 1.44269504088896341f);   /* round to nearest even: one SIMD instruction */
     float r = x - n * 0.693145751953125f;       /* ln2, high part */
     r = r - n * 1.428606765330187045e-06f;      /* ln2, low part */
     float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720))))));
