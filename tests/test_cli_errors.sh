@@ -164,6 +164,10 @@ expect_err eval_no_data 0 "--data" -- eval --model "$W/in/good/model.safetensors
 expect_err eval_bad_data 0 "bigtok\.bin" -- eval --model "$W/in/good/model.safetensors" --data "$W/in/bigtok.bin" --threads 1
 expect_err eval_missing_model 0 "nomodel\.safetensors" -- eval --model "$W/in/good/nomodel.safetensors" --data "$W/in/good.bin" --threads 1
 expect_err eval_seq_gt_block 0 "--seq" -- eval --model "$W/in/good/model.safetensors" --data "$W/in/good.bin" --seq 17 --threads 1
+printf '{"text": "a b c"}\n' > "$W/in/docs.jsonl"
+expect_err memorize_no_tokenizer 0 "tokenizer" -- memorize --model "$W/in/good/model.safetensors" --docs "$W/in/docs.jsonl" --threads 1
+expect_err memorize_missing_docs 0 "nodocs\.jsonl" -- memorize --model "$W/in/good/model.safetensors" --docs "$W/in/nodocs.jsonl" --tokenizer "$FIX/tokenizer/texts.jsonl" --threads 1
+expect_err memorize_suffix 0 "--suffix" -- memorize --model "$W/in/good/model.safetensors" --docs "$W/in/docs.jsonl" --suffix 0 --threads 1
 expect_err sample_token_ge_vocab 0 "--prompt-tokens" -- sample --model "$W/in/good/model.safetensors" --prompt-tokens 1,2,67 --threads 1
 expect_err sample_token_ge_vocab_2ranks 2 "--prompt-tokens" -- \
   sample --model "$W/in/good/model.safetensors" --prompt-tokens 1,2,67 --grid 1,1,2,1 --threads 1

@@ -42,7 +42,7 @@ typedef struct {
     const char *metrics;                /* JSONL metrics file (default: <out>/metrics.jsonl) */
     ax_gpt_config model;                /* used when init is NULL */
     int grid[4];                        /* D, X, Y, Z */
-    int steps, batch, seq, grad_accum;
+    int steps, batch, seq, grad_accum;  /* batch, seq 0: the checkpoint's, else 8 and n_positions */
     double lr, min_lr_frac, beta1, beta2, eps, weight_decay, clip;
     int warmup;
     uint64_t seed;

@@ -3,6 +3,7 @@
 #include "cli/text.h"
 #include "memo/audit.h"
 #include "util/err.h"
+#include "util/fileio.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -38,6 +39,7 @@ int ax_cmd_memorize(int argc, char **argv) {
     int rc = ax_args_parse(opts, argc, argv, 2, usage, NULL, NULL, 0);
     if (rc) return rc;
     if (!docs) return AX_ERR("--docs: required (the documents to audit)");
+    if (!ax_file_exists(docs)) return AX_ERR("--docs %s: no such file", docs);
     if (suffix < 1) return AX_ERR("--suffix %d: expected >= 1", suffix);
     if (prefix < 0) return AX_ERR("--prefix %d: expected >= 0", prefix);
     if (batch < 1) return AX_ERR("--batch %d: expected >= 1", batch);

@@ -48,37 +48,3 @@ void ax_reduce_scatter_f32(ax_comm *c, const float *send, float *recv, size_t n)
     AX_CHECK_MPI(MPI_Reduce_scatter_block(send, recv, (int)n, MPI_FLOAT, MPI_SUM, c->comm));
     c->seconds += MPI_Wtime() - t; c->bytes += 4.0 * n * c->size;
 }
-
-void ax_iallreduce_f32(ax_comm *c, float *buf, size_t n, ax_req *r) {
-    r->c = c; r->req = MPI_REQUEST_NULL;
-    if (c->size == 1 || n == 0) return;
-    AX_CHECK_MPI(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, c->comm, &r->req));
-    c->bytes += 4.0 * n;
-}
-
-void ax_iallgather_f32(ax_comm *c, const float *send, float *recv, size_t n, ax_req *r) {
-    r->c = c; r->req = MPI_REQUEST_NULL;
-    if (c->size == 1) { if (recv != send) memcpy(recv, send, n * sizeof(float)); return; }
-    AX_CHECK_MPI(MPI_Iallgather(send, (int)n, MPI_FLOAT, recv, (int)n, MPI_FLOAT, c->comm, &r->req));
-    c->bytes += 4.0 * n;
-}
-
-void ax_ireduce_scatter_f32(ax_comm *c, const float *send, float *recv, size_t n, ax_req *r) {
-    r->c = c; r->req = MPI_REQUEST_NULL;
-    if (c->size == 1) { if (recv != send) memcpy(recv, send, n * sizeof(float)); return; }
-    AX_CHECK_MPI(MPI_Ireduce_scatter_block(send, recv, (int)n, MPI_FLOAT, MPI_SUM, c->comm, &r->req));
-    c->bytes += 4.0 * n * c->size;
-}
-
-void ax_comm_wait(ax_req *r) {
-    if (r->req == MPI_REQUEST_NULL) return;
-    double t = MPI_Wtime();
-    AX_CHECK_MPI(MPI_Wait(&r->req, MPI_STATUS_IGNORE));
-    r->c->seconds += MPI_Wtime() - t;
-}
-
-void ax_comm_progress(ax_req *r) {
-    if (r->req == MPI_REQUEST_NULL) return;
-    int done = 0;
-    AX_CHECK_MPI(MPI_Test(&r->req, &done, MPI_STATUS_IGNORE));
-}

@@ -1,7 +1,6 @@
 /* Collectives on one process group. A group of size 1 costs nothing: every
  * call returns at once (in-place results are already final).
- * Non-blocking variants return a request that ax_comm_wait completes; with the
- * MPI engine, progress happens inside MPI calls (ax_comm_progress pokes it). */
+ * (Non-blocking variants arrive with the overlap of SPEC §4.) */
 #ifndef AX_COMM_COMM_H
 #define AX_COMM_COMM_H
 #include <mpi.h>
@@ -14,8 +13,6 @@ typedef struct {
     double bytes;     /* bytes each rank contributed */
 } ax_comm;
 
-typedef struct { MPI_Request req; ax_comm *c; } ax_req;
-
 void ax_comm_from(ax_comm *c, MPI_Comm comm);   /* takes ownership */
 void ax_comm_free(ax_comm *c);
 
@@ -27,9 +24,4 @@ void ax_allgather_f32(ax_comm *c, const float *send, float *recv, size_t n);
 /* recv (n) = rank's block of the elementwise sum of every send (size*n) */
 void ax_reduce_scatter_f32(ax_comm *c, const float *send, float *recv, size_t n);
 
-void ax_iallreduce_f32(ax_comm *c, float *buf, size_t n, ax_req *r);
-void ax_iallgather_f32(ax_comm *c, const float *send, float *recv, size_t n, ax_req *r);
-void ax_ireduce_scatter_f32(ax_comm *c, const float *send, float *recv, size_t n, ax_req *r);
-void ax_comm_wait(ax_req *r);
-void ax_comm_progress(ax_req *r);
 #endif
