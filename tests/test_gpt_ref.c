@@ -123,7 +123,7 @@ int main(int argc, char **argv) {
     double kept = 0;
     for (int b = 0; b < Bl; b++) {
         int64_t gs = ax_seq_pos(&g, B, 1, 0, 0, b);
-        ax_goldfish_mask(tokens + gs * (T + 1), T, 3, 4, w + b * T);
+        ax_goldfish_mask(tokens + gs * (T + 1), 0, T, 3, 4, w + b * T);
         for (int t = 0; t < T; t++) { mask_ok &= w[b * T + t] == rmask[gs * T + t]; kept += w[b * T + t]; }
     }
     CHECK(mask_ok, "goldfish mask differs from the Python reference");

@@ -33,8 +33,8 @@ static void run(ax_gpt *m, ax_grid *g, double *losses) {
         for (int a = 0; a < ACCUM; a++)
             for (int b = 0; b < Bl; b++) {
                 int32_t *q = seqs + ((size_t)a * Bl + b) * (T + 1);
-                ax_source_get(&src, ax_seq_pos(g, B, ACCUM, s, a, b), q);
-                ax_goldfish_mask(q, T, 3, 3, w + ((size_t)a * Bl + b) * T);
+                ax_source_get(&src, ax_seq_pos(g, B, ACCUM, s, a, b), 0, q);
+                ax_goldfish_mask(q, 0, T, 3, 3, w + ((size_t)a * Bl + b) * T);
             }
         ax_step_stats st;
         ax_train_step(m, &o, &hp, s, seqs, s == 1 ? w : NULL, ACCUM, Bl, T, &st, scr);

@@ -67,7 +67,7 @@ static void test_roundtrip_u16(void) {
     CHECK(ax_shards_count(s) == 1, "count %d", ax_shards_count(s));
     CHECK(ax_shards_tokens(s) == N, "tokens %lld", (long long)ax_shards_tokens(s));
     CHECK(ax_shards_nseq(s, N - 1) == 1, "nseq %lld", (long long)ax_shards_nseq(s, N - 1));
-    ax_shards_seq(s, N - 1, 0, out);
+    ax_shards_seq(s, N - 1, 0, 0, out);
     CHECK(memcmp(out, tok, sizeof tok) == 0, "u16 tokens differ");
     ax_shards_close(s);
 }
@@ -86,7 +86,7 @@ static void test_roundtrip_u32(void) {
     ax_shardset *s = NULL;
     CHECK(ax_shards_open(&s, p, 0) == 0, "open: %s", ax_err_msg());
     if (!s) return;
-    ax_shards_seq(s, N - 1, 0, out);
+    ax_shards_seq(s, N - 1, 0, 0, out);
     CHECK(memcmp(out, tok, sizeof tok) == 0, "u32 tokens differ");
     ax_shards_close(s);
 }
@@ -121,14 +121,14 @@ static void test_glob(void) {
     int32_t out[5];
     const int want[5][2] = {{0, 0}, {0, 4}, {1, 0}, {1, 4}, {2, 0}};
     for (int i = 0; i < 5; i++) {
-        ax_shards_seq(s, 4, i, out);
+        ax_shards_seq(s, 4, i, 0, out);
         CHECK(seq_is(out, 4, want[i][0], want[i][1]), "seq %d starts %d, expected shard %d from %d",
               i, out[0], want[i][0], want[i][1]);
     }
     /* the boundary token is shared: last of sequence 0 is first of sequence 1 */
     int32_t a[5], b[5];
-    ax_shards_seq(s, 4, 0, a);
-    ax_shards_seq(s, 4, 1, b);
+    ax_shards_seq(s, 4, 0, 0, a);
+    ax_shards_seq(s, 4, 1, 0, b);
     CHECK(a[4] == b[0], "boundary %d vs %d", a[4], b[0]);
     ax_shards_close(s);
 
@@ -151,7 +151,7 @@ enum { LT = 3, LNSEQ = 50 };
 /* Sequence index served at pos, read back from the first token (token = index). */
 static int64_t served(ax_loader *L, int64_t pos) {
     int32_t out[LT + 1];
-    ax_loader_get(L, pos, out);
+    ax_loader_get(L, pos, 0, out);
     return out[0] / LT;
 }
 
@@ -181,7 +181,7 @@ static void test_loader(void) {
     for (int64_t pos = 0; pos < 2 * LNSEQ; pos++) ident &= served(&L, pos) == pos % LNSEQ;
     CHECK(ident, "unshuffled order is not the identity");
     int32_t out[LT + 1];
-    ax_loader_get(&L, 7, out);
+    ax_loader_get(&L, 7, 0, out);
     CHECK(out[0] == 21 && out[LT] == 24, "sequence 7 = %d..%d", out[0], out[LT]);
     ax_loader_free(&L);
 
@@ -213,9 +213,9 @@ static void test_loader(void) {
     ax_loader_free(&M);
     CHECK(ax_loader_init(&M, s, LT, 1, 1234) == 0, "init: %s", ax_err_msg());
     CHECK(served(&M, 100) == at100, "pos 100 differs between loaders");
-    ax_loader_get(&M, 100, out);
+    ax_loader_get(&M, 100, 0, out);
     int32_t direct[LT + 1];
-    ax_shards_seq(s, LT, at100, direct);
+    ax_shards_seq(s, LT, at100, 0, direct);
     CHECK(memcmp(out, direct, sizeof out) == 0, "loader output differs from ax_shards_seq");
     ax_loader_free(&M);
     ax_loader_free(&L);

@@ -177,15 +177,22 @@ int64_t ax_shards_nseq(const ax_shardset *s, int T) {
     return n;
 }
 
-void ax_shards_seq(const ax_shardset *s, int T, int64_t idx, int32_t *out) {
+int ax_shards_seq(const ax_shardset *s, int T, int64_t idx, int before, int32_t *out) {
     for (int i = 0; i < s->nf; i++) {
         const ax_shard *f = &s->f[i];
-        int64_t k = (f->n - 1) / T;
-        if (idx < k) {
-            for (int64_t j = 0; j <= T; j++) out[j] = (int32_t)shard_tok(f, idx * T + j);
-            return;
+        int64_t k = (f->n - 1) / T, at = idx * T;
+        if (idx >= k) { idx -= k; continue; }
+        for (int64_t j = 0; j <= T; j++) out[before + j] = (int32_t)shard_tok(f, at + j);
+        /* the context: back through this file, then the tails of the ones before it */
+        int have = 0, fi = i;
+        int64_t p = at;
+        while (have < before) {
+            while (p == 0 && fi > 0) p = s->f[--fi].n;
+            if (p == 0) break;
+            out[before - 1 - have++] = (int32_t)shard_tok(&s->f[fi], --p);
         }
-        idx -= k;
+        for (int j = 0; j < before - have; j++) out[j] = -1;
+        return have;
     }
     ax_fatal(__FILE__, __LINE__, "sequence index out of range for '%s' with T=%d", s->pattern, T);
 }
@@ -275,12 +282,12 @@ static void build_perm(ax_loader *L, int64_t epoch) {
     L->epoch = epoch;
 }
 
-void ax_loader_get(ax_loader *L, int64_t pos, int32_t *out) {
+int ax_loader_get(ax_loader *L, int64_t pos, int before, int32_t *out) {
     if (pos < 0) ax_fatal(__FILE__, __LINE__, "loader position %lld is negative", (long long)pos);
     int64_t e = pos / L->nseq, j = pos % L->nseq;
     if (L->shuffle) {
         if (e != L->epoch || !L->perm) build_perm(L, e);
         j = L->perm[j];
     }
-    ax_shards_seq(L->s, L->T, j, out);
+    return ax_shards_seq(L->s, L->T, j, before, out);
 }

@@ -7,9 +7,10 @@ uint64_t ax_goldfish_hash(const int32_t *ids, int h) {
     return s;
 }
 
-void ax_goldfish_mask(const int32_t *seq, int T, int k, int h, float *w) {
+void ax_goldfish_mask(const int32_t *seq, int have, int T, int k, int h, float *w) {
     uint64_t thresh = UINT64_MAX / (uint64_t)k;
-    const int32_t *tg = seq + 1;
-    for (int i = 0; i < T; i++)
-        w[i] = (i < h - 1 || ax_goldfish_hash(tg + i - h + 1, h) >= thresh) ? 1.0f : 0.0f;
+    for (int i = 0; i < T; i++) {
+        int first = i + 2 - h;               /* target seq[i+1]'s window is seq[first .. i+1] */
+        w[i] = (first < -have || ax_goldfish_hash(seq + first, h) >= thresh) ? 1.0f : 0.0f;
+    }
 }

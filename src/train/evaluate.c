@@ -18,7 +18,7 @@ void ax_evaluate(ax_gpt *m, ax_source *src, int64_t nseq, int B, int accum, int 
             for (int i = 0; i < Bl; i++) {
                 int64_t pos = ax_seq_pos(g, B, accum, (int)b, a, i);
                 int real = pos < nseq;
-                ax_source_get(src, real ? pos : 0, seq);
+                ax_source_get(src, real ? pos : 0, 0, seq);
                 memcpy(in + i * T, seq, T * sizeof(int32_t));
                 memcpy(tg + i * T, seq + 1, T * sizeof(int32_t));
                 for (int t = 0; t < T; t++) w[i * T + t] = real ? 1.0f : 0.0f;

@@ -19,8 +19,10 @@ void ax_source_close(ax_source *s) {
 int64_t ax_source_nseq(const ax_source *s) { return s->set ? s->loader.nseq : 0; }
 
 /* next token = (a*cur + c) mod V with probability 7/8, else uniform */
-void ax_source_get(ax_source *s, int64_t pos, int32_t *out) {
-    if (s->set) { ax_loader_get(&s->loader, pos, out); return; }
+int ax_source_get(ax_source *s, int64_t pos, int before, int32_t *out) {
+    if (s->set) return ax_loader_get(&s->loader, pos, before, out);
+    for (int j = 0; j < before; j++) out[j] = -1;
+    out += before;
     uint64_t a = 2 * (ax_rng_u64(s->seed, 7, 0) % 64) + 1, c = ax_rng_u64(s->seed, 7, 1) % s->V;
     uint64_t base = (uint64_t)pos * (s->T + 1);
     out[0] = (int32_t)(ax_rng_u64(s->seed, 8, base) % s->V);
@@ -28,4 +30,5 @@ void ax_source_get(ax_source *s, int64_t pos, int32_t *out) {
         uint64_t r = ax_rng_u64(s->seed, 8, base + t);
         out[t] = (r & 7) ? (int32_t)((a * out[t - 1] + c) % s->V) : (int32_t)((r >> 3) % s->V);
     }
+    return 0;
 }

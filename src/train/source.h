@@ -16,6 +16,10 @@ typedef struct {
 
 int ax_source_open(ax_source *s, const char *glob, int T, int V, int shuffle, uint64_t seed);
 void ax_source_close(ax_source *s);
-void ax_source_get(ax_source *s, int64_t pos, int32_t *out);   /* out[T+1] */
+/* Sequence pos into out[before .. before+T], preceded by up to `before` tokens
+ * of its stream (out[0 .. before-1], -1 where there are none). Returns how many
+ * context tokens exist: for shards the stream is the files in order; each
+ * synthetic sequence is a stream of its own, so it has none. */
+int ax_source_get(ax_source *s, int64_t pos, int before, int32_t *out);
 int64_t ax_source_nseq(const ax_source *s);                     /* 0 for synthetic (endless) */
 #endif

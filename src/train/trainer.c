@@ -49,6 +49,7 @@ typedef struct {
     int root, tty, Bl;
     int32_t *seqs, *scratch;
     float *weights;              /* goldfish mask of the step's targets, or NULL */
+    int32_t *window;             /* goldfish: h-1 tokens of stream context, then one sequence */
 } ax_run;
 
 #define SAY(r, ...) do { if ((r)->root) { printf(__VA_ARGS__); fflush(stdout); } } while (0)
@@ -144,7 +145,10 @@ static int setup(ax_run *r) {
     r->Bl = o->batch / o->grad_accum / (r->g.gd * r->g.gz);
     r->seqs = ax_malloc((size_t)o->grad_accum * r->Bl * (o->seq + 1) * sizeof(int32_t));
     r->scratch = ax_malloc(2 * (size_t)r->Bl * o->seq * sizeof(int32_t));
-    if (o->goldfish_k) r->weights = ax_malloc((size_t)o->grad_accum * r->Bl * o->seq * sizeof(float));
+    if (o->goldfish_k) {
+        r->weights = ax_malloc((size_t)o->grad_accum * r->Bl * o->seq * sizeof(float));
+        r->window = ax_malloc(((size_t)o->goldfish_h + o->seq) * sizeof(int32_t));
+    }
     if (o->out) {
         int rc = r->root ? ax_mkdir_p(o->out) : 0;
         MPI_Bcast(&rc, 1, MPI_INT, 0, r->g.world);
@@ -171,14 +175,21 @@ static int setup(ax_run *r) {
     return 0;
 }
 
+/* The step's sequences; with the goldfish loss also their masks, hashed over
+ * the stream around each sequence (memo/goldfish.h), so a passage drops the
+ * same tokens wherever the windows cut it. */
 static void load_step(ax_run *r, int step) {
     const ax_train_opts *o = r->o;
+    int ctx = o->goldfish_h - 1;
     for (int a = 0; a < o->grad_accum; a++)
         for (int b = 0; b < r->Bl; b++) {
             size_t i = (size_t)a * r->Bl + b;
             int32_t *seq = r->seqs + i * (o->seq + 1);
-            ax_source_get(&r->data, ax_seq_pos(&r->g, o->batch, o->grad_accum, step, a, b), seq);
-            if (r->weights) ax_goldfish_mask(seq, o->seq, o->goldfish_k, o->goldfish_h, r->weights + i * o->seq);
+            int64_t pos = ax_seq_pos(&r->g, o->batch, o->grad_accum, step, a, b);
+            if (!r->weights) { ax_source_get(&r->data, pos, 0, seq); continue; }
+            int have = ax_source_get(&r->data, pos, ctx, r->window);
+            ax_goldfish_mask(r->window + ctx, have, o->seq, o->goldfish_k, o->goldfish_h, r->weights + i * o->seq);
+            memcpy(seq, r->window + ctx, (o->seq + 1) * sizeof(int32_t));
         }
 }
 
@@ -296,7 +307,7 @@ static void teardown(ax_run *r) {
     ax_source_close(&r->data); ax_source_close(&r->val);
     ax_adamw_free(&r->opt);
     if (r->m.p) ax_gpt_free(&r->m);
-    free(r->seqs); free(r->scratch); free(r->weights);
+    free(r->seqs); free(r->scratch); free(r->weights); free(r->window);
     if (r->g.world) ax_grid_free(&r->g);
 }
 

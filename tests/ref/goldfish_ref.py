@@ -5,8 +5,9 @@
 
 Reads tests/fixtures/gpt_tiny/{model.safetensors,config.json,ref.safetensors},
 computes the goldfish mask of batch 0 with an independent Python version of the
-hash in src/memo/goldfish.h (k = 3, h = 4: the tiny fixture's sequences are only
-12 tokens), and writes tests/fixtures/gpt_tiny/goldfish.safetensors:
+hash in src/memo/goldfish.h (goldfish_hash.py; k = 3, h = 4: the tiny
+fixture's sequences are only 12 tokens, with no stream before them), and
+writes tests/fixtures/gpt_tiny/goldfish.safetensors:
   mask F32 [B, T], loss F32 [1] (mean over kept targets), grad.<name> F32.
 """
 import os
@@ -17,31 +18,9 @@ from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpt_ref  # noqa: E402
+from goldfish_hash import mask_of  # noqa: E402
 
-M64 = (1 << 64) - 1
 K, H = 3, 4
-
-
-def mix64(z):
-    z = (z + 0x9E3779B97F4A7C15) & M64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
-    return z ^ (z >> 31)
-
-
-def window_hash(ids):
-    s = 0x676F6C6466697368
-    for i in ids:
-        s = mix64(s ^ (i & 0xFFFFFFFF))
-    return s
-
-
-def mask_of(seq, k, h):
-    """seq: T+1 ids; 1.0 keeps target i (= seq[i+1]), 0.0 drops it."""
-    tg = seq[1:]
-    thresh = M64 // k
-    return [1.0 if i < h - 1 or window_hash(tg[i - h + 1:i + 1]) >= thresh else 0.0
-            for i in range(len(tg))]
 
 
 def main():
