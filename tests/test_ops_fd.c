@@ -159,29 +159,105 @@ static void test_gelu(void) {
 
 /* ---- attention: dqkv ---- */
 
-typedef struct { int B, T, H, hd; float *qkv, *R, *out, *att; } att_ctx;
+typedef struct { int B, T, H, hd; float *qkv, *R, *out, *lse, *scratch; } att_ctx;
 
 static double att_loss(void *v) {
     att_ctx *c = v;
-    ax_attention_forward(c->out, c->att, c->qkv, c->B, c->T, c->H, c->hd);
+    ax_attention_forward(c->out, c->lse, c->qkv, c->B, c->T, c->H, c->hd, c->scratch, 1);
     return dot(c->out, c->R, (long)c->B * c->T * c->H * c->hd);
 }
 
+/* Textbook causal attention in double: softmax(q k^T / sqrt(hd)) v, and its
+ * backward, over whole (T, T) maps. The tiled kernel must agree with it. */
+static void naive_attention(const float *qkv, const float *dout, int B, int T, int H, int hd, double *out, double *dqkv) {
+    int C = H * hd, ld = 3 * C;
+    double *P = malloc(sizeof(double) * T * T), *dP = malloc(sizeof(double) * T * T), sc = 1.0 / sqrt(hd);
+    memset(dqkv, 0, sizeof(double) * B * T * ld);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            const float *q = qkv + (size_t)b * T * ld + h * hd, *k = q + C, *v = q + 2 * C, *dO = dout + (size_t)b * T * C + h * hd;
+            double *dq = dqkv + (size_t)b * T * ld + h * hd, *dk = dq + C, *dv = dq + 2 * C;
+            for (int i = 0; i < T; i++) {
+                double mx = -1e300, s = 0;
+                for (int j = 0; j <= i; j++) {
+                    double d = 0;
+                    for (int e = 0; e < hd; e++) d += (double)q[i * ld + e] * k[j * ld + e];
+                    P[i * T + j] = d * sc; mx = fmax(mx, d * sc);
+                }
+                for (int j = 0; j <= i; j++) { P[i * T + j] = exp(P[i * T + j] - mx); s += P[i * T + j]; }
+                for (int j = 0; j <= i; j++) P[i * T + j] /= s;
+                for (int e = 0; e < hd; e++) {
+                    double o = 0;
+                    for (int j = 0; j <= i; j++) o += P[i * T + j] * v[j * ld + e];
+                    out[((size_t)b * T + i) * C + h * hd + e] = o;
+                }
+            }
+            for (int i = 0; i < T; i++) {
+                double dot_ = 0;
+                for (int j = 0; j <= i; j++) {
+                    double d = 0;
+                    for (int e = 0; e < hd; e++) d += (double)dO[i * C + e] * v[j * ld + e];
+                    dP[i * T + j] = d; dot_ += d * P[i * T + j];
+                }
+                for (int j = 0; j <= i; j++) {
+                    double ds = P[i * T + j] * (dP[i * T + j] - dot_) * sc;
+                    for (int e = 0; e < hd; e++) {
+                        dq[i * ld + e] += ds * k[j * ld + e];
+                        dk[j * ld + e] += ds * q[i * ld + e];
+                        dv[j * ld + e] += P[i * T + j] * dO[i * C + e];
+                    }
+                }
+            }
+        }
+    free(P); free(dP);
+}
+
+static double reldiff_d(const float *a, const double *b, long n) {
+    double num = 0, den = 0;
+    for (long i = 0; i < n; i++) { num += (a[i] - b[i]) * (a[i] - b[i]); den += b[i] * b[i]; }
+    return sqrt(num / den);
+}
+
 static void test_attention(void) {
-    enum { B = 2, T = 5, H = 2, hd = 3, C = H * hd };
-    att_ctx c = {B, T, H, hd, randn(B * T * 3 * C, 1.0), randn(B * T * C, 1.0),
-                 filled(B * T * C, 0), filled(B * H * T * T, 0)};
-    att_loss(&c);
-    int causal = 1;
-    for (int bh = 0; bh < B * H; bh++)
-        for (int i = 0; i < T; i++)
-            causal &= all_zero(c.att + ((long)bh * T + i) * T + i + 1, T - 1 - i);
-    CHECK(causal, "attention probabilities above the diagonal are not zero");
-    float *dqkv = filled(B * T * 3 * C, GARBAGE);
-    float *scratch = filled((long)omp_get_max_threads() * T * T, 0);
-    ax_attention_backward(dqkv, c.R, c.att, c.qkv, B, T, H, hd, scratch);
-    fd_check("attention dqkv", att_loss, &c, c.qkv, dqkv, B * T * 3 * C);
-    free(c.qkv); free(c.R); free(c.out); free(c.att); free(dqkv); free(scratch);
+    {   /* one tile: finite differences */
+        enum { B = 2, T = 5, H = 2, hd = 3, C = H * hd };
+        att_ctx c = {B, T, H, hd, randn(B * T * 3 * C, 1.0), randn(B * T * C, 1.0),
+                     filled(B * T * C, 0), filled(B * H * T, 0), filled(ax_attention_scratch(T), GARBAGE)};
+        att_loss(&c);
+        float *dqkv = filled(B * T * 3 * C, GARBAGE);
+        ax_attention_backward(dqkv, c.R, c.out, c.lse, c.qkv, B, T, H, hd, c.scratch, 1);
+        fd_check("attention dqkv", att_loss, &c, c.qkv, dqkv, B * T * 3 * C);
+        free(c.qkv); free(c.R); free(c.out); free(c.lse); free(c.scratch); free(dqkv);
+    }
+    /* several tiles, the last one partial: the double-precision textbook
+     * attention, within 1e-5 norm-wise (fp32 sums in another order; a wrong
+     * tile, mask or rescaling is off by far more) */
+    enum { B = 2, T = 2 * AX_ATT_TILE + 22, H = 3, hd = 8, C = H * hd };
+    long nq = (long)B * T * 3 * C, no = (long)B * T * C;
+    float *qkv = randn(nq, 1.5), *dout = randn(no, 1.0), *lse = filled(B * H * T, GARBAGE);
+    float *out1 = filled(no, GARBAGE), *out2 = filled(no, GARBAGE), *dq1 = filled(nq, GARBAGE), *dq2 = filled(nq, GARBAGE);
+    float *scratch = filled(2 * ax_attention_scratch(T), GARBAGE);
+    double *rout = malloc(sizeof(double) * no), *rdq = malloc(sizeof(double) * nq);
+    naive_attention(qkv, dout, B, T, H, hd, rout, rdq);
+    ax_attention_forward(out1, lse, qkv, B, T, H, hd, scratch, 1);
+    ax_attention_backward(dq1, dout, out1, lse, qkv, B, T, H, hd, scratch, 1);
+    double eo = reldiff_d(out1, rout, no), eg = reldiff_d(dq1, rdq, nq);
+    printf("attention T=%d (%d tiles): out %.2g, dqkv %.2g relative to the double reference\n", T, (T + AX_ATT_TILE - 1) / AX_ATT_TILE, eo, eg);
+    CHECK(eo < 1e-5, "tiled attention output differs from the reference: %.3g", eo);
+    CHECK(eg < 1e-5, "tiled attention dqkv differs from the reference: %.3g", eg);
+    /* one thread or two: the same bits (each unit of work belongs to one thread) */
+    ax_attention_forward(out2, lse, qkv, B, T, H, hd, scratch, 2);
+    ax_attention_backward(dq2, dout, out2, lse, qkv, B, T, H, hd, scratch, 2);
+    CHECK(!memcmp(out1, out2, no * sizeof(float)) && !memcmp(dq1, dq2, nq * sizeof(float)),
+          "attention with 2 threads differs from 1 thread");
+    /* causal: changing the last query's k and v (and all later rows of the
+     * first sequence's second half) leaves the earlier outputs unchanged */
+    int cut = AX_ATT_TILE + 3;
+    for (long i = (long)cut * 3 * C; i < (long)T * 3 * C; i++) qkv[i] += 0.5f;
+    ax_attention_forward(out2, lse, qkv, B, T, H, hd, scratch, 1);
+    CHECK(!memcmp(out1, out2, (size_t)cut * C * sizeof(float)), "outputs before position %d depend on later tokens", cut);
+    CHECK(memcmp(out1 + (size_t)cut * C, out2 + (size_t)cut * C, (size_t)C * sizeof(float)), "the perturbation changed nothing");
+    free(qkv); free(dout); free(lse); free(out1); free(out2); free(dq1); free(dq2); free(scratch); free(rout); free(rdq);
 }
 
 /* ---- cross-entropy: dlogits ---- */

@@ -147,10 +147,12 @@ void ax_gpt_alloc_acts(ax_gpt *m, int B, int T) {
     free(m->act_mem); free(m->L);
     m->cap_B = B; m->cap_T = T;
     int64_t M = (int64_t)B * T, Cx = m->Cx, Cy = m->Cy, L = m->cfg.n_layer;
-    int64_t per_layer = 3 * M * Cx + 4 * M + 3 * M * Cy + (int64_t)B * m->Hl * T * T + M * Cy + 8 * M * Cy + M * Cx;
+    int64_t per_layer = 3 * M * Cx + 4 * M + 3 * M * Cy + (int64_t)B * m->Hl * T + M * Cy + 8 * M * Cy + M * Cx;
     int64_t wide = 4 * Cy > Cx ? 4 * Cy : Cx;
+    /* attention scratch for the threads of this moment; attention never runs more */
+    m->att_threads = omp_get_max_threads();
     int64_t total = L * per_layer + M * Cx * 2 + 2 * M + M * m->Vl + M
-                    + M * Cx + 2 * M * wide + 4 * M + (int64_t)omp_get_max_threads() * T * T;
+                    + M * Cx + 2 * M * wide + 4 * M + (int64_t)m->att_threads * ax_attention_scratch(T);
     float *p = m->act_mem = ax_calloc(total, sizeof(float));
     m->act_bytes = 4.0 * total;
 #define TAKE(n) (p += (n), p - (n))
@@ -159,7 +161,7 @@ void ax_gpt_alloc_acts(ax_gpt *m, int B, int T) {
     for (int l = 0; l < L; l++) {
         ax_layer_acts *a = &m->L[l];
         a->ln1 = TAKE(M * Cx); a->ln1_mean = TAKE(M); a->ln1_rstd = TAKE(M);
-        a->qkv = TAKE(3 * M * Cy); a->att = TAKE((int64_t)B * m->Hl * T * T); a->atty = TAKE(M * Cy);
+        a->qkv = TAKE(3 * M * Cy); a->lse = TAKE((int64_t)B * m->Hl * T); a->atty = TAKE(M * Cy);
         a->res2 = TAKE(M * Cx); a->ln2 = TAKE(M * Cx); a->ln2_mean = TAKE(M); a->ln2_rstd = TAKE(M);
         a->fch = TAKE(4 * M * Cy); a->fch_gelu = TAKE(4 * M * Cy); a->res3 = TAKE(M * Cx);
     }
@@ -167,7 +169,7 @@ void ax_gpt_alloc_acts(ax_gpt *m, int B, int T) {
     m->logits = TAKE(M * m->Vl); m->losses = TAKE(M);
     m->dres = TAKE(M * Cx); m->s1 = TAKE(M * wide); m->s2 = TAKE(M * wide);
     m->scratch = TAKE(4 * M);
-    m->att_scratch = TAKE((int64_t)omp_get_max_threads() * T * T);
+    m->att_scratch = TAKE((int64_t)m->att_threads * ax_attention_scratch(T));
 #undef TAKE
 }
 
@@ -188,7 +190,7 @@ double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, 
 #define P(k) ax_gpt_param(m, AX_PID(l, k))
         ax_layernorm_forward(&g->X, a->ln1, a->ln1_mean, a->ln1_rstd, h, P(AX_P_LN1W), P(AX_P_LN1B), M, Cx, C, m->scratch);
         ax_linear_forward(&m->qkv, ax_linear_weight(&m->qkv, g, P(AX_P_QKVW), m->ws.wblock), P(AX_P_QKVB), a->ln1, a->qkv, M);
-        ax_attention_forward(a->atty, a->att, a->qkv, Bl, T, m->Hl, m->hd);
+        ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->hd, m->att_scratch, m->att_threads);
         ax_linear_forward(&m->proj, ax_linear_weight(&m->proj, g, P(AX_P_PROJW), m->ws.wblock), P(AX_P_PROJB), a->atty, a->res2, M);
         ax_add_inplace(a->res2, h, (size_t)M * Cx);
         ax_layernorm_forward(&g->X, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(AX_P_LN2W), P(AX_P_LN2B), M, Cx, C, m->scratch);
@@ -240,7 +242,7 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
         /* attention: res2 = h + proj(attn(qkv(ln1(h)))) */
         ax_linear_backward(&m->proj, g, ax_linear_weight(&m->proj, g, P(AX_P_PROJW), m->ws.wblock), a->atty,
                            m->dres, m->s1, G(AX_P_PROJW), G(AX_P_PROJB), M, &m->ws);
-        ax_attention_backward(m->s2, m->s1, a->att, a->qkv, Bl, T, m->Hl, m->hd, m->att_scratch);
+        ax_attention_backward(m->s2, m->s1, a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->hd, m->att_scratch, m->att_threads);
         ax_linear_backward(&m->qkv, g, ax_linear_weight(&m->qkv, g, P(AX_P_QKVW), m->ws.wblock), a->ln1,
                            m->s2, m->s1, G(AX_P_QKVW), G(AX_P_QKVB), M, &m->ws);
         ax_layernorm_backward(&g->X, m->dres, G(AX_P_LN1W), G(AX_P_LN1B), m->s1, h, P(AX_P_LN1W),

@@ -33,7 +33,7 @@ typedef struct {
 
 typedef struct {
     /* per layer */
-    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty, *res2;
+    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *lse, *atty, *res2;
     float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *res3;
 } ax_layer_acts;
 
@@ -56,6 +56,7 @@ typedef struct {
     float *encoded, *lnf, *lnf_mean, *lnf_rstd, *logits, *losses;
     ax_layer_acts *L;
     float *dres, *s1, *s2, *scratch, *att_scratch;
+    int att_threads;              /* threads att_scratch is sized for */
 } ax_gpt;
 
 /* Checks that the model splits on the grid; one line naming what does not. */
