@@ -31,7 +31,8 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[1], "tokenizer") == 0) cmd = ax_cmd_tokenizer;
     else if (strcmp(argv[1], "memorize") == 0) cmd = ax_cmd_memorize;
     else { fprintf(stderr, "axonn: error: unknown command '%s' (expected train, eval, sample, prepare, tokenizer or memorize)\n", argv[1]); return 2; }
-    MPI_Init(&argc, &argv);
+    int provided;   /* OpenMP threads never call MPI */
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     int rc = cmd(argc, argv);
     if (rc < 0) ax_err_exit(1);
     MPI_Finalize();

@@ -1,6 +1,12 @@
 #include "comm/comm.h"
 #include "util/err.h"
+#include <limits.h>
+#include <stdint.h>
 #include <string.h>
+
+static size_t chunk_max = INT_MAX;
+
+void ax_comm_set_chunk(size_t n) { chunk_max = n > 0 && n <= INT_MAX ? n : INT_MAX; }
 
 void ax_comm_from(ax_comm *c, MPI_Comm comm) {
     memset(c, 0, sizeof *c);
@@ -14,37 +20,119 @@ void ax_comm_free(ax_comm *c) {
     c->comm = MPI_COMM_NULL;
 }
 
-void ax_allreduce_f32(ax_comm *c, float *buf, size_t n) {
-    if (c->size == 1 || n == 0) return;
-    double t = MPI_Wtime();
-    AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, c->comm));
-    c->seconds += MPI_Wtime() - t; c->bytes += 4.0 * n;
+/* ---- every collective as parts of at most `chunk` elements ---- */
+
+typedef enum { AX_AR, AX_AG, AX_RS } ax_kind;
+
+typedef struct {
+    ax_kind kind;
+    MPI_Datatype el;
+    int width;
+    MPI_Op op;
+} ax_coll;
+
+/* `len` elements of each rank's block, the blocks `stride` elements apart */
+static MPI_Datatype blocks(size_t len, size_t stride, const ax_coll *k) {
+    MPI_Datatype t, r;
+    AX_CHECK_MPI(MPI_Type_contiguous((int)len, k->el, &t));
+    AX_CHECK_MPI(MPI_Type_create_resized(t, 0, (MPI_Aint)(stride * (size_t)k->width), &r));
+    AX_CHECK_MPI(MPI_Type_commit(&r));
+    MPI_Type_free(&t);
+    return r;
 }
 
-void ax_allreduce_f64(ax_comm *c, double *buf, size_t n) {
-    if (c->size == 1 || n == 0) return;
-    double t = MPI_Wtime();
-    AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_DOUBLE, MPI_SUM, c->comm));
-    c->seconds += MPI_Wtime() - t; c->bytes += 8.0 * n;
+/* MPI's predefined reductions take only predefined types, so the float sum
+ * over the resized part types is a user operation: each of `count` items is
+ * `size` bytes of floats, items one extent apart. */
+static void sum_parts(void *in, void *inout, int *count, MPI_Datatype *dt) {
+    int size;
+    MPI_Aint lb, extent;
+    MPI_Type_size(*dt, &size);
+    MPI_Type_get_extent(*dt, &lb, &extent);
+    for (int c = 0; c < *count; c++) {
+        const float *a = (const float *)((const char *)in + c * extent);
+        float *b = (float *)((char *)inout + c * extent);
+        for (int i = 0; i < size / 4; i++) b[i] += a[i];
+    }
 }
 
-void ax_allreduce_max_f32(ax_comm *c, float *buf, size_t n) {
-    if (c->size == 1 || n == 0) return;
-    double t = MPI_Wtime();
-    AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_MAX, c->comm));
-    c->seconds += MPI_Wtime() - t; c->bytes += 4.0 * n;
+static MPI_Op part_op(const ax_coll *k) {
+    static MPI_Op sum = MPI_OP_NULL;
+    if (k->op != MPI_SUM || k->el != MPI_FLOAT) ax_fatal(__FILE__, __LINE__, "reduce-scatter in parts is float sums only");
+    if (sum == MPI_OP_NULL) AX_CHECK_MPI(MPI_Op_create(sum_parts, 1, &sum));
+    return sum;
 }
 
-void ax_allgather_f32(ax_comm *c, const float *send, float *recv, size_t n) {
-    if (c->size == 1) { if (recv != send) memcpy(recv, send, n * sizeof(float)); return; }
-    double t = MPI_Wtime();
-    AX_CHECK_MPI(MPI_Allgather(send, (int)n, MPI_FLOAT, recv, (int)n, MPI_FLOAT, c->comm));
-    c->seconds += MPI_Wtime() - t; c->bytes += 4.0 * n;
+/* Elements [o, o+len) of each rank's n: blocking when q is NULL. All-gather and
+ * reduce-scatter parts describe the rank blocks of the (size*n) buffer with a
+ * resized type; a type may be freed while an operation on it is pending. */
+static void part(ax_comm *c, const ax_coll *k, const void *send, void *recv, size_t o, size_t len, size_t n,
+                 MPI_Request *q) {
+    char *rb = (char *)recv + o * k->width;
+    const char *sb = (const char *)send + o * k->width;
+    if (k->kind == AX_AR) {
+        if (q) AX_CHECK_MPI(MPI_Iallreduce(MPI_IN_PLACE, rb, (int)len, k->el, k->op, c->comm, q));
+        else AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, rb, (int)len, k->el, k->op, c->comm));
+        return;
+    }
+    MPI_Datatype bt = k->el;
+    MPI_Op op = k->op;
+    int cnt = (int)len;
+    if (len < n) { bt = blocks(len, n, k); cnt = 1; if (k->kind == AX_RS) op = part_op(k); }
+    if (k->kind == AX_AG) {
+        if (q) AX_CHECK_MPI(MPI_Iallgather(sb, (int)len, k->el, rb, cnt, bt, c->comm, q));
+        else AX_CHECK_MPI(MPI_Allgather(sb, (int)len, k->el, rb, cnt, bt, c->comm));
+    } else {
+        if (q) AX_CHECK_MPI(MPI_Ireduce_scatter_block(sb, rb, cnt, bt, op, c->comm, q));
+        else AX_CHECK_MPI(MPI_Reduce_scatter_block(sb, rb, cnt, bt, op, c->comm));
+    }
+    if (len < n) MPI_Type_free(&bt);
 }
 
-void ax_reduce_scatter_f32(ax_comm *c, const float *send, float *recv, size_t n) {
-    if (c->size == 1) { if (recv != send) memcpy(recv, send, n * sizeof(float)); return; }
+/* r NULL: blocking, parts of chunk_max; else at most AX_REQ_PARTS parts */
+static void coll(ax_comm *c, const ax_coll *k, const void *send, void *recv, size_t n, ax_req *r) {
+    if (r) { r->c = c; r->n = 0; }
+    if (c->size == 1) {
+        if (k->kind != AX_AR && recv != send) memcpy(recv, send, n * (size_t)k->width);
+        return;
+    }
+    if (n == 0) return;
+    size_t chunk = chunk_max;
+    if (r && chunk < (n + AX_REQ_PARTS - 1) / AX_REQ_PARTS) chunk = (n + AX_REQ_PARTS - 1) / AX_REQ_PARTS;
+    if (chunk > INT_MAX) ax_fatal(__FILE__, __LINE__, "non-blocking collective of %zu elements is too large", n);
     double t = MPI_Wtime();
-    AX_CHECK_MPI(MPI_Reduce_scatter_block(send, recv, (int)n, MPI_FLOAT, MPI_SUM, c->comm));
-    c->seconds += MPI_Wtime() - t; c->bytes += 4.0 * n * c->size;
+    for (size_t o = 0; o < n; o += chunk)
+        part(c, k, send, recv, o, n - o < chunk ? n - o : chunk, n, r ? &r->r[r->n++] : NULL);
+    c->seconds += MPI_Wtime() - t;
+    c->bytes += (double)k->width * n * (k->kind == AX_RS ? c->size : 1);
 }
+
+static const ax_coll sum_f32 = {AX_AR, MPI_FLOAT, 4, MPI_SUM}, sum_f64 = {AX_AR, MPI_DOUBLE, 8, MPI_SUM},
+                     max_f32 = {AX_AR, MPI_FLOAT, 4, MPI_MAX}, gather_f32 = {AX_AG, MPI_FLOAT, 4, MPI_OP_NULL},
+                     scatter_f32 = {AX_RS, MPI_FLOAT, 4, MPI_SUM};
+
+void ax_allreduce_f32(ax_comm *c, float *buf, size_t n) { coll(c, &sum_f32, NULL, buf, n, NULL); }
+void ax_allreduce_f64(ax_comm *c, double *buf, size_t n) { coll(c, &sum_f64, NULL, buf, n, NULL); }
+void ax_allreduce_max_f32(ax_comm *c, float *buf, size_t n) { coll(c, &max_f32, NULL, buf, n, NULL); }
+void ax_allgather_f32(ax_comm *c, const float *send, float *recv, size_t n) { coll(c, &gather_f32, send, recv, n, NULL); }
+void ax_reduce_scatter_f32(ax_comm *c, const float *send, float *recv, size_t n) { coll(c, &scatter_f32, send, recv, n, NULL); }
+void ax_iallreduce_f32(ax_comm *c, float *buf, size_t n, ax_req *r) { coll(c, &sum_f32, NULL, buf, n, r); }
+void ax_iallgather_f32(ax_comm *c, const float *send, float *recv, size_t n, ax_req *r) { coll(c, &gather_f32, send, recv, n, r); }
+void ax_ireduce_scatter_f32(ax_comm *c, const float *send, float *recv, size_t n, ax_req *r) { coll(c, &scatter_f32, send, recv, n, r); }
+
+void ax_wait(ax_req *r) {
+    if (!r->n) return;
+    double t = MPI_Wtime();
+    AX_CHECK_MPI(MPI_Waitall(r->n, r->r, MPI_STATUSES_IGNORE));
+    r->c->seconds += MPI_Wtime() - t;
+    r->n = 0;
+}
+
+int ax_test(ax_req *r) {
+    if (!r->n) return 1;
+    int done = 0;
+    AX_CHECK_MPI(MPI_Testall(r->n, r->r, &done, MPI_STATUSES_IGNORE));
+    if (done) r->n = 0;
+    return done;
+}
+

@@ -1,6 +1,19 @@
-/* Collectives on one process group. A group of size 1 costs nothing: every
- * call returns at once (in-place results are already final).
- * (Non-blocking variants arrive with the overlap of SPEC §4.) */
+/* Collectives on one process group, blocking and non-blocking.
+ *
+ * A group of size 1 costs nothing: every call returns at once (in-place results
+ * are already final, out-of-place ones are copied). Element counts are 64-bit:
+ * MPI-3 counts are int, so a collective larger than the chunk size (INT_MAX
+ * elements, settable for tests) is issued as several, each rank's blocks
+ * described by a resized datatype so the layout stays the one of a single call.
+ *
+ *   ax_req r;
+ *   ax_iallreduce_f32(&g->data, grads, n, &r);   // starts; buffers stay in use
+ *   ...compute...
+ *   ax_wait(&r);                                 // complete; time counted as blocked
+ *
+ * MPI progresses a non-blocking collective only inside MPI calls (Open MPI has
+ * no progress thread by default): ax_test() between pieces of compute is the
+ * way to move it along. OpenMP threads never call MPI (MPI_THREAD_FUNNELED). */
 #ifndef AX_COMM_COMM_H
 #define AX_COMM_COMM_H
 #include <mpi.h>
@@ -13,8 +26,19 @@ typedef struct {
     double bytes;     /* bytes each rank contributed */
 } ax_comm;
 
+#define AX_REQ_PARTS 16
+/* One collective in flight. Holds at most AX_REQ_PARTS MPI requests, so a
+ * non-blocking collective uses chunks of at least n / AX_REQ_PARTS elements. */
+typedef struct {
+    ax_comm *c;
+    int n;
+    MPI_Request r[AX_REQ_PARTS];
+} ax_req;
+
 void ax_comm_from(ax_comm *c, MPI_Comm comm);   /* takes ownership */
 void ax_comm_free(ax_comm *c);
+/* Largest element count of one MPI call (default INT_MAX); tests lower it. */
+void ax_comm_set_chunk(size_t n);
 
 void ax_allreduce_f32(ax_comm *c, float *buf, size_t n);
 void ax_allreduce_f64(ax_comm *c, double *buf, size_t n);
@@ -24,4 +48,11 @@ void ax_allgather_f32(ax_comm *c, const float *send, float *recv, size_t n);
 /* recv (n) = rank's block of the elementwise sum of every send (size*n) */
 void ax_reduce_scatter_f32(ax_comm *c, const float *send, float *recv, size_t n);
 
+/* Non-blocking forms of the same (sum in float); complete with ax_wait. */
+void ax_iallreduce_f32(ax_comm *c, float *buf, size_t n, ax_req *r);
+void ax_iallgather_f32(ax_comm *c, const float *send, float *recv, size_t n, ax_req *r);
+void ax_ireduce_scatter_f32(ax_comm *c, const float *send, float *recv, size_t n, ax_req *r);
+void ax_wait(ax_req *r);
+/* 1 when complete (then as after ax_wait); drives MPI's progress either way */
+int ax_test(ax_req *r);
 #endif

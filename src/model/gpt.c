@@ -255,8 +255,11 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
 }
 
 void ax_gpt_grad_sync(ax_gpt *m) {
-    ax_allreduce_f32(&m->g->data, m->grads, m->n_zchunk);
-    ax_allreduce_f32(&m->g->dz, m->grads + m->n_zchunk, m->n_local - m->n_zchunk);
+    ax_req a, b;                  /* the two regions' reductions in flight together */
+    ax_iallreduce_f32(&m->g->data, m->grads, m->n_zchunk, &a);
+    ax_iallreduce_f32(&m->g->dz, m->grads + m->n_zchunk, m->n_local - m->n_zchunk, &b);
+    ax_wait(&a);
+    ax_wait(&b);
 }
 
 double ax_gpt_sumsq(ax_gpt *m, const float *flat) {
