@@ -2,7 +2,12 @@
 foreach(np 1 2 4 8 6 12)
   ax_test(grid_equiv_${np} test_grid_equiv ${np})
 endforeach()
+# The same with 2 OpenMP/BLAS threads per rank (threaded kernels and GEMMs inside each rank).
+foreach(np 2 4)
+  ax_test_threads(grid_equiv_${np}_t2 test_grid_equiv ${np} 2)
+endforeach()
 # The PyTorch fixture on grids of every kind (the fixture's batch of 4 limits D*Z).
 ax_test(gpt_ref_d2z2 test_gpt_ref 4 --grid 2,1,1,2)
 ax_test(gpt_ref_x2y2 test_gpt_ref 4 --grid 1,2,2,1)
 ax_test(gpt_ref_x3y4 test_gpt_ref 12 --grid 1,3,4,1)
+ax_test_threads(gpt_ref_x2y2_t2 test_gpt_ref 4 2 --grid 1,2,2,1)

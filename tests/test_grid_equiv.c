@@ -20,8 +20,9 @@ static const int B = 24, T = 8, ACCUM = 1;
 static const ax_hparams hp = {.lr = 1e-2, .min_lr_frac = 0.1, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8,
                               .weight_decay = 0.1, .clip = 0.5, .warmup = 1, .steps = STEPS};
 
-/* trains STEPS steps on grid g from the seed-7 initialisation; losses out */
-static void run(ax_gpt *m, ax_grid *g, double *losses) {
+/* trains STEPS steps on grid g from the seed-7 initialisation; losses and
+ * pre-clip gradient norms out (AdamW would hide a gradient scaled k times) */
+static void run(ax_gpt *m, ax_grid *g, double *losses, double *gnorms) {
     ax_gpt_init(m, &cfg, g);
     ax_gpt_init_random(m, 7);
     ax_adamw o; ax_adamw_init(&o, m->n_local);
@@ -39,6 +40,7 @@ static void run(ax_gpt *m, ax_grid *g, double *losses) {
         ax_step_stats st;
         ax_train_step(m, &o, &hp, s, seqs, s == 1 ? w : NULL, ACCUM, Bl, T, &st, scr);
         losses[s] = st.loss;
+        gnorms[s] = st.gnorm;
     }
     ax_adamw_free(&o); ax_source_close(&src); free(seqs); free(scr); free(w);
 }
@@ -50,9 +52,9 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 
     /* the serial reference, as logical tensors */
-    ax_grid g1; ax_gpt m1; double ref[STEPS];
+    ax_grid g1; ax_gpt m1; double ref[STEPS], rnorm[STEPS];
     if (ax_grid_init(&g1, MPI_COMM_SELF, 1, 1, 1, 1)) ax_err_exit(0);
-    run(&m1, &g1, ref);
+    run(&m1, &g1, ref, rnorm);
     float **logical = ax_malloc(m1.np * sizeof(float *));
     for (int i = 0; i < m1.np; i++) {
         ax_param *p = &m1.p[i];
@@ -66,19 +68,23 @@ int main(int argc, char **argv) {
     int ngrids = 0;
     for (int d = 1; d <= P; d++) for (int x = 1; x <= P; x++) for (int y = 1; y <= P; y++) for (int z = 1; z <= P; z++) {
         if (d * x * y * z != P) continue;
-        ax_grid g; ax_gpt m; double got[STEPS];
+        ax_grid g; ax_gpt m; double got[STEPS], gnorm[STEPS];
         if (ax_grid_init(&g, MPI_COMM_WORLD, d, x, y, z)) ax_err_exit(0);
-        run(&m, &g, got);
-        double wl = 0;
-        for (int s = 0; s < STEPS; s++) wl = fmax(wl, fabs(got[s] - ref[s]) / ref[s]);
+        run(&m, &g, got, gnorm);
+        double wl = 0, wn = 0;
+        for (int s = 0; s < STEPS; s++) {
+            wl = fmax(wl, fabs(got[s] - ref[s]) / ref[s]);
+            wn = fmax(wn, fabs(gnorm[s] - rnorm[s]) / rnorm[s]);
+        }
         /* parameters: this rank's shards against the serial tensors' shards */
         float *want = ax_malloc(m.n_local * sizeof(float)), *diff = ax_malloc(m.n_local * sizeof(float));
         for (int i = 0; i < m.np; i++) ax_shard_extract(&m.p[i].shard, &g, logical[i], want + m.p[i].offset);
         for (int64_t k = 0; k < m.n_local; k++) diff[k] = m.params[k] - want[k];
         double wp = sqrt(ax_gpt_sumsq(&m, diff) / ax_gpt_sumsq(&m, want));
         CHECK(wl < 1e-5, "grid %d,%d,%d,%d: losses differ by %.3g", d, x, y, z, wl);
+        CHECK(wn < 1e-5, "grid %d,%d,%d,%d: gradient norms differ by %.3g", d, x, y, z, wn);
         CHECK(wp < 1e-5, "grid %d,%d,%d,%d: parameters differ by %.3g", d, x, y, z, wp);
-        if (rank == 0) printf("grid %d,%d,%d,%d: loss %.2g, parameters %.2g\n", d, x, y, z, wl, wp);
+        if (rank == 0) printf("grid %d,%d,%d,%d: loss %.2g, gradient norm %.2g, parameters %.2g\n", d, x, y, z, wl, wn, wp);
         free(want); free(diff);
         ax_gpt_free(&m); ax_grid_free(&g);
         ngrids++;
