@@ -6,7 +6,8 @@
  * divide by 2, 3, 4, 6, 8 and 12 (24 heads of 2, hidden 48, batch 24), and
  * its vocabulary (101) divides by nothing, so padding is exercised too.
  * Step 1 uses the goldfish loss (k = 3, h = 3), so masked token counts are
- * checked on every grid as well. */
+ * checked on every grid as well. Each grid also trains with activation
+ * recomputation (attn and block by turns), which must give the same bits. */
 #include "test.h"
 #include "model/gpt.h"
 #include "train/optim.h"
@@ -21,9 +22,11 @@ static const ax_hparams hp = {.lr = 1e-2, .min_lr_frac = 0.1, .beta1 = 0.9, .bet
                               .weight_decay = 0.1, .clip = 0.5, .warmup = 1, .steps = STEPS};
 
 /* trains STEPS steps on grid g from the seed-7 initialisation; losses and
- * pre-clip gradient norms out (AdamW would hide a gradient scaled k times) */
-static void run(ax_gpt *m, ax_grid *g, double *losses, double *gnorms) {
+ * pre-clip gradient norms out (AdamW would hide a gradient scaled k times);
+ * mode: which activations backward rebuilds */
+static void run(ax_gpt *m, ax_grid *g, double *losses, double *gnorms, ax_recompute mode) {
     ax_gpt_init(m, &cfg, g);
+    ax_gpt_set_recompute(m, mode);
     ax_gpt_init_random(m, 7);
     ax_adamw o; ax_adamw_init(&o, m->n_local);
     ax_source src; ax_source_open(&src, NULL, T, cfg.vocab_size, 0, 11);
@@ -54,7 +57,7 @@ int main(int argc, char **argv) {
     /* the serial reference, as logical tensors */
     ax_grid g1; ax_gpt m1; double ref[STEPS], rnorm[STEPS];
     if (ax_grid_init(&g1, MPI_COMM_SELF, 1, 1, 1, 1)) ax_err_exit(0);
-    run(&m1, &g1, ref, rnorm);
+    run(&m1, &g1, ref, rnorm, AX_RECOMPUTE_NONE);
     float **logical = ax_malloc(m1.np * sizeof(float *));
     for (int i = 0; i < m1.np; i++) {
         ax_param *p = &m1.p[i];
@@ -70,7 +73,7 @@ int main(int argc, char **argv) {
         if (d * x * y * z != P) continue;
         ax_grid g; ax_gpt m; double got[STEPS], gnorm[STEPS];
         if (ax_grid_init(&g, MPI_COMM_WORLD, d, x, y, z)) ax_err_exit(0);
-        run(&m, &g, got, gnorm);
+        run(&m, &g, got, gnorm, AX_RECOMPUTE_NONE);
         double wl = 0, wn = 0;
         for (int s = 0; s < STEPS; s++) {
             wl = fmax(wl, fabs(got[s] - ref[s]) / ref[s]);
@@ -85,6 +88,17 @@ int main(int argc, char **argv) {
         CHECK(wn < 1e-5, "grid %d,%d,%d,%d: gradient norms differ by %.3g", d, x, y, z, wn);
         CHECK(wp < 1e-5, "grid %d,%d,%d,%d: parameters differ by %.3g", d, x, y, z, wp);
         if (rank == 0) printf("grid %d,%d,%d,%d: loss %.2g, gradient norm %.2g, parameters %.2g\n", d, x, y, z, wl, wn, wp);
+        /* activation recomputation, attn and block by turns: the same bits */
+        ax_recompute mode = ngrids % 2 ? AX_RECOMPUTE_BLOCK : AX_RECOMPUTE_ATTN;
+        ax_gpt mr; double rl[STEPS], rn[STEPS];
+        run(&mr, &g, rl, rn, mode);
+        CHECK(!memcmp(rl, got, sizeof rl) && !memcmp(rn, gnorm, sizeof rn) &&
+              !memcmp(mr.params, m.params, m.n_local * sizeof(float)),
+              "grid %d,%d,%d,%d: recompute %s changes the results", d, x, y, z, mode == AX_RECOMPUTE_BLOCK ? "block" : "attn");
+        CHECK(mr.act_bytes < m.act_bytes, "grid %d,%d,%d,%d: recompute keeps no less memory", d, x, y, z);
+        if (rank == 0) printf("  recompute %s: identical, activations %.0f%% of none\n", mode == AX_RECOMPUTE_BLOCK ? "block" : "attn",
+                              100 * mr.act_bytes / m.act_bytes);
+        ax_gpt_free(&mr);
         free(want); free(diff);
         ax_gpt_free(&m); ax_grid_free(&g);
         ngrids++;

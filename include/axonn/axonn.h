@@ -53,7 +53,8 @@ typedef struct {
     int log_every;
     int quiet;
     int profile;
-    int goldfish_k, goldfish_h;         /* goldfish loss: drop 1/k of targets by a hash of h ids (k 0: off) */                        /* report GEMM and per-group communication time */
+    int goldfish_k, goldfish_h;         /* goldfish loss: drop 1/k of targets by a hash of h ids (k 0: off) */
+    const char *recompute;              /* activations rebuilt in backward: "none" (default), "attn", "block" */                        /* report GEMM and per-group communication time */
 } ax_train_opts;
 
 void ax_train_defaults(ax_train_opts *o);

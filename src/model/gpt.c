@@ -142,39 +142,73 @@ void ax_gpt_init_random(ax_gpt *m, uint64_t seed) {
     }
 }
 
-void ax_gpt_alloc_acts(ax_gpt *m, int B, int T) {
-    if (B <= m->cap_B && T <= m->cap_T) return;
-    free(m->act_mem); free(m->L);
-    m->cap_B = B; m->cap_T = T;
-    int64_t M = (int64_t)B * T, Cx = m->Cx, Cy = m->Cy, L = m->cfg.n_layer;
-    int64_t per_layer = 3 * M * Cx + 4 * M + 3 * M * Cy + (int64_t)B * m->Hl * T + M * Cy + 8 * M * Cy + M * Cx;
+/* Lays the activations out from base (NULL: only counts) and returns their
+ * floats. A per-layer buffer is either kept for every layer or, when the
+ * recompute mode rebuilds it in backward, one buffer that all layers share. */
+static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
+    int64_t M = (int64_t)B * T, Cx = m->Cx, Cy = m->Cy, off = 0;
     int64_t wide = 4 * Cy > Cx ? 4 * Cy : Cx;
-    /* attention scratch for the threads of this moment; attention never runs more */
-    m->att_threads = omp_get_max_threads();
-    int64_t total = L * per_layer + M * Cx * 2 + 2 * M + M * m->Vl + M
-                    + M * Cx + 2 * M * wide + 4 * M + (int64_t)m->att_threads * ax_attention_scratch(T);
-    float *p = m->act_mem = ax_calloc(total, sizeof(float));
-    m->act_bytes = 4.0 * total;
-#define TAKE(n) (p += (n), p - (n))
-    m->L = ax_calloc(L, sizeof(ax_layer_acts));
+    int block = m->recompute == AX_RECOMPUTE_BLOCK, attn = m->recompute != AX_RECOMPUTE_NONE;
+#define TAKE(n) (off += (n), base ? base + off - (n) : NULL)
+#define LAYERS(field, n, kept) \
+    for (int l = 0; l < m->cfg.n_layer; l++) m->L[l].field = (kept) || l == 0 ? TAKE(n) : m->L[0].field
     m->encoded = TAKE(M * Cx);
-    for (int l = 0; l < L; l++) {
-        ax_layer_acts *a = &m->L[l];
-        a->ln1 = TAKE(M * Cx); a->ln1_mean = TAKE(M); a->ln1_rstd = TAKE(M);
-        a->qkv = TAKE(3 * M * Cy); a->lse = TAKE((int64_t)B * m->Hl * T); a->atty = TAKE(M * Cy);
-        a->res2 = TAKE(M * Cx); a->ln2 = TAKE(M * Cx); a->ln2_mean = TAKE(M); a->ln2_rstd = TAKE(M);
-        a->fch = TAKE(4 * M * Cy); a->fch_gelu = TAKE(4 * M * Cy); a->res3 = TAKE(M * Cx);
-    }
+    LAYERS(ln1, M * Cx, !block); LAYERS(ln1_mean, M, !block); LAYERS(ln1_rstd, M, !block);
+    LAYERS(qkv, 3 * M * Cy, !block);
+    LAYERS(lse, (int64_t)B * m->Hl * T, !attn); LAYERS(atty, M * Cy, !attn);
+    LAYERS(res2, M * Cx, !block); LAYERS(ln2, M * Cx, !block); LAYERS(ln2_mean, M, !block); LAYERS(ln2_rstd, M, !block);
+    LAYERS(fch, 4 * M * Cy, !block); LAYERS(fch_gelu, 4 * M * Cy, !block);
+    LAYERS(res3, M * Cx, 1);                       /* the next layer's input: always kept */
     m->lnf = TAKE(M * Cx); m->lnf_mean = TAKE(M); m->lnf_rstd = TAKE(M);
     m->logits = TAKE(M * m->Vl); m->losses = TAKE(M);
     m->dres = TAKE(M * Cx); m->s1 = TAKE(M * wide); m->s2 = TAKE(M * wide);
     m->scratch = TAKE(4 * M);
     m->att_scratch = TAKE((int64_t)m->att_threads * ax_attention_scratch(T));
+#undef LAYERS
 #undef TAKE
+    return off;
+}
+
+void ax_gpt_set_recompute(ax_gpt *m, ax_recompute mode) {
+    if (mode == m->recompute) return;
+    m->recompute = mode;
+    m->cap_B = m->cap_T = 0;                       /* laid out anew on next use */
+}
+
+void ax_gpt_alloc_acts(ax_gpt *m, int B, int T) {
+    if (B <= m->cap_B && T <= m->cap_T) return;
+    free(m->act_mem); free(m->L);
+    m->cap_B = B; m->cap_T = T;
+    /* attention scratch for the threads of this moment; attention never runs more */
+    m->att_threads = omp_get_max_threads();
+    m->L = ax_calloc(m->cfg.n_layer, sizeof(ax_layer_acts));
+    int64_t total = layout_acts(m, B, T, NULL);
+    m->act_mem = ax_calloc(total, sizeof(float));
+    m->act_bytes = 4.0 * total;
+    layout_acts(m, B, T, m->act_mem);
 }
 
 const float *ax_gpt_wte(ax_gpt *m) {
     return ax_linear_weight(&m->lmhead, m->g, ax_gpt_param(m, 0), m->wte_block);
+}
+
+/* one transformer layer: res3 = res2 + mlp(ln2(res2)), res2 = h + attn(ln1(h)) */
+static void layer_forward(ax_gpt *m, int l, const float *h, int Bl, int T) {
+    ax_grid *g = m->g;
+    ax_layer_acts *a = &m->L[l];
+    int M = Bl * T, C = m->cfg.n_embd, Cx = m->Cx;
+#define P(k) ax_gpt_param(m, AX_PID(l, k))
+    ax_layernorm_forward(&g->X, a->ln1, a->ln1_mean, a->ln1_rstd, h, P(AX_P_LN1W), P(AX_P_LN1B), M, Cx, C, m->scratch);
+    ax_linear_forward(&m->qkv, ax_linear_weight(&m->qkv, g, P(AX_P_QKVW), m->ws.wblock), P(AX_P_QKVB), a->ln1, a->qkv, M);
+    ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->hd, m->att_scratch, m->att_threads);
+    ax_linear_forward(&m->proj, ax_linear_weight(&m->proj, g, P(AX_P_PROJW), m->ws.wblock), P(AX_P_PROJB), a->atty, a->res2, M);
+    ax_add_inplace(a->res2, h, (size_t)M * Cx);
+    ax_layernorm_forward(&g->X, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(AX_P_LN2W), P(AX_P_LN2B), M, Cx, C, m->scratch);
+    ax_linear_forward(&m->fc, ax_linear_weight(&m->fc, g, P(AX_P_FCW), m->ws.wblock), P(AX_P_FCB), a->ln2, a->fch, M);
+    ax_gelu_forward(a->fch_gelu, a->fch, (size_t)M * m->fc.out_l);
+    ax_linear_forward(&m->fcproj, ax_linear_weight(&m->fcproj, g, P(AX_P_FCPW), m->ws.wblock), P(AX_P_FCPB), a->fch_gelu, a->res3, M);
+    ax_add_inplace(a->res3, a->res2, (size_t)M * Cx);
+#undef P
 }
 
 double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights,
@@ -186,20 +220,8 @@ double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, 
     ax_embedding_forward(&g->Y, m->encoded, inputs, NULL, wte, ax_gpt_param(m, 1), M, T, m->v0, m->Vl, Cx);
     const float *h = m->encoded;
     for (int l = 0; l < m->cfg.n_layer; l++) {
-        ax_layer_acts *a = &m->L[l];
-#define P(k) ax_gpt_param(m, AX_PID(l, k))
-        ax_layernorm_forward(&g->X, a->ln1, a->ln1_mean, a->ln1_rstd, h, P(AX_P_LN1W), P(AX_P_LN1B), M, Cx, C, m->scratch);
-        ax_linear_forward(&m->qkv, ax_linear_weight(&m->qkv, g, P(AX_P_QKVW), m->ws.wblock), P(AX_P_QKVB), a->ln1, a->qkv, M);
-        ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->hd, m->att_scratch, m->att_threads);
-        ax_linear_forward(&m->proj, ax_linear_weight(&m->proj, g, P(AX_P_PROJW), m->ws.wblock), P(AX_P_PROJB), a->atty, a->res2, M);
-        ax_add_inplace(a->res2, h, (size_t)M * Cx);
-        ax_layernorm_forward(&g->X, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(AX_P_LN2W), P(AX_P_LN2B), M, Cx, C, m->scratch);
-        ax_linear_forward(&m->fc, ax_linear_weight(&m->fc, g, P(AX_P_FCW), m->ws.wblock), P(AX_P_FCB), a->ln2, a->fch, M);
-        ax_gelu_forward(a->fch_gelu, a->fch, (size_t)M * m->fc.out_l);
-        ax_linear_forward(&m->fcproj, ax_linear_weight(&m->fcproj, g, P(AX_P_FCPW), m->ws.wblock), P(AX_P_FCPB), a->fch_gelu, a->res3, M);
-        ax_add_inplace(a->res3, a->res2, (size_t)M * Cx);
-        h = a->res3;
-#undef P
+        layer_forward(m, l, h, Bl, T);
+        h = m->L[l].res3;
     }
     ax_layernorm_forward(&g->X, m->lnf, m->lnf_mean, m->lnf_rstd, h, ax_gpt_param(m, m->np - 2),
                          ax_gpt_param(m, m->np - 1), M, Cx, C, m->scratch);
@@ -229,6 +251,11 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
     for (int l = m->cfg.n_layer - 1; l >= 0; l--) {
         ax_layer_acts *a = &m->L[l];
         const float *h = l ? m->L[l - 1].res3 : m->encoded;
+        /* shared buffers hold the last layer's activations after forward; the
+         * others are rebuilt, bit for bit, from what was kept */
+        if (m->recompute == AX_RECOMPUTE_BLOCK && l < m->cfg.n_layer - 1) layer_forward(m, l, h, Bl, T);
+        if (m->recompute == AX_RECOMPUTE_ATTN && l < m->cfg.n_layer - 1)
+            ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->hd, m->att_scratch, m->att_threads);
 #define P(k) ax_gpt_param(m, AX_PID(l, k))
 #define G(k) ax_gpt_grad(m, AX_PID(l, k))
         /* MLP: res3 = res2 + fcproj(gelu(fc(ln2(res2)))) */

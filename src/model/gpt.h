@@ -37,6 +37,13 @@ typedef struct {
     float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *res3;
 } ax_layer_acts;
 
+/* Activations rebuilt in backward instead of kept for every layer:
+ * NONE keeps all; ATTN rebuilds each layer's attention output (and its
+ * log-sum-exp) from the kept qkv; BLOCK keeps only each layer's output and
+ * runs the layer's forward again (its collectives included) before its
+ * backward. Results are bitwise the same in every mode. */
+typedef enum { AX_RECOMPUTE_NONE, AX_RECOMPUTE_ATTN, AX_RECOMPUTE_BLOCK } ax_recompute;
+
 typedef struct {
     ax_gpt_config cfg;
     ax_grid *g;
@@ -57,6 +64,7 @@ typedef struct {
     ax_layer_acts *L;
     float *dres, *s1, *s2, *scratch, *att_scratch;
     int att_threads;              /* threads att_scratch is sized for */
+    ax_recompute recompute;       /* NONE after init; KV-cache decoding needs NONE */
 } ax_gpt;
 
 /* Checks that the model splits on the grid; one line naming what does not. */
@@ -65,6 +73,7 @@ int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g);
 void ax_gpt_free(ax_gpt *m);
 void ax_gpt_init_random(ax_gpt *m, uint64_t seed);
 void ax_gpt_alloc_acts(ax_gpt *m, int B, int T);
+void ax_gpt_set_recompute(ax_gpt *m, ax_recompute mode);
 static inline float *ax_gpt_param(ax_gpt *m, int id) { return m->params + m->p[id].offset; }
 static inline float *ax_gpt_grad(ax_gpt *m, int id) { return m->grads + m->p[id].offset; }
 

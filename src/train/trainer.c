@@ -33,6 +33,7 @@ void ax_train_defaults(ax_train_opts *o) {
     o->log_every = 10;
     o->out = "out";
     o->goldfish_h = 13;
+    o->recompute = "none";
 }
 
 typedef struct {
@@ -71,6 +72,13 @@ static void set_threads(ax_run *r) {
     ax_blas_threads(n);
 }
 
+static int parse_recompute(const char *s, ax_recompute *mode) {
+    static const char *names[] = {"none", "attn", "block"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, names[i])) { *mode = (ax_recompute)i; return 0; }
+    return AX_ERR("--recompute %s: expected none, attn or block", s);
+}
+
 static int validate(const ax_train_opts *o, const ax_gpt_config *c, const ax_grid *g) {
     if (o->steps < 1) return AX_ERR("--steps %d: expected >= 1", o->steps);
     if (o->grad_accum < 1) return AX_ERR("--grad-accum %d: expected >= 1", o->grad_accum);
@@ -95,8 +103,8 @@ static void print_memory(ax_run *r) {
     ax_gpt_alloc_acts(&r->m, r->Bl, r->o->seq);
     double a = r->m.act_bytes * mib;
     double w = r->m.ws_bytes * mib;
-    SAY(r, "memory per rank: parameters %.1f MiB, gradients %.1f, AdamW %.1f, activations %.1f, gather buffers %.1f: %.1f MiB\n",
-        p, p, 2 * p, a, w, 4 * p + a + w);
+    SAY(r, "memory per rank: parameters %.1f MiB, gradients %.1f, AdamW %.1f, activations %.1f (recompute %s), "
+           "gather buffers %.1f: %.1f MiB\n", p, p, 2 * p, a, r->o->recompute, w, 4 * p + a + w);
 }
 
 static int setup(ax_run *r) {
@@ -132,7 +140,10 @@ static int setup(ax_run *r) {
     if (!o->seq) o->seq = cfg.block_size;
     r->st.batch = o->batch; r->st.seq = o->seq; r->st.steps = o->steps;
     AX_TRY(validate(o, &cfg, &r->g));
+    ax_recompute recompute = AX_RECOMPUTE_NONE;
+    AX_TRY(parse_recompute(o->recompute, &recompute));
     AX_TRY(ax_gpt_init(&r->m, &cfg, &r->g));
+    ax_gpt_set_recompute(&r->m, recompute);
     ax_adamw_init(&r->opt, r->m.n_local);
     if (o->resume) AX_TRY(ax_ckpt_load(ckdir, &r->m, &r->opt));
     else if (o->init) AX_TRY(ax_gpt_load(&r->m, o->init));
