@@ -232,7 +232,7 @@ static void test_attention(void) {
     /* several tiles, the last one partial: the double-precision textbook
      * attention, within 1e-5 norm-wise (fp32 sums in another order; a wrong
      * tile, mask or rescaling is off by far more) */
-    enum { B = 2, T = 2 * AX_ATT_TILE + 22, H = 3, hd = 8, C = H * hd };
+    enum { B = 2, T = 2 * 64 + 22, H = 3, hd = 8, C = H * hd };   /* the CPU backend's tiles are 64 */
     long nq = (long)B * T * 3 * C, no = (long)B * T * C;
     float *qkv = randn(nq, 1.5), *dout = randn(no, 1.0), *lse = filled(B * H * T, GARBAGE);
     float *out1 = filled(no, GARBAGE), *out2 = filled(no, GARBAGE), *dq1 = filled(nq, GARBAGE), *dq2 = filled(nq, GARBAGE);
@@ -242,7 +242,7 @@ static void test_attention(void) {
     ax_attention_forward(out1, lse, qkv, B, T, H, hd, scratch, 1);
     ax_attention_backward(dq1, dout, out1, lse, qkv, B, T, H, hd, scratch, 1);
     double eo = reldiff_d(out1, rout, no), eg = reldiff_d(dq1, rdq, nq);
-    printf("attention T=%d (%d tiles): out %.2g, dqkv %.2g relative to the double reference\n", T, (T + AX_ATT_TILE - 1) / AX_ATT_TILE, eo, eg);
+    printf("attention T=%d (%d tiles): out %.2g, dqkv %.2g relative to the double reference\n", T, (T + 63) / 64, eo, eg);
     CHECK(eo < 1e-5, "tiled attention output differs from the reference: %.3g", eo);
     CHECK(eg < 1e-5, "tiled attention dqkv differs from the reference: %.3g", eg);
     /* one thread or two: the same bits (each unit of work belongs to one thread) */
@@ -252,7 +252,7 @@ static void test_attention(void) {
           "attention with 2 threads differs from 1 thread");
     /* causal: changing the last query's k and v (and all later rows of the
      * first sequence's second half) leaves the earlier outputs unchanged */
-    int cut = AX_ATT_TILE + 3;
+    int cut = 64 + 3;
     for (long i = (long)cut * 3 * C; i < (long)T * 3 * C; i++) qkv[i] += 0.5f;
     ax_attention_forward(out2, lse, qkv, B, T, H, hd, scratch, 1);
     CHECK(!memcmp(out1, out2, (size_t)cut * C * sizeof(float)), "outputs before position %d depend on later tokens", cut);
@@ -312,31 +312,34 @@ static void test_xent(void) {
 
 /* ---- embedding: dwte rows, dwpe ---- */
 
-typedef struct { int M, T, v0, Vl, C; const int32_t *tokens; float *wte, *wpe, *R, *out; } emb_ctx;
+typedef struct { int M, T, v0, Vl, C; const int32_t *tokens, *pos; float *wte, *wpe, *R, *out; } emb_ctx;
 
 static double emb_loss(void *v) {
     emb_ctx *c = v;
-    ax_embedding_forward(&g.Y, c->out, c->tokens, NULL, c->wte, c->wpe, c->M, c->T, c->v0, c->Vl, c->C);
+    ax_embedding_forward(&g.Y, c->out, c->tokens, c->pos, c->wte, c->wpe, c->M, c->T, c->v0, c->Vl, c->C);
     return dot(c->out, c->R, (long)c->M * c->C);
 }
 
-static void test_embedding(void) {
+static void test_embedding(int given_positions) {
     /* The block holds vocabulary rows [2, 7) of 9, as one Y shard would:
      * tokens outside it have no row here (on a 1-rank Y group they embed as
      * zeros and get no gradient). Token 3 repeats, so its row must accumulate;
-     * token 5 never occurs; wpe has maxT = 6 > T rows, the last one unused. */
+     * token 5 never occurs; wpe has maxT = 6 > T rows, the last one unused
+     * with positions i % T; with given positions (rows of mixed sequences,
+     * repeats, the last row) every position row is exercised. */
     enum { B = 2, T = 5, M = B * T, maxT = 6, v0 = 2, Vl = 5, C = 7 };
-    static const int32_t tokens[M] = {3, 3, 0, 6, 8, 2, 3, 1, 6, 4};
-    emb_ctx c = {M, T, v0, Vl, C, tokens, randn(Vl * C, 1.0), randn(maxT * C, 1.0), randn(M * C, 1.0), filled(M * C, 0)};
+    static const int32_t tokens[M] = {3, 3, 0, 6, 8, 2, 3, 1, 6, 4}, positions[M] = {0, 1, 2, 5, 4, 2, 0, 5, 1, 3};
+    const int32_t *pos = given_positions ? positions : NULL;
+    emb_ctx c = {M, T, v0, Vl, C, tokens, pos, randn(Vl * C, 1.0), randn(maxT * C, 1.0), randn(M * C, 1.0), filled(M * C, 0)};
     float *bte = randn(Vl * C, 1.0), *bpe = randn(maxT * C, 1.0);   /* += bases */
     float *dte = copy_of(bte, Vl * C), *dpe = copy_of(bpe, maxT * C);
-    ax_embedding_backward(dte, dpe, c.R, tokens, M, T, v0, Vl, C);
+    ax_embedding_backward(dte, dpe, c.R, tokens, pos, M, T, v0, Vl, C);
     float *ate = added(dte, bte, Vl * C), *ape = added(dpe, bpe, maxT * C);
     /* exact structural facts, then the finite differences */
     CHECK(all_zero(ate + (5 - v0) * C, C), "embedding: dwte row of an unused token changed");
-    CHECK(all_zero(ape + T * C, (maxT - T) * C), "embedding: dwpe rows >= T changed");
-    fd_check("embedding dwte", emb_loss, &c, c.wte, ate, Vl * C);
-    fd_check("embedding dwpe", emb_loss, &c, c.wpe, ape, maxT * C);
+    if (!pos) CHECK(all_zero(ape + T * C, (maxT - T) * C), "embedding: dwpe rows >= T changed");
+    fd_check(pos ? "embedding dwte (positions)" : "embedding dwte", emb_loss, &c, c.wte, ate, Vl * C);
+    fd_check(pos ? "embedding dwpe (positions)" : "embedding dwpe", emb_loss, &c, c.wpe, ape, maxT * C);
     float *all[] = {c.wte, c.wpe, c.R, c.out, bte, bpe, dte, dpe, ate, ape};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
 }
@@ -381,7 +384,8 @@ int main(int argc, char **argv) {
     test_gelu();
     test_attention();
     test_xent();
-    test_embedding();
+    test_embedding(0);
+    test_embedding(1);
     test_linear(0);
     test_linear(1);
     ax_grid_free(&g);

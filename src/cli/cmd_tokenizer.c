@@ -3,7 +3,7 @@
 #include "cli/text.h"
 #include "util/err.h"
 #include "util/fileio.h"
-#include <omp.h>
+#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,13 +31,13 @@ static int cmd_train(int argc, char **argv) {
     ax_doclist d;
     AX_TRY(ax_doclist_read(&d, in, nin));
     if (d.n == 0) { ax_doclist_free(&d); return AX_ERR("%s: no text found in the inputs", in[0]); }
-    double t0 = omp_get_wtime();
+    double t0 = MPI_Wtime();
     ax_tokenizer *t;
     rc = ax_tok_train(&t, (const char *const *)d.text, d.len, d.n, vocab);
     ax_doclist_free(&d);
     if (rc) return rc;
     rc = ax_tok_save_json(t, out);
-    if (rc == 0) printf("trained a %d-id tokenizer in %.1f s: %s\n", ax_tok_vocab_size(t), omp_get_wtime() - t0, out);
+    if (rc == 0) printf("trained a %d-id tokenizer in %.1f s: %s\n", ax_tok_vocab_size(t), MPI_Wtime() - t0, out);
     ax_tok_free(t);
     return rc;
 }

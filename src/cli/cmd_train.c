@@ -1,5 +1,6 @@
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "backend/backend.h"
 #include "cli/text.h"
 #include "util/err.h"
 #include "util/fileio.h"
@@ -22,6 +23,7 @@ int ax_cmd_train(int argc, char **argv) {
     const char *preset = NULL;
     ax_gpt_config mc = {0};
     int synthetic = 0;
+    const char *backend = "cpu";
     ax_opt opts[] = {
         {"data", AX_OPT_STR, &o.data, "GLOB", "training token shards (llm.c format)"},
         {"synthetic", AX_OPT_FLAG, &synthetic, NULL, "train on a synthetic token stream (no data needed)"},
@@ -63,6 +65,7 @@ int ax_cmd_train(int argc, char **argv) {
         {"threads", AX_OPT_INT, &o.threads, "N", "OpenMP/BLAS threads per rank (default: cores / ranks per node)"},
         {"goldfish-k", AX_OPT_INT, &o.goldfish_k, "K", "goldfish loss: leave out about 1/K of target tokens (0: off)"},
         {"goldfish-h", AX_OPT_INT, &o.goldfish_h, "H", "goldfish context: hash of the H ids of the token stream ending at a target (default 13)"},
+        {"backend", AX_OPT_STR, &backend, "NAME", "kernels: cpu (default; compiled backends in axonn --version)"},
         {"recompute", AX_OPT_STR, &o.recompute, "MODE", "activation recomputation: none (default), attn (attention outputs) or block (whole layers)"},
         {"quiet", AX_OPT_FLAG, &o.quiet, NULL, "no per-step lines"},
         {"profile", AX_OPT_FLAG, &o.profile, NULL, "report the share of step time in GEMMs and in each group's collectives"},
@@ -70,6 +73,7 @@ int ax_cmd_train(int argc, char **argv) {
     };
     int rc = ax_args_parse(opts, argc, argv, 2, usage, NULL, NULL, 0);
     if (rc) return rc;
+    AX_TRY(ax_backend_use(backend));
     if (synthetic && o.data) return AX_ERR("--synthetic and --data exclude each other");
     if (preset) AX_TRY(ax_cli_preset(preset, &o.model));
     static const char *size_flags[] = {"n-layer", "n-head", "n-embd", "block-size", "vocab-size"};

@@ -1,5 +1,5 @@
 #include "cli/cli.h"
-#include "backend/cpu/gemm.h"
+#include "backend/backend.h"
 #include "util/err.h"
 #include "util/fileio.h"
 #include <stdio.h>
@@ -32,4 +32,4 @@ int ax_cli_open_model(const char *path, const int grid[4], ax_grid *g, ax_gpt *m
     return ax_gpt_load(m, path);
 }
 
-void ax_cli_threads(int n) { if (n > 0) ax_blas_threads(n); }
+void ax_cli_threads(int n) { if (n > 0) ax_be()->set_threads(n); }

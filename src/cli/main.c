@@ -1,5 +1,6 @@
 /* axonn: train, evaluate and sample GPT models with 4D hybrid parallelism. */
 #include "cli/cli.h"
+#include "backend/backend.h"
 #include "util/err.h"
 #include <malloc.h>
 #include <stdio.h>
@@ -14,10 +15,14 @@ static void usage(void) {
            "  prepare  text files -> token shards\n"
            "  tokenizer train|encode|decode  byte-level BPE tokenizers\n"
            "  memorize verbatim-memorization audit of a model on documents\n\n"
-           "'axonn <command> --help' lists each command's options.\n");
+           "'axonn <command> --help' lists each command's options; 'axonn --version' the build.\n");
 }
 
 int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        printf("axonn %s (backends: %s)\n", AX_VERSION, ax_backend_names());
+        return 0;
+    }
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) { usage(); return argc < 2 ? 2 : 0; }
     /* Keep freed memory in the process: fresh pages cost a fault each, and MPI's
      * large temporaries would otherwise be unmapped and re-faulted every call. */

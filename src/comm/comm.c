@@ -136,3 +136,8 @@ int ax_test(ax_req *r) {
     return done;
 }
 
+
+static void reduce_sum(void *c, float *buf, size_t n) { ax_allreduce_f32(c, buf, n); }
+static void reduce_max(void *c, float *buf, size_t n) { ax_allreduce_max_f32(c, buf, n); }
+
+ax_reducer ax_comm_reducer(ax_comm *c) { return (ax_reducer){reduce_sum, reduce_max, c}; }

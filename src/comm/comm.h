@@ -18,6 +18,7 @@
 #define AX_COMM_COMM_H
 #include <mpi.h>
 #include <stddef.h>
+#include "backend/backend.h"
 
 typedef struct {
     MPI_Comm comm;
@@ -47,6 +48,9 @@ void ax_allreduce_max_f32(ax_comm *c, float *buf, size_t n);
 void ax_allgather_f32(ax_comm *c, const float *send, float *recv, size_t n);
 /* recv (n) = rank's block of the elementwise sum of every send (size*n) */
 void ax_reduce_scatter_f32(ax_comm *c, const float *send, float *recv, size_t n);
+
+/* The group as a backend kernel's reducer (float sum and max, blocking). */
+ax_reducer ax_comm_reducer(ax_comm *c);
 
 /* Non-blocking forms of the same (sum in float); complete with ax_wait. */
 void ax_iallreduce_f32(ax_comm *c, float *buf, size_t n, ax_req *r);

@@ -4,7 +4,7 @@
 #include "util/err.h"
 #include "util/fileio.h"
 #include <math.h>
-#include <omp.h>
+#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +43,7 @@ static int is_val(const ax_prepare_opts *o, int64_t i) {
 }
 
 static void show(const ax_prepare_stats *st, double t0, int done) {
-    double dt = omp_get_wtime() - t0;
+    double dt = MPI_Wtime() - t0;
     fprintf(stderr, "\r\033[Kprepare: %.1f MB, %lld docs, %lld tokens, %.1f MB/s%s",
             st->bytes / 1e6, (long long)(st->docs[0] + st->docs[1]), (long long)(st->tokens[0] + st->tokens[1]),
             dt > 0 ? st->bytes / 1e6 / dt : 0.0, done ? "\n" : "");
@@ -96,7 +96,7 @@ static int prepare_into(const ax_tokenizer *t, const ax_prepare_opts *o, const c
     AX_TRY(ax_tok_save_json(t, tpath));
     split_out sp[2] = {{dir, "train", {0}, o->shard_tokens, 0}, {dir, "val", {0}, o->shard_tokens, 0}};
     ax_ids ids = {0};
-    double t0 = omp_get_wtime(), last = t0;
+    double t0 = MPI_Wtime(), last = t0;
     int64_t doc = 0;
     int rc = 0;
     for (int f = 0; f < o->ninputs && rc == 0; f++) {
@@ -110,14 +110,14 @@ static int prepare_into(const ax_tokenizer *t, const ax_prepare_opts *o, const c
             if ((rc = add(&sp[split], ids.v, ids.n))) break;
             st->tokens[split] += ids.n;
             st->bytes += len;
-            if (o->progress && omp_get_wtime() - last > 0.5) { show(st, t0, 0); last = omp_get_wtime(); }
+            if (o->progress && MPI_Wtime() - last > 0.5) { show(st, t0, 0); last = MPI_Wtime(); }
         }
         if (k < 0) rc = -1;
         ax_docs_close(r);
     }
     for (int s = 0; s < 2 && rc == 0; s++) rc = flush(&sp[s]);
     st->shards[0] = sp[0].n; st->shards[1] = sp[1].n;
-    st->seconds = omp_get_wtime() - t0;
+    st->seconds = MPI_Wtime() - t0;
     if (o->progress && rc == 0) show(st, t0, 1);
     ax_ids_free(&ids); ax_ids_free(&sp[0].buf); ax_ids_free(&sp[1].buf);
     if (rc == 0 && st->tokens[0] + st->tokens[1] == 0)

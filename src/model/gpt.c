@@ -1,6 +1,6 @@
 /* GPT-2 model on the 4D grid: parameter table, forward and backward. */
 #include "model/gpt.h"
-#include "backend/cpu/gemm.h"
+#include "backend/backend.h"
 #include "nn/activation.h"
 #include "nn/attention.h"
 #include "nn/embedding.h"
@@ -9,7 +9,6 @@
 #include "util/err.h"
 #include "util/rng.h"
 #include <math.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,7 +115,7 @@ void ax_gpt_free(ax_gpt *m) {
     free(m->p); free(m->params); free(m->grads);
     free(m->ws.wblock); free(m->ws.gblock); free(m->ws.gchunk);
     free(m->wte_block); free(m->wte_gblock);
-    free(m->act_mem); free(m->L);
+    ax_be()->free(m->act_mem); free(m->L);
     memset(m, 0, sizeof *m);
 }
 
@@ -177,13 +176,13 @@ void ax_gpt_set_recompute(ax_gpt *m, ax_recompute mode) {
 
 void ax_gpt_alloc_acts(ax_gpt *m, int B, int T) {
     if (B <= m->cap_B && T <= m->cap_T) return;
-    free(m->act_mem); free(m->L);
+    ax_be()->free(m->act_mem); free(m->L);
     m->cap_B = B; m->cap_T = T;
     /* attention scratch for the threads of this moment; attention never runs more */
-    m->att_threads = omp_get_max_threads();
+    m->att_threads = ax_be()->threads();
     m->L = ax_calloc(m->cfg.n_layer, sizeof(ax_layer_acts));
     int64_t total = layout_acts(m, B, T, NULL);
-    m->act_mem = ax_calloc(total, sizeof(float));
+    m->act_mem = ax_be()->alloc(total * sizeof(float));
     m->act_bytes = 4.0 * total;
     layout_acts(m, B, T, m->act_mem);
 }
@@ -241,9 +240,9 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
     float *dwte = g->gz == 1 ? ax_gpt_grad(m, 0) : m->wte_gblock;
     if (g->gz > 1) memset(dwte, 0, ax_shard_numel(&m->lmhead.w, g) * g->gz * sizeof(float));
     /* LM head: dlogits are in m->logits; its dW goes to the shared token-table gradient */
-    ax_gemm(0, 0, M, Cx, m->Vl, 1.0f, m->logits, m->Vl, wte, Cx, 0.0f, m->s1, Cx);
+    ax_be()->gemm(0, 0, M, Cx, m->Vl, 1.0f, m->logits, m->Vl, wte, Cx, 0.0f, m->s1, Cx);
     ax_allreduce_f32(&g->Y, m->s1, (size_t)M * Cx);
-    ax_gemm(1, 0, m->Vl, Cx, M, 1.0f, m->logits, m->Vl, m->lnf, Cx, 1.0f, dwte, Cx);
+    ax_be()->gemm(1, 0, m->Vl, Cx, M, 1.0f, m->logits, m->Vl, m->lnf, Cx, 1.0f, dwte, Cx);
     const float *hlast = m->cfg.n_layer ? m->L[m->cfg.n_layer - 1].res3 : m->encoded;
     memset(m->dres, 0, (size_t)M * Cx * sizeof(float));
     ax_layernorm_backward(&g->X, m->dres, ax_gpt_grad(m, m->np - 2), ax_gpt_grad(m, m->np - 1), m->s1, hlast,
@@ -277,7 +276,7 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
 #undef P
 #undef G
     }
-    ax_embedding_backward(dwte, ax_gpt_grad(m, 1), m->dres, inputs, M, T, m->v0, m->Vl, Cx);
+    ax_embedding_backward(dwte, ax_gpt_grad(m, 1), m->dres, inputs, NULL, M, T, m->v0, m->Vl, Cx);
     if (g->gz > 1) ax_linear_reduce_grad(&m->lmhead, g, dwte, ax_gpt_grad(m, 0), &m->ws);
 }
 

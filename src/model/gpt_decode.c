@@ -1,6 +1,6 @@
 #include "model/gpt_decode.h"
-#include "backend/cpu/vmath.h"
 #include "nn/activation.h"
+#include "nn/attention.h"
 #include "nn/embedding.h"
 #include "nn/layernorm.h"
 #include "util/err.h"
@@ -48,34 +48,6 @@ void ax_kv_prefill(ax_kvcache *c, ax_gpt *m, int b, const int32_t *prompt, int n
     memcpy(c->logits + (size_t)b * m->Vl, m->logits + (size_t)(n - 1) * m->Vl, m->Vl * sizeof(float));
 }
 
-/* attention of each row's new query over its cached keys and values */
-static void attend(ax_kvcache *c, ax_gpt *m, int l, int nb) {
-    int Cy = m->Cy, hd = m->hd;
-    float scale = 1.0f / sqrtf((float)hd);
-    #pragma omp parallel for schedule(dynamic, 1)
-    for (int bh = 0; bh < nb * m->Hl; bh++) {
-        int b = bh / m->Hl, h = bh % m->Hl, n = c->len[b] + 1;
-        const float *q = c->qkv + (size_t)b * 3 * Cy + h * hd;
-        float *kc = c->k + kv_index(c, m, l, b, h, 0), *vc = c->v + kv_index(c, m, l, b, h, 0);
-        memcpy(kc + (size_t)(n - 1) * hd, q + Cy, hd * sizeof(float));
-        memcpy(vc + (size_t)(n - 1) * hd, q + 2 * Cy, hd * sizeof(float));
-        float s[n], mx = -INFINITY, sum = 0;
-        for (int j = 0; j < n; j++) {
-            float d = 0;
-            for (int e = 0; e < hd; e++) d += q[e] * kc[(size_t)j * hd + e];
-            s[j] = d * scale;
-            mx = s[j] > mx ? s[j] : mx;
-        }
-        for (int j = 0; j < n; j++) { s[j] = ax_expf(s[j] - mx); sum += s[j]; }
-        float *o = c->atty + (size_t)b * Cy + h * hd;
-        for (int e = 0; e < hd; e++) o[e] = 0;
-        for (int j = 0; j < n; j++) {
-            float p = s[j] / sum;
-            for (int e = 0; e < hd; e++) o[e] += p * vc[(size_t)j * hd + e];
-        }
-    }
-}
-
 void ax_kv_step(ax_kvcache *c, ax_gpt *m, const int32_t *tokens, int nb) {
     ax_grid *g = m->g;
     int Cx = m->Cx, C = m->cfg.n_embd;
@@ -85,7 +57,8 @@ void ax_kv_step(ax_kvcache *c, ax_gpt *m, const int32_t *tokens, int nb) {
 #define P(k) ax_gpt_param(m, AX_PID(l, k))
         ax_layernorm_forward(&g->X, c->ln, c->mean, c->rstd, c->x, P(AX_P_LN1W), P(AX_P_LN1B), nb, Cx, C, c->scratch);
         ax_linear_forward(&m->qkv, ax_linear_weight(&m->qkv, g, P(AX_P_QKVW), m->ws.wblock), P(AX_P_QKVB), c->ln, c->qkv, nb);
-        attend(c, m, l, nb);
+        ax_attention_decode(c->atty, c->qkv, c->k + kv_index(c, m, l, 0, 0, 0), c->v + kv_index(c, m, l, 0, 0, 0),
+                            c->len, nb, m->Hl, m->hd, c->Tmax);
         ax_linear_forward(&m->proj, ax_linear_weight(&m->proj, g, P(AX_P_PROJW), m->ws.wblock), P(AX_P_PROJB), c->atty, c->tmp, nb);
         ax_add_inplace(c->x, c->tmp, (size_t)nb * Cx);
         ax_layernorm_forward(&g->X, c->ln, c->mean, c->rstd, c->x, P(AX_P_LN2W), P(AX_P_LN2B), nb, Cx, C, c->scratch);

@@ -25,7 +25,6 @@ static int64_t max_logical(const ax_gpt *m) {
 
 /* [r, c] row-major -> [c, r] */
 static void transpose(float *dst, const float *src, int64_t r, int64_t c) {
-    #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < r; i++)
         for (int64_t j = 0; j < c; j++) dst[j * r + i] = src[i * c + j];
 }

@@ -1,6 +1,5 @@
 #include "nn/linear.h"
-#include "backend/cpu/gemm.h"
-#include <omp.h>
+#include "backend/backend.h"
 #include <string.h>
 
 void ax_linear_init(ax_linear *L, ax_grid *g, int in, int out, int out_pad, int transposed, int qkv_heads) {
@@ -29,14 +28,9 @@ const float *ax_linear_weight(const ax_linear *L, ax_grid *g, const float *chunk
 }
 
 void ax_linear_forward(const ax_linear *L, const float *Wb, const float *bias, const float *x, float *y, int M) {
-    ax_gemm(0, 1, M, L->out_l, L->in_l, 1.0f, x, L->in_l, Wb, L->in_l, 0.0f, y, L->out_l);
+    ax_be()->gemm(0, 1, M, L->out_l, L->in_l, 1.0f, x, L->in_l, Wb, L->in_l, 0.0f, y, L->out_l);
     ax_allreduce_f32(L->fwd, y, (size_t)M * L->out_l);
-    if (bias) {
-        int n = L->out_l;
-        #pragma omp parallel for schedule(static)
-        for (int i = 0; i < M; i++)
-            for (int j = 0; j < n; j++) y[(size_t)i * n + j] += bias[j];
-    }
+    if (bias) ax_be()->bias_add(y, bias, M, L->out_l);
 }
 
 void ax_linear_reduce_grad(const ax_linear *L, ax_grid *g, float *gblock, float *dw_chunk, ax_linear_ws *ws) {
@@ -50,24 +44,14 @@ void ax_linear_backward(const ax_linear *L, ax_grid *g, const float *Wb, const f
                         float *dx, float *dw_chunk, float *dbias, int M, ax_linear_ws *ws) {
     int in = L->in_l, out = L->out_l;
     if (dx) {
-        ax_gemm(0, 0, M, in, out, 1.0f, dy, out, Wb, in, 0.0f, dx, in);
+        ax_be()->gemm(0, 0, M, in, out, 1.0f, dy, out, Wb, in, 0.0f, dx, in);
         ax_allreduce_f32(L->bwd, dx, (size_t)M * in);
     }
     if (g->gz == 1) {
-        ax_gemm(1, 0, out, in, M, 1.0f, dy, out, x, in, 1.0f, dw_chunk, in);
+        ax_be()->gemm(1, 0, out, in, M, 1.0f, dy, out, x, in, 1.0f, dw_chunk, in);
     } else {
-        ax_gemm(1, 0, out, in, M, 1.0f, dy, out, x, in, 0.0f, ws->gblock, in);
+        ax_be()->gemm(1, 0, out, in, M, 1.0f, dy, out, x, in, 0.0f, ws->gblock, in);
         ax_linear_reduce_grad(L, g, ws->gblock, dw_chunk, ws);
     }
-    if (dbias) {
-        #pragma omp parallel
-        {
-            int nt = omp_get_num_threads(), t = omp_get_thread_num();
-            int c0 = (int)((long)out * t / nt), c1 = (int)((long)out * (t + 1) / nt);
-            for (int i = 0; i < M; i++) {
-                const float *r = dy + (size_t)i * out;
-                for (int j = c0; j < c1; j++) dbias[j] += r[j];
-            }
-        }
-    }
+    if (dbias) ax_be()->bias_grad(dbias, dy, M, out);
 }

@@ -1,4 +1,5 @@
 #include "train/optim.h"
+#include "backend/backend.h"
 #include "util/err.h"
 #include <math.h>
 #include <stdlib.h>
@@ -20,15 +21,7 @@ void ax_adamw_update(ax_adamw *o, ax_gpt *m, const ax_hparams *h, double lr, int
         const ax_param *p = &m->p[i];
         float decay = p->decay ? (float)(1.0 - lr * h->weight_decay) : 1.0f;
         float *w = m->params + p->offset, *g = m->grads + p->offset;
-        float *mm = o->m + p->offset, *vv = o->v + p->offset;
-        #pragma omp parallel for schedule(static)
-        for (int64_t k = 0; k < p->numel; k++) {
-            float gk = g[k] * gscale;
-            mm[k] = b1 * mm[k] + (1.0f - b1) * gk;
-            vv[k] = b2 * vv[k] + (1.0f - b2) * gk * gk;
-            float mh = mm[k] / c1, vh = vv[k] / c2;
-            w[k] = w[k] * decay - lrf * mh / (sqrtf(vh) + eps);
-        }
+        ax_be()->adamw(w, g, o->m + p->offset, o->v + p->offset, p->numel, gscale, b1, b2, c1, c2, lrf, eps, decay);
     }
 }
 

@@ -1,7 +1,7 @@
 /* The training loop: grid, model, data, steps, logging, checkpoints. */
 #define _GNU_SOURCE 1
 #include "axonn/axonn.h"
-#include "backend/cpu/gemm.h"
+#include "backend/backend.h"
 #include "grid/grid.h"
 #include "model/gpt.h"
 #include "train/checkpoint.h"
@@ -13,7 +13,6 @@
 #include "util/err.h"
 #include "util/fileio.h"
 #include <math.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +68,7 @@ static void set_threads(ax_run *r) {
         n = (int)sysconf(_SC_NPROCESSORS_ONLN) / local;
         if (n < 1) n = 1;
     }
-    ax_blas_threads(n);
+    ax_be()->set_threads(n);
 }
 
 static int parse_recompute(const char *s, ax_recompute *mode) {
@@ -115,7 +114,7 @@ static int setup(ax_run *r) {
      * pseudo-terminal even when the user's output is a file or a pipe */
     r->tty = r->root && isatty(1) && !getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMI_SIZE");
     set_threads(r);
-    ax_gemm_timing(o->profile);
+    ax_be()->gemm_timing(o->profile);
     ax_gpt_config cfg = o->model;
     char ckdir[4096] = "", path[4200];
     r->st = (ax_ckpt_state){.step = 0, .seed = o->seed};
@@ -174,8 +173,8 @@ static int setup(ax_run *r) {
     }
     MPI_Bcast(&bad, 1, MPI_INT, 0, r->g.world);
     if (bad) return AX_ERR("%s: cannot open the metrics file for writing", o->metrics ? o->metrics : "metrics.jsonl");
-    SAY(r, "axonn: %d ranks, grid D=%d X=%d Y=%d Z=%d, %d threads/rank; model L=%d H=%d C=%d V=%d T=%d (%.2fM parameters)\n",
-        r->g.size, r->g.gd, r->g.gx, r->g.gy, r->g.gz, omp_get_max_threads(), cfg.n_layer, cfg.n_head, cfg.n_embd,
+    SAY(r, "axonn: %d ranks, grid D=%d X=%d Y=%d Z=%d, backend %s, %d threads/rank; model L=%d H=%d C=%d V=%d T=%d (%.2fM parameters)\n",
+        r->g.size, r->g.gd, r->g.gx, r->g.gy, r->g.gz, ax_be()->name, ax_be()->threads(), cfg.n_layer, cfg.n_head, cfg.n_embd,
         cfg.vocab_size, cfg.block_size, ax_gpt_num_params(&cfg) / 1e6);
     if (o->goldfish_k) SAY(r, "goldfish loss: k = %d, h = %d (about 1/%d of targets left out)\n", o->goldfish_k, o->goldfish_h, o->goldfish_k);
     SAY(r, "data: %s; batch %d x %d tokens (%d micro-batches of %d per data x Z rank)%s\n",
@@ -234,7 +233,7 @@ static void validate_loss(ax_run *r, int step) {
 }
 
 static void reset_profile(ax_run *r) {
-    ax_gemm_stats_reset();
+    ax_be()->gemm_timing(1);
     ax_grid *g = &r->g;
     ax_comm *all[] = {&g->X, &g->Y, &g->Z, &g->Zg, &g->data, &g->dz, &g->tp};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) all[i]->seconds = all[i]->bytes = 0;
@@ -244,7 +243,7 @@ static void reset_profile(ax_run *r) {
  * collectives (rank 0's view; the largest over ranks for communication). */
 static void report_profile(ax_run *r, double t_total) {
     double gs, gf;
-    ax_gemm_stats(&gs, &gf);
+    ax_be()->gemm_stats(&gs, &gf);
     ax_grid *g = &r->g;
     struct { const char *n; ax_comm *c; } groups[] = {{"X", &g->X}, {"Y", &g->Y}, {"Z", &g->Z}, {"Z-gather", &g->Zg},
                                                       {"data", &g->data}, {"data*Z", &g->dz}, {"X*Y*Z", &g->tp}};

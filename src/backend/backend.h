@@ -1,0 +1,85 @@
+/* The execution backend: threads, memory and every kernel the model runs.
+ * Layers (src/nn) and the model call kernels only through this table; nothing
+ * above src/backend includes BLAS or uses OpenMP. A second implementation
+ * (CUDA) fills the same table; entries marked optional may be NULL.
+ *
+ * Kernels whose result is split over a process group (LayerNorm statistics
+ * over X, the vocabulary-parallel loss over Y, the embedding over Y) take an
+ * ax_reducer: the kernel computes its local partial sums, asks the reducer to
+ * complete them over the group, and goes on. The reducer wraps a collective of
+ * src/comm, so the backend knows nothing about MPI.
+ *
+ *   const ax_backend *be = ax_be();                  // the one in use ("cpu")
+ *   be->gemm(0, 1, M, N, K, 1.0f, x, K, w, K, 0.0f, y, N);
+ *   be->gelu_forward(out, x, n);
+ *
+ * Today every tensor is fp32 and row-major; dtypes arrive with mixed precision. */
+#ifndef AX_BACKEND_BACKEND_H
+#define AX_BACKEND_BACKEND_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    void (*sum)(void *ctx, float *buf, size_t n);   /* in place, over the group */
+    void (*max)(void *ctx, float *buf, size_t n);
+    void *ctx;
+} ax_reducer;
+
+typedef struct ax_backend {
+    const char *name;
+    /* threads of this rank's kernels */
+    void (*set_threads)(int n);
+    int (*threads)(void);
+    /* memory the kernels work on, zero-filled; aborts when out of memory */
+    void *(*alloc)(size_t bytes);
+    void (*free)(void *p);
+
+    /* C = alpha op(A) op(B) + beta C; op(A) M x K, op(B) K x N (row-major) */
+    void (*gemm)(int transA, int transB, int M, int N, int K, float alpha,
+                 const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+    void (*gemm_timing)(int on);                     /* seconds and FLOPs of gemm, for --profile */
+    void (*gemm_stats)(double *seconds, double *flops);
+
+    /* LayerNorm over rows split in columns: x, out (M, Cl), C = all columns; eps 1e-5 */
+    void (*layernorm_forward)(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
+                              int M, int Cl, int C, float *scratch /* M */, const ax_reducer *X);
+    /* dx, dw, db accumulate (+=); scratch 2*M */
+    void (*layernorm_backward)(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
+                               const float *mean, const float *rstd, int M, int Cl, int C, float *scratch,
+                               const ax_reducer *X);
+    void (*gelu_forward)(float *out, const float *x, size_t n);
+    void (*gelu_backward)(float *dx, const float *x, const float *dout, size_t n);   /* dx may alias dout */
+    void (*add)(float *y, const float *x, size_t n);                                  /* y += x */
+    void (*bias_add)(float *y, const float *bias, int M, int n);                      /* rows of y += bias */
+    void (*bias_grad)(float *db, const float *dy, int M, int n);                      /* db += column sums */
+    /* token rows [v0, v0+Vl) of the table, zeros elsewhere, completed over the
+     * vocabulary group, plus position rows pos[i] (i % T when pos is NULL) */
+    void (*embedding_forward)(float *out, const int32_t *tokens, const int32_t *pos, const float *wte, const float *wpe,
+                              int M, int T, int v0, int Vl, int Cl, const ax_reducer *Y);
+    void (*embedding_backward)(float *dwte, float *dwpe, const float *dout, const int32_t *tokens, const int32_t *pos,
+                               int M, int T, int v0, int Vl, int Cl);
+    /* vocabulary-parallel cross-entropy; logits become their gradient when dscale != 0 */
+    void (*xent)(float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
+                 int V, float dscale, float *scratch /* 3*M */, const ax_reducer *Y);
+    /* causal attention of Hl heads: qkv (B*T, 3*Hl*hd), out (B*T, Hl*hd), lse (B, Hl, T) */
+    size_t (*attention_scratch)(int T);              /* floats per thread */
+    void (*attention_forward)(float *out, float *lse, const float *qkv, int B, int T, int Hl, int hd,
+                              float *scratch, int nthr);
+    void (*attention_backward)(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
+                               int B, int T, int Hl, int hd, float *scratch, int nthr);
+    /* one new query per row over a KV cache (nb rows, cache (rows, Hl, Tmax, hd)
+     * of this layer); the row's new key and value are appended at len[b] */
+    void (*attention_decode)(float *out, const float *qkv, float *kc, float *vc, const int *len,
+                             int nb, int Hl, int hd, int Tmax);
+    /* AdamW on n elements: m, v moments; w = w*decay - lr*mhat/(sqrt(vhat)+eps) */
+    void (*adamw)(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2,
+                  float c1, float c2, float lr, float eps, float decay);
+} ax_backend;
+
+/* The backend in use (the CPU one unless ax_backend_use chose another). */
+const ax_backend *ax_be(void);
+/* Selects a compiled backend by name; fails with one line naming the compiled ones. */
+int ax_backend_use(const char *name);
+/* The compiled backends, e.g. "cpu". */
+const char *ax_backend_names(void);
+#endif

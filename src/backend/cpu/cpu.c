@@ -1,0 +1,21 @@
+/* The CPU backend's table. */
+#include "backend/cpu/cpu.h"
+#include "util/err.h"
+#include <stdlib.h>
+
+static void *cpu_alloc(size_t bytes) { return ax_calloc(bytes ? bytes : 1, 1); }
+
+const ax_backend ax_cpu_backend = {
+    .name = "cpu",
+    .set_threads = ax_cpu_set_threads, .threads = ax_cpu_threads,
+    .alloc = cpu_alloc, .free = free,
+    .gemm = ax_cpu_gemm, .gemm_timing = ax_cpu_gemm_timing, .gemm_stats = ax_cpu_gemm_stats,
+    .layernorm_forward = ax_cpu_layernorm_forward, .layernorm_backward = ax_cpu_layernorm_backward,
+    .gelu_forward = ax_cpu_gelu_forward, .gelu_backward = ax_cpu_gelu_backward,
+    .add = ax_cpu_add, .bias_add = ax_cpu_bias_add, .bias_grad = ax_cpu_bias_grad,
+    .embedding_forward = ax_cpu_embedding_forward, .embedding_backward = ax_cpu_embedding_backward,
+    .xent = ax_cpu_xent,
+    .attention_scratch = ax_cpu_attention_scratch, .attention_forward = ax_cpu_attention_forward,
+    .attention_backward = ax_cpu_attention_backward, .attention_decode = ax_cpu_attention_decode,
+    .adamw = ax_cpu_adamw,
+};

@@ -1,0 +1,41 @@
+/* The CPU backend's kernels (OpenBLAS + OpenMP); see backend/backend.h for
+ * what each computes. Only backend/cpu/cpu.c, which fills the table, and the
+ * backend's own tests call them by name. */
+#ifndef AX_BACKEND_CPU_CPU_H
+#define AX_BACKEND_CPU_CPU_H
+#include "backend/backend.h"
+
+extern const ax_backend ax_cpu_backend;
+
+void ax_cpu_set_threads(int n);
+int ax_cpu_threads(void);
+void ax_cpu_gemm(int transA, int transB, int M, int N, int K, float alpha,
+                 const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+void ax_cpu_gemm_timing(int on);
+void ax_cpu_gemm_stats(double *seconds, double *flops);
+void ax_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
+                              int M, int Cl, int C, float *scratch, const ax_reducer *X);
+void ax_cpu_layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
+                               const float *mean, const float *rstd, int M, int Cl, int C, float *scratch,
+                               const ax_reducer *X);
+void ax_cpu_gelu_forward(float *out, const float *x, size_t n);
+void ax_cpu_gelu_backward(float *dx, const float *x, const float *dout, size_t n);
+void ax_cpu_add(float *y, const float *x, size_t n);
+void ax_cpu_bias_add(float *y, const float *bias, int M, int n);
+void ax_cpu_bias_grad(float *db, const float *dy, int M, int n);
+void ax_cpu_embedding_forward(float *out, const int32_t *tokens, const int32_t *pos, const float *wte, const float *wpe,
+                              int M, int T, int v0, int Vl, int Cl, const ax_reducer *Y);
+void ax_cpu_embedding_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens, const int32_t *pos,
+                               int M, int T, int v0, int Vl, int Cl);
+void ax_cpu_xent(float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
+                 int V, float dscale, float *scratch, const ax_reducer *Y);
+size_t ax_cpu_attention_scratch(int T);
+void ax_cpu_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int hd,
+                              float *scratch, int nthr);
+void ax_cpu_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
+                               int B, int T, int Hl, int hd, float *scratch, int nthr);
+void ax_cpu_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len,
+                             int nb, int Hl, int hd, int Tmax);
+void ax_cpu_adamw(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2,
+                  float c1, float c2, float lr, float eps, float decay);
+#endif
