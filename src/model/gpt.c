@@ -191,18 +191,18 @@ const float *ax_gpt_wte(ax_gpt *m) {
     return ax_linear_weight(&m->lmhead, m->g, ax_gpt_param(m, 0), m->wte_block);
 }
 
-/* one transformer layer: res3 = res2 + mlp(ln2(res2)), res2 = h + attn(ln1(h)) */
-static void layer_forward(ax_gpt *m, int l, const float *h, int Bl, int T) {
+void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, int Bl, int T, float *scratch,
+                          ax_attend_fn attend, void *ctx) {
     ax_grid *g = m->g;
-    ax_layer_acts *a = &m->L[l];
     int M = Bl * T, C = m->cfg.n_embd, Cx = m->Cx;
 #define P(k) ax_gpt_param(m, AX_PID(l, k))
-    ax_layernorm_forward(&g->X, a->ln1, a->ln1_mean, a->ln1_rstd, h, P(AX_P_LN1W), P(AX_P_LN1B), M, Cx, C, m->scratch);
+    ax_layernorm_forward(&g->X, a->ln1, a->ln1_mean, a->ln1_rstd, h, P(AX_P_LN1W), P(AX_P_LN1B), M, Cx, C, scratch);
     ax_linear_forward(&m->qkv, ax_linear_weight(&m->qkv, g, P(AX_P_QKVW), m->ws.wblock), P(AX_P_QKVB), a->ln1, a->qkv, M);
-    ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->hd, m->att_scratch, m->att_threads);
+    if (attend) attend(ctx, m, l, a);
+    else ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->hd, m->att_scratch, m->att_threads);
     ax_linear_forward(&m->proj, ax_linear_weight(&m->proj, g, P(AX_P_PROJW), m->ws.wblock), P(AX_P_PROJB), a->atty, a->res2, M);
     ax_add_inplace(a->res2, h, (size_t)M * Cx);
-    ax_layernorm_forward(&g->X, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(AX_P_LN2W), P(AX_P_LN2B), M, Cx, C, m->scratch);
+    ax_layernorm_forward(&g->X, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(AX_P_LN2W), P(AX_P_LN2B), M, Cx, C, scratch);
     ax_linear_forward(&m->fc, ax_linear_weight(&m->fc, g, P(AX_P_FCW), m->ws.wblock), P(AX_P_FCB), a->ln2, a->fch, M);
     ax_gelu_forward(a->fch_gelu, a->fch, (size_t)M * m->fc.out_l);
     ax_linear_forward(&m->fcproj, ax_linear_weight(&m->fcproj, g, P(AX_P_FCPW), m->ws.wblock), P(AX_P_FCPB), a->fch_gelu, a->res3, M);
@@ -219,7 +219,7 @@ double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, 
     ax_embedding_forward(&g->Y, m->encoded, inputs, NULL, wte, ax_gpt_param(m, 1), M, T, m->v0, m->Vl, Cx);
     const float *h = m->encoded;
     for (int l = 0; l < m->cfg.n_layer; l++) {
-        layer_forward(m, l, h, Bl, T);
+        ax_gpt_layer_forward(m, l, &m->L[l], h, Bl, T, m->scratch, NULL, NULL);
         h = m->L[l].res3;
     }
     ax_layernorm_forward(&g->X, m->lnf, m->lnf_mean, m->lnf_rstd, h, ax_gpt_param(m, m->np - 2),
@@ -252,7 +252,8 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
         const float *h = l ? m->L[l - 1].res3 : m->encoded;
         /* shared buffers hold the last layer's activations after forward; the
          * others are rebuilt, bit for bit, from what was kept */
-        if (m->recompute == AX_RECOMPUTE_BLOCK && l < m->cfg.n_layer - 1) layer_forward(m, l, h, Bl, T);
+        if (m->recompute == AX_RECOMPUTE_BLOCK && l < m->cfg.n_layer - 1)
+            ax_gpt_layer_forward(m, l, a, h, Bl, T, m->scratch, NULL, NULL);
         if (m->recompute == AX_RECOMPUTE_ATTN && l < m->cfg.n_layer - 1)
             ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->hd, m->att_scratch, m->att_threads);
 #define P(k) ax_gpt_param(m, AX_PID(l, k))

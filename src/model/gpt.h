@@ -77,6 +77,16 @@ void ax_gpt_set_recompute(ax_gpt *m, ax_recompute mode);
 static inline float *ax_gpt_param(ax_gpt *m, int id) { return m->params + m->p[id].offset; }
 static inline float *ax_gpt_grad(ax_gpt *m, int id) { return m->grads + m->p[id].offset; }
 
+/* One transformer layer, the one description forward, recomputation and
+ * KV-cache decoding share: res2 = h + proj(attend(qkv(ln1(h)))),
+ * res3 = res2 + fcproj(gelu(fc(ln2(res2)))), into the buffers of a (res3 may
+ * be h: it is written last). attend fills a->atty from a->qkv; NULL is causal
+ * attention over Bl sequences of T rows (keeping a->lse for backward).
+ * scratch: 4 floats per row. */
+typedef void (*ax_attend_fn)(void *ctx, ax_gpt *m, int l, ax_layer_acts *a);
+void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, int Bl, int T, float *scratch,
+                          ax_attend_fn attend, void *ctx);
+
 /* Forward over Bl local sequences of T tokens (rows of this data x Z shard).
  * Returns the sum over rows of weight * loss (local, not reduced). With
  * dscale != 0 the logits buffer holds dloss/dlogits scaled by dscale. */

@@ -1,5 +1,4 @@
 #include "model/gpt_decode.h"
-#include "nn/activation.h"
 #include "nn/attention.h"
 #include "nn/embedding.h"
 #include "nn/layernorm.h"
@@ -48,26 +47,24 @@ void ax_kv_prefill(ax_kvcache *c, ax_gpt *m, int b, const int32_t *prompt, int n
     memcpy(c->logits + (size_t)b * m->Vl, m->logits + (size_t)(n - 1) * m->Vl, m->Vl * sizeof(float));
 }
 
+/* the decoding layer's attention: each row's new query over its cached keys and values */
+static void attend_cached(void *ctx, ax_gpt *m, int l, ax_layer_acts *a) {
+    ax_kvcache *c = ctx;
+    ax_attention_decode(a->atty, a->qkv, c->k + kv_index(c, m, l, 0, 0, 0), c->v + kv_index(c, m, l, 0, 0, 0),
+                        c->len, c->nb, m->Hl, m->hd, c->Tmax);
+}
+
 void ax_kv_step(ax_kvcache *c, ax_gpt *m, const int32_t *tokens, int nb) {
     ax_grid *g = m->g;
     int Cx = m->Cx, C = m->cfg.n_embd;
     const float *wte = ax_gpt_wte(m);
     ax_embedding_forward(&g->Y, c->x, tokens, c->len, wte, ax_gpt_param(m, 1), nb, 1, m->v0, m->Vl, Cx);
-    for (int l = 0; l < m->cfg.n_layer; l++) {
-#define P(k) ax_gpt_param(m, AX_PID(l, k))
-        ax_layernorm_forward(&g->X, c->ln, c->mean, c->rstd, c->x, P(AX_P_LN1W), P(AX_P_LN1B), nb, Cx, C, c->scratch);
-        ax_linear_forward(&m->qkv, ax_linear_weight(&m->qkv, g, P(AX_P_QKVW), m->ws.wblock), P(AX_P_QKVB), c->ln, c->qkv, nb);
-        ax_attention_decode(c->atty, c->qkv, c->k + kv_index(c, m, l, 0, 0, 0), c->v + kv_index(c, m, l, 0, 0, 0),
-                            c->len, nb, m->Hl, m->hd, c->Tmax);
-        ax_linear_forward(&m->proj, ax_linear_weight(&m->proj, g, P(AX_P_PROJW), m->ws.wblock), P(AX_P_PROJB), c->atty, c->tmp, nb);
-        ax_add_inplace(c->x, c->tmp, (size_t)nb * Cx);
-        ax_layernorm_forward(&g->X, c->ln, c->mean, c->rstd, c->x, P(AX_P_LN2W), P(AX_P_LN2B), nb, Cx, C, c->scratch);
-        ax_linear_forward(&m->fc, ax_linear_weight(&m->fc, g, P(AX_P_FCW), m->ws.wblock), P(AX_P_FCB), c->ln, c->fch, nb);
-        ax_gelu_forward(c->fchg, c->fch, (size_t)nb * m->fc.out_l);
-        ax_linear_forward(&m->fcproj, ax_linear_weight(&m->fcproj, g, P(AX_P_FCPW), m->ws.wblock), P(AX_P_FCPB), c->fchg, c->tmp, nb);
-        ax_add_inplace(c->x, c->tmp, (size_t)nb * Cx);
-#undef P
-    }
+    /* one row per sequence; the layer's output overwrites its input x */
+    ax_layer_acts a = {.ln1 = c->ln, .ln1_mean = c->mean, .ln1_rstd = c->rstd, .qkv = c->qkv, .atty = c->atty,
+                       .res2 = c->tmp, .ln2 = c->ln, .ln2_mean = c->mean, .ln2_rstd = c->rstd,
+                       .fch = c->fch, .fch_gelu = c->fchg, .res3 = c->x};
+    c->nb = nb;
+    for (int l = 0; l < m->cfg.n_layer; l++) ax_gpt_layer_forward(m, l, &a, c->x, nb, 1, c->scratch, attend_cached, c);
     ax_layernorm_forward(&g->X, c->ln, c->mean, c->rstd, c->x, ax_gpt_param(m, m->np - 2), ax_gpt_param(m, m->np - 1),
                          nb, Cx, C, c->scratch);
     ax_linear_forward(&m->lmhead, wte, NULL, c->ln, c->logits, nb);

@@ -15,6 +15,7 @@ typedef struct {
     int B, Tmax;
     float *k, *v;            /* (L, B, Hl, Tmax, hd) */
     int *len;                /* cached tokens per row */
+    int nb;                  /* rows of the step in progress */
     float *mem;              /* one allocation for the step buffers below */
     float *x, *ln, *qkv, *atty, *tmp, *fch, *fchg, *mean, *rstd, *scratch;
     float *logits;           /* (B, Vl): this rank's vocabulary slice */
