@@ -1,13 +1,14 @@
 # gnuplot -e "out='memorization.png'; dat='memorization.dat'" plot.gp
+# dat: a header of column titles, then step and (exact match, ROUGE-L) per run.
 set terminal pngcairo size 900,520 font ",11"
 set output out
+stats dat skip 1 nooutput
+runs = (STATS_columns - 1) / 2
 set title "Verbatim memorization of 100 repeated canaries"
 set xlabel "training step"
 set ylabel "share of canaries / mean ROUGE-L"
 set yrange [0:1.05]
-set key left top
+set key right center
 set grid
-plot dat using 1:2 with linespoints lw 2 pt 7 title "standard: exact match", \
-     dat using 1:3 with linespoints lw 2 pt 5 dt 2 title "standard: ROUGE-L", \
-     dat using 1:4 with linespoints lw 2 pt 7 title "goldfish k=4: exact match", \
-     dat using 1:5 with linespoints lw 2 pt 5 dt 2 title "goldfish k=4: ROUGE-L"
+plot for [i=1:runs] dat using 1:(column(2*i)) with linespoints lw 2 pt 7 lc i title columnheader(2*i), \
+     for [i=1:runs] dat using 1:(column(2*i+1)) with linespoints lw 2 pt 5 dt 2 lc i title columnheader(2*i+1)
