@@ -127,6 +127,54 @@ expect_err embd_vs_heads 0 "n[-_]embd" -- train "${TINY[@]}" --steps 2 --n-embd 
 expect_err batch_vs_accum 0 "--batch|--grad-accum" -- train "${TINY[@]}" --steps 2 --batch 6 --grad-accum 4 --out "$W/o8"
 expect_err seq_gt_block 0 "--seq" -- train "${TINY[@]}" --steps 2 --seq 32 --out "$W/o9"
 
+# ---------------------------------------------------------------- option values
+# zero, negative, non-finite and absurd values: one line naming the option and
+# the accepted range, never a silent default. Rows: name | regex | flags.
+printf '{"batch": 0}\n' >"$W/in/batch0.json"
+printf '{"lr": "nan"}\n' >"$W/in/lrnan.json"
+printf '{"text": "a b c"}\n' >"$W/in/docs.jsonl"
+while IFS='|' read -r name re flags; do
+  [ -n "$name" ] || continue
+  # shellcheck disable=SC2086
+  expect_err "$name" 0 "$re" -- train "${TINY[@]}" --out "$W/ov" $flags
+done <<ROWS
+opt_batch_zero|--batch 0: .*\[1, 1048576\]|--batch 0
+opt_batch_negative|--batch -8: .*\[1, |--batch -8
+opt_steps_negative|--steps -1: .*\[1, |--steps -1
+opt_steps_zero|--steps 0: |--steps 0
+opt_seq_zero|--seq 0: .*\[1, |--seq 0
+opt_lr_nan|--lr 'nan': expected a finite number|--lr nan
+opt_lr_inf|--lr 'inf': expected a finite number|--lr inf
+opt_lr_zero|--lr 0: .*\(0, 10\]|--lr 0
+opt_lr_absurd|--lr 1e6: .*\(0, 10\]|--lr 1e6
+opt_beta1_one|--beta1 1: .*\[0, 1\)|--beta1 1
+opt_beta2_negative|--beta2 -0.1: .*\[0, 1\)|--beta2 -0.1
+opt_eps_zero|--eps 0: .*\(0, 1\]|--eps 0
+opt_clip_negative|--clip -1: |--clip -1
+opt_weight_decay_nan|--weight-decay 'nan'|--weight-decay nan
+opt_warmup_negative|--warmup -5: |--warmup -5
+opt_grad_accum_zero|--grad-accum 0: |--grad-accum 0
+opt_min_lr_frac_above_1|--min-lr-frac 2: .*\[0, 1\]|--min-lr-frac 2
+opt_log_every_zero|--log-every 0: |--log-every 0
+opt_val_batches_zero|--val-batches 0: |--val-batches 0
+opt_threads_negative|--threads -2: |--threads -2
+opt_n_embd_absurd|--n-embd 100000000: .*\[1, 65536\]|--n-embd 100000000
+opt_n_layer_zero|--n-layer 0: |--n-layer 0
+opt_vocab_negative|--vocab-size -1: |--vocab-size -1
+opt_gx_zero|--gx 0: |--gx 0
+opt_goldfish_h_zero|--goldfish-h 0: |--goldfish-h 0
+opt_int_overflow|--steps '99999999999': expected an integer|--steps 99999999999
+opt_config_batch_zero|batch0\.json: --batch 0: |--config $W/in/batch0.json
+opt_config_lr_nan|lrnan\.json: --lr 'nan'|--config $W/in/lrnan.json
+ROWS
+expect_err opt_eval_batch_zero 0 "--batch 0: " -- eval --model "$W/in/good/model.safetensors" --data "$W/in/good.bin" --batch 0
+expect_err opt_eval_seq_zero 0 "--seq 0: " -- eval --model "$W/in/good/model.safetensors" --data "$W/in/good.bin" --seq 0
+expect_err opt_sample_temperature_nan 0 "--temperature 'nan'" -- sample --model "$W/in/good/model.safetensors" --prompt-tokens 1,2 --temperature nan
+expect_err opt_sample_max_new_negative 0 "--max-new -1: " -- sample --model "$W/in/good/model.safetensors" --prompt-tokens 1,2 --max-new -1
+expect_err opt_memorize_suffix_zero 0 "--suffix 0: " -- memorize --model "$W/in/good/model.safetensors" --docs "$W/in/docs.jsonl" --suffix 0
+expect_err opt_prepare_val_frac_one 0 "--val-frac 1: .*\[0, 1\)" -- prepare --tokenizer x.json --out "$W/op" --val-frac 1 a.txt
+expect_err opt_tokenizer_vocab_small 0 "--vocab-size 100: .*\[257, " -- tokenizer train --vocab-size 100 --out "$W/t.json" a.txt
+
 # ---------------------------------------------------------------- data files
 expect_err data_missing 0 "nothere\.bin" -- train "${TINY[@]}" --steps 2 --data "$W/in/nothere.bin" --out "$W/o10"
 expect_err data_bad_magic 0 "badmagic\.bin" -- train "${TINY[@]}" --steps 2 --data "$W/in/badmagic.bin" --out "$W/o11"
@@ -164,7 +212,6 @@ expect_err eval_no_data 0 "--data" -- eval --model "$W/in/good/model.safetensors
 expect_err eval_bad_data 0 "bigtok\.bin" -- eval --model "$W/in/good/model.safetensors" --data "$W/in/bigtok.bin" --threads 1
 expect_err eval_missing_model 0 "nomodel\.safetensors" -- eval --model "$W/in/good/nomodel.safetensors" --data "$W/in/good.bin" --threads 1
 expect_err eval_seq_gt_block 0 "--seq" -- eval --model "$W/in/good/model.safetensors" --data "$W/in/good.bin" --seq 17 --threads 1
-printf '{"text": "a b c"}\n' > "$W/in/docs.jsonl"
 expect_err memorize_no_tokenizer 0 "tokenizer" -- memorize --model "$W/in/good/model.safetensors" --docs "$W/in/docs.jsonl" --threads 1
 expect_err memorize_missing_docs 0 "nodocs\.jsonl" -- memorize --model "$W/in/good/model.safetensors" --docs "$W/in/nodocs.jsonl" --tokenizer "$FIX/tokenizer/texts.jsonl" --threads 1
 expect_err memorize_suffix 0 "--suffix" -- memorize --model "$W/in/good/model.safetensors" --docs "$W/in/docs.jsonl" --suffix 0 --threads 1

@@ -28,11 +28,11 @@ int ax_cmd_memorize(int argc, char **argv) {
         {"model", AX_OPT_STR, &model, "MODEL", "model.safetensors (config.json beside it)"},
         {"docs", AX_OPT_STR, &docs, "FILE", "documents: .jsonl with \"text\", fortune file, or plain text"},
         {"tokenizer", AX_OPT_STR, &tok, "TOK", "tokenizer (default: tokenizer.json beside the model)"},
-        {"suffix", AX_OPT_INT, &suffix, "N", "tokens to reproduce (default 50)"},
-        {"prefix", AX_OPT_INT, &prefix, "N", "prompt with the first N tokens instead of all but the suffix"},
-        {"batch", AX_OPT_INT, &batch, "N", "documents decoded together (default 16)"},
+        {"suffix", AX_OPT_INT, &suffix, "N", "tokens to reproduce (default 50)", AX_RANGE('[',1,1048576,']')},
+        {"prefix", AX_OPT_INT, &prefix, "N", "prompt with the first N tokens instead of all but the suffix", AX_RANGE('[',0,1048576,']')},
+        {"batch", AX_OPT_INT, &batch, "N", "documents decoded together (default 16)", AX_RANGE('[',1,65536,']')},
         {"grid", AX_OPT_GRID, grid, "D,X,Y,Z", "process grid (default 1,1,1,1)"},
-        {"threads", AX_OPT_INT, &threads, "N", "threads per rank"},
+        {"threads", AX_OPT_INT, &threads, "N", "threads per rank", AX_RANGE('[',0,1024,']')},
         {"json", AX_OPT_FLAG, &json, NULL, "print one JSON object with the summary and every document"},
         {NULL},
     };
@@ -40,9 +40,6 @@ int ax_cmd_memorize(int argc, char **argv) {
     if (rc) return rc;
     if (!docs) return AX_ERR("--docs: required (the documents to audit)");
     if (!ax_file_exists(docs)) return AX_ERR("--docs %s: no such file", docs);
-    if (suffix < 1) return AX_ERR("--suffix %d: expected >= 1", suffix);
-    if (prefix < 0) return AX_ERR("--prefix %d: expected >= 0", prefix);
-    if (batch < 1) return AX_ERR("--batch %d: expected >= 1", batch);
     if (!model) return AX_ERR("--model: required (a model.safetensors with config.json beside it)");
     ax_cli_threads(threads);
     ax_tokenizer *t;

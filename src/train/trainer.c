@@ -81,7 +81,14 @@ static int validate(const ax_train_opts *o, const ax_gpt_config *c, const ax_gri
                       o->batch, mb, g->gd * g->gz);
     if (o->seq < 1 || o->seq > c->block_size)
         return AX_ERR("--seq %d: expected 1..%d (the model's n_positions)", o->seq, c->block_size);
-    if (o->lr <= 0) return AX_ERR("--lr %g: expected > 0", o->lr);
+    /* written so that NaN fails every test: callers of the library skip the CLI's ranges */
+    if (!(o->lr > 0 && o->lr <= 10)) return AX_ERR("--lr %g: expected a number in (0, 10]", o->lr);
+    if (!(o->min_lr_frac >= 0 && o->min_lr_frac <= 1)) return AX_ERR("--min-lr-frac %g: expected a number in [0, 1]", o->min_lr_frac);
+    if (!(o->beta1 >= 0 && o->beta1 < 1)) return AX_ERR("--beta1 %g: expected a number in [0, 1)", o->beta1);
+    if (!(o->beta2 >= 0 && o->beta2 < 1)) return AX_ERR("--beta2 %g: expected a number in [0, 1)", o->beta2);
+    if (!(o->eps > 0 && o->eps <= 1)) return AX_ERR("--eps %g: expected a number in (0, 1]", o->eps);
+    if (!(o->weight_decay >= 0 && o->weight_decay <= 10)) return AX_ERR("--weight-decay %g: expected a number in [0, 10]", o->weight_decay);
+    if (!(o->clip >= 0 && o->clip <= 1e9)) return AX_ERR("--clip %g: expected a number in [0, 1e+09]", o->clip);
     if (o->warmup < 0) return AX_ERR("--warmup %d: expected >= 0", o->warmup);
     if (o->goldfish_k && o->goldfish_k < 2) return AX_ERR("--goldfish-k %d: expected >= 2 (or 0: off)", o->goldfish_k);
     if (o->goldfish_k && o->goldfish_h < 1) return AX_ERR("--goldfish-h %d: expected >= 1", o->goldfish_h);
