@@ -75,6 +75,8 @@ expect_err() {
   if [ "$1" = train ] && ! printf '%s\n' "$@" | grep -qx -- '--data'; then set -- "$@" --synthetic; fi
   if [ "$np" = 0 ]; then
     timeout "$tmo" "$BIN" "$@" >"$out" 2>"$err"; rc=$?
+  elif [ "$np" = split4 ]; then   # ranks 0-2 run in $W/r012, rank 3 in $W/r3: same arguments, other files
+    timeout "$tmo" "${MPI[@]}" -np 3 -wdir "$W/r012" "$BIN" "$@" : -np 1 -wdir "$W/r3" "$BIN" "$@" >"$out" 2>"$err"; rc=$?
   else
     timeout "$tmo" "${MPI[@]}" -np "$np" "$BIN" "$@" >"$out" 2>"$err"; rc=$?
   fi
@@ -206,6 +208,31 @@ mkdir -p "$W/o21" "$W/o21b"
 expect_err metrics_unwritable 0 "nodir/m\.jsonl" -- train "${TINY[@]}" --steps 2 --metrics "$W/nodir/m.jsonl" --out "$W/o21"
 TMO=20 expect_err metrics_unwritable_2ranks 2 "nodir/m\.jsonl" -- \
   train "${TINY[@]}" --steps 2 --grid 1,1,2,1 --metrics "$W/nodir/m.jsonl" --out "$W/o21b"
+
+# ---------------------------------------------------------------- a file only one rank cannot read
+# Four ranks given the same relative paths, rank 3 started in another working
+# directory (as a node with its own local scratch would be): there the shard,
+# the model or the config is broken. Every rank must stop with the same line
+# (rank 3's, printed once) and exit 2 promptly, none left in a collective.
+mkdir -p "$W/r012/m" "$W/r3/m"
+cp "$W/in/good.bin" "$W/r012/shard.bin"; cp "$W/in/trunc.bin" "$W/r3/shard.bin"
+cp "$W/in/good/"* "$W/r012/m/"; cp "$W/in/trunc/"* "$W/r3/m/"
+TMO=30 expect_err rank3_data_truncated split4 "shard\.bin: truncated" -- \
+  train "${TINY[@]}" --steps 2 --grid 1,2,2,1 --data shard.bin --out o
+TMO=30 expect_err rank3_init_truncated split4 "m/model\.safetensors" -- \
+  train "${INIT[@]}" --grid 2,1,2,1 --init m/model.safetensors --out o
+TMO=30 expect_err rank3_eval_model_truncated split4 "m/model\.safetensors" -- \
+  eval --model m/model.safetensors --data shard.bin --grid 4,1,1,1 --threads 1
+cp "$W/in/good.bin" "$W/r3/shard.bin"; rm "$W/r3/m/config.json"
+TMO=30 expect_err rank3_eval_no_config split4 "m/config\.json" -- \
+  eval --model m/model.safetensors --data shard.bin --grid 1,2,2,1 --threads 1
+if [ "$TAG" = 1 ]; then
+  timeout 30 "${MPI[@]}" --tag-output -np 3 -wdir "$W/r012" "$BIN" eval --model m/model.safetensors --data shard.bin --threads 1 \
+    : -np 1 -wdir "$W/r3" "$BIN" eval --model m/model.safetensors --data shard.bin --threads 1 >"$W/cap/tag.out" 2>"$W/cap/tag.err"
+  tagged=$(grep -c 'axonn: error:' "$W/cap/tag.err"); r0=$(grep -c '^\[[0-9]*,0\]<stderr>:axonn: error: .*m/config\.json' "$W/cap/tag.err")
+  if [ "$tagged" = 1 ] && [ "$r0" = 1 ]; then ok "rank3_eval_no_config: rank 3's error printed once, by rank 0"
+  else bad "rank3_eval_no_config: $tagged error lines, $r0 from rank 0 naming config.json (expected 1 and 1)"; sed 's/^/       stderr: /' "$W/cap/tag.err" | head; fi
+fi
 
 # ---------------------------------------------------------------- eval and sample
 expect_err eval_no_data 0 "--data" -- eval --model "$W/in/good/model.safetensors" --threads 1

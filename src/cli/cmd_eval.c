@@ -33,7 +33,7 @@ int ax_cmd_eval(int argc, char **argv) {
     if (seq < 1 || seq > m.cfg.block_size) return AX_ERR("--seq %d: expected 1..%d (the model's n_positions)", seq, m.cfg.block_size);
     if (batch % (g.gd * g.gz)) return AX_ERR("--batch %d: must divide over G_data*G_z = %d ranks", batch, g.gd * g.gz);
     ax_source src;
-    AX_TRY(ax_source_open(&src, data, seq, m.cfg.vocab_size, 0, 0));
+    AX_TRY(ax_agree(g.world, ax_source_open(&src, data, seq, m.cfg.vocab_size, 0, 0)));
     int64_t n = ax_source_nseq(&src);
     if (max_batches > 0 && (int64_t)max_batches * batch < n) n = (int64_t)max_batches * batch;
     double sum, tok;

@@ -39,14 +39,15 @@ int ax_cmd_memorize(int argc, char **argv) {
     int rc = ax_args_parse(opts, argc, argv, 2, usage, NULL, NULL, 0);
     if (rc) return rc;
     if (!docs) return AX_ERR("--docs: required (the documents to audit)");
-    if (!ax_file_exists(docs)) return AX_ERR("--docs %s: no such file", docs);
     if (!model) return AX_ERR("--model: required (a model.safetensors with config.json beside it)");
     ax_cli_threads(threads);
-    ax_tokenizer *t;
-    AX_TRY(ax_cli_tokenizer(&t, tok, model));
-    ax_doclist d;
-    if ((rc = ax_doclist_read(&d, &docs, 1))) { ax_tok_free(t); return rc; }
-    if (d.n == 0) { ax_tok_free(t); return AX_ERR("--docs %s: no documents found", docs); }
+    ax_tokenizer *t = NULL;
+    ax_doclist d = {0};
+    rc = ax_file_exists(docs) ? 0 : AX_ERR("--docs %s: no such file", docs);
+    if (rc == 0) rc = ax_cli_tokenizer(&t, tok, model);
+    if (rc == 0) rc = ax_doclist_read(&d, &docs, 1);
+    if (rc == 0 && d.n == 0) rc = AX_ERR("--docs %s: no documents found", docs);
+    if (ax_agree(MPI_COMM_WORLD, rc)) { ax_doclist_free(&d); ax_tok_free(t); return -1; }
     int32_t **ids = ax_malloc(d.n * sizeof(int32_t *));
     int *lens = ax_malloc(d.n * sizeof(int));
     for (size_t i = 0; i < d.n && rc == 0; i++) {
@@ -54,6 +55,7 @@ int ax_cmd_memorize(int argc, char **argv) {
         rc = ax_tok_encode(t, d.text[i], d.len[i], 0, &x);
         ids[i] = x.v; lens[i] = (int)x.n;
     }
+    rc = ax_agree(MPI_COMM_WORLD, rc);
     ax_grid g; ax_gpt m;
     if (rc == 0) rc = ax_cli_open_model(model, grid, &g, &m);
     if (rc == 0 && ax_tok_vocab_size(t) > m.cfg.vocab_size)

@@ -26,7 +26,7 @@ int ax_cmd_prepare(int argc, char **argv) {
         {"out", AX_OPT_STR, &out, "DIR", "output directory, new or empty (required)"},
         {"val-frac", AX_OPT_DOUBLE, &val_frac, "F", "share of documents for validation, evenly spaced (default 0.005)", AX_RANGE('[',0,1,')')},
         {"val-count", AX_OPT_INT, &val_count, "N", "the first N documents for validation instead", AX_RANGE('[',0,2147483647,']')},
-        {"shard-tokens", AX_OPT_INT, &shard_m, "N", "tokens per shard (default 32000000)", AX_RANGE('[',1,2147483647,']')},
+        {"shard-tokens", AX_OPT_INT, &shard_m, "N", "tokens per shard (default 32000000)", AX_RANGE('[',2,2147483647,']')},
         {"quiet", AX_OPT_FLAG, &quiet, NULL, "no progress line"},
         {NULL},
     };

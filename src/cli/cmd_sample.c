@@ -41,10 +41,11 @@ int ax_cmd_sample(int argc, char **argv) {
     ax_tokenizer *t = NULL;
     ax_ids p = {0};
     if (text) {
-        AX_TRY(ax_cli_tokenizer(&t, tok, model));
-        AX_TRY(ax_tok_encode(t, text, strlen(text), 1, &p));
-        if (!p.n) return AX_ERR("--prompt: encodes to no tokens");
-    } else AX_TRY(ax_cli_parse_ids(prompt, V, "--prompt-tokens", &p));
+        rc = ax_cli_tokenizer(&t, tok, model);
+        if (rc == 0) rc = ax_tok_encode(t, text, strlen(text), 1, &p);
+        if (rc == 0 && !p.n) rc = AX_ERR("--prompt: encodes to no tokens");
+    } else rc = ax_cli_parse_ids(prompt, V, "--prompt-tokens", &p);
+    AX_TRY(ax_agree(g.world, rc));
     int n = (int)p.n;
     int32_t *toks = ax_malloc((n + max_new) * sizeof(int32_t));
     memcpy(toks, p.v, n * sizeof(int32_t));

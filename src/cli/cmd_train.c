@@ -91,7 +91,7 @@ int ax_cmd_train(int argc, char **argv) {
         o.data = train_glob;
         if (!o.val_data) o.val_data = val_glob;
         ax_tokenizer *t;
-        AX_TRY(ax_tok_load(&t, tok_path));
+        AX_TRY(ax_agree(MPI_COMM_WORLD, ax_tok_load(&t, tok_path)));
         if (!o.init && !o.resume && !ax_args_given(opts, "vocab-size")) o.model.vocab_size = ax_tok_vocab_size(t);
         ax_tok_free(t);
         if (!ax_args_given(opts, "steps")) o.steps = 1200;
@@ -110,9 +110,7 @@ int ax_cmd_train(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     char tok_out[4200];
     snprintf(tok_out, sizeof tok_out, "%s/tokenizer.json", o.out);
-    rc = rank == 0 ? ax_copy_file(tok_path, tok_out) : 0;
-    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (rc) return rank == 0 ? -1 : AX_ERR("%s: cannot copy the tokenizer", tok_out);
+    AX_TRY(ax_agree(MPI_COMM_WORLD, rank == 0 ? ax_copy_file(tok_path, tok_out) : 0));
     if (corpus[0] && (!o.exit_after || o.exit_after >= o.steps)) AX_TRY(ax_cli_show_samples(o.out));
     return 0;
 }

@@ -9,18 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Rank 0's result of a file operation becomes every rank's. */
-static int agree(ax_gpt *m, int rc) {
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", rc ? ax_err_msg() : "");
-    AX_CHECK_MPI(MPI_Bcast(&rc, 1, MPI_INT, 0, m->g->world));
-    if (rc) {
-        AX_CHECK_MPI(MPI_Bcast(msg, sizeof msg, MPI_CHAR, 0, m->g->world));
-        ax_err_set("%s", msg);
-    }
-    return rc;
-}
-
 static int write_tensors(const char *path, ax_gpt *m, const float *const *flats, const char *const *prefixes, int n) {
     ax_st_writer w;
     int rc = 0;
@@ -31,7 +19,7 @@ static int write_tensors(const char *path, ax_gpt *m, const float *const *flats,
             for (int i = 0; i < n; i++) ax_gpt_declare(m, &w, prefixes[i]);
         }
     }
-    if (agree(m, rc)) return -1;
+    if (ax_agree(m->g->world, rc)) return -1;
     for (int i = 0; i < n; i++) {
         int r = ax_gpt_write_flat(m, &w, flats[i]);
         if (r && !rc) rc = r;
@@ -40,14 +28,14 @@ static int write_tensors(const char *path, ax_gpt *m, const float *const *flats,
         if (rc == 0) rc = ax_st_writer_commit(&w);
         else ax_st_writer_abort(&w);
     }
-    return agree(m, rc);
+    return ax_agree(m->g->world, rc);
 }
 
 int ax_model_save(const char *dir, ax_gpt *m) {
     char path[4096];
     int rc = 0;
     if (m->g->rank == 0) rc = ax_mkdir_p(dir);
-    if (agree(m, rc)) return -1;
+    if (ax_agree(m->g->world, rc)) return -1;
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     const float *f[] = {m->params};
     const char *p[] = {""};
@@ -56,7 +44,7 @@ int ax_model_save(const char *dir, ax_gpt *m) {
         snprintf(path, sizeof path, "%s/config.json", dir);
         rc = ax_gpt_config_write(&m->cfg, path);
     }
-    return agree(m, rc);
+    return ax_agree(m->g->world, rc);
 }
 
 static int write_state(const char *path, const ax_ckpt_state *st) {
@@ -77,7 +65,7 @@ int ax_ckpt_save(const char *dir, ax_gpt *m, const ax_adamw *o, const ax_ckpt_st
     snprintf(tmp, sizeof tmp, "%s.tmp", dir);
     int rc = 0;
     if (m->g->rank == 0) { ax_remove_tree(tmp); rc = ax_mkdir_p(tmp); }
-    if (agree(m, rc)) return -1;
+    if (ax_agree(m->g->world, rc)) return -1;
     AX_TRY(ax_model_save(tmp, m));
     snprintf(path, sizeof path, "%s/optim.safetensors", tmp);
     const float *f[] = {o->m, o->v};
@@ -91,7 +79,7 @@ int ax_ckpt_save(const char *dir, ax_gpt *m, const ax_adamw *o, const ax_ckpt_st
             if (rename(tmp, dir) != 0) rc = AX_ERR("%s: cannot rename checkpoint into place", dir);
         }
     }
-    return agree(m, rc);
+    return ax_agree(m->g->world, rc);
 }
 
 static int get_int(json_t *j, const char *key, const char *path, int64_t *v) {

@@ -12,6 +12,7 @@
 #include "memo/goldfish.h"
 #include "util/err.h"
 #include "util/fileio.h"
+#include <errno.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -116,11 +117,15 @@ static int setup(ax_run *r) {
     ax_gemm_timing(o->profile);
     ax_gpt_config cfg = o->model;
     char ckdir[4096] = "", path[4200];
+    MPI_Comm w = r->g.world;
     r->st = (ax_ckpt_state){.step = 0, .seed = o->seed};
+    /* Every rank reads the files itself; each rank-local step ends in ax_agree,
+     * so a file that one rank cannot read fails the whole job the same way. */
     if (o->resume) {
-        AX_TRY(ax_ckpt_resolve(o->resume, ckdir, sizeof ckdir));
         ax_ckpt_state saved;
-        AX_TRY(ax_ckpt_peek(ckdir, &cfg, &saved));
+        int rc = ax_ckpt_resolve(o->resume, ckdir, sizeof ckdir);
+        if (rc == 0) rc = ax_ckpt_peek(ckdir, &cfg, &saved);
+        AX_TRY(ax_agree(w, rc));
         if ((o->batch && saved.batch != o->batch) || (o->seq && saved.seq != o->seq))
             return AX_ERR("--resume %s: saved with --batch %d --seq %d; resume with the same (got %d, %d)",
                           ckdir, saved.batch, saved.seq, o->batch, o->seq);
@@ -132,7 +137,7 @@ static int setup(ax_run *r) {
     } else if (o->init) {
         ax_dirname(o->init, path, sizeof path);
         strncat(path, "/config.json", sizeof path - strlen(path) - 1);
-        AX_TRY(ax_gpt_config_read(&cfg, path));
+        AX_TRY(ax_agree(w, ax_gpt_config_read(&cfg, path)));
     }
     if (!o->batch) o->batch = 8;
     if (!o->seq) o->seq = cfg.block_size;
@@ -140,11 +145,12 @@ static int setup(ax_run *r) {
     AX_TRY(validate(o, &cfg, &r->g));
     AX_TRY(ax_gpt_init(&r->m, &cfg, &r->g));
     ax_adamw_init(&r->opt, r->m.n_local);
-    if (o->resume) AX_TRY(ax_ckpt_load(ckdir, &r->m, &r->opt));
-    else if (o->init) AX_TRY(ax_gpt_load(&r->m, o->init));
+    if (o->resume) AX_TRY(ax_agree(w, ax_ckpt_load(ckdir, &r->m, &r->opt)));
+    else if (o->init) AX_TRY(ax_agree(w, ax_gpt_load(&r->m, o->init)));
     else ax_gpt_init_random(&r->m, r->st.seed);
-    AX_TRY(ax_source_open(&r->data, o->data, o->seq, cfg.vocab_size, o->shuffle, r->st.seed));
-    if (o->val_data) AX_TRY(ax_source_open(&r->val, o->val_data, o->seq, cfg.vocab_size, 0, 0));
+    int rc = ax_source_open(&r->data, o->data, o->seq, cfg.vocab_size, o->shuffle, r->st.seed);
+    if (rc == 0 && o->val_data) rc = ax_source_open(&r->val, o->val_data, o->seq, cfg.vocab_size, 0, 0);
+    AX_TRY(ax_agree(w, rc));
     r->h = (ax_hparams){.lr = o->lr, .min_lr_frac = o->min_lr_frac, .beta1 = o->beta1, .beta2 = o->beta2,
                         .eps = o->eps, .weight_decay = o->weight_decay, .clip = o->clip,
                         .warmup = o->warmup, .steps = o->steps};
@@ -152,20 +158,15 @@ static int setup(ax_run *r) {
     r->seqs = ax_malloc((size_t)o->grad_accum * r->Bl * (o->seq + 1) * sizeof(int32_t));
     r->scratch = ax_malloc(2 * (size_t)r->Bl * o->seq * sizeof(int32_t));
     if (o->goldfish_k) r->weights = ax_malloc((size_t)o->grad_accum * r->Bl * o->seq * sizeof(float));
-    if (o->out) {
-        int rc = r->root ? ax_mkdir_p(o->out) : 0;
-        MPI_Bcast(&rc, 1, MPI_INT, 0, r->g.world);
-        if (rc) return r->root ? -1 : AX_ERR("--out %s: cannot create directory", o->out);
-    }
-    int bad = 0;
-    if (r->root && (o->metrics || o->out)) {
+    rc = 0;
+    if (r->root && o->out) rc = ax_mkdir_p(o->out);
+    if (rc == 0 && r->root && (o->metrics || o->out)) {
         if (o->metrics) snprintf(path, sizeof path, "%s", o->metrics);
         else snprintf(path, sizeof path, "%s/metrics.jsonl", o->out);
         r->metrics = fopen(path, o->resume ? "a" : "w");
-        bad = !r->metrics;
+        if (!r->metrics) rc = AX_ERR("%s: cannot open the metrics file for writing: %s", path, strerror(errno));
     }
-    MPI_Bcast(&bad, 1, MPI_INT, 0, r->g.world);
-    if (bad) return AX_ERR("%s: cannot open the metrics file for writing", o->metrics ? o->metrics : "metrics.jsonl");
+    AX_TRY(ax_agree(w, rc));
     SAY(r, "axonn: %d ranks, grid D=%d X=%d Y=%d Z=%d, %d threads/rank; model L=%d H=%d C=%d V=%d T=%d (%.2fM parameters)\n",
         r->g.size, r->g.gd, r->g.gx, r->g.gy, r->g.gz, omp_get_max_threads(), cfg.n_layer, cfg.n_head, cfg.n_embd,
         cfg.vocab_size, cfg.block_size, ax_gpt_num_params(&cfg) / 1e6);

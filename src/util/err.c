@@ -26,6 +26,20 @@ int ax_err_sys(const char *file, int line, const char *fmt, ...) {
 const char *ax_err_msg(void) { return ax_msg[0] ? ax_msg : "unknown error"; }
 void ax_err_clear(void) { ax_msg[0] = 0; }
 
+int ax_agree(MPI_Comm comm, int rc) {
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int who = rc ? rank : size;
+    AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &who, 1, MPI_INT, MPI_MIN, comm));
+    if (who == size) return 0;
+    char msg[sizeof ax_msg];
+    snprintf(msg, sizeof msg, "%s", rank == who ? ax_err_msg() : "");
+    AX_CHECK_MPI(MPI_Bcast(msg, sizeof msg, MPI_CHAR, who, comm));
+    ax_err_set("%s", msg);
+    return -1;
+}
+
 void ax_err_exit(int only_rank0) {
     int inited = 0, fin = 0, rank = 0;
     MPI_Initialized(&inited); MPI_Finalized(&fin);
