@@ -56,6 +56,7 @@ for k, v in hdr.items():
 h = json.dumps(out).encode(); h += b' ' * ((8 - len(h) % 8) % 8)
 open(d + '/model.safetensors', 'wb').write(struct.pack('<Q', len(h)) + h + b''.join(blobs))
 os.makedirs(W + '/in/emptyrun/sub')
+os.makedirs(W + '/in/emptyrun2/ckpt-000004')        # a checkpoint directory without its files
 open(W + '/in/emptyrun/notes.txt', 'w').write('no checkpoint here\n')
 json.dump({'steps': 3, 'no_such_option': 1}, open(W + '/in/unknown.json', 'w'))
 open(W + '/in/invalid.json', 'w').write('{"steps": 3,\n "batch": }\n')
@@ -203,6 +204,23 @@ expect_err config_unknown_key 0 "no_such_option" -- train "${TINY[@]}" --config 
 expect_err config_invalid_json 0 "invalid\.json" -- train "${TINY[@]}" --config "$W/in/invalid.json" --out "$W/o20"
 expect_err config_missing_file 0 "absent\.json" -- train "${TINY[@]}" --config "$W/in/absent.json" --out "$W/o20b"
 
+# damaged checkpoints: each file is checked against manifest.json before use
+"$BIN" train "${TINY[@]}" --synthetic --steps 2 --out "$W/in/run" >"$W/cap/run.out" 2>&1 || bad "could not make a checkpoint: $(tail -n 2 "$W/cap/run.out")"
+ck() { rm -rf "$W/in/$1"; cp -r "$W/in/run/ckpt-000002" "$W/in/$1"; }
+ck ck_flip;   python3 -c 'import sys; p=sys.argv[1]; b=bytearray(open(p,"rb").read()); b[5000]^=1; open(p,"wb").write(b)' "$W/in/ck_flip/optim.safetensors"
+ck ck_short;  python3 -c 'import sys; p=sys.argv[1]; b=open(p,"rb").read(); open(p,"wb").write(b[:-4])' "$W/in/ck_short/model.safetensors"
+ck ck_nomark; rm "$W/in/ck_nomark/manifest.json"
+ck ck_badmark; printf '{"format": "axonn checkpoint 1", "files": {' >"$W/in/ck_badmark/manifest.json"
+ck ck_noentry; python3 -c 'import json,sys; p=sys.argv[1]; j=json.load(open(p)); del j["files"]["state.json"]; json.dump(j,open(p,"w"))' "$W/in/ck_noentry/manifest.json"
+ck ck_state; sed -i 's/"step": 2/"step": 1/' "$W/in/ck_state/state.json"
+expect_err ckpt_bit_flip 0 "ck_flip/optim\.safetensors: checksum" -- train "${RES[@]}" --resume "$W/in/ck_flip" --out "$W/o30"
+expect_err ckpt_truncated 0 "ck_short/model\.safetensors: [0-9]+ bytes, the checkpoint manifest says" -- train "${RES[@]}" --resume "$W/in/ck_short" --out "$W/o31"
+expect_err ckpt_no_manifest 0 "ck_nomark: not a complete checkpoint" -- train "${RES[@]}" --resume "$W/in/ck_nomark" --out "$W/o32"
+expect_err ckpt_bad_manifest 0 "ck_badmark/manifest\.json: invalid" -- train "${RES[@]}" --resume "$W/in/ck_badmark" --out "$W/o33"
+expect_err ckpt_manifest_no_entry 0 "manifest\.json: expected an entry .* for state\.json" -- train "${RES[@]}" --resume "$W/in/ck_noentry" --out "$W/o34"
+expect_err ckpt_state_edited 0 "ck_state/state\.json: checksum" -- train "${RES[@]}" --resume "$W/in/ck_state" --out "$W/o35"
+expect_err ckpt_only_partial 0 "--resume .*emptyrun2.*complete ckpt" -- train "${RES[@]}" --resume "$W/in/emptyrun2" --out "$W/o36"
+
 # an output file only rank 0 opens: the failure must reach every rank (no hang)
 mkdir -p "$W/o21" "$W/o21b"
 expect_err metrics_unwritable 0 "nodir/m\.jsonl" -- train "${TINY[@]}" --steps 2 --metrics "$W/nodir/m.jsonl" --out "$W/o21"
@@ -223,6 +241,9 @@ TMO=30 expect_err rank3_init_truncated split4 "m/model\.safetensors" -- \
   train "${INIT[@]}" --grid 2,1,2,1 --init m/model.safetensors --out o
 TMO=30 expect_err rank3_eval_model_truncated split4 "m/model\.safetensors" -- \
   eval --model m/model.safetensors --data shard.bin --grid 4,1,1,1 --threads 1
+cp -r "$W/in/run/ckpt-000002" "$W/r012/ck"; cp -r "$W/in/ck_flip" "$W/r3/ck"
+TMO=30 expect_err rank3_ckpt_corrupt split4 "ck/optim\.safetensors: checksum" -- \
+  train "${RES[@]}" --grid 1,1,2,2 --resume ck --out o
 cp "$W/in/good.bin" "$W/r3/shard.bin"; rm "$W/r3/m/config.json"
 TMO=30 expect_err rank3_eval_no_config split4 "m/config\.json" -- \
   eval --model m/model.safetensors --data shard.bin --grid 1,2,2,1 --threads 1

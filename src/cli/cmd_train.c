@@ -28,7 +28,7 @@ int ax_cmd_train(int argc, char **argv) {
         {"val-data", AX_OPT_STR, &o.val_data, "GLOB", "validation token shards"},
         {"init", AX_OPT_STR, &o.init, "MODEL", "start from MODEL.safetensors (config.json beside it)"},
         {"out", AX_OPT_STR, &o.out, "DIR", "checkpoints, metrics.jsonl and the final model (default out)"},
-        {"resume", AX_OPT_STR, &o.resume, "DIR", "resume from a checkpoint, or the newest ckpt-* in DIR"},
+        {"resume", AX_OPT_STR, &o.resume, "DIR|auto", "resume from a checkpoint, or the newest complete ckpt-* in DIR; auto: in --out, else start fresh"},
         {"metrics", AX_OPT_STR, &o.metrics, "FILE", "JSONL metrics (default DIR/metrics.jsonl)"},
         {"preset", AX_OPT_STR, &preset, "NAME", "model size: tiny (default), small, gpt2, gpt2-medium, gpt2-large, gpt2-xl"},
         {"n-layer", AX_OPT_INT, &mc.n_layer, "N", "transformer blocks", AX_RANGE('[',1,1000,']')},
@@ -56,6 +56,8 @@ int ax_cmd_train(int argc, char **argv) {
         {"seed", AX_OPT_U64, &o.seed, "N", "initialisation and shuffling seed (default 1337)"},
         {"shuffle", AX_OPT_FLAG, &o.shuffle, NULL, "shuffle sequences each epoch (default true; --shuffle=false: sequential)"},
         {"save-every", AX_OPT_INT, &o.save_every, "N", "write a checkpoint every N steps (0: only at the end)", AX_RANGE('[',0,1e9,']')},
+        {"keep", AX_OPT_INT, &o.keep, "K", "complete checkpoints kept in --out, older ones deleted (default 3)", AX_RANGE('[',1,1e6,']')},
+        {"max-skips", AX_OPT_INT, &o.max_skips, "N", "stop with exit status 3 after N consecutive non-finite steps (default 5)", AX_RANGE('[',1,1e6,']')},
         {"exit-after", AX_OPT_INT, &o.exit_after, "N", "stop cleanly after step N with a checkpoint", AX_RANGE('[',0,1e9,']')},
         {"val-every", AX_OPT_INT, &o.val_every, "N", "validation loss every N steps (default 50)", AX_RANGE('[',0,1e9,']')},
         {"val-batches", AX_OPT_INT, &o.val_batches, "N", "batches per validation (default 4)", AX_RANGE('[',1,1e6,']')},
@@ -80,7 +82,9 @@ int ax_cmd_train(int argc, char **argv) {
         *dst[i] = src[i];
         sized = 1;
     }
-    if ((o.init || o.resume) && sized)
+    /* --resume auto may start fresh: it takes the size flags, and checks them against a checkpoint */
+    int size_from_file = o.init || (o.resume && strcmp(o.resume, "auto") != 0);
+    if (size_from_file && sized)
         return AX_ERR("--preset and model-size flags apply to new models; --init/--resume take the size from config.json");
     char corpus[4096] = "", train_glob[4200], val_glob[4200], tok_path[4200] = "";
     if (!o.data && !synthetic) {
@@ -92,7 +96,7 @@ int ax_cmd_train(int argc, char **argv) {
         if (!o.val_data) o.val_data = val_glob;
         ax_tokenizer *t;
         AX_TRY(ax_agree(MPI_COMM_WORLD, ax_tok_load(&t, tok_path)));
-        if (!o.init && !o.resume && !ax_args_given(opts, "vocab-size")) o.model.vocab_size = ax_tok_vocab_size(t);
+        if (!size_from_file && !ax_args_given(opts, "vocab-size")) o.model.vocab_size = ax_tok_vocab_size(t);
         ax_tok_free(t);
         if (!ax_args_given(opts, "steps")) o.steps = 1200;
         if (!ax_args_given(opts, "batch")) o.batch = 16;

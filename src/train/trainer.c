@@ -26,6 +26,7 @@ void ax_train_defaults(ax_train_opts *o) {
     memset(o, 0, sizeof *o);
     o->model = (ax_gpt_config){.n_layer = 4, .n_head = 4, .n_embd = 128, .block_size = 128, .vocab_size = 256};
     o->grid[0] = o->grid[1] = o->grid[2] = o->grid[3] = 1;
+    o->keep = 3; o->max_skips = 5;
     o->steps = 200; o->batch = 0; o->seq = 0; o->grad_accum = 1;   /* 0: from the checkpoint, else 8 and n_positions */
     o->lr = 1e-3; o->min_lr_frac = 0.1; o->beta1 = 0.9; o->beta2 = 0.95; o->eps = 1e-8;
     o->weight_decay = 0.1; o->clip = 1.0; o->warmup = 10;
@@ -48,6 +49,7 @@ typedef struct {
     ax_ckpt_state st;
     FILE *metrics;
     int root, tty, Bl;
+    int resumed;                 /* started from a checkpoint */
     int32_t *seqs, *scratch;
     float *weights;              /* goldfish mask of the step's targets, or NULL */
 } ax_run;
@@ -91,6 +93,8 @@ static int validate(const ax_train_opts *o, const ax_gpt_config *c, const ax_gri
     if (!(o->weight_decay >= 0 && o->weight_decay <= 10)) return AX_ERR("--weight-decay %g: expected a number in [0, 10]", o->weight_decay);
     if (!(o->clip >= 0 && o->clip <= 1e9)) return AX_ERR("--clip %g: expected a number in [0, 1e+09]", o->clip);
     if (o->warmup < 0) return AX_ERR("--warmup %d: expected >= 0", o->warmup);
+    if (o->keep < 1) return AX_ERR("--keep %d: expected >= 1", o->keep);
+    if (o->max_skips < 1) return AX_ERR("--max-skips %d: expected >= 1", o->max_skips);
     if (o->goldfish_k && o->goldfish_k < 2) return AX_ERR("--goldfish-k %d: expected >= 2 (or 0: off)", o->goldfish_k);
     if (o->goldfish_k && o->goldfish_h < 1) return AX_ERR("--goldfish-h %d: expected >= 1", o->goldfish_h);
     return ax_gpt_check_grid(c, g);
@@ -104,6 +108,25 @@ static void print_memory(ax_run *r) {
     double w = r->m.ws_bytes * mib;
     SAY(r, "memory per rank: parameters %.1f MiB, gradients %.1f, AdamW %.1f, activations %.1f, gather buffers %.1f: %.1f MiB\n",
         p, p, 2 * p, a, w, 4 * p + a + w);
+}
+
+/* Which checkpoint to start from. Rank 0 looks and every rank takes its path
+ * (and then reads the files itself), so all ranks resume from the same step.
+ * 1: resume from ckdir, 0: start fresh, -1: error. Collective. */
+static int find_checkpoint(ax_run *r, char *ckdir, int n) {
+    const ax_train_opts *o = r->o;
+    if (!o->resume) return 0;
+    int found = 1, rc = 0;
+    if (r->root) {
+        if (strcmp(o->resume, "auto") != 0) rc = ax_ckpt_resolve(o->resume, ckdir, n);
+        else if (!o->out) rc = AX_ERR("--resume auto: expected --out (the directory holding the checkpoints)");
+        else found = ax_ckpt_latest(o->out, ckdir, n);
+    }
+    AX_TRY(ax_agree(r->g.world, rc));
+    MPI_Bcast(&found, 1, MPI_INT, 0, r->g.world);
+    MPI_Bcast(ckdir, n, MPI_CHAR, 0, r->g.world);
+    if (!found) SAY(r, "resume auto: no complete checkpoint in %s; starting fresh\n", o->out);
+    return found;
 }
 
 static int setup(ax_run *r) {
@@ -121,11 +144,13 @@ static int setup(ax_run *r) {
     r->st = (ax_ckpt_state){.step = 0, .seed = o->seed};
     /* Every rank reads the files itself; each rank-local step ends in ax_agree,
      * so a file that one rank cannot read fails the whole job the same way. */
-    if (o->resume) {
+    if ((r->resumed = find_checkpoint(r, ckdir, sizeof ckdir)) < 0) return -1;
+    if (r->resumed) {
         ax_ckpt_state saved;
-        int rc = ax_ckpt_resolve(o->resume, ckdir, sizeof ckdir);
-        if (rc == 0) rc = ax_ckpt_peek(ckdir, &cfg, &saved);
-        AX_TRY(ax_agree(w, rc));
+        AX_TRY(ax_agree(w, ax_ckpt_peek(ckdir, &cfg, &saved)));
+        if (!o->init && strcmp(o->resume, "auto") == 0 && memcmp(&cfg, &o->model, sizeof cfg) != 0)
+            return AX_ERR("--resume auto: %s holds a model of n_layer %d, n_head %d, n_embd %d, n_positions %d, vocab %d; "
+                          "the options describe another", ckdir, cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.block_size, cfg.vocab_size);
         if ((o->batch && saved.batch != o->batch) || (o->seq && saved.seq != o->seq))
             return AX_ERR("--resume %s: saved with --batch %d --seq %d; resume with the same (got %d, %d)",
                           ckdir, saved.batch, saved.seq, o->batch, o->seq);
@@ -145,7 +170,7 @@ static int setup(ax_run *r) {
     AX_TRY(validate(o, &cfg, &r->g));
     AX_TRY(ax_gpt_init(&r->m, &cfg, &r->g));
     ax_adamw_init(&r->opt, r->m.n_local);
-    if (o->resume) AX_TRY(ax_agree(w, ax_ckpt_load(ckdir, &r->m, &r->opt)));
+    if (r->resumed) AX_TRY(ax_agree(w, ax_ckpt_load(ckdir, &r->m, &r->opt)));
     else if (o->init) AX_TRY(ax_agree(w, ax_gpt_load(&r->m, o->init)));
     else ax_gpt_init_random(&r->m, r->st.seed);
     int rc = ax_source_open(&r->data, o->data, o->seq, cfg.vocab_size, o->shuffle, r->st.seed);
@@ -163,7 +188,7 @@ static int setup(ax_run *r) {
     if (rc == 0 && r->root && (o->metrics || o->out)) {
         if (o->metrics) snprintf(path, sizeof path, "%s", o->metrics);
         else snprintf(path, sizeof path, "%s/metrics.jsonl", o->out);
-        r->metrics = fopen(path, o->resume ? "a" : "w");
+        r->metrics = fopen(path, r->resumed ? "a" : "w");
         if (!r->metrics) rc = AX_ERR("%s: cannot open the metrics file for writing: %s", path, strerror(errno));
     }
     AX_TRY(ax_agree(w, rc));
@@ -173,8 +198,8 @@ static int setup(ax_run *r) {
     if (o->goldfish_k) SAY(r, "goldfish loss: k = %d, h = %d (about 1/%d of targets left out)\n", o->goldfish_k, o->goldfish_h, o->goldfish_k);
     SAY(r, "data: %s; batch %d x %d tokens (%d micro-batches of %d per data x Z rank)%s\n",
         o->data ? o->data : "synthetic Markov stream", o->batch, o->seq, o->grad_accum, r->Bl,
-        o->resume ? "; resuming" : "");
-    if (o->resume) SAY(r, "resumed from %s at step %d\n", ckdir, r->st.step);
+        r->resumed ? "; resuming" : "");
+    if (r->resumed) SAY(r, "resumed from %s at step %d\n", ckdir, r->st.step);
     print_memory(r);
     return 0;
 }
@@ -195,8 +220,13 @@ static int save(ax_run *r, int next_step) {
     snprintf(dir, sizeof dir, "%s/ckpt-%06d", r->o->out, next_step);
     r->st.step = next_step;
     r->st.data_pos = (int64_t)next_step * r->o->batch;
+    double t0 = MPI_Wtime();
     AX_TRY(ax_ckpt_save(dir, &r->m, &r->opt, &r->st));
-    SAY(r, "%ssaved %s\n", r->tty ? "\r\033[K" : "", dir);
+    double t1 = MPI_Wtime();
+    /* older checkpoints go only now that the new one is committed */
+    AX_TRY(ax_agree(r->g.world, r->root ? ax_ckpt_prune(r->o->out, next_step, r->o->keep) : 0));
+    SAY(r, "%ssaved %s in %.0f ms (pruning to the newest %d: %.0f ms)\n", r->tty ? "\r\033[K" : "", dir,
+        (t1 - t0) * 1e3, r->o->keep, (MPI_Wtime() - t1) * 1e3);
     return 0;
 }
 
