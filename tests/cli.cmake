@@ -1,3 +1,4 @@
 ax_script_test(cli_resume test_cli_resume.sh)
 ax_script_test(cli_errors test_cli_errors.sh)
 ax_script_test(cli_eval test_cli_eval.sh)
+ax_script_test(cli_nonfinite test_cli_nonfinite.sh)

@@ -108,7 +108,8 @@ int ax_cmd_train(int argc, char **argv) {
         snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", d);
         if (!ax_file_exists(tok_path)) tok_path[0] = 0;
     }
-    AX_TRY(ax_train(&o, MPI_COMM_WORLD));
+    rc = ax_train(&o, MPI_COMM_WORLD);
+    if (rc) return rc;
     if (!o.out || !tok_path[0]) return 0;
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -33,6 +33,7 @@ int main(int argc, char **argv) {
     else { fprintf(stderr, "axonn: error: unknown command '%s' (expected train, eval, sample, prepare, tokenizer or memorize)\n", argv[1]); return 2; }
     MPI_Init(&argc, &argv);
     int rc = cmd(argc, argv);
+    if (rc == AX_TRAIN_DIVERGED) ax_err_exit_status(1, 3);
     if (rc < 0) ax_err_exit(1);
     MPI_Finalize();
     return 0;

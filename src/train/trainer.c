@@ -279,7 +279,8 @@ static int loop(ax_run *r) {
     double flops = ax_model_flops(c, o->batch, o->seq), hflops = ax_hardware_flops(c, o->batch, o->seq);
     double t_sum = 0; int t_n = 0, first = r->st.step;
     double ms_avg = 0;
-    int end = o->steps;
+    int end = o->steps, skips = 0;
+    char last_ckpt[4200] = "none written by this run";
     if (o->exit_after > 0 && o->exit_after < end) end = o->exit_after;
     for (int step = r->st.step; step < end; step++) {
         MPI_Barrier(r->g.world);
@@ -289,7 +290,19 @@ static int loop(ax_run *r) {
         ax_train_step(&r->m, &r->opt, &r->h, step, r->seqs, r->weights, o->grad_accum, r->Bl, o->seq, &st, r->scratch);
         double dt = MPI_Wtime() - t0;
         MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, r->g.world);
-        if (!isfinite(st.loss)) return AX_ERR("step %d: loss is %g (diverged; lower --lr or raise --warmup)", step + 1, st.loss);
+        if (st.skipped) {
+            skips++;
+            SAY(r, "%sstep %d: loss %g, gradient norm %g: not finite, update skipped (%d in a row, at most %d)\n",
+                r->tty ? "\r\033[K" : "", step + 1, st.loss, st.gnorm, skips, o->max_skips);
+            if (r->metrics) { fprintf(r->metrics, "{\"step\": %d, \"skipped\": true}\n", step + 1); fflush(r->metrics); }
+            if (skips >= o->max_skips) {
+                ax_err_set("step %d: %d consecutive steps with a non-finite loss or gradient norm; stopped "
+                           "(lower --lr or raise --warmup); last good checkpoint: %s", step + 1, skips, last_ckpt);
+                return AX_TRAIN_DIVERGED;
+            }
+            continue;
+        }
+        skips = 0;
         if (step - first >= 2) { t_sum += dt; t_n++; }
         if (o->profile && step - first == 1) reset_profile(r);
         ms_avg = ms_avg ? 0.9 * ms_avg + 0.1 * dt * 1e3 : dt * 1e3;
@@ -312,7 +325,10 @@ static int loop(ax_run *r) {
         }
         if (r->val.set && o->val_every > 0 && ((step + 1) % o->val_every == 0 || step + 1 == o->steps)) validate_loss(r, step);
         int last = step + 1 == end;
-        if (o->out && ((o->save_every > 0 && (step + 1) % o->save_every == 0) || last)) AX_TRY(save(r, step + 1));
+        if (o->out && ((o->save_every > 0 && (step + 1) % o->save_every == 0) || last)) {
+            AX_TRY(save(r, step + 1));
+            snprintf(last_ckpt, sizeof last_ckpt, "%s/ckpt-%06d", o->out, step + 1);
+        }
     }
     if (r->tty) printf("\r\033[K");
     if (t_n > 0) {

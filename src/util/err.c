@@ -40,13 +40,15 @@ int ax_agree(MPI_Comm comm, int rc) {
     return -1;
 }
 
-void ax_err_exit(int only_rank0) {
+void ax_err_exit(int only_rank0) { ax_err_exit_status(only_rank0, 2); }
+
+void ax_err_exit_status(int only_rank0, int status) {
     int inited = 0, fin = 0, rank = 0;
     MPI_Initialized(&inited); MPI_Finalized(&fin);
     if (inited && !fin) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (!only_rank0 || rank == 0) { fprintf(stderr, "axonn: error: %s\n", ax_err_msg()); fflush(stderr); }
     if (inited && !fin) MPI_Finalize();
-    exit(2);
+    exit(status);
 }
 
 void ax_fatal(const char *file, int line, const char *fmt, ...) {

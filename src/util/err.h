@@ -23,6 +23,7 @@ int ax_agree(MPI_Comm comm, int rc);
 /* Prints "axonn: error: <msg>" once (rank 0 of MPI_COMM_WORLD, or any rank when
  * only_rank0 is 0) and exits with status 2 on every rank that calls it. */
 void ax_err_exit(int only_rank0) __attribute__((noreturn));
+void ax_err_exit_status(int only_rank0, int status) __attribute__((noreturn));
 /* Aborts all ranks for failures that cannot be recovered collectively. */
 void ax_fatal(const char *file, int line, const char *fmt, ...) __attribute__((noreturn, format(printf, 3, 4)));
 
