@@ -75,14 +75,15 @@ static int load_config(ax_opt *opts, const char *path) {
         snprintf(name, sizeof name, "%s", key);
         for (char *c = name; *c; c++) if (*c == '_') *c = '-';
         ax_opt *o = find(opts, name, strlen(name));
-        if (!o || strcmp(name, "config") == 0) { json_decref(j); return AX_ERR("--config %s: unknown option '%s'", path, key); }
+        /* the message first: key belongs to j (found by fuzz/fuzz_args.c, fuzz/regressions/args/) */
+        if (!o || strcmp(name, "config") == 0) { AX_ERR("--config %s: unknown option '%s'", path, key); json_decref(j); return -1; }
         char buf[64];
         const char *s = buf;
         if (json_is_string(v)) s = ax_strdup(json_string_value(v));
         else if (json_is_integer(v)) snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
         else if (json_is_real(v)) snprintf(buf, sizeof buf, "%.17g", json_real_value(v));
         else if (json_is_boolean(v)) snprintf(buf, sizeof buf, "%s", json_is_true(v) ? "true" : "false");
-        else { json_decref(j); return AX_ERR("--config %s: '%s' must be a string, number or boolean", path, key); }
+        else { AX_ERR("--config %s: '%s' must be a string, number or boolean", path, key); json_decref(j); return -1; }
         if (s == buf && o->type == AX_OPT_STR) s = ax_strdup(buf);
         if (set_value(o, s, src)) { json_decref(j); return -1; }
     }
