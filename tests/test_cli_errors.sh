@@ -56,6 +56,7 @@ for k, v in hdr.items():
 h = json.dumps(out).encode(); h += b' ' * ((8 - len(h) % 8) % 8)
 open(d + '/model.safetensors', 'wb').write(struct.pack('<Q', len(h)) + h + b''.join(blobs))
 os.makedirs(W + '/in/emptyrun/sub')
+os.makedirs(W + '/in/emptyrun2/ckpt-000004')        # a checkpoint directory without its files
 open(W + '/in/emptyrun/notes.txt', 'w').write('no checkpoint here\n')
 json.dump({'steps': 3, 'no_such_option': 1}, open(W + '/in/unknown.json', 'w'))
 open(W + '/in/invalid.json', 'w').write('{"steps": 3,\n "batch": }\n')
@@ -75,6 +76,8 @@ expect_err() {
   if [ "$1" = train ] && ! printf '%s\n' "$@" | grep -qx -- '--data'; then set -- "$@" --synthetic; fi
   if [ "$np" = 0 ]; then
     timeout "$tmo" "$BIN" "$@" >"$out" 2>"$err"; rc=$?
+  elif [ "$np" = split4 ]; then   # ranks 0-2 run in $W/r012, rank 3 in $W/r3: same arguments, other files
+    timeout "$tmo" "${MPI[@]}" -np 3 -wdir "$W/r012" "$BIN" "$@" : -np 1 -wdir "$W/r3" "$BIN" "$@" >"$out" 2>"$err"; rc=$?
   else
     timeout "$tmo" "${MPI[@]}" -np "$np" "$BIN" "$@" >"$out" 2>"$err"; rc=$?
   fi
@@ -129,6 +132,54 @@ expect_err seq_gt_block 0 "--seq" -- train "${TINY[@]}" --steps 2 --seq 32 --out
 expect_err recompute_unknown 0 "--recompute.*none, attn or block" -- train "${TINY[@]}" --steps 2 --recompute some --out "$W/o9r"
 expect_err backend_unknown 0 "--backend cuda.*compiled backends" -- train "${TINY[@]}" --steps 2 --backend cuda --out "$W/o9b"
 
+# ---------------------------------------------------------------- option values
+# zero, negative, non-finite and absurd values: one line naming the option and
+# the accepted range, never a silent default. Rows: name | regex | flags.
+printf '{"batch": 0}\n' >"$W/in/batch0.json"
+printf '{"lr": "nan"}\n' >"$W/in/lrnan.json"
+printf '{"text": "a b c"}\n' >"$W/in/docs.jsonl"
+while IFS='|' read -r name re flags; do
+  [ -n "$name" ] || continue
+  # shellcheck disable=SC2086
+  expect_err "$name" 0 "$re" -- train "${TINY[@]}" --out "$W/ov" $flags
+done <<ROWS
+opt_batch_zero|--batch 0: .*\[1, 1048576\]|--batch 0
+opt_batch_negative|--batch -8: .*\[1, |--batch -8
+opt_steps_negative|--steps -1: .*\[1, |--steps -1
+opt_steps_zero|--steps 0: |--steps 0
+opt_seq_zero|--seq 0: .*\[1, |--seq 0
+opt_lr_nan|--lr 'nan': expected a finite number|--lr nan
+opt_lr_inf|--lr 'inf': expected a finite number|--lr inf
+opt_lr_zero|--lr 0: .*\(0, 10\]|--lr 0
+opt_lr_absurd|--lr 1e6: .*\(0, 10\]|--lr 1e6
+opt_beta1_one|--beta1 1: .*\[0, 1\)|--beta1 1
+opt_beta2_negative|--beta2 -0.1: .*\[0, 1\)|--beta2 -0.1
+opt_eps_zero|--eps 0: .*\(0, 1\]|--eps 0
+opt_clip_negative|--clip -1: |--clip -1
+opt_weight_decay_nan|--weight-decay 'nan'|--weight-decay nan
+opt_warmup_negative|--warmup -5: |--warmup -5
+opt_grad_accum_zero|--grad-accum 0: |--grad-accum 0
+opt_min_lr_frac_above_1|--min-lr-frac 2: .*\[0, 1\]|--min-lr-frac 2
+opt_log_every_zero|--log-every 0: |--log-every 0
+opt_val_batches_zero|--val-batches 0: |--val-batches 0
+opt_threads_negative|--threads -2: |--threads -2
+opt_n_embd_absurd|--n-embd 100000000: .*\[1, 65536\]|--n-embd 100000000
+opt_n_layer_zero|--n-layer 0: |--n-layer 0
+opt_vocab_negative|--vocab-size -1: |--vocab-size -1
+opt_gx_zero|--gx 0: |--gx 0
+opt_goldfish_h_zero|--goldfish-h 0: |--goldfish-h 0
+opt_int_overflow|--steps '99999999999': expected an integer|--steps 99999999999
+opt_config_batch_zero|batch0\.json: --batch 0: |--config $W/in/batch0.json
+opt_config_lr_nan|lrnan\.json: --lr 'nan'|--config $W/in/lrnan.json
+ROWS
+expect_err opt_eval_batch_zero 0 "--batch 0: " -- eval --model "$W/in/good/model.safetensors" --data "$W/in/good.bin" --batch 0
+expect_err opt_eval_seq_zero 0 "--seq 0: " -- eval --model "$W/in/good/model.safetensors" --data "$W/in/good.bin" --seq 0
+expect_err opt_sample_temperature_nan 0 "--temperature 'nan'" -- sample --model "$W/in/good/model.safetensors" --prompt-tokens 1,2 --temperature nan
+expect_err opt_sample_max_new_negative 0 "--max-new -1: " -- sample --model "$W/in/good/model.safetensors" --prompt-tokens 1,2 --max-new -1
+expect_err opt_memorize_suffix_zero 0 "--suffix 0: " -- memorize --model "$W/in/good/model.safetensors" --docs "$W/in/docs.jsonl" --suffix 0
+expect_err opt_prepare_val_frac_one 0 "--val-frac 1: .*\[0, 1\)" -- prepare --tokenizer x.json --out "$W/op" --val-frac 1 a.txt
+expect_err opt_tokenizer_vocab_small 0 "--vocab-size 100: .*\[257, " -- tokenizer train --vocab-size 100 --out "$W/t.json" a.txt
+
 # ---------------------------------------------------------------- data files
 expect_err data_missing 0 "nothere\.bin" -- train "${TINY[@]}" --steps 2 --data "$W/in/nothere.bin" --out "$W/o10"
 expect_err data_bad_magic 0 "badmagic\.bin" -- train "${TINY[@]}" --steps 2 --data "$W/in/badmagic.bin" --out "$W/o11"
@@ -155,18 +206,62 @@ expect_err config_unknown_key 0 "no_such_option" -- train "${TINY[@]}" --config 
 expect_err config_invalid_json 0 "invalid\.json" -- train "${TINY[@]}" --config "$W/in/invalid.json" --out "$W/o20"
 expect_err config_missing_file 0 "absent\.json" -- train "${TINY[@]}" --config "$W/in/absent.json" --out "$W/o20b"
 
+# damaged checkpoints: each file is checked against manifest.json before use
+"$BIN" train "${TINY[@]}" --synthetic --steps 2 --out "$W/in/run" >"$W/cap/run.out" 2>&1 || bad "could not make a checkpoint: $(tail -n 2 "$W/cap/run.out")"
+ck() { rm -rf "$W/in/$1"; cp -r "$W/in/run/ckpt-000002" "$W/in/$1"; }
+ck ck_flip;   python3 -c 'import sys; p=sys.argv[1]; b=bytearray(open(p,"rb").read()); b[5000]^=1; open(p,"wb").write(b)' "$W/in/ck_flip/optim.safetensors"
+ck ck_short;  python3 -c 'import sys; p=sys.argv[1]; b=open(p,"rb").read(); open(p,"wb").write(b[:-4])' "$W/in/ck_short/model.safetensors"
+ck ck_nomark; rm "$W/in/ck_nomark/manifest.json"
+ck ck_badmark; printf '{"format": "axonn checkpoint 1", "files": {' >"$W/in/ck_badmark/manifest.json"
+ck ck_noentry; python3 -c 'import json,sys; p=sys.argv[1]; j=json.load(open(p)); del j["files"]["state.json"]; json.dump(j,open(p,"w"))' "$W/in/ck_noentry/manifest.json"
+ck ck_state; sed -i 's/"step": 2/"step": 1/' "$W/in/ck_state/state.json"
+expect_err ckpt_bit_flip 0 "ck_flip/optim\.safetensors: checksum" -- train "${RES[@]}" --resume "$W/in/ck_flip" --out "$W/o30"
+expect_err ckpt_truncated 0 "ck_short/model\.safetensors: [0-9]+ bytes, the checkpoint manifest says" -- train "${RES[@]}" --resume "$W/in/ck_short" --out "$W/o31"
+expect_err ckpt_no_manifest 0 "ck_nomark: not a complete checkpoint" -- train "${RES[@]}" --resume "$W/in/ck_nomark" --out "$W/o32"
+expect_err ckpt_bad_manifest 0 "ck_badmark/manifest\.json: invalid" -- train "${RES[@]}" --resume "$W/in/ck_badmark" --out "$W/o33"
+expect_err ckpt_manifest_no_entry 0 "manifest\.json: expected an entry .* for state\.json" -- train "${RES[@]}" --resume "$W/in/ck_noentry" --out "$W/o34"
+expect_err ckpt_state_edited 0 "ck_state/state\.json: checksum" -- train "${RES[@]}" --resume "$W/in/ck_state" --out "$W/o35"
+expect_err ckpt_only_partial 0 "--resume .*emptyrun2.*complete ckpt" -- train "${RES[@]}" --resume "$W/in/emptyrun2" --out "$W/o36"
+
 # an output file only rank 0 opens: the failure must reach every rank (no hang)
 mkdir -p "$W/o21" "$W/o21b"
 expect_err metrics_unwritable 0 "nodir/m\.jsonl" -- train "${TINY[@]}" --steps 2 --metrics "$W/nodir/m.jsonl" --out "$W/o21"
 TMO=20 expect_err metrics_unwritable_2ranks 2 "nodir/m\.jsonl" -- \
   train "${TINY[@]}" --steps 2 --grid 1,1,2,1 --metrics "$W/nodir/m.jsonl" --out "$W/o21b"
 
+# ---------------------------------------------------------------- a file only one rank cannot read
+# Four ranks given the same relative paths, rank 3 started in another working
+# directory (as a node with its own local scratch would be): there the shard,
+# the model or the config is broken. Every rank must stop with the same line
+# (rank 3's, printed once) and exit 2 promptly, none left in a collective.
+mkdir -p "$W/r012/m" "$W/r3/m"
+cp "$W/in/good.bin" "$W/r012/shard.bin"; cp "$W/in/trunc.bin" "$W/r3/shard.bin"
+cp "$W/in/good/"* "$W/r012/m/"; cp "$W/in/trunc/"* "$W/r3/m/"
+TMO=30 expect_err rank3_data_truncated split4 "shard\.bin: truncated" -- \
+  train "${TINY[@]}" --steps 2 --grid 1,2,2,1 --data shard.bin --out o
+TMO=30 expect_err rank3_init_truncated split4 "m/model\.safetensors" -- \
+  train "${INIT[@]}" --grid 2,1,2,1 --init m/model.safetensors --out o
+TMO=30 expect_err rank3_eval_model_truncated split4 "m/model\.safetensors" -- \
+  eval --model m/model.safetensors --data shard.bin --grid 4,1,1,1 --threads 1
+cp -r "$W/in/run/ckpt-000002" "$W/r012/ck"; cp -r "$W/in/ck_flip" "$W/r3/ck"
+TMO=30 expect_err rank3_ckpt_corrupt split4 "ck/optim\.safetensors: checksum" -- \
+  train "${RES[@]}" --grid 1,1,2,2 --resume ck --out o
+cp "$W/in/good.bin" "$W/r3/shard.bin"; rm "$W/r3/m/config.json"
+TMO=30 expect_err rank3_eval_no_config split4 "m/config\.json" -- \
+  eval --model m/model.safetensors --data shard.bin --grid 1,2,2,1 --threads 1
+if [ "$TAG" = 1 ]; then
+  timeout 30 "${MPI[@]}" --tag-output -np 3 -wdir "$W/r012" "$BIN" eval --model m/model.safetensors --data shard.bin --threads 1 \
+    : -np 1 -wdir "$W/r3" "$BIN" eval --model m/model.safetensors --data shard.bin --threads 1 >"$W/cap/tag.out" 2>"$W/cap/tag.err"
+  tagged=$(grep -c 'axonn: error:' "$W/cap/tag.err"); r0=$(grep -c '^\[[0-9]*,0\]<stderr>:axonn: error: .*m/config\.json' "$W/cap/tag.err")
+  if [ "$tagged" = 1 ] && [ "$r0" = 1 ]; then ok "rank3_eval_no_config: rank 3's error printed once, by rank 0"
+  else bad "rank3_eval_no_config: $tagged error lines, $r0 from rank 0 naming config.json (expected 1 and 1)"; sed 's/^/       stderr: /' "$W/cap/tag.err" | head; fi
+fi
+
 # ---------------------------------------------------------------- eval and sample
 expect_err eval_no_data 0 "--data" -- eval --model "$W/in/good/model.safetensors" --threads 1
 expect_err eval_bad_data 0 "bigtok\.bin" -- eval --model "$W/in/good/model.safetensors" --data "$W/in/bigtok.bin" --threads 1
 expect_err eval_missing_model 0 "nomodel\.safetensors" -- eval --model "$W/in/good/nomodel.safetensors" --data "$W/in/good.bin" --threads 1
 expect_err eval_seq_gt_block 0 "--seq" -- eval --model "$W/in/good/model.safetensors" --data "$W/in/good.bin" --seq 17 --threads 1
-printf '{"text": "a b c"}\n' > "$W/in/docs.jsonl"
 expect_err memorize_no_tokenizer 0 "tokenizer" -- memorize --model "$W/in/good/model.safetensors" --docs "$W/in/docs.jsonl" --threads 1
 expect_err memorize_missing_docs 0 "nodocs\.jsonl" -- memorize --model "$W/in/good/model.safetensors" --docs "$W/in/nodocs.jsonl" --tokenizer "$FIX/tokenizer/texts.jsonl" --threads 1
 expect_err memorize_suffix 0 "--suffix" -- memorize --model "$W/in/good/model.safetensors" --docs "$W/in/docs.jsonl" --suffix 0 --threads 1

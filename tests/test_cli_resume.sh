@@ -11,6 +11,10 @@
 #      shards, validation and --grad-accum 2: 2 ranks (2,1,1,1) -> 4 (1,2,1,2).
 #  (c) checkpoints are whole: --save-every 3 --steps 7 leaves ckpt-000003,
 #      ckpt-000006, ckpt-000007, each complete, and no *.tmp* anywhere.
+#  (d) --resume auto: with no checkpoint it starts fresh (saying so) and is the
+#      uninterrupted run; it skips partial checkpoints (no manifest.json, *.tmp)
+#      and takes the newest complete one, and the next save removes the partial
+#      ones; --keep 2 keeps the two newest complete checkpoints.
 . "$(dirname "$0")/cli_lib.sh"
 
 
@@ -176,15 +180,38 @@ if run c_save 1 "${SIZE[@]}" "${RUN[@]}" --steps 7 --save-every 3 --out "$W/c"; 
   else bad "c: checkpoints '$got', expected ckpt-000003 ckpt-000006 ckpt-000007"; fi
   for s in 3 6 7; do
     d=$(printf '%s/c/ckpt-%06d' "$W" "$s"); missing=""
-    for f in model.safetensors optim.safetensors config.json state.json; do
+    for f in model.safetensors optim.safetensors config.json state.json manifest.json; do
       [ -s "$d/$f" ] || missing="$missing $f"
     done
     step=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step"])' "$d/state.json" 2>/dev/null)
-    if [ -z "$missing" ] && [ "$step" = "$s" ]; then ok "c: $(basename "$d") whole (4 files, state.json step $step)"
+    if [ -z "$missing" ] && [ "$step" = "$s" ]; then ok "c: $(basename "$d") whole (5 files, state.json step $step)"
     else bad "c: $(basename "$d") missing:${missing:- none}, state.json step '${step}'"; fi
   done
   tmps=$(find "$W" -name '*.tmp*')
   if [ -z "$tmps" ]; then ok "c: no *.tmp* files left"; else bad "c: left $tmps"; fi
+fi
+
+# ---------------------------------------------------------------- (d) --resume auto, --keep
+if run d_fresh 1 "${SIZE[@]}" "${RUN[@]}" --steps 12 --save-every 2 --keep 2 --resume auto --out "$W/d"; then
+  if grep -q "resume auto: no complete checkpoint in $W/d; starting fresh" "$W/d_fresh.log"; then ok "d: no checkpoint: starts fresh with a notice"
+  else bad "d: no 'starting fresh' notice in the log"; fi
+  check_same_file "d fresh --resume auto" "$W/a1/model.safetensors" "$W/d/model.safetensors"
+  got=$(cd "$W/d" && ls -d ckpt-* 2>/dev/null | tr '\n' ' ')
+  if [ "$got" = "ckpt-000010 ckpt-000012 " ]; then ok "d: --keep 2 left $got"
+  else bad "d: --keep 2 left '$got', expected ckpt-000010 ckpt-000012"; fi
+fi
+# partial checkpoints beside complete ones: a later step without its manifest, a .tmp
+if run d_six 1 "${SIZE[@]}" "${RUN[@]}" --steps 12 --exit-after 6 --save-every 3 --out "$W/e"; then
+  cp -r "$W/e/ckpt-000006" "$W/e/ckpt-000009"; rm "$W/e/ckpt-000009/manifest.json"
+  cp -r "$W/e/ckpt-000006" "$W/e/ckpt-000011.tmp"
+  if run d_auto 1 "${SIZE[@]}" "${RUN[@]}" --steps 12 --resume auto --out "$W/e"; then
+    if grep -q "resumed from $W/e/ckpt-000006 at step 6" "$W/d_auto.log"; then ok "d: --resume auto took ckpt-000006, skipping the partial ckpt-000009 and ckpt-000011.tmp"
+    else bad "d: --resume auto: $(grep -m1 resumed "$W/d_auto.log")"; fi
+    check_same_file "d --resume auto past partial checkpoints" "$W/a1/model.safetensors" "$W/e/model.safetensors"
+    got=$(cd "$W/e" && ls -d ckpt-* 2>/dev/null | tr '\n' ' ')
+    if [ "$got" = "ckpt-000003 ckpt-000006 ckpt-000012 " ]; then ok "d: partial checkpoints removed after the next save: $got"
+    else bad "d: after the next save: '$got', expected ckpt-000003 ckpt-000006 ckpt-000012"; fi
+  fi
 fi
 
 finish cli_resume

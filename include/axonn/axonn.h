@@ -38,7 +38,8 @@ typedef struct {
     const char *data, *val_data;        /* llm.c shard globs (NULL data: synthetic tokens) */
     const char *init;                   /* safetensors to start from (config.json beside it) */
     const char *out;                    /* output directory (checkpoints, final model) */
-    const char *resume;                 /* checkpoint directory to resume from */
+    const char *resume;                 /* checkpoint directory to resume from; "auto": the newest
+                                           complete one in out, or a fresh start when there is none */
     const char *metrics;                /* JSONL metrics file (default: <out>/metrics.jsonl) */
     ax_gpt_config model;                /* used when init is NULL */
     int grid[4];                        /* D, X, Y, Z */
@@ -48,17 +49,22 @@ typedef struct {
     uint64_t seed;
     int shuffle;
     int save_every, exit_after;         /* 0: off */
+    int keep;                           /* complete checkpoints kept in out (older ones deleted) */
+    int max_skips;                      /* stop (exit 3) after this many consecutive non-finite steps */
     int val_every, val_batches;
     int threads;                        /* OpenMP/BLAS threads per rank, 0: default */
     int log_every;
     int quiet;
-    int profile;
+    int profile;                        /* report GEMM and per-group communication time */
     int goldfish_k, goldfish_h;         /* goldfish loss: drop 1/k of targets by a hash of h ids (k 0: off) */
-    const char *recompute;              /* activations rebuilt in backward: "none" (default), "attn", "block" */                        /* report GEMM and per-group communication time */
+    const char *recompute;              /* activations rebuilt in backward: "none" (default), "attn", "block" */
 } ax_train_opts;
 
 void ax_train_defaults(ax_train_opts *o);
-/* Runs (or resumes) training. Collective over comm. Returns 0 or -1. */
+/* Runs (or resumes) training. Collective over comm. Returns 0, -1 with
+ * ax_error(), or AX_TRAIN_DIVERGED when max_skips consecutive steps had a
+ * non-finite loss or gradient norm (the last checkpoint written is the last good one). */
+#define AX_TRAIN_DIVERGED (-3)
 int ax_train(const ax_train_opts *o, MPI_Comm comm);
 /* The last error of this thread: one line naming the input and what was expected. */
 const char *ax_error(void);

@@ -3,6 +3,7 @@
 #include "util/err.h"
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,16 @@ static ax_opt *find(ax_opt *opts, const char *name, size_t len) {
     return NULL;
 }
 
+static int in_range(const ax_opt *o, double x) {
+    if (!o->lb) return 1;
+    return (o->lb == '[' ? x >= o->lo : x > o->lo) && (o->rb == ']' ? x <= o->hi : x < o->hi);
+}
+
+static int out_of_range(const ax_opt *o, const char *v, const char *src) {
+    return AX_ERR("%s--%s %s: expected %s in %c%.15g, %.15g%c", src, o->name, v,
+                  o->type == AX_OPT_INT ? "an integer" : "a number", o->lb, o->lo, o->hi, o->rb);
+}
+
 static int set_value(ax_opt *o, const char *v, const char *src) {
     char *end;
     errno = 0;
@@ -21,6 +32,7 @@ static int set_value(ax_opt *o, const char *v, const char *src) {
         long x = strtol(v, &end, 10);
         if (*v == 0 || *end || errno || x < -2147483647L || x > 2147483647L)
             return AX_ERR("%s--%s '%s': expected an integer", src, o->name, v);
+        if (!in_range(o, (double)x)) return out_of_range(o, v, src);
         *(int *)o->dst = (int)x;
         break;
     }
@@ -32,7 +44,8 @@ static int set_value(ax_opt *o, const char *v, const char *src) {
     }
     case AX_OPT_DOUBLE: {
         double x = strtod(v, &end);
-        if (*v == 0 || *end || errno) return AX_ERR("%s--%s '%s': expected a number", src, o->name, v);
+        if (*v == 0 || *end || errno || !isfinite(x)) return AX_ERR("%s--%s '%s': expected a finite number", src, o->name, v);
+        if (!in_range(o, x)) return out_of_range(o, v, src);
         *(double *)o->dst = x;
         break;
     }
@@ -62,14 +75,15 @@ static int load_config(ax_opt *opts, const char *path) {
         snprintf(name, sizeof name, "%s", key);
         for (char *c = name; *c; c++) if (*c == '_') *c = '-';
         ax_opt *o = find(opts, name, strlen(name));
-        if (!o || strcmp(name, "config") == 0) { json_decref(j); return AX_ERR("--config %s: unknown option '%s'", path, key); }
+        /* the message first: key belongs to j (found by fuzz/fuzz_args.c, fuzz/regressions/args/) */
+        if (!o || strcmp(name, "config") == 0) { AX_ERR("--config %s: unknown option '%s'", path, key); json_decref(j); return -1; }
         char buf[64];
         const char *s = buf;
         if (json_is_string(v)) s = ax_strdup(json_string_value(v));
         else if (json_is_integer(v)) snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
         else if (json_is_real(v)) snprintf(buf, sizeof buf, "%.17g", json_real_value(v));
         else if (json_is_boolean(v)) snprintf(buf, sizeof buf, "%s", json_is_true(v) ? "true" : "false");
-        else { json_decref(j); return AX_ERR("--config %s: '%s' must be a string, number or boolean", path, key); }
+        else { AX_ERR("--config %s: '%s' must be a string, number or boolean", path, key); json_decref(j); return -1; }
         if (s == buf && o->type == AX_OPT_STR) s = ax_strdup(buf);
         if (set_value(o, s, src)) { json_decref(j); return -1; }
     }

@@ -1,6 +1,9 @@
 /* Command-line options from a table: "--name value", "--name=value", boolean
  * "--name", and "--config FILE" (a JSON object whose keys are option names,
- * '-' or '_'); flags given on the command line win over the file. */
+ * '-' or '_'); flags given on the command line win over the file. Numbers
+ * are checked at parse time: NaN and infinities are never accepted, and an
+ * option with a range rejects values outside it (one line, naming the range),
+ * so a bad value cannot fall through to a default or into the run. */
 #ifndef AX_CLI_ARGS_H
 #define AX_CLI_ARGS_H
 #include <stdint.h>
@@ -12,8 +15,15 @@ typedef struct {
     ax_opt_type type;
     void *dst;
     const char *metavar, *help;
+    /* accepted values of an INT or DOUBLE option: lo..hi, each end '[' / ']'
+     * inclusive or '(' / ')' exclusive; lb 0: any value of the type */
+    double lo, hi;
+    char lb, rb;
     int set;               /* filled by the parser */
 } ax_opt;
+
+/* {"steps", AX_OPT_INT, &n, "N", "help", AX_RANGE('[', 1, 1e9, ']')} */
+#define AX_RANGE(l, a, b, r) .lo = (a), .hi = (b), .lb = (l), .rb = (r)
 
 /* Parses argv[first..]; positional arguments are collected in pos (may be NULL
  * to reject them). Returns 0, 1 for --help (usage printed), -1 on error. */

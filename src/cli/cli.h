@@ -5,7 +5,8 @@
 #include "grid/grid.h"
 #include "model/gpt.h"
 
-/* Each returns 0, 1 after --help, or -1 with the error recorded. */
+/* Each returns 0, 1 after --help, or -1 with the error recorded (train also
+ * AX_TRAIN_DIVERGED: the command exits with status 3). */
 int ax_cmd_train(int argc, char **argv);
 int ax_cmd_eval(int argc, char **argv);
 int ax_cmd_sample(int argc, char **argv);

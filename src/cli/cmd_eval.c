@@ -15,18 +15,17 @@ int ax_cmd_eval(int argc, char **argv) {
     ax_opt opts[] = {
         {"model", AX_OPT_STR, &model, "MODEL", "model.safetensors (config.json beside it)"},
         {"data", AX_OPT_STR, &data, "GLOB", "token shards (llm.c format)"},
-        {"batch", AX_OPT_INT, &batch, "N", "sequences per batch (default 8)"},
-        {"seq", AX_OPT_INT, &seq, "T", "tokens per sequence (default: the model's n_positions)"},
-        {"max-batches", AX_OPT_INT, &max_batches, "N", "stop after N batches (0: all data)"},
+        {"batch", AX_OPT_INT, &batch, "N", "sequences per batch (default 8)", AX_RANGE('[',1,1048576,']')},
+        {"seq", AX_OPT_INT, &seq, "T", "tokens per sequence (default: the model's n_positions)", AX_RANGE('[',1,1048576,']')},
+        {"max-batches", AX_OPT_INT, &max_batches, "N", "stop after N batches (0: all data)", AX_RANGE('[',0,1e9,']')},
         {"grid", AX_OPT_GRID, grid, "D,X,Y,Z", "process grid (default 1,1,1,1)"},
-        {"threads", AX_OPT_INT, &threads, "N", "threads per rank"},
+        {"threads", AX_OPT_INT, &threads, "N", "threads per rank", AX_RANGE('[',0,1024,']')},
         {"json", AX_OPT_FLAG, &json, NULL, "print one JSON object {loss, perplexity, tokens, sequences}"},
         {NULL},
     };
     int rc = ax_args_parse(opts, argc, argv, 2, usage, NULL, NULL, 0);
     if (rc) return rc;
     if (!data) return AX_ERR("--data: required (token shards to evaluate on)");
-    if (batch < 1) return AX_ERR("--batch %d: expected >= 1", batch);
     ax_cli_threads(threads);
     ax_grid g; ax_gpt m;
     AX_TRY(ax_cli_open_model(model, grid, &g, &m));
@@ -34,7 +33,7 @@ int ax_cmd_eval(int argc, char **argv) {
     if (seq < 1 || seq > m.cfg.block_size) return AX_ERR("--seq %d: expected 1..%d (the model's n_positions)", seq, m.cfg.block_size);
     if (batch % (g.gd * g.gz)) return AX_ERR("--batch %d: must divide over G_data*G_z = %d ranks", batch, g.gd * g.gz);
     ax_source src;
-    AX_TRY(ax_source_open(&src, data, seq, m.cfg.vocab_size, 0, 0));
+    AX_TRY(ax_agree(g.world, ax_source_open(&src, data, seq, m.cfg.vocab_size, 0, 0)));
     int64_t n = ax_source_nseq(&src);
     if (max_batches > 0 && (int64_t)max_batches * batch < n) n = (int64_t)max_batches * batch;
     double sum, tok;

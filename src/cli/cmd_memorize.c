@@ -28,28 +28,26 @@ int ax_cmd_memorize(int argc, char **argv) {
         {"model", AX_OPT_STR, &model, "MODEL", "model.safetensors (config.json beside it)"},
         {"docs", AX_OPT_STR, &docs, "FILE", "documents: .jsonl with \"text\", fortune file, or plain text"},
         {"tokenizer", AX_OPT_STR, &tok, "TOK", "tokenizer (default: tokenizer.json beside the model)"},
-        {"suffix", AX_OPT_INT, &suffix, "N", "tokens to reproduce (default 50)"},
-        {"prefix", AX_OPT_INT, &prefix, "N", "prompt with the first N tokens instead of all but the suffix"},
-        {"batch", AX_OPT_INT, &batch, "N", "documents decoded together (default 16)"},
+        {"suffix", AX_OPT_INT, &suffix, "N", "tokens to reproduce (default 50)", AX_RANGE('[',1,1048576,']')},
+        {"prefix", AX_OPT_INT, &prefix, "N", "prompt with the first N tokens instead of all but the suffix", AX_RANGE('[',0,1048576,']')},
+        {"batch", AX_OPT_INT, &batch, "N", "documents decoded together (default 16)", AX_RANGE('[',1,65536,']')},
         {"grid", AX_OPT_GRID, grid, "D,X,Y,Z", "process grid (default 1,1,1,1)"},
-        {"threads", AX_OPT_INT, &threads, "N", "threads per rank"},
+        {"threads", AX_OPT_INT, &threads, "N", "threads per rank", AX_RANGE('[',0,1024,']')},
         {"json", AX_OPT_FLAG, &json, NULL, "print one JSON object with the summary and every document"},
         {NULL},
     };
     int rc = ax_args_parse(opts, argc, argv, 2, usage, NULL, NULL, 0);
     if (rc) return rc;
     if (!docs) return AX_ERR("--docs: required (the documents to audit)");
-    if (!ax_file_exists(docs)) return AX_ERR("--docs %s: no such file", docs);
-    if (suffix < 1) return AX_ERR("--suffix %d: expected >= 1", suffix);
-    if (prefix < 0) return AX_ERR("--prefix %d: expected >= 0", prefix);
-    if (batch < 1) return AX_ERR("--batch %d: expected >= 1", batch);
     if (!model) return AX_ERR("--model: required (a model.safetensors with config.json beside it)");
     ax_cli_threads(threads);
-    ax_tokenizer *t;
-    AX_TRY(ax_cli_tokenizer(&t, tok, model));
-    ax_doclist d;
-    if ((rc = ax_doclist_read(&d, &docs, 1))) { ax_tok_free(t); return rc; }
-    if (d.n == 0) { ax_tok_free(t); return AX_ERR("--docs %s: no documents found", docs); }
+    ax_tokenizer *t = NULL;
+    ax_doclist d = {0};
+    rc = ax_file_exists(docs) ? 0 : AX_ERR("--docs %s: no such file", docs);
+    if (rc == 0) rc = ax_cli_tokenizer(&t, tok, model);
+    if (rc == 0) rc = ax_doclist_read(&d, &docs, 1);
+    if (rc == 0 && d.n == 0) rc = AX_ERR("--docs %s: no documents found", docs);
+    if (ax_agree(MPI_COMM_WORLD, rc)) { ax_doclist_free(&d); ax_tok_free(t); return -1; }
     int32_t **ids = ax_malloc(d.n * sizeof(int32_t *));
     int *lens = ax_malloc(d.n * sizeof(int));
     for (size_t i = 0; i < d.n && rc == 0; i++) {
@@ -57,6 +55,7 @@ int ax_cmd_memorize(int argc, char **argv) {
         rc = ax_tok_encode(t, d.text[i], d.len[i], 0, &x);
         ids[i] = x.v; lens[i] = (int)x.n;
     }
+    rc = ax_agree(MPI_COMM_WORLD, rc);
     ax_grid g; ax_gpt m;
     if (rc == 0) rc = ax_cli_open_model(model, grid, &g, &m);
     if (rc == 0 && ax_tok_vocab_size(t) > m.cfg.vocab_size)

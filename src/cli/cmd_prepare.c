@@ -24,9 +24,9 @@ int ax_cmd_prepare(int argc, char **argv) {
     ax_opt opts[] = {
         {"tokenizer", AX_OPT_STR, &tok, "TOK", "tokenizer file (required)"},
         {"out", AX_OPT_STR, &out, "DIR", "output directory, new or empty (required)"},
-        {"val-frac", AX_OPT_DOUBLE, &val_frac, "F", "share of documents for validation, evenly spaced (default 0.005)"},
-        {"val-count", AX_OPT_INT, &val_count, "N", "the first N documents for validation instead"},
-        {"shard-tokens", AX_OPT_INT, &shard_m, "N", "tokens per shard (default 32000000)"},
+        {"val-frac", AX_OPT_DOUBLE, &val_frac, "F", "share of documents for validation, evenly spaced (default 0.005)", AX_RANGE('[',0,1,')')},
+        {"val-count", AX_OPT_INT, &val_count, "N", "the first N documents for validation instead", AX_RANGE('[',0,2147483647,']')},
+        {"shard-tokens", AX_OPT_INT, &shard_m, "N", "tokens per shard (default 32000000)", AX_RANGE('[',2,2147483647,']')},
         {"quiet", AX_OPT_FLAG, &quiet, NULL, "no progress line"},
         {NULL},
     };
@@ -36,7 +36,6 @@ int ax_cmd_prepare(int argc, char **argv) {
     if (!out) return AX_ERR("--out: required (directory for the shards)");
     if (!nin) return AX_ERR("no input files (expected FILE... after the options)");
     if (ax_args_given(opts, "shard-tokens")) shard = shard_m;
-    if (val_count < 0) return AX_ERR("--val-count %d: expected >= 0", val_count);
     ax_tokenizer *t;
     AX_TRY(ax_tok_load(&t, tok));
     ax_prepare_opts po = {.inputs = in, .ninputs = nin, .out_dir = out, .val_frac = val_frac,

@@ -23,18 +23,17 @@ int ax_cmd_sample(int argc, char **argv) {
         {"prompt", AX_OPT_STR, &text, "TEXT", "prompt text"},
         {"prompt-tokens", AX_OPT_STR, &prompt, "IDS", "comma-separated prompt token ids"},
         {"tokenizer", AX_OPT_STR, &tok, "TOK", "tokenizer for --prompt (default: tokenizer.json beside the model)"},
-        {"max-new", AX_OPT_INT, &max_new, "N", "tokens to generate (default 64)"},
-        {"temperature", AX_OPT_DOUBLE, &temp, "X", "softmax temperature; 0 = greedy (default 1)"},
-        {"top-k", AX_OPT_INT, &top_k, "K", "sample among the K most likely (0: all)"},
+        {"max-new", AX_OPT_INT, &max_new, "N", "tokens to generate (default 64)", AX_RANGE('[',0,1048576,']')},
+        {"temperature", AX_OPT_DOUBLE, &temp, "X", "softmax temperature; 0 = greedy (default 1)", AX_RANGE('[',0,100,']')},
+        {"top-k", AX_OPT_INT, &top_k, "K", "sample among the K most likely (0: all)", AX_RANGE('[',0,16777216,']')},
         {"seed", AX_OPT_U64, &seed, "N", "sampling seed (default 1337)"},
         {"grid", AX_OPT_GRID, grid, "D,X,Y,Z", "process grid (default 1,1,1,1; every rank decodes the same sequence)"},
-        {"threads", AX_OPT_INT, &threads, "N", "threads per rank"},
+        {"threads", AX_OPT_INT, &threads, "N", "threads per rank", AX_RANGE('[',0,1024,']')},
         {NULL},
     };
     int rc = ax_args_parse(opts, argc, argv, 2, usage, NULL, NULL, 0);
     if (rc) return rc;
     if (!prompt == !text) return AX_ERR("expected one of --prompt TEXT or --prompt-tokens IDS");
-    if (max_new < 0) return AX_ERR("--max-new %d: expected >= 0", max_new);
     ax_cli_threads(threads);
     ax_grid g; ax_gpt m;
     AX_TRY(ax_cli_open_model(model, grid, &g, &m));
@@ -42,10 +41,11 @@ int ax_cmd_sample(int argc, char **argv) {
     ax_tokenizer *t = NULL;
     ax_ids p = {0};
     if (text) {
-        AX_TRY(ax_cli_tokenizer(&t, tok, model));
-        AX_TRY(ax_tok_encode(t, text, strlen(text), 1, &p));
-        if (!p.n) return AX_ERR("--prompt: encodes to no tokens");
-    } else AX_TRY(ax_cli_parse_ids(prompt, V, "--prompt-tokens", &p));
+        rc = ax_cli_tokenizer(&t, tok, model);
+        if (rc == 0) rc = ax_tok_encode(t, text, strlen(text), 1, &p);
+        if (rc == 0 && !p.n) rc = AX_ERR("--prompt: encodes to no tokens");
+    } else rc = ax_cli_parse_ids(prompt, V, "--prompt-tokens", &p);
+    AX_TRY(ax_agree(g.world, rc));
     int n = (int)p.n;
     int32_t *toks = ax_malloc((n + max_new) * sizeof(int32_t));
     memcpy(toks, p.v, n * sizeof(int32_t));

@@ -19,7 +19,7 @@ static int cmd_train(int argc, char **argv) {
     const char *out = NULL, *in[4096];
     int vocab = 0, nin = 0;
     ax_opt opts[] = {
-        {"vocab-size", AX_OPT_INT, &vocab, "N", "ids: 256 bytes + merges + <|endoftext|> (required)"},
+        {"vocab-size", AX_OPT_INT, &vocab, "N", "ids: 256 bytes + merges + <|endoftext|> (required)", AX_RANGE('[',257,16777216,']')},
         {"out", AX_OPT_STR, &out, "FILE", "tokenizer.json to write (required)"},
         {NULL},
     };

@@ -30,41 +30,43 @@ int ax_cmd_train(int argc, char **argv) {
         {"val-data", AX_OPT_STR, &o.val_data, "GLOB", "validation token shards"},
         {"init", AX_OPT_STR, &o.init, "MODEL", "start from MODEL.safetensors (config.json beside it)"},
         {"out", AX_OPT_STR, &o.out, "DIR", "checkpoints, metrics.jsonl and the final model (default out)"},
-        {"resume", AX_OPT_STR, &o.resume, "DIR", "resume from a checkpoint, or the newest ckpt-* in DIR"},
+        {"resume", AX_OPT_STR, &o.resume, "DIR|auto", "resume from a checkpoint, or the newest complete ckpt-* in DIR; auto: in --out, else start fresh"},
         {"metrics", AX_OPT_STR, &o.metrics, "FILE", "JSONL metrics (default DIR/metrics.jsonl)"},
         {"preset", AX_OPT_STR, &preset, "NAME", "model size: tiny (default), small, gpt2, gpt2-medium, gpt2-large, gpt2-xl"},
-        {"n-layer", AX_OPT_INT, &mc.n_layer, "N", "transformer blocks"},
-        {"n-head", AX_OPT_INT, &mc.n_head, "N", "attention heads"},
-        {"n-embd", AX_OPT_INT, &mc.n_embd, "N", "hidden size"},
-        {"block-size", AX_OPT_INT, &mc.block_size, "N", "maximum sequence length (n_positions)"},
-        {"vocab-size", AX_OPT_INT, &mc.vocab_size, "N", "vocabulary size"},
+        {"n-layer", AX_OPT_INT, &mc.n_layer, "N", "transformer blocks", AX_RANGE('[',1,1000,']')},
+        {"n-head", AX_OPT_INT, &mc.n_head, "N", "attention heads", AX_RANGE('[',1,1024,']')},
+        {"n-embd", AX_OPT_INT, &mc.n_embd, "N", "hidden size", AX_RANGE('[',1,65536,']')},
+        {"block-size", AX_OPT_INT, &mc.block_size, "N", "maximum sequence length (n_positions)", AX_RANGE('[',1,1048576,']')},
+        {"vocab-size", AX_OPT_INT, &mc.vocab_size, "N", "vocabulary size", AX_RANGE('[',1,16777216,']')},
         {"grid", AX_OPT_GRID, o.grid, "D,X,Y,Z", "process grid; product = number of ranks (default 1,1,1,1)"},
-        {"gdata", AX_OPT_INT, &o.grid[0], "N", "data-parallel groups"},
-        {"gx", AX_OPT_INT, &o.grid[1], "N", "tensor-parallel X"},
-        {"gy", AX_OPT_INT, &o.grid[2], "N", "tensor-parallel Y"},
-        {"gz", AX_OPT_INT, &o.grid[3], "N", "tensor-parallel Z (depth)"},
-        {"steps", AX_OPT_INT, &o.steps, "N", "total optimizer steps of the run (default 200; 1200 on the default corpus)"},
-        {"batch", AX_OPT_INT, &o.batch, "N", "global batch in sequences per step (default 8, or the checkpoint's)"},
-        {"seq", AX_OPT_INT, &o.seq, "T", "tokens per sequence (default: n_positions, or the checkpoint's)"},
-        {"grad-accum", AX_OPT_INT, &o.grad_accum, "N", "micro-batches per step (default 1)"},
-        {"lr", AX_OPT_DOUBLE, &o.lr, "X", "peak learning rate (default 1e-3)"},
-        {"min-lr-frac", AX_OPT_DOUBLE, &o.min_lr_frac, "X", "cosine floor as a fraction of --lr (default 0.1)"},
-        {"warmup", AX_OPT_INT, &o.warmup, "N", "linear warm-up steps (default 10)"},
-        {"weight-decay", AX_OPT_DOUBLE, &o.weight_decay, "X", "AdamW weight decay on matrices (default 0.1)"},
-        {"beta1", AX_OPT_DOUBLE, &o.beta1, "X", "AdamW beta1 (default 0.9)"},
-        {"beta2", AX_OPT_DOUBLE, &o.beta2, "X", "AdamW beta2 (default 0.95)"},
-        {"eps", AX_OPT_DOUBLE, &o.eps, "X", "AdamW epsilon (default 1e-8)"},
-        {"clip", AX_OPT_DOUBLE, &o.clip, "X", "clip the global gradient norm (0: off; default 1)"},
+        {"gdata", AX_OPT_INT, &o.grid[0], "N", "data-parallel groups", AX_RANGE('[',1,65536,']')},
+        {"gx", AX_OPT_INT, &o.grid[1], "N", "tensor-parallel X", AX_RANGE('[',1,65536,']')},
+        {"gy", AX_OPT_INT, &o.grid[2], "N", "tensor-parallel Y", AX_RANGE('[',1,65536,']')},
+        {"gz", AX_OPT_INT, &o.grid[3], "N", "tensor-parallel Z (depth)", AX_RANGE('[',1,65536,']')},
+        {"steps", AX_OPT_INT, &o.steps, "N", "total optimizer steps of the run (default 200; 1200 on the default corpus)", AX_RANGE('[',1,1e9,']')},
+        {"batch", AX_OPT_INT, &o.batch, "N", "global batch in sequences per step (default 8, or the checkpoint's)", AX_RANGE('[',1,1048576,']')},
+        {"seq", AX_OPT_INT, &o.seq, "T", "tokens per sequence (default: n_positions, or the checkpoint's)", AX_RANGE('[',1,1048576,']')},
+        {"grad-accum", AX_OPT_INT, &o.grad_accum, "N", "micro-batches per step (default 1)", AX_RANGE('[',1,65536,']')},
+        {"lr", AX_OPT_DOUBLE, &o.lr, "X", "peak learning rate (default 1e-3)", AX_RANGE('(',0,10,']')},
+        {"min-lr-frac", AX_OPT_DOUBLE, &o.min_lr_frac, "X", "cosine floor as a fraction of --lr (default 0.1)", AX_RANGE('[',0,1,']')},
+        {"warmup", AX_OPT_INT, &o.warmup, "N", "linear warm-up steps (default 10)", AX_RANGE('[',0,1e9,']')},
+        {"weight-decay", AX_OPT_DOUBLE, &o.weight_decay, "X", "AdamW weight decay on matrices (default 0.1)", AX_RANGE('[',0,10,']')},
+        {"beta1", AX_OPT_DOUBLE, &o.beta1, "X", "AdamW beta1 (default 0.9)", AX_RANGE('[',0,1,')')},
+        {"beta2", AX_OPT_DOUBLE, &o.beta2, "X", "AdamW beta2 (default 0.95)", AX_RANGE('[',0,1,')')},
+        {"eps", AX_OPT_DOUBLE, &o.eps, "X", "AdamW epsilon (default 1e-8)", AX_RANGE('(',0,1,']')},
+        {"clip", AX_OPT_DOUBLE, &o.clip, "X", "clip the global gradient norm (0: off; default 1)", AX_RANGE('[',0,1e9,']')},
         {"seed", AX_OPT_U64, &o.seed, "N", "initialisation and shuffling seed (default 1337)"},
         {"shuffle", AX_OPT_FLAG, &o.shuffle, NULL, "shuffle sequences each epoch (default true; --shuffle=false: sequential)"},
-        {"save-every", AX_OPT_INT, &o.save_every, "N", "write a checkpoint every N steps (0: only at the end)"},
-        {"exit-after", AX_OPT_INT, &o.exit_after, "N", "stop cleanly after step N with a checkpoint"},
-        {"val-every", AX_OPT_INT, &o.val_every, "N", "validation loss every N steps (default 50)"},
-        {"val-batches", AX_OPT_INT, &o.val_batches, "N", "batches per validation (default 4)"},
-        {"log-every", AX_OPT_INT, &o.log_every, "N", "log a line every N steps (default 10)"},
-        {"threads", AX_OPT_INT, &o.threads, "N", "OpenMP/BLAS threads per rank (default: cores / ranks per node)"},
-        {"goldfish-k", AX_OPT_INT, &o.goldfish_k, "K", "goldfish loss: leave out about 1/K of target tokens (0: off)"},
-        {"goldfish-h", AX_OPT_INT, &o.goldfish_h, "H", "goldfish context: hash of the H ids of the token stream ending at a target (default 13)"},
+        {"save-every", AX_OPT_INT, &o.save_every, "N", "write a checkpoint every N steps (0: only at the end)", AX_RANGE('[',0,1e9,']')},
+        {"keep", AX_OPT_INT, &o.keep, "K", "complete checkpoints kept in --out, older ones deleted (default 3)", AX_RANGE('[',1,1e6,']')},
+        {"max-skips", AX_OPT_INT, &o.max_skips, "N", "stop with exit status 3 after N consecutive non-finite steps (default 5)", AX_RANGE('[',1,1e6,']')},
+        {"exit-after", AX_OPT_INT, &o.exit_after, "N", "stop cleanly after step N with a checkpoint", AX_RANGE('[',0,1e9,']')},
+        {"val-every", AX_OPT_INT, &o.val_every, "N", "validation loss every N steps (default 50)", AX_RANGE('[',0,1e9,']')},
+        {"val-batches", AX_OPT_INT, &o.val_batches, "N", "batches per validation (default 4)", AX_RANGE('[',1,1e6,']')},
+        {"log-every", AX_OPT_INT, &o.log_every, "N", "log a line every N steps (default 10)", AX_RANGE('[',1,1e9,']')},
+        {"threads", AX_OPT_INT, &o.threads, "N", "OpenMP/BLAS threads per rank (default: cores / ranks per node)", AX_RANGE('[',0,1024,']')},
+        {"goldfish-k", AX_OPT_INT, &o.goldfish_k, "K", "goldfish loss: leave out about 1/K of target tokens (0: off)", AX_RANGE('[',0,1e6,']')},
+        {"goldfish-h", AX_OPT_INT, &o.goldfish_h, "H", "goldfish context: hash of the H ids of the token stream ending at a target (default 13)", AX_RANGE('[',1,1e6,']')},
         {"backend", AX_OPT_STR, &backend, "NAME", "kernels: cpu (default; compiled backends in axonn --version)"},
         {"recompute", AX_OPT_STR, &o.recompute, "MODE", "activation recomputation: none (default), attn (attention outputs) or block (whole layers)"},
         {"quiet", AX_OPT_FLAG, &o.quiet, NULL, "no per-step lines"},
@@ -82,11 +84,12 @@ int ax_cmd_train(int argc, char **argv) {
     int sized = preset != NULL;
     for (int i = 0; i < 5; i++) {
         if (!ax_args_given(opts, size_flags[i])) continue;
-        if (src[i] < 1) return AX_ERR("--%s %d: expected >= 1", size_flags[i], src[i]);
         *dst[i] = src[i];
         sized = 1;
     }
-    if ((o.init || o.resume) && sized)
+    /* --resume auto may start fresh: it takes the size flags, and checks them against a checkpoint */
+    int size_from_file = o.init || (o.resume && strcmp(o.resume, "auto") != 0);
+    if (size_from_file && sized)
         return AX_ERR("--preset and model-size flags apply to new models; --init/--resume take the size from config.json");
     char corpus[4096] = "", train_glob[4200], val_glob[4200], tok_path[4200] = "";
     if (!o.data && !synthetic) {
@@ -97,8 +100,8 @@ int ax_cmd_train(int argc, char **argv) {
         o.data = train_glob;
         if (!o.val_data) o.val_data = val_glob;
         ax_tokenizer *t;
-        AX_TRY(ax_tok_load(&t, tok_path));
-        if (!o.init && !o.resume && !ax_args_given(opts, "vocab-size")) o.model.vocab_size = ax_tok_vocab_size(t);
+        AX_TRY(ax_agree(MPI_COMM_WORLD, ax_tok_load(&t, tok_path)));
+        if (!size_from_file && !ax_args_given(opts, "vocab-size")) o.model.vocab_size = ax_tok_vocab_size(t);
         ax_tok_free(t);
         if (!ax_args_given(opts, "steps")) o.steps = 1200;
         if (!ax_args_given(opts, "batch")) o.batch = 16;
@@ -110,15 +113,14 @@ int ax_cmd_train(int argc, char **argv) {
         snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", d);
         if (!ax_file_exists(tok_path)) tok_path[0] = 0;
     }
-    AX_TRY(ax_train(&o, MPI_COMM_WORLD));
+    rc = ax_train(&o, MPI_COMM_WORLD);
+    if (rc) return rc;
     if (!o.out || !tok_path[0]) return 0;
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     char tok_out[4200];
     snprintf(tok_out, sizeof tok_out, "%s/tokenizer.json", o.out);
-    rc = rank == 0 ? ax_copy_file(tok_path, tok_out) : 0;
-    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (rc) return rank == 0 ? -1 : AX_ERR("%s: cannot copy the tokenizer", tok_out);
+    AX_TRY(ax_agree(MPI_COMM_WORLD, rank == 0 ? ax_copy_file(tok_path, tok_out) : 0));
     if (corpus[0] && (!o.exit_after || o.exit_after >= o.steps)) AX_TRY(ax_cli_show_samples(o.out));
     return 0;
 }

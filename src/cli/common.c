@@ -19,17 +19,23 @@ int ax_cli_preset(const char *name, ax_gpt_config *c) {
     return AX_ERR("--preset '%s': expected tiny, small, gpt2, gpt2-medium, gpt2-large or gpt2-xl", name);
 }
 
-int ax_cli_open_model(const char *path, const int grid[4], ax_grid *g, ax_gpt *m) {
+/* Each rank reads the files itself: what one rank fails to read fails all (ax_agree). */
+static int read_model_config(const char *path, ax_gpt_config *cfg) {
     if (!path) return AX_ERR("--model: required (a model.safetensors with config.json beside it)");
     if (!ax_file_exists(path)) return AX_ERR("--model %s: no such file", path);
     char cfgpath[4200];
     ax_dirname(path, cfgpath, sizeof cfgpath);
     strncat(cfgpath, "/config.json", sizeof cfgpath - strlen(cfgpath) - 1);
+    return ax_gpt_config_read(cfg, cfgpath);
+}
+
+int ax_cli_open_model(const char *path, const int grid[4], ax_grid *g, ax_gpt *m) {
     ax_gpt_config cfg;
-    AX_TRY(ax_gpt_config_read(&cfg, cfgpath));
+    AX_TRY(ax_agree(MPI_COMM_WORLD, read_model_config(path, &cfg)));
     AX_TRY(ax_grid_init(g, MPI_COMM_WORLD, grid[0], grid[1], grid[2], grid[3]));
     AX_TRY(ax_gpt_init(m, &cfg, g));
-    return ax_gpt_load(m, path);
+    if (ax_agree(g->world, ax_gpt_load(m, path))) { ax_gpt_free(m); ax_grid_free(g); return -1; }
+    return 0;
 }
 
 void ax_cli_threads(int n) { if (n > 0) ax_be()->set_threads(n); }

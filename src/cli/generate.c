@@ -61,7 +61,7 @@ int ax_cli_show_samples(const char *out) {
     grid[0] = size;                      /* every rank decodes the same sequence */
     ax_grid g; ax_gpt m; ax_tokenizer *t;
     AX_TRY(ax_cli_open_model(path, grid, &g, &m));
-    AX_TRY(ax_cli_tokenizer(&t, NULL, path));
+    if (ax_agree(g.world, ax_cli_tokenizer(&t, NULL, path))) { ax_gpt_free(&m); ax_grid_free(&g); return -1; }
     if (g.rank == 0) printf("samples (temperature 0.8, top-k 40):\n");
     for (int i = 0; i < 3; i++) {
         ax_ids p = {0};

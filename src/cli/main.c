@@ -39,6 +39,7 @@ int main(int argc, char **argv) {
     int provided;   /* OpenMP threads never call MPI */
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     int rc = cmd(argc, argv);
+    if (rc == AX_TRAIN_DIVERGED) ax_err_exit_status(1, 3);
     if (rc < 0) ax_err_exit(1);
     MPI_Finalize();
     return 0;

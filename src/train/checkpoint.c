@@ -3,23 +3,12 @@
 #include "util/err.h"
 #include "util/fileio.h"
 #include <dirent.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* Rank 0's result of a file operation becomes every rank's. */
-static int agree(ax_gpt *m, int rc) {
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", rc ? ax_err_msg() : "");
-    AX_CHECK_MPI(MPI_Bcast(&rc, 1, MPI_INT, 0, m->g->world));
-    if (rc) {
-        AX_CHECK_MPI(MPI_Bcast(msg, sizeof msg, MPI_CHAR, 0, m->g->world));
-        ax_err_set("%s", msg);
-    }
-    return rc;
-}
 
 static int write_tensors(const char *path, ax_gpt *m, const float *const *flats, const char *const *prefixes, int n) {
     ax_st_writer w;
@@ -31,7 +20,7 @@ static int write_tensors(const char *path, ax_gpt *m, const float *const *flats,
             for (int i = 0; i < n; i++) ax_gpt_declare(m, &w, prefixes[i]);
         }
     }
-    if (agree(m, rc)) return -1;
+    if (ax_agree(m->g->world, rc)) return -1;
     for (int i = 0; i < n; i++) {
         int r = ax_gpt_write_flat(m, &w, flats[i]);
         if (r && !rc) rc = r;
@@ -40,14 +29,14 @@ static int write_tensors(const char *path, ax_gpt *m, const float *const *flats,
         if (rc == 0) rc = ax_st_writer_commit(&w);
         else ax_st_writer_abort(&w);
     }
-    return agree(m, rc);
+    return ax_agree(m->g->world, rc);
 }
 
 int ax_model_save(const char *dir, ax_gpt *m) {
     char path[4096];
     int rc = 0;
     if (m->g->rank == 0) rc = ax_mkdir_p(dir);
-    if (agree(m, rc)) return -1;
+    if (ax_agree(m->g->world, rc)) return -1;
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     const float *f[] = {m->params};
     const char *p[] = {""};
@@ -56,7 +45,7 @@ int ax_model_save(const char *dir, ax_gpt *m) {
         snprintf(path, sizeof path, "%s/config.json", dir);
         rc = ax_gpt_config_write(&m->cfg, path);
     }
-    return agree(m, rc);
+    return ax_agree(m->g->world, rc);
 }
 
 static int write_state(const char *path, const ax_ckpt_state *st) {
@@ -72,26 +61,105 @@ static int write_state(const char *path, const ax_ckpt_state *st) {
     return rc;
 }
 
+/* The commit marker, written last: every file's size and XXH3-64, so a
+ * checkpoint is complete exactly when manifest.json exists, and corrupt
+ * when a file no longer matches it. */
+static const char *ckpt_files[] = {"model.safetensors", "config.json", "optim.safetensors", "state.json"};
+#define N_CKPT_FILES (int)(sizeof ckpt_files / sizeof *ckpt_files)
+
+static int write_manifest(const char *dir) {
+    char path[4200], hex[17];
+    json_t *files = json_object();
+    int rc = 0;
+    for (int i = 0; i < N_CKPT_FILES && rc == 0; i++) {
+        uint64_t h; int64_t n;
+        snprintf(path, sizeof path, "%s/%s", dir, ckpt_files[i]);
+        rc = ax_hash_file(path, &h, &n);
+        snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+        if (rc == 0) json_object_set_new(files, ckpt_files[i], json_pack("{s:I, s:s}", "bytes", (json_int_t)n, "xxh3_64", hex));
+    }
+    if (rc == 0) {
+        json_t *j = json_pack("{s:s, s:o}", "format", "axonn checkpoint 1", "files", files);
+        char *txt = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        json_decref(j);
+        ax_outfile o;
+        snprintf(path, sizeof path, "%s/" AX_CKPT_MANIFEST, dir);
+        rc = ax_out_open(&o, path);
+        if (rc == 0) rc = ax_out_write(&o, txt, strlen(txt));
+        if (rc == 0) rc = ax_out_commit(&o); else ax_out_abort(&o);
+        free(txt);
+    } else json_decref(files);
+    return rc;
+}
+
+/* The marker goes first, so a checkpoint half removed is never taken as complete. */
+static void remove_ckpt(const char *dir) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/" AX_CKPT_MANIFEST, dir);
+    if (unlink(path) == 0) ax_fsync_dir(dir);
+    ax_remove_tree(dir);
+}
+
 int ax_ckpt_save(const char *dir, ax_gpt *m, const ax_adamw *o, const ax_ckpt_state *st) {
     char tmp[4096], path[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", dir);
-    int rc = 0;
-    if (m->g->rank == 0) { ax_remove_tree(tmp); rc = ax_mkdir_p(tmp); }
-    if (agree(m, rc)) return -1;
-    AX_TRY(ax_model_save(tmp, m));
-    snprintf(path, sizeof path, "%s/optim.safetensors", tmp);
+    int root = m->g->rank == 0, rc = 0;
+    if (root) { remove_ckpt(tmp); rc = ax_mkdir_p(tmp); }
+    AX_TRY(ax_agree(m->g->world, rc));
+    rc = ax_model_save(tmp, m);
     const float *f[] = {o->m, o->v};
     const char *p[] = {"opt.m.", "opt.v."};
-    AX_TRY(write_tensors(path, m, f, p, 2));
-    if (m->g->rank == 0) {
+    snprintf(path, sizeof path, "%s/optim.safetensors", tmp);
+    if (rc == 0) rc = write_tensors(path, m, f, p, 2);
+    if (root && rc == 0) {
         snprintf(path, sizeof path, "%s/state.json", tmp);
         rc = write_state(path, st);
+        if (rc == 0) rc = write_manifest(tmp);
         if (rc == 0) {
-            ax_remove_tree(dir);
-            if (rename(tmp, dir) != 0) rc = AX_ERR("%s: cannot rename checkpoint into place", dir);
+            remove_ckpt(dir);
+            if (rename(tmp, dir) != 0) rc = AX_ERR("%s: cannot rename checkpoint into place: %s", dir, strerror(errno));
         }
+        if (rc == 0) { ax_dirname(dir, path, sizeof path); rc = ax_fsync_dir(path); }
     }
-    return agree(m, rc);
+    if (root && rc) remove_ckpt(tmp);
+    return ax_agree(m->g->world, rc);
+}
+
+static int hex_u64(const char *s, uint64_t *v) {
+    char *end;
+    if (!s || strlen(s) != 16) return -1;
+    *v = strtoull(s, &end, 16);
+    return *end ? -1 : 0;
+}
+
+int ax_ckpt_verify(const char *dir) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/" AX_CKPT_MANIFEST, dir);
+    if (!ax_file_exists(path))
+        return AX_ERR("%s: not a complete checkpoint (no " AX_CKPT_MANIFEST ": its write did not finish)", dir);
+    json_error_t e;
+    json_t *j = json_load_file(path, 0, &e), *files = j ? json_object_get(j, "files") : NULL;
+    int rc = j ? 0 : AX_ERR("%s: invalid: %s (line %d)", path, e.text, e.line);
+    for (int i = 0; i < N_CKPT_FILES && rc == 0; i++) {
+        json_t *x = json_object_get(files, ckpt_files[i]);
+        json_t *nb = json_object_get(x, "bytes");
+        uint64_t want, got; int64_t n;
+        if (!json_is_integer(nb) || hex_u64(json_string_value(json_object_get(x, "xxh3_64")), &want)) {
+            rc = AX_ERR("%s: expected an entry {bytes, xxh3_64} for %s", path, ckpt_files[i]);
+            break;
+        }
+        snprintf(path, sizeof path, "%s/%s", dir, ckpt_files[i]);
+        rc = ax_hash_file(path, &got, &n);
+        if (rc == 0 && n != json_integer_value(nb))
+            rc = AX_ERR("%s: %lld bytes, the checkpoint manifest says %lld (corrupt checkpoint)", path, (long long)n,
+                        (long long)json_integer_value(nb));
+        else if (rc == 0 && got != want)
+            rc = AX_ERR("%s: checksum (XXH3-64) %016llx, the checkpoint manifest says %016llx (corrupt checkpoint)", path,
+                        (unsigned long long)got, (unsigned long long)want);
+        snprintf(path, sizeof path, "%s/" AX_CKPT_MANIFEST, dir);
+    }
+    json_decref(j);
+    return rc;
 }
 
 static int get_int(json_t *j, const char *key, const char *path, int64_t *v) {
@@ -103,6 +171,7 @@ static int get_int(json_t *j, const char *key, const char *path, int64_t *v) {
 
 int ax_ckpt_peek(const char *dir, ax_gpt_config *cfg, ax_ckpt_state *st) {
     char path[4200];
+    AX_TRY(ax_ckpt_verify(dir));
     snprintf(path, sizeof path, "%s/config.json", dir);
     AX_TRY(ax_gpt_config_read(cfg, path));
     snprintf(path, sizeof path, "%s/state.json", dir);
@@ -132,20 +201,64 @@ int ax_ckpt_load(const char *dir, ax_gpt *m, ax_adamw *o) {
     return rc;
 }
 
+/* step of a directory name "ckpt-NNNNNN", or -1 (also for ckpt-N.tmp) */
+static int ckpt_step(const char *name) {
+    int s; char tail;
+    return sscanf(name, "ckpt-%d%c", &s, &tail) == 1 && s >= 0 ? s : -1;
+}
+
+static int complete(const char *dir, const char *name) {
+    char p[4400];
+    snprintf(p, sizeof p, "%s/%s/" AX_CKPT_MANIFEST, dir, name);
+    return ax_file_exists(p);
+}
+
+int ax_ckpt_latest(const char *dir, char *out, size_t n) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *e;
+    int best = -1;
+    while ((e = readdir(d))) {
+        int s = ckpt_step(e->d_name);
+        if (s > best && complete(dir, e->d_name)) best = s;
+    }
+    closedir(d);
+    if (best < 0) return 0;
+    snprintf(out, n, "%s/ckpt-%06d", dir, best);
+    return 1;
+}
+
 int ax_ckpt_resolve(const char *path, char *out, size_t n) {
     char p[4200];
     snprintf(p, sizeof p, "%s/state.json", path);
     if (ax_file_exists(p)) { snprintf(out, n, "%s", path); return 0; }
-    DIR *d = opendir(path);
-    if (!d) return AX_ERR("--resume %s: no such checkpoint or output directory", path);
+    if (!ax_file_exists(path)) return AX_ERR("--resume %s: no such checkpoint or output directory", path);
+    if (ax_ckpt_latest(path, out, n) == 0)
+        return AX_ERR("--resume %s: expected a checkpoint (state.json) or a directory holding a complete ckpt-*", path);
+    return 0;
+}
+
+int ax_ckpt_prune(const char *dir, int newest, int keep) {
+    DIR *d = opendir(dir);
+    if (!d) return AX_ERR("%s: cannot list checkpoints: %s", dir, strerror(errno));
     struct dirent *e;
-    int best = -1;
+    int *steps = NULL, n = 0, cap = 0;
+    char p[4400];
     while ((e = readdir(d))) {
-        int s; char tail;
-        if (sscanf(e->d_name, "ckpt-%d%c", &s, &tail) == 1 && s > best) best = s;
+        if (strncmp(e->d_name, "ckpt-", 5) != 0) continue;
+        int s = ckpt_step(e->d_name);
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (s < 0 || !complete(dir, e->d_name)) { if (s != newest) remove_ckpt(p); continue; }   /* interrupted writes */
+        if (s > newest) continue;               /* not ours to judge: another run's future */
+        if (n == cap && !(steps = realloc(steps, (cap = 2 * cap + 16) * sizeof *steps))) ax_fatal(__FILE__, __LINE__, "out of memory");
+        steps[n++] = s;
     }
     closedir(d);
-    if (best < 0) return AX_ERR("--resume %s: expected a checkpoint (state.json) or a directory holding ckpt-*", path);
-    snprintf(out, n, "%s/ckpt-%06d", path, best);
-    return 0;
+    for (int i = 0; i < n; i++) {               /* remove those with keep or more newer ones */
+        int newer = 0;
+        for (int k = 0; k < n; k++) newer += steps[k] > steps[i];
+        if (newer >= keep) { snprintf(p, sizeof p, "%s/ckpt-%06d", dir, steps[i]); remove_ckpt(p); }
+    }
+    free(steps);
+    return ax_fsync_dir(dir);
 }

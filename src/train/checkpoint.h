@@ -2,8 +2,11 @@
  *   model.safetensors + config.json   the logical Hugging Face tensors (usable as a model)
  *   optim.safetensors                 AdamW moments "opt.m.<name>", "opt.v.<name>", same layout
  *   state.json                        next step, seed, data position, batch geometry
- * written as "<dir>.tmp" and renamed when complete, so a checkpoint either
- * exists whole or not at all. A run saved on one grid resumes on any other. */
+ *   manifest.json                     the commit marker: each file's size and XXH3-64
+ * Files are written into "<dir>.tmp" and fsync'd, the manifest last, then the
+ * directory is renamed and its parent fsync'd: a checkpoint either exists whole
+ * (with its manifest) or is ignored, and every file is checked against the
+ * manifest before it is used. A run saved on one grid resumes on any other. */
 #ifndef AX_TRAIN_CHECKPOINT_H
 #define AX_TRAIN_CHECKPOINT_H
 #include <stdint.h>
@@ -17,13 +20,22 @@ typedef struct {
     int batch, seq, steps;
 } ax_ckpt_state;
 
+#define AX_CKPT_MANIFEST "manifest.json"
+
 /* Collective. Writes dir atomically (replacing an older one of the same name). */
 int ax_ckpt_save(const char *dir, ax_gpt *m, const ax_adamw *o, const ax_ckpt_state *st);
-/* Collective. Reads config and state first (ax_ckpt_peek), then tensors. */
+/* Rank-local: every file of dir against its manifest (one line naming the file). */
+int ax_ckpt_verify(const char *dir);
+/* Rank-local. Verifies, then reads config and state; ax_ckpt_load reads the tensors. */
 int ax_ckpt_peek(const char *dir, ax_gpt_config *cfg, ax_ckpt_state *st);
 int ax_ckpt_load(const char *dir, ax_gpt *m, ax_adamw *o);
-/* A checkpoint directory, or an output directory whose newest ckpt-* is used. */
+/* The newest complete ckpt-N in dir into out: 1, or 0 when there is none. */
+int ax_ckpt_latest(const char *dir, char *out, size_t n);
+/* A checkpoint directory, or an output directory whose newest complete ckpt-* is used. */
 int ax_ckpt_resolve(const char *path, char *out, size_t n);
+/* After ckpt-<newest> is committed: removes interrupted writes and the complete
+ * checkpoints of step <= newest beyond the `keep` newest (not collective). */
+int ax_ckpt_prune(const char *dir, int newest, int keep);
 /* Collective: model.safetensors + config.json into dir (created if needed). */
 int ax_model_save(const char *dir, ax_gpt *m);
 #endif

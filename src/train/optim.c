@@ -59,13 +59,18 @@ void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const 
     ax_gpt_grad_sync(m);
     ax_allreduce_f64(&g->dz, &loss, 1);
     double gnorm = sqrt(ax_gpt_sumsq(m, m->grads));
+    st->loss = ntok > 0 ? loss / ntok : 0.0;
+    st->gnorm = gnorm; st->tokens = ntok; st->lr = ax_lr_at(h, step);
+    /* the reductions above give every rank the same values, but the decision
+     * must be one: a rank that updated while another skipped would diverge silently */
+    int bad = !isfinite(st->loss) || !isfinite(gnorm);
+    AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, g->world));
+    st->skipped = bad;
+    if (bad) return;
     float gscale = 1.0f;
     if (h->clip > 0) {
         double coef = h->clip / (gnorm + 1e-6);
         if (coef < 1.0) gscale = (float)coef;
     }
-    double lr = ax_lr_at(h, step);
-    ax_adamw_update(o, m, h, lr, (int64_t)step + 1, gscale);
-    st->loss = ntok > 0 ? loss / ntok : 0.0;
-    st->gnorm = gnorm; st->lr = lr; st->tokens = ntok;
+    ax_adamw_update(o, m, h, st->lr, (int64_t)step + 1, gscale);
 }

@@ -21,7 +21,7 @@ void ax_adamw_update(ax_adamw *o, ax_gpt *m, const ax_hparams *h, double lr, int
 /* Linear warm-up over `warmup` steps, then cosine decay to lr * min_lr_frac at `steps`. */
 double ax_lr_at(const ax_hparams *h, int step);
 
-typedef struct { double loss, gnorm, lr, tokens; } ax_step_stats;
+typedef struct { double loss, gnorm, lr, tokens; int skipped; } ax_step_stats;
 
 /* Position in the run's sequence order of local sequence b of micro-batch a of
  * `step`: a global batch of B sequences is `accum` micro-batches of B/accum,
@@ -35,7 +35,9 @@ static inline int64_t ax_seq_pos(const ax_grid *g, int B, int accum, int step, i
 /* One optimizer step (0-based `step`) over this rank's rows: `accum`
  * micro-batches of Bl sequences of T+1 tokens each, seqs[(a*Bl + b)*(T+1) + t].
  * weights (same layout as targets, NULL = all count) marks tokens that count.
- * The loss is the mean over every counted token of the global batch. */
+ * The loss is the mean over every counted token of the global batch.
+ * A non-finite loss or gradient norm on any rank skips the update on every
+ * rank (st->skipped; parameters and moments unchanged). */
 void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const int32_t *seqs,
                    const float *weights, int accum, int Bl, int T, ax_step_stats *st,
                    int32_t *scratch_in /* 2*Bl*T */);

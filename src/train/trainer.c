@@ -12,6 +12,7 @@
 #include "memo/goldfish.h"
 #include "util/err.h"
 #include "util/fileio.h"
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@ void ax_train_defaults(ax_train_opts *o) {
     memset(o, 0, sizeof *o);
     o->model = (ax_gpt_config){.n_layer = 4, .n_head = 4, .n_embd = 128, .block_size = 128, .vocab_size = 256};
     o->grid[0] = o->grid[1] = o->grid[2] = o->grid[3] = 1;
+    o->keep = 3; o->max_skips = 5;
     o->steps = 200; o->batch = 0; o->seq = 0; o->grad_accum = 1;   /* 0: from the checkpoint, else 8 and n_positions */
     o->lr = 1e-3; o->min_lr_frac = 0.1; o->beta1 = 0.9; o->beta2 = 0.95; o->eps = 1e-8;
     o->weight_decay = 0.1; o->clip = 1.0; o->warmup = 10;
@@ -47,6 +49,7 @@ typedef struct {
     ax_ckpt_state st;
     FILE *metrics;
     int root, tty, Bl;
+    int resumed;                 /* started from a checkpoint */
     int32_t *seqs, *scratch;
     float *weights;              /* goldfish mask of the step's targets, or NULL */
     int32_t *window;             /* goldfish: h-1 tokens of stream context, then one sequence */
@@ -89,8 +92,17 @@ static int validate(const ax_train_opts *o, const ax_gpt_config *c, const ax_gri
                       o->batch, mb, g->gd * g->gz);
     if (o->seq < 1 || o->seq > c->block_size)
         return AX_ERR("--seq %d: expected 1..%d (the model's n_positions)", o->seq, c->block_size);
-    if (o->lr <= 0) return AX_ERR("--lr %g: expected > 0", o->lr);
+    /* written so that NaN fails every test: callers of the library skip the CLI's ranges */
+    if (!(o->lr > 0 && o->lr <= 10)) return AX_ERR("--lr %g: expected a number in (0, 10]", o->lr);
+    if (!(o->min_lr_frac >= 0 && o->min_lr_frac <= 1)) return AX_ERR("--min-lr-frac %g: expected a number in [0, 1]", o->min_lr_frac);
+    if (!(o->beta1 >= 0 && o->beta1 < 1)) return AX_ERR("--beta1 %g: expected a number in [0, 1)", o->beta1);
+    if (!(o->beta2 >= 0 && o->beta2 < 1)) return AX_ERR("--beta2 %g: expected a number in [0, 1)", o->beta2);
+    if (!(o->eps > 0 && o->eps <= 1)) return AX_ERR("--eps %g: expected a number in (0, 1]", o->eps);
+    if (!(o->weight_decay >= 0 && o->weight_decay <= 10)) return AX_ERR("--weight-decay %g: expected a number in [0, 10]", o->weight_decay);
+    if (!(o->clip >= 0 && o->clip <= 1e9)) return AX_ERR("--clip %g: expected a number in [0, 1e+09]", o->clip);
     if (o->warmup < 0) return AX_ERR("--warmup %d: expected >= 0", o->warmup);
+    if (o->keep < 1) return AX_ERR("--keep %d: expected >= 1", o->keep);
+    if (o->max_skips < 1) return AX_ERR("--max-skips %d: expected >= 1", o->max_skips);
     if (o->goldfish_k && o->goldfish_k < 2) return AX_ERR("--goldfish-k %d: expected >= 2 (or 0: off)", o->goldfish_k);
     if (o->goldfish_k && o->goldfish_h < 1) return AX_ERR("--goldfish-h %d: expected >= 1", o->goldfish_h);
     return ax_gpt_check_grid(c, g);
@@ -106,6 +118,25 @@ static void print_memory(ax_run *r) {
            "gather buffers %.1f: %.1f MiB\n", p, p, 2 * p, a, r->o->recompute, w, 4 * p + a + w);
 }
 
+/* Which checkpoint to start from. Rank 0 looks and every rank takes its path
+ * (and then reads the files itself), so all ranks resume from the same step.
+ * 1: resume from ckdir, 0: start fresh, -1: error. Collective. */
+static int find_checkpoint(ax_run *r, char *ckdir, int n) {
+    const ax_train_opts *o = r->o;
+    if (!o->resume) return 0;
+    int found = 1, rc = 0;
+    if (r->root) {
+        if (strcmp(o->resume, "auto") != 0) rc = ax_ckpt_resolve(o->resume, ckdir, n);
+        else if (!o->out) rc = AX_ERR("--resume auto: expected --out (the directory holding the checkpoints)");
+        else found = ax_ckpt_latest(o->out, ckdir, n);
+    }
+    AX_TRY(ax_agree(r->g.world, rc));
+    MPI_Bcast(&found, 1, MPI_INT, 0, r->g.world);
+    MPI_Bcast(ckdir, n, MPI_CHAR, 0, r->g.world);
+    if (!found) SAY(r, "resume auto: no complete checkpoint in %s; starting fresh\n", o->out);
+    return found;
+}
+
 static int setup(ax_run *r) {
     ax_train_opts *o = &r->args;
     AX_TRY(ax_grid_init(&r->g, r->comm, o->grid[0], o->grid[1], o->grid[2], o->grid[3]));
@@ -117,11 +148,17 @@ static int setup(ax_run *r) {
     ax_be()->gemm_timing(o->profile);
     ax_gpt_config cfg = o->model;
     char ckdir[4096] = "", path[4200];
+    MPI_Comm w = r->g.world;
     r->st = (ax_ckpt_state){.step = 0, .seed = o->seed};
-    if (o->resume) {
-        AX_TRY(ax_ckpt_resolve(o->resume, ckdir, sizeof ckdir));
+    /* Every rank reads the files itself; each rank-local step ends in ax_agree,
+     * so a file that one rank cannot read fails the whole job the same way. */
+    if ((r->resumed = find_checkpoint(r, ckdir, sizeof ckdir)) < 0) return -1;
+    if (r->resumed) {
         ax_ckpt_state saved;
-        AX_TRY(ax_ckpt_peek(ckdir, &cfg, &saved));
+        AX_TRY(ax_agree(w, ax_ckpt_peek(ckdir, &cfg, &saved)));
+        if (!o->init && strcmp(o->resume, "auto") == 0 && memcmp(&cfg, &o->model, sizeof cfg) != 0)
+            return AX_ERR("--resume auto: %s holds a model of n_layer %d, n_head %d, n_embd %d, n_positions %d, vocab %d; "
+                          "the options describe another", ckdir, cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.block_size, cfg.vocab_size);
         if ((o->batch && saved.batch != o->batch) || (o->seq && saved.seq != o->seq))
             return AX_ERR("--resume %s: saved with --batch %d --seq %d; resume with the same (got %d, %d)",
                           ckdir, saved.batch, saved.seq, o->batch, o->seq);
@@ -133,7 +170,7 @@ static int setup(ax_run *r) {
     } else if (o->init) {
         ax_dirname(o->init, path, sizeof path);
         strncat(path, "/config.json", sizeof path - strlen(path) - 1);
-        AX_TRY(ax_gpt_config_read(&cfg, path));
+        AX_TRY(ax_agree(w, ax_gpt_config_read(&cfg, path)));
     }
     if (!o->batch) o->batch = 8;
     if (!o->seq) o->seq = cfg.block_size;
@@ -144,11 +181,12 @@ static int setup(ax_run *r) {
     AX_TRY(ax_gpt_init(&r->m, &cfg, &r->g));
     ax_gpt_set_recompute(&r->m, recompute);
     ax_adamw_init(&r->opt, r->m.n_local);
-    if (o->resume) AX_TRY(ax_ckpt_load(ckdir, &r->m, &r->opt));
-    else if (o->init) AX_TRY(ax_gpt_load(&r->m, o->init));
+    if (r->resumed) AX_TRY(ax_agree(w, ax_ckpt_load(ckdir, &r->m, &r->opt)));
+    else if (o->init) AX_TRY(ax_agree(w, ax_gpt_load(&r->m, o->init)));
     else ax_gpt_init_random(&r->m, r->st.seed);
-    AX_TRY(ax_source_open(&r->data, o->data, o->seq, cfg.vocab_size, o->shuffle, r->st.seed));
-    if (o->val_data) AX_TRY(ax_source_open(&r->val, o->val_data, o->seq, cfg.vocab_size, 0, 0));
+    int rc = ax_source_open(&r->data, o->data, o->seq, cfg.vocab_size, o->shuffle, r->st.seed);
+    if (rc == 0 && o->val_data) rc = ax_source_open(&r->val, o->val_data, o->seq, cfg.vocab_size, 0, 0);
+    AX_TRY(ax_agree(w, rc));
     r->h = (ax_hparams){.lr = o->lr, .min_lr_frac = o->min_lr_frac, .beta1 = o->beta1, .beta2 = o->beta2,
                         .eps = o->eps, .weight_decay = o->weight_decay, .clip = o->clip,
                         .warmup = o->warmup, .steps = o->steps};
@@ -159,28 +197,23 @@ static int setup(ax_run *r) {
         r->weights = ax_malloc((size_t)o->grad_accum * r->Bl * o->seq * sizeof(float));
         r->window = ax_malloc(((size_t)o->goldfish_h + o->seq) * sizeof(int32_t));
     }
-    if (o->out) {
-        int rc = r->root ? ax_mkdir_p(o->out) : 0;
-        MPI_Bcast(&rc, 1, MPI_INT, 0, r->g.world);
-        if (rc) return r->root ? -1 : AX_ERR("--out %s: cannot create directory", o->out);
-    }
-    int bad = 0;
-    if (r->root && (o->metrics || o->out)) {
+    rc = 0;
+    if (r->root && o->out) rc = ax_mkdir_p(o->out);
+    if (rc == 0 && r->root && (o->metrics || o->out)) {
         if (o->metrics) snprintf(path, sizeof path, "%s", o->metrics);
         else snprintf(path, sizeof path, "%s/metrics.jsonl", o->out);
-        r->metrics = fopen(path, o->resume ? "a" : "w");
-        bad = !r->metrics;
+        r->metrics = fopen(path, r->resumed ? "a" : "w");
+        if (!r->metrics) rc = AX_ERR("%s: cannot open the metrics file for writing: %s", path, strerror(errno));
     }
-    MPI_Bcast(&bad, 1, MPI_INT, 0, r->g.world);
-    if (bad) return AX_ERR("%s: cannot open the metrics file for writing", o->metrics ? o->metrics : "metrics.jsonl");
+    AX_TRY(ax_agree(w, rc));
     SAY(r, "axonn: %d ranks, grid D=%d X=%d Y=%d Z=%d, backend %s, %d threads/rank; model L=%d H=%d C=%d V=%d T=%d (%.2fM parameters)\n",
         r->g.size, r->g.gd, r->g.gx, r->g.gy, r->g.gz, ax_be()->name, ax_be()->threads(), cfg.n_layer, cfg.n_head, cfg.n_embd,
         cfg.vocab_size, cfg.block_size, ax_gpt_num_params(&cfg) / 1e6);
     if (o->goldfish_k) SAY(r, "goldfish loss: k = %d, h = %d (about 1/%d of targets left out)\n", o->goldfish_k, o->goldfish_h, o->goldfish_k);
     SAY(r, "data: %s; batch %d x %d tokens (%d micro-batches of %d per data x Z rank)%s\n",
         o->data ? o->data : "synthetic Markov stream", o->batch, o->seq, o->grad_accum, r->Bl,
-        o->resume ? "; resuming" : "");
-    if (o->resume) SAY(r, "resumed from %s at step %d\n", ckdir, r->st.step);
+        r->resumed ? "; resuming" : "");
+    if (r->resumed) SAY(r, "resumed from %s at step %d\n", ckdir, r->st.step);
     print_memory(r);
     return 0;
 }
@@ -208,8 +241,13 @@ static int save(ax_run *r, int next_step) {
     snprintf(dir, sizeof dir, "%s/ckpt-%06d", r->o->out, next_step);
     r->st.step = next_step;
     r->st.data_pos = (int64_t)next_step * r->o->batch;
+    double t0 = MPI_Wtime();
     AX_TRY(ax_ckpt_save(dir, &r->m, &r->opt, &r->st));
-    SAY(r, "%ssaved %s\n", r->tty ? "\r\033[K" : "", dir);
+    double t1 = MPI_Wtime();
+    /* older checkpoints go only now that the new one is committed */
+    AX_TRY(ax_agree(r->g.world, r->root ? ax_ckpt_prune(r->o->out, next_step, r->o->keep) : 0));
+    SAY(r, "%ssaved %s in %.0f ms (pruning to the newest %d: %.0f ms)\n", r->tty ? "\r\033[K" : "", dir,
+        (t1 - t0) * 1e3, r->o->keep, (MPI_Wtime() - t1) * 1e3);
     return 0;
 }
 
@@ -262,7 +300,8 @@ static int loop(ax_run *r) {
     double flops = ax_model_flops(c, o->batch, o->seq), hflops = ax_hardware_flops(c, o->batch, o->seq);
     double t_sum = 0; int t_n = 0, first = r->st.step;
     double ms_avg = 0;
-    int end = o->steps;
+    int end = o->steps, skips = 0;
+    char last_ckpt[4200] = "none written by this run";
     if (o->exit_after > 0 && o->exit_after < end) end = o->exit_after;
     for (int step = r->st.step; step < end; step++) {
         MPI_Barrier(r->g.world);
@@ -272,7 +311,19 @@ static int loop(ax_run *r) {
         ax_train_step(&r->m, &r->opt, &r->h, step, r->seqs, r->weights, o->grad_accum, r->Bl, o->seq, &st, r->scratch);
         double dt = MPI_Wtime() - t0;
         MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, r->g.world);
-        if (!isfinite(st.loss)) return AX_ERR("step %d: loss is %g (diverged; lower --lr or raise --warmup)", step + 1, st.loss);
+        if (st.skipped) {
+            skips++;
+            SAY(r, "%sstep %d: loss %g, gradient norm %g: not finite, update skipped (%d in a row, at most %d)\n",
+                r->tty ? "\r\033[K" : "", step + 1, st.loss, st.gnorm, skips, o->max_skips);
+            if (r->metrics) { fprintf(r->metrics, "{\"step\": %d, \"skipped\": true}\n", step + 1); fflush(r->metrics); }
+            if (skips >= o->max_skips) {
+                ax_err_set("step %d: %d consecutive steps with a non-finite loss or gradient norm; stopped "
+                           "(lower --lr or raise --warmup); last good checkpoint: %s", step + 1, skips, last_ckpt);
+                return AX_TRAIN_DIVERGED;
+            }
+            continue;
+        }
+        skips = 0;
         if (step - first >= 2) { t_sum += dt; t_n++; }
         if (o->profile && step - first == 1) reset_profile(r);
         ms_avg = ms_avg ? 0.9 * ms_avg + 0.1 * dt * 1e3 : dt * 1e3;
@@ -295,7 +346,10 @@ static int loop(ax_run *r) {
         }
         if (r->val.set && o->val_every > 0 && ((step + 1) % o->val_every == 0 || step + 1 == o->steps)) validate_loss(r, step);
         int last = step + 1 == end;
-        if (o->out && ((o->save_every > 0 && (step + 1) % o->save_every == 0) || last)) AX_TRY(save(r, step + 1));
+        if (o->out && ((o->save_every > 0 && (step + 1) % o->save_every == 0) || last)) {
+            AX_TRY(save(r, step + 1));
+            snprintf(last_ckpt, sizeof last_ckpt, "%s/ckpt-%06d", o->out, step + 1);
+        }
     }
     if (r->tty) printf("\r\033[K");
     if (t_n > 0) {

@@ -26,13 +26,29 @@ int ax_err_sys(const char *file, int line, const char *fmt, ...) {
 const char *ax_err_msg(void) { return ax_msg[0] ? ax_msg : "unknown error"; }
 void ax_err_clear(void) { ax_msg[0] = 0; }
 
-void ax_err_exit(int only_rank0) {
+int ax_agree(MPI_Comm comm, int rc) {
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int who = rc ? rank : size;
+    AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &who, 1, MPI_INT, MPI_MIN, comm));
+    if (who == size) return 0;
+    char msg[sizeof ax_msg];
+    snprintf(msg, sizeof msg, "%s", rank == who ? ax_err_msg() : "");
+    AX_CHECK_MPI(MPI_Bcast(msg, sizeof msg, MPI_CHAR, who, comm));
+    ax_err_set("%s", msg);
+    return -1;
+}
+
+void ax_err_exit(int only_rank0) { ax_err_exit_status(only_rank0, 2); }
+
+void ax_err_exit_status(int only_rank0, int status) {
     int inited = 0, fin = 0, rank = 0;
     MPI_Initialized(&inited); MPI_Finalized(&fin);
     if (inited && !fin) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (!only_rank0 || rank == 0) { fprintf(stderr, "axonn: error: %s\n", ax_err_msg()); fflush(stderr); }
     if (inited && !fin) MPI_Finalize();
-    exit(2);
+    exit(status);
 }
 
 void ax_fatal(const char *file, int line, const char *fmt, ...) {

@@ -14,9 +14,16 @@ int ax_err_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int ax_err_sys(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 const char *ax_err_msg(void);
 void ax_err_clear(void);
+/* Collective over comm: makes one outcome of every rank's rc (0 or -1). If any
+ * rank failed, every rank takes the message of the lowest failing rank and
+ * returns -1; otherwise 0. Called after rank-local work that can fail (opening
+ * or parsing a file, checking its contents), so that a failure seen by one rank
+ * is the same line on all of them and none is left waiting in a collective. */
+int ax_agree(MPI_Comm comm, int rc);
 /* Prints "axonn: error: <msg>" once (rank 0 of MPI_COMM_WORLD, or any rank when
  * only_rank0 is 0) and exits with status 2 on every rank that calls it. */
 void ax_err_exit(int only_rank0) __attribute__((noreturn));
+void ax_err_exit_status(int only_rank0, int status) __attribute__((noreturn));
 /* Aborts all ranks for failures that cannot be recovered collectively. */
 void ax_fatal(const char *file, int line, const char *fmt, ...) __attribute__((noreturn, format(printf, 3, 4)));
 

@@ -5,7 +5,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 int ax_out_open(ax_outfile *o, const char *path) {
     memset(o, 0, sizeof *o);
@@ -30,12 +32,42 @@ static void out_free(ax_outfile *o) { free(o->path); free(o->tmp); o->path = o->
 
 int ax_out_commit(ax_outfile *o) {
     int bad = fflush(o->fp) != 0 || ferror(o->fp);
+    bad |= fsync(fileno(o->fp)) != 0;
     bad |= fclose(o->fp) != 0;
     if (bad) { int e = errno; unlink(o->tmp); AX_ERR("%s: write failed: %s", o->path, strerror(e)); out_free(o); return -1; }
     if (rename(o->tmp, o->path) != 0) {
         int e = errno; unlink(o->tmp); AX_ERR("%s: cannot rename into place: %s", o->path, strerror(e)); out_free(o); return -1;
     }
+    char dir[4096];
+    ax_dirname(o->path, dir, sizeof dir);
     out_free(o);
+    return ax_fsync_dir(dir);
+}
+
+int ax_fsync_dir(const char *dir) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return AX_ERR("%s: cannot open directory to sync: %s", dir, strerror(errno));
+    int rc = fsync(fd) == 0 || errno == EINVAL ? 0 : AX_ERR("%s: cannot sync directory: %s", dir, strerror(errno));
+    close(fd);
+    return rc;
+}
+
+int ax_hash_file(const char *path, uint64_t *hash, int64_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return AX_ERR("%s: cannot open: %s", path, strerror(errno));
+    XXH3_state_t *st = XXH3_createState();
+    if (!st) ax_fatal(__FILE__, __LINE__, "out of memory for a hash state");
+    XXH3_64bits_reset(st);
+    static _Thread_local char buf[1 << 16];
+    size_t n;
+    int64_t total = 0;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) { XXH3_64bits_update(st, buf, n); total += (int64_t)n; }
+    int bad = ferror(f);
+    fclose(f);
+    *hash = XXH3_64bits_digest(st);
+    XXH3_freeState(st);
+    if (bad) return AX_ERR("%s: read failed", path);
+    *size = total;
     return 0;
 }
 
