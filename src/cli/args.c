@@ -79,12 +79,12 @@ static int load_config(ax_opt *opts, const char *path) {
         if (!o || strcmp(name, "config") == 0) { AX_ERR("--config %s: unknown option '%s'", path, key); json_decref(j); return -1; }
         char buf[64];
         const char *s = buf;
-        if (json_is_string(v)) s = ax_strdup(json_string_value(v));
+        if (json_is_string(v)) s = json_string_value(v);   /* alive while j is */
         else if (json_is_integer(v)) snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
         else if (json_is_real(v)) snprintf(buf, sizeof buf, "%.17g", json_real_value(v));
         else if (json_is_boolean(v)) snprintf(buf, sizeof buf, "%s", json_is_true(v) ? "true" : "false");
         else { AX_ERR("--config %s: '%s' must be a string, number or boolean", path, key); json_decref(j); return -1; }
-        if (s == buf && o->type == AX_OPT_STR) s = ax_strdup(buf);
+        if (o->type == AX_OPT_STR) s = ax_strdup(s);
         if (set_value(o, s, src)) { json_decref(j); return -1; }
     }
     json_decref(j);
