@@ -59,6 +59,7 @@ int main(int argc, char **argv) {
         }
         free(got);
     }
+    free(want);
     MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     CHECK(worst < 1e-5, "cached decoding differs from the full forward by %.3g", worst);
     CHECK(argmax_ok, "greedy choice differs from the full-vocabulary argmax");

@@ -61,7 +61,18 @@ static int set_value(ax_opt *o, const char *v, const char *src) {
     return 0;
 }
 
-/* keys of the JSON file; strings are kept alive for the whole run */
+/* String values of --config files, kept alive for the whole run (options point
+ * into them) and reachable, so a leak checker does not take them for leaks. */
+static json_t *kept_strings;
+
+static const char *keep_string(const char *s) {
+    if (!kept_strings) kept_strings = json_array();
+    json_t *k = json_string(s);
+    if (!k || json_array_append_new(kept_strings, k)) ax_fatal(__FILE__, __LINE__, "out of memory");
+    return json_string_value(k);
+}
+
+/* keys of the JSON file */
 static int load_config(ax_opt *opts, const char *path) {
     json_error_t e;
     json_t *j = json_load_file(path, 0, &e);
@@ -79,12 +90,12 @@ static int load_config(ax_opt *opts, const char *path) {
         if (!o || strcmp(name, "config") == 0) { AX_ERR("--config %s: unknown option '%s'", path, key); json_decref(j); return -1; }
         char buf[64];
         const char *s = buf;
-        if (json_is_string(v)) s = ax_strdup(json_string_value(v));
+        if (json_is_string(v)) s = json_string_value(v);   /* alive while j is */
         else if (json_is_integer(v)) snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
         else if (json_is_real(v)) snprintf(buf, sizeof buf, "%.17g", json_real_value(v));
         else if (json_is_boolean(v)) snprintf(buf, sizeof buf, "%s", json_is_true(v) ? "true" : "false");
         else { AX_ERR("--config %s: '%s' must be a string, number or boolean", path, key); json_decref(j); return -1; }
-        if (s == buf && o->type == AX_OPT_STR) s = ax_strdup(buf);
+        if (o->type == AX_OPT_STR) s = keep_string(s);
         if (set_value(o, s, src)) { json_decref(j); return -1; }
     }
     json_decref(j);

@@ -9,6 +9,18 @@ static const char *usage =
     "usage: [mpirun -np P] axonn eval --model MODEL.safetensors --data GLOB [options]\n\n"
     "Mean cross-entropy (nats per token) and perplexity over every sequence of the data.";
 
+static void evaluate(ax_gpt *m, ax_source *src, int batch, int seq, int max_batches, int json) {
+    int64_t n = ax_source_nseq(src);
+    if (max_batches > 0 && (int64_t)max_batches * batch < n) n = (int64_t)max_batches * batch;
+    double sum, tok;
+    ax_evaluate(m, src, n, batch, 1, seq, &sum, &tok);
+    if (m->g->rank == 0) {
+        double loss = sum / tok;
+        if (json) printf("{\"loss\": %.6f, \"perplexity\": %.4f, \"tokens\": %.0f, \"sequences\": %lld}\n", loss, exp(loss), tok, (long long)n);
+        else printf("loss %.4f | perplexity %.3f | %.0f tokens in %lld sequences of %d\n", loss, exp(loss), tok, (long long)n, seq);
+    }
+}
+
 int ax_cmd_eval(int argc, char **argv) {
     const char *model = NULL, *data = NULL;
     int batch = 8, seq = 0, json = 0, threads = 0, max_batches = 0, grid[4] = {1, 1, 1, 1};
@@ -30,21 +42,13 @@ int ax_cmd_eval(int argc, char **argv) {
     ax_grid g; ax_gpt m;
     AX_TRY(ax_cli_open_model(model, grid, &g, &m));
     if (seq == 0) seq = m.cfg.block_size;
-    if (seq < 1 || seq > m.cfg.block_size) return AX_ERR("--seq %d: expected 1..%d (the model's n_positions)", seq, m.cfg.block_size);
-    if (batch % (g.gd * g.gz)) return AX_ERR("--batch %d: must divide over G_data*G_z = %d ranks", batch, g.gd * g.gz);
-    ax_source src;
-    AX_TRY(ax_agree(g.world, ax_source_open(&src, data, seq, m.cfg.vocab_size, 0, 0)));
-    int64_t n = ax_source_nseq(&src);
-    if (max_batches > 0 && (int64_t)max_batches * batch < n) n = (int64_t)max_batches * batch;
-    double sum, tok;
-    ax_evaluate(&m, &src, n, batch, 1, seq, &sum, &tok);
-    if (g.rank == 0) {
-        double loss = sum / tok;
-        if (json) printf("{\"loss\": %.6f, \"perplexity\": %.4f, \"tokens\": %.0f, \"sequences\": %lld}\n", loss, exp(loss), tok, (long long)n);
-        else printf("loss %.4f | perplexity %.3f | %.0f tokens in %lld sequences of %d\n", loss, exp(loss), tok, (long long)n, seq);
-    }
+    ax_source src = {0};
+    if (seq < 1 || seq > m.cfg.block_size) rc = AX_ERR("--seq %d: expected 1..%d (the model's n_positions)", seq, m.cfg.block_size);
+    else if (batch % (g.gd * g.gz)) rc = AX_ERR("--batch %d: must divide over G_data*G_z = %d ranks", batch, g.gd * g.gz);
+    else rc = ax_agree(g.world, ax_source_open(&src, data, seq, m.cfg.vocab_size, 0, 0));
+    if (rc == 0) evaluate(&m, &src, batch, seq, max_batches, json);
     ax_source_close(&src);
     ax_gpt_free(&m);
     ax_grid_free(&g);
-    return 0;
+    return rc;
 }

@@ -45,7 +45,7 @@ int ax_cmd_sample(int argc, char **argv) {
         if (rc == 0) rc = ax_tok_encode(t, text, strlen(text), 1, &p);
         if (rc == 0 && !p.n) rc = AX_ERR("--prompt: encodes to no tokens");
     } else rc = ax_cli_parse_ids(prompt, V, "--prompt-tokens", &p);
-    AX_TRY(ax_agree(g.world, rc));
+    if (ax_agree(g.world, rc)) { ax_ids_free(&p); ax_tok_free(t); ax_gpt_free(&m); ax_grid_free(&g); return -1; }
     int n = (int)p.n;
     int32_t *toks = ax_malloc((n + max_new) * sizeof(int32_t));
     memcpy(toks, p.v, n * sizeof(int32_t));

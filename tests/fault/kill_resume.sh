@@ -30,21 +30,24 @@ if ! launch "$W/ref"; then bad "uninterrupted run failed: $(tail -n 3 "$W/ref.lo
 ref_s=$(python3 -c "import time; print(time.time() - $t0)")
 
 # rank_of PID: the MPI rank of a process, from the launcher's environment variable
-rank_of() { tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | sed -n 's/^\(OMPI_COMM_WORLD_RANK\|PMI_RANK\)=//p' | head -n 1; }
+rank_of() { { tr '\0' '\n' <"/proc/$1/environ"; } 2>/dev/null | sed -n 's/^\(OMPI_COMM_WORLD_RANK\|PMI_RANK\)=//p' | head -n 1; }
 
 # kill_one OUT MODE: starts the job in the background and kills one rank with SIGKILL:
 # MODE random: a random rank at a random moment of training;
-# MODE save: rank 0 as soon as a checkpoint write (ckpt-*.tmp) is under way.
+# MODE save: rank 0 as soon as a checkpoint write (ckpt-*.tmp) is under way,
+# past a random one of the first 8 saves.
 # Prints what it did.
 kill_one() {
   local out=$1 mode=$2 pid ranks victim what
   "${MPI[@]}" -np "$NP" "$BIN" "${ARGS[@]}" --out "$out" >>"$out.log" 2>&1 &
   pid=$!
+  local deadline=$((SECONDS + TMO))
   if [ "$mode" = random ]; then
     # a random step (rank 0 logs each to metrics.jsonl), then 0..30 ms more:
     # start-up is most of the wall time, so a random time would mostly miss the training
-    local at=$(( RANDOM % 59 + 1 )) us=$(( RANDOM % 30000 )) i
-    for i in $(seq 1 20000); do
+    # (not the last steps: under load the kill lands late and would miss the run)
+    local at=$(( RANDOM % 54 + 1 )) us=$(( RANDOM % 30000 ))
+    while [ "$SECONDS" -lt "$deadline" ]; do
       [ "$(cat "$out/metrics.jsonl" 2>/dev/null | wc -l)" -ge "$at" ] && break
       kill -0 "$pid" 2>/dev/null || break
       sleep 0.001
@@ -54,17 +57,23 @@ kill_one() {
     [ ${#ranks[@]} -gt 0 ] && victim=${ranks[$((RANDOM % ${#ranks[@]}))]}
     what="with $(cat "$out/metrics.jsonl" 2>/dev/null | wc -l) of 60 steps logged (aimed: step $at + $((us / 1000)) ms)"
   else
-    local i
-    for i in $(seq 1 20000); do                  # busy: the window is milliseconds
-      compgen -G "$out/ckpt-*.tmp" >/dev/null && break
-      kill -0 "$pid" 2>/dev/null || break
+    local r seen
+    while [ -z "${victim:-}" ] && [ "$SECONDS" -lt "$deadline" ] && kill -0 "$pid" 2>/dev/null; do
+      for r in $(pgrep -P "$pid" -x axonn); do [ "$(rank_of "$r")" = 0 ] && victim=$r; done
     done
-    local r
-    for r in $(pgrep -P "$pid" -x axonn); do [ "$(rank_of "$r")" = 0 ] && victim=$r; done
-    what="while $(cd "$out" 2>/dev/null && ls -d ckpt-*.tmp 2>/dev/null | head -n 1) was being written"
+    local after=$(( RANDOM % 8 * 5 ))          # which save: past step 0, 5, ..., 35
+    while [ "$(cat "$out/metrics.jsonl" 2>/dev/null | wc -l)" -lt "$after" ] && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.001; done
+    # busy, and nothing between seeing the directory and the kill: the window is milliseconds
+    while [ "$SECONDS" -lt "$deadline" ] && kill -0 "$pid" 2>/dev/null; do
+      seen=$(compgen -G "$out/ckpt-*.tmp") && kill -KILL "$victim" 2>/dev/null && break
+    done
+    what="while ${seen##*/} was being written"
   fi
-  local rank; [ -n "${victim:-}" ] && rank=$(rank_of "$victim")
-  if [ -n "${victim:-}" ] && kill -KILL "$victim" 2>/dev/null; then
+  local rank=0
+  [ "$mode" = random ] && [ -n "${victim:-}" ] && rank=$(rank_of "$victim")
+  if [ "$mode" = save ] && [ -n "${seen:-}" ]; then
+    what="SIGKILL to rank 0 $what"
+  elif [ "$mode" = random ] && [ -n "${victim:-}" ] && kill -KILL "$victim" 2>/dev/null; then
     what="SIGKILL to rank ${rank:-?} $what"
   else what="no rank left to kill ($what): the run had ended"; fi
   timeout "$TMO" tail --pid="$pid" -f /dev/null; local rc=$?
