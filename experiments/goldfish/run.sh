@@ -8,8 +8,8 @@
 # (plain loss) and "goldfish" (k = 4, h = 13); the memorization audit runs on the
 # canaries at every checkpoint and the validation loss on held-out fortunes.
 # AX=path/to/axonn with LABEL=-name runs another build (e.g. an older commit) as
-# mode "goldfish-name" beside the others. Results: OUT/results.md and
-# OUT/memorization.png, copied to experiments/goldfish/results/CORPUS/.
+# mode "goldfish-name" beside the others. Results: OUT/results.md,
+# OUT/memorization.png and OUT/leak.json, copied to experiments/goldfish/results/CORPUS/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CORPUS=${CORPUS:-fortunes}
@@ -57,8 +57,10 @@ for mode in $MODES; do
 done
 
 python3 experiments/goldfish/report.py "$OUT" "$CORPUS" "$REPEATS" "$BASE"
+# how often the former window rule would have supervised canary tokens the hash drops
+python3 experiments/goldfish/leak.py "$AX" "$OUT" > "$OUT/leak.json"
 gnuplot -e "out='$OUT/memorization.png'; dat='$OUT/memorization.dat'; ncol=$(($(head -1 "$OUT/memorization.dat" | wc -w) - 2))" \
     experiments/goldfish/plot.gp
 mkdir -p "experiments/goldfish/results/$CORPUS"
-cp "$OUT/results.md" "$OUT/memorization.png" "experiments/goldfish/results/$CORPUS/"
+cp "$OUT/results.md" "$OUT/memorization.png" "$OUT/leak.json" "experiments/goldfish/results/$CORPUS/"
 cat "$OUT/results.md"
