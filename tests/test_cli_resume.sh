@@ -4,7 +4,8 @@
 #  (a) same grid: final model.safetensors byte-identical and the losses of the
 #      resumed steps identical; synthetic data, then shards (2-file glob,
 #      --val-data/--val-every, --grad-accum 2); also resuming from an explicit
-#      older checkpoint directory.
+#      older checkpoint directory, also into the same --out (metrics of the
+#      steps after it replaced, not repeated).
 #  (b) across grids: 1-rank 10 steps vs 2 ranks (1,1,2,1) --exit-after 5 resumed
 #      on 4 ranks (2,2,1,1), and 4 ranks (1,2,1,2) resumed on 1 rank: steps
 #      6..10 match to relative 1e-5, final parameters to 1e-4 absolute; and with
@@ -114,6 +115,15 @@ if run a_straight 1 "${SIZE[@]}" "${RUN[@]}" --steps 12 --out "$W/a1" &&
      run a_from4 1 "${RUN[@]}" --steps 12 --resume "$W/a3/ckpt-000004" --out "$W/a4"; then
     check_same_file "a resume from ckpt-000004 into a new --out" "$W/a1/model.safetensors" "$W/a4/model.safetensors"
     check_losses "a resume from ckpt-000004" "$W/a1/metrics.jsonl" "$W/a4/metrics.jsonl" loss 5 12 0
+  fi
+  # back to ckpt-000004 inside the same --out (as after a crash past it): the
+  # metrics of steps 5..12 are replaced, not repeated
+  if run a_rollback 1 "${RUN[@]}" --steps 12 --resume "$W/a3/ckpt-000004" --out "$W/a3"; then
+    steps=$(python3 -c 'import json, sys
+print(" ".join(str(json.loads(l)["step"]) for l in open(sys.argv[1]) if "\"loss\"" in l))' "$W/a3/metrics.jsonl")
+    if [ "$steps" = "$(seq -s ' ' 1 12)" ]; then ok "a rollback to ckpt-000004: each step logged once"
+    else bad "a rollback to ckpt-000004: logged steps $steps"; fi
+    check_losses "a rollback to ckpt-000004" "$W/a1/metrics.jsonl" "$W/a3/metrics.jsonl" loss 1 12 0
   fi
 fi
 

@@ -137,6 +137,23 @@ static int find_checkpoint(ax_run *r, char *ckdir, int n) {
     return found;
 }
 
+/* A resumed run appends to the metrics of the run it continues; the lines of
+ * steps after the checkpoint (written before a crash) are dropped first, so
+ * every step appears once. */
+static int trim_metrics(const char *path, int step) {
+    FILE *in = fopen(path, "r");
+    if (!in) return 0;                                  /* nothing written yet */
+    ax_outfile out;
+    if (ax_out_open(&out, path)) { fclose(in); return -1; }
+    char line[4096];
+    int rc = 0, s;
+    while (rc == 0 && fgets(line, sizeof line, in))
+        if (sscanf(line, "{\"step\": %d", &s) != 1 || s <= step) rc = ax_out_write(&out, line, strlen(line));
+    fclose(in);
+    if (rc) { ax_out_abort(&out); return -1; }
+    return ax_out_commit(&out);
+}
+
 static int setup(ax_run *r) {
     ax_train_opts *o = &r->args;
     AX_TRY(ax_grid_init(&r->g, r->comm, o->grid[0], o->grid[1], o->grid[2], o->grid[3]));
@@ -202,8 +219,9 @@ static int setup(ax_run *r) {
     if (rc == 0 && r->root && (o->metrics || o->out)) {
         if (o->metrics) snprintf(path, sizeof path, "%s", o->metrics);
         else snprintf(path, sizeof path, "%s/metrics.jsonl", o->out);
-        r->metrics = fopen(path, r->resumed ? "a" : "w");
-        if (!r->metrics) rc = AX_ERR("%s: cannot open the metrics file for writing: %s", path, strerror(errno));
+        if (r->resumed) rc = trim_metrics(path, r->st.step);
+        r->metrics = rc ? NULL : fopen(path, r->resumed ? "a" : "w");
+        if (!rc && !r->metrics) rc = AX_ERR("%s: cannot open the metrics file for writing: %s", path, strerror(errno));
     }
     AX_TRY(ax_agree(w, rc));
     SAY(r, "axonn: %d ranks, grid D=%d X=%d Y=%d Z=%d, backend %s, %d threads/rank; model L=%d H=%d C=%d V=%d T=%d (%.2fM parameters)\n",
