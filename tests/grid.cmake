@@ -11,3 +11,7 @@ ax_test(gpt_ref_d2z2 test_gpt_ref 4 --grid 2,1,1,2)
 ax_test(gpt_ref_x2y2 test_gpt_ref 4 --grid 1,2,2,1)
 ax_test(gpt_ref_x3y4 test_gpt_ref 12 --grid 1,3,4,1)
 ax_test_threads(gpt_ref_x2y2_t2 test_gpt_ref 4 2 --grid 1,2,2,1)
+# Mixed precision (bf16 GEMM inputs) on every grid of 4 and 6 ranks, 1 and 2 threads.
+ax_test(grid_equiv_4_bf16 test_grid_equiv 4 --dtype bf16)
+ax_test(grid_equiv_6_bf16 test_grid_equiv 6 --dtype bf16)
+ax_test_threads(grid_equiv_2_t2_bf16 test_grid_equiv 2 2 --dtype bf16)

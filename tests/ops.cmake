@@ -1,1 +1,3 @@
 ax_test(ops_fd test_ops_fd 1)
+ax_test(gemm test_gemm 1)
+ax_test_threads(gemm_2threads test_gemm 1 2)

@@ -130,6 +130,7 @@ expect_err embd_vs_heads 0 "n[-_]embd" -- train "${TINY[@]}" --steps 2 --n-embd 
 expect_err batch_vs_accum 0 "--batch|--grad-accum" -- train "${TINY[@]}" --steps 2 --batch 6 --grad-accum 4 --out "$W/o8"
 expect_err seq_gt_block 0 "--seq" -- train "${TINY[@]}" --steps 2 --seq 32 --out "$W/o9"
 expect_err recompute_unknown 0 "--recompute.*none, attn or block" -- train "${TINY[@]}" --steps 2 --recompute some --out "$W/o9r"
+expect_err dtype_unknown 0 "--dtype fp16: expected fp32 or bf16" -- train "${TINY[@]}" --steps 2 --dtype fp16 --out "$W/o9d"
 expect_err backend_unknown 0 "--backend cuda.*compiled backends" -- train "${TINY[@]}" --steps 2 --backend cuda --out "$W/o9b"
 
 # ---------------------------------------------------------------- option values

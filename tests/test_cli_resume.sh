@@ -12,6 +12,10 @@
 #      shards, validation and --grad-accum 2: 2 ranks (2,1,1,1) -> 4 (1,2,1,2).
 #  (c) checkpoints are whole: --save-every 3 --steps 7 leaves ckpt-000003,
 #      ckpt-000006, ckpt-000007, each complete, and no *.tmp* anywhere.
+#  (e) mixed precision: a bf16 run stopped and resumed (--dtype bf16) on the
+#      same grid is byte-identical to the one never stopped; saved on 1,1,2,1
+#      and resumed on 1 rank its losses follow the 1-rank bf16 run within 1e-3
+#      (bf16 rounding amplifies reassociation: tests/test_grid_equiv.c).
 #  (d) --resume auto: with no checkpoint it starts fresh (saying so) and is the
 #      uninterrupted run; it skips partial checkpoints (no manifest.json, *.tmp)
 #      and takes the newest complete one, and the next save removes the partial
@@ -181,6 +185,24 @@ if run bs_ref 1 "${SIZE[@]}" "${RUN[@]}" "${DATA[@]}" --steps 10 --out "$W/bs1" 
   check_losses "b shards+val+accum saved on 2,1,1,1, resumed on 1,2,1,2" "$W/bs1/metrics.jsonl" "$W/bs2/metrics.jsonl" loss 1 10 1e-5
   check_losses "b shards+val+accum saved on 2,1,1,1, resumed on 1,2,1,2" "$W/bs1/metrics.jsonl" "$W/bs2/metrics.jsonl" val_loss 8 8 1e-5
   check_losses "b shards+val+accum saved on 2,1,1,1, resumed on 1,2,1,2" "$W/bs1/metrics.jsonl" "$W/bs2/metrics.jsonl" val_loss 10 10 1e-5
+fi
+
+# ---------------------------------------------------------------- (e) bf16
+BF=(--dtype bf16)
+if run e_straight 1 "${SIZE[@]}" "${RUN[@]}" "${BF[@]}" --steps 10 --out "$W/e1" &&
+   run e_first 1 "${SIZE[@]}" "${RUN[@]}" "${BF[@]}" --steps 10 --exit-after 5 --out "$W/e2" &&
+   run e_resumed 1 "${RUN[@]}" "${BF[@]}" --steps 10 --resume "$W/e2" --out "$W/e2"; then
+  check_same_file "e bf16" "$W/e1/model.safetensors" "$W/e2/model.safetensors"
+  check_losses "e bf16" "$W/e1/metrics.jsonl" "$W/e2/metrics.jsonl" loss 6 10 0
+  if run e_y2 2 "${SIZE[@]}" "${RUN[@]}" "${BF[@]}" --grid 1,1,2,1 --steps 10 --exit-after 5 --out "$W/e3" &&
+     run e_y2_to_1 1 "${RUN[@]}" "${BF[@]}" --steps 10 --resume "$W/e3" --out "$W/e3"; then
+    check_losses "e bf16 saved on 1,1,2,1, resumed on 1 rank" "$W/e1/metrics.jsonl" "$W/e3/metrics.jsonl" loss 1 10 1e-3
+  fi
+  if [ -f "$W/a1/metrics.jsonl" ]; then   # bf16 differs from fp32 (it is not fp32 under another name), a little
+    if python3 "$W/cmp.py" "$W/a1/metrics.jsonl" "$W/e1/metrics.jsonl" loss 1 10 0 >/dev/null; then
+      bad "e bf16: losses identical to the fp32 run"
+    else check_losses "e bf16 against fp32" "$W/a1/metrics.jsonl" "$W/e1/metrics.jsonl" loss 1 10 2e-2; fi
+  fi
 fi
 
 # ---------------------------------------------------------------- (c) whole checkpoints

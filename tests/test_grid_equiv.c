@@ -7,7 +7,11 @@
  * its vocabulary (101) divides by nothing, so padding is exercised too.
  * Step 1 uses the goldfish loss (k = 3, h = 3), so masked token counts are
  * checked on every grid as well. Each grid also trains with activation
- * recomputation (attn and block by turns), which must give the same bits. */
+ * recomputation (attn and block by turns), which must give the same bits.
+ *
+ * With --dtype bf16 everything runs in mixed precision, and the tolerances
+ * widen (see TOL below); the bf16 serial run is also checked to differ from
+ * the fp32 one by what bf16 rounding gives, neither nothing nor much more. */
 #include "test.h"
 #include "model/gpt.h"
 #include "train/optim.h"
@@ -16,6 +20,18 @@
 #include "util/err.h"
 
 #define STEPS 3
+static ax_dtype dt = AX_F32;
+/* fp32: reassociation only, 1e-5 everywhere. bf16: on X or Y splits a
+ * reassociated activation now and then rounds to the neighbouring bf16 value
+ * (2^-8 relative) where the serial run rounded the other way. The first step
+ * (before any update) is held to 5e-5 (measured up to 6e-6 on 8 ranks; bf16
+ * against fp32 differs by 8e-3 on the gradient norm). After updates the
+ * parameters differ too, more of them round the other way, and AdamW's early
+ * steps, nearly sign(g) * lr, turn the flips of near-zero gradients into
+ * whole steps: measured up to 3e-3 on the parameters and 7e-4 on the
+ * gradient norm after 3 steps, so 1e-2. */
+#define TOL (dt == AX_F32 ? 1e-5 : 1e-2)
+#define TOL0 (dt == AX_F32 ? 1e-5 : 5e-5)
 static const ax_gpt_config cfg = {.n_layer = 2, .n_head = 24, .n_embd = 48, .block_size = 8, .vocab_size = 101};
 static const int B = 24, T = 8, ACCUM = 1;
 static const ax_hparams hp = {.lr = 1e-2, .min_lr_frac = 0.1, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8,
@@ -24,9 +40,10 @@ static const ax_hparams hp = {.lr = 1e-2, .min_lr_frac = 0.1, .beta1 = 0.9, .bet
 /* trains STEPS steps on grid g from the seed-7 initialisation; losses and
  * pre-clip gradient norms out (AdamW would hide a gradient scaled k times);
  * mode: which activations backward rebuilds */
-static void run(ax_gpt *m, ax_grid *g, double *losses, double *gnorms, ax_recompute mode) {
+static void run(ax_gpt *m, ax_grid *g, double *losses, double *gnorms, ax_recompute mode, ax_dtype t) {
     ax_gpt_init(m, &cfg, g);
     ax_gpt_set_recompute(m, mode);
+    ax_gpt_set_dtype(m, t);
     ax_gpt_init_random(m, 7);
     ax_adamw o; ax_adamw_init(&o, m->n_local);
     ax_source src; ax_source_open(&src, NULL, T, cfg.vocab_size, 0, 11);
@@ -53,11 +70,24 @@ int main(int argc, char **argv) {
     int P, rank;
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (argc == 3 && !strcmp(argv[1], "--dtype") && ax_dtype_parse(argv[2], &dt)) ax_err_exit(1);
 
     /* the serial reference, as logical tensors */
     ax_grid g1; ax_gpt m1; double ref[STEPS], rnorm[STEPS];
     if (ax_grid_init(&g1, MPI_COMM_SELF, 1, 1, 1, 1)) ax_err_exit(0);
-    run(&m1, &g1, ref, rnorm, AX_RECOMPUTE_NONE);
+    run(&m1, &g1, ref, rnorm, AX_RECOMPUTE_NONE, dt);
+    if (dt == AX_BF16) {
+        ax_gpt mf; double fl[STEPS], fn[STEPS], dl = 0, dn = 0;
+        run(&mf, &g1, fl, fn, AX_RECOMPUTE_NONE, AX_F32);
+        for (int s = 0; s < STEPS; s++) {
+            dl = fmax(dl, fabs(fl[s] - ref[s]) / fl[s]);
+            dn = fmax(dn, fabs(fn[s] - rnorm[s]) / fn[s]);
+        }
+        /* bf16 rounds GEMM inputs by up to 2^-9: the loss moves by ~1e-3 at most */
+        CHECK(dl > 1e-7 && dl < 1e-2 && dn > 1e-7 && dn < 5e-2, "bf16 against fp32: loss %.3g, gradient norm %.3g", dl, dn);
+        if (rank == 0) printf("bf16 serial against fp32 serial: loss %.2g, gradient norm %.2g\n", dl, dn);
+        ax_gpt_free(&mf);
+    }
     float **logical = ax_malloc(m1.np * sizeof(float *));
     for (int i = 0; i < m1.np; i++) {
         ax_param *p = &m1.p[i];
@@ -73,8 +103,9 @@ int main(int argc, char **argv) {
         if (d * x * y * z != P) continue;
         ax_grid g; ax_gpt m; double got[STEPS], gnorm[STEPS];
         if (ax_grid_init(&g, MPI_COMM_WORLD, d, x, y, z)) ax_err_exit(0);
-        run(&m, &g, got, gnorm, AX_RECOMPUTE_NONE);
-        double wl = 0, wn = 0;
+        run(&m, &g, got, gnorm, AX_RECOMPUTE_NONE, dt);
+        double wl = 0, wn = 0, w0 = fmax(fabs(got[0] - ref[0]) / ref[0], fabs(gnorm[0] - rnorm[0]) / rnorm[0]);
+        CHECK(w0 < TOL0, "grid %d,%d,%d,%d: first step's loss or gradient norm differs by %.3g", d, x, y, z, w0);
         for (int s = 0; s < STEPS; s++) {
             wl = fmax(wl, fabs(got[s] - ref[s]) / ref[s]);
             wn = fmax(wn, fabs(gnorm[s] - rnorm[s]) / rnorm[s]);
@@ -84,14 +115,15 @@ int main(int argc, char **argv) {
         for (int i = 0; i < m.np; i++) ax_shard_extract(&m.p[i].shard, &g, logical[i], want + m.p[i].offset);
         for (int64_t k = 0; k < m.n_local; k++) diff[k] = m.params[k] - want[k];
         double wp = sqrt(ax_gpt_sumsq(&m, diff) / ax_gpt_sumsq(&m, want));
-        CHECK(wl < 1e-5, "grid %d,%d,%d,%d: losses differ by %.3g", d, x, y, z, wl);
-        CHECK(wn < 1e-5, "grid %d,%d,%d,%d: gradient norms differ by %.3g", d, x, y, z, wn);
-        CHECK(wp < 1e-5, "grid %d,%d,%d,%d: parameters differ by %.3g", d, x, y, z, wp);
-        if (rank == 0) printf("grid %d,%d,%d,%d: loss %.2g, gradient norm %.2g, parameters %.2g\n", d, x, y, z, wl, wn, wp);
+        CHECK(wl < TOL, "grid %d,%d,%d,%d: losses differ by %.3g", d, x, y, z, wl);
+        CHECK(wn < TOL, "grid %d,%d,%d,%d: gradient norms differ by %.3g", d, x, y, z, wn);
+        CHECK(wp < TOL, "grid %d,%d,%d,%d: parameters differ by %.3g", d, x, y, z, wp);
+        if (rank == 0) printf("grid %d,%d,%d,%d: first step %.2g; loss %.2g, gradient norm %.2g, parameters %.2g\n",
+                              d, x, y, z, w0, wl, wn, wp);
         /* activation recomputation, attn and block by turns: the same bits */
         ax_recompute mode = ngrids % 2 ? AX_RECOMPUTE_BLOCK : AX_RECOMPUTE_ATTN;
         ax_gpt mr; double rl[STEPS], rn[STEPS];
-        run(&mr, &g, rl, rn, mode);
+        run(&mr, &g, rl, rn, mode, dt);
         CHECK(!memcmp(rl, got, sizeof rl) && !memcmp(rn, gnorm, sizeof rn) &&
               !memcmp(mr.params, m.params, m.n_local * sizeof(float)),
               "grid %d,%d,%d,%d: recompute %s changes the results", d, x, y, z, mode == AX_RECOMPUTE_BLOCK ? "block" : "attn");

@@ -12,8 +12,14 @@
  * Cases per grid: both orientations with bias and a weight block whose size is
  * not a multiple of Gz (zero-padded Z chunks), both orientations with
  * unconstrained sizes, a head-grouped QKV layer (out = 3*in), and a padded
- * output (the LM head: out_pad > out, no bias). */
+ * output (the LM head: out_pad > out, no bias).
+ *
+ * Every case runs in fp32 and in bf16. Under bf16 the serial layer reads W, X
+ * and dY rounded to bf16 (db the fp32 dY): the layer must round dY itself, and
+ * gather the bf16 weight chunks over Z; products of bf16 values are exact in
+ * fp32, so the tolerance stays the fp32 one. */
 #include "test.h"
+#include "backend/bf16.h"
 #include "grid/grid.h"
 #include "nn/linear.h"
 #include "nn/shard.h"
@@ -25,6 +31,7 @@
 #define TOL 1e-5
 
 static ax_grid g;
+static ax_dtype dt;                    /* of the GEMM inputs in the case running */
 static ax_rng sizes = {SEED, 99, 0};   /* identical sequence on every rank */
 
 typedef struct {
@@ -89,10 +96,18 @@ static int padding_zero(const ax_shard *s, const float *local) {
 
 typedef struct { float *W, *b, *X, *dY, *Y, *dX, *dW, *db; } serial;
 
+static void round_bf16(float *p, long n) {
+    for (long i = 0; dt == AX_BF16 && i < n; i++) p[i] = ax_bf16_widen(ax_bf16_round(p[i]));
+}
+
 static serial serial_layer(const lcase *c, int Mtot) {
     int in = c->in, out = c->out;
     serial s = {logical(1, (long)out * in), logical(2, out), logical(3, (long)Mtot * in), logical(4, (long)Mtot * out),
                 zeros((long)Mtot * out), zeros((long)Mtot * in), zeros((long)out * in), zeros(out)};
+    round_bf16(s.W, (long)out * in);
+    round_bf16(s.X, (long)Mtot * in);
+    float *dY = logical(4, (long)Mtot * out);     /* as the GEMMs read it */
+    round_bf16(dY, (long)Mtot * out);
     for (int m = 0; m < Mtot; m++)
         for (int o = 0; o < out; o++) {
             double y = c->bias ? s.b[o] : 0;
@@ -102,7 +117,7 @@ static serial serial_layer(const lcase *c, int Mtot) {
     for (int m = 0; m < Mtot; m++)
         for (int k = 0; k < in; k++) {
             double d = 0;
-            for (int o = 0; o < out; o++) d += (double)s.dY[(long)m * out + o] * s.W[(long)o * in + k];
+            for (int o = 0; o < out; o++) d += (double)dY[(long)m * out + o] * s.W[(long)o * in + k];
             s.dX[(long)m * in + k] = (float)d;
         }
     for (int o = 0; o < out; o++) {
@@ -111,10 +126,11 @@ static serial serial_layer(const lcase *c, int Mtot) {
         s.db[o] = (float)sb;
         for (int k = 0; k < in; k++) {
             double d = 0;
-            for (int m = 0; m < Mtot; m++) d += (double)s.dY[(long)m * out + o] * s.X[(long)m * in + k];
+            for (int m = 0; m < Mtot; m++) d += (double)dY[(long)m * out + o] * s.X[(long)m * in + k];
             s.dW[(long)o * in + k] = (float)d;
         }
     }
+    free(dY);
     return s;
 }
 
@@ -156,10 +172,17 @@ static void run_case(const lcase *c, const char *grid) {
     take(ey, s.Y, c->out, row0, c->mloc, ocol, out_l);
     take(edx, s.dX, c->in, row0, c->mloc, icol, in_l);
 
-    const float *Wb = ax_linear_weight(&L, &g, chunk, ws.wblock);
-    ax_linear_forward(&L, Wb, c->bias ? bias : NULL, x, y, c->mloc);
+    /* under bf16 the chunk and x as the model passes them: rounded copies */
+    ax_bf16 *chunk_h = ax_calloc(nw + 1, 2), *x_h = ax_calloc((long)c->mloc * in_l + 1, 2);
+    ax_bf16 *dy_cast = ax_calloc((long)c->mloc * out_l + 1, 2);
+    ax_be()->cast(chunk_h, AX_BF16, chunk, AX_F32, nw);
+    ax_be()->cast(x_h, AX_BF16, x, AX_F32, (size_t)c->mloc * in_l);
+    ax_mat W = ax_linear_weight(&L, &g, dt == AX_BF16 ? (void *)chunk_h : (void *)chunk, dt, ws.wblock);
+    ax_mat X = ax_mat_of(dt == AX_BF16 ? (void *)x_h : (void *)x, dt, c->mloc, in_l);
+    ax_linear_forward(&L, W, c->bias ? bias : NULL, X, y);
     float *dw = zeros(nw), *db = zeros(nb);
-    ax_linear_backward(&L, &g, Wb, x, dy, dx, dw, c->bias ? db : NULL, c->mloc, &ws);
+    ax_linear_backward(&L, &g, W, X, dy, dx, dw, c->bias ? db : NULL, &ws, dy_cast);
+    free(chunk_h); free(x_h); free(dy_cast);
     /* as the model does: db is replicated over X (non-transposed) but its rows
      * were split over data x Z; dW was already reduce-scattered over Z */
     ax_allreduce_f32(&g.dz, db, nb);
@@ -173,8 +196,8 @@ static void run_case(const lcase *c, const char *grid) {
                    ax_t_reldiff(fW, s.dW, (long)c->out * c->in), c->bias ? ax_t_reldiff(fb, s.db, c->out) : 0};
     const char *what[4] = {"forward y", "dX", "dW", "db"};
     for (int k = 0; k < 4; k++)
-        CHECK(e[k] < TOL, "grid %s, %s (in %d out %d pad %d heads %d mloc %d): %s rel diff %.3g",
-              grid, c->name, c->in, c->out, c->out_pad, c->heads, c->mloc, what[k], e[k]);
+        CHECK(e[k] < TOL, "grid %s, %s %s (in %d out %d pad %d heads %d mloc %d): %s rel diff %.3g",
+              grid, ax_dtype_name(dt), c->name, c->in, c->out, c->out_pad, c->heads, c->mloc, what[k], e[k]);
     CHECK(padding_zero(&L.w, dw), "grid %s, %s: dW chunk padding is not zero", grid, c->name);
 
     float *all[] = {chunk, bias, ws.wblock, ws.gblock, ws.gchunk, x, dy, y, ey, dx, edx, dw, db, fW, fb};
@@ -217,13 +240,16 @@ static void run_grid(int D, int X, int Y, int Z) {
     if (ax_grid_init(&g, MPI_COMM_WORLD, D, X, Y, Z)) ax_err_exit(1);
     char grid[48];
     snprintf(grid, sizeof grid, "%d,%d,%d,%d", D, X, Y, Z);
-    lcase c;
-    c = plain("non-transposed, chunk padding", 0, 1); run_case(&c, grid);
-    c = plain("transposed, chunk padding", 1, 1); run_case(&c, grid);
-    c = plain("non-transposed", 0, 0); run_case(&c, grid);
-    c = plain("transposed", 1, 0); run_case(&c, grid);
-    c = qkv(); run_case(&c, grid);
-    c = padded(); run_case(&c, grid);
+    for (int t = 0; t < 2; t++) {
+        dt = t ? AX_BF16 : AX_F32;
+        lcase c;
+        c = plain("non-transposed, chunk padding", 0, 1); run_case(&c, grid);
+        c = plain("transposed, chunk padding", 1, 1); run_case(&c, grid);
+        c = plain("non-transposed", 0, 0); run_case(&c, grid);
+        c = plain("transposed", 1, 0); run_case(&c, grid);
+        c = qkv(); run_case(&c, grid);
+        c = padded(); run_case(&c, grid);
+    }
     ax_grid_free(&g);
 }
 

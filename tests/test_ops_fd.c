@@ -350,8 +350,8 @@ typedef struct { ax_linear L; int M; float *w, *b, *x, *R, *y; } lin_ctx;
 
 static double lin_loss(void *v) {
     lin_ctx *c = v;
-    const float *Wb = ax_linear_weight(&c->L, &g, c->w, NULL);   /* Gz = 1: the chunk itself */
-    ax_linear_forward(&c->L, Wb, c->b, c->x, c->y, c->M);
+    ax_mat W = ax_linear_weight(&c->L, &g, c->w, AX_F32, NULL);   /* Gz = 1: the chunk itself */
+    ax_linear_forward(&c->L, W, c->b, ax_mat_f32(c->x, c->M, c->L.in_l), c->y);
     return dot(c->y, c->R, (long)c->M * c->L.out_l);
 }
 
@@ -366,7 +366,8 @@ static void test_linear(int transposed) {
     ax_linear_ws ws = {filled(nw, 0), filled(nw, 0), filled(nw, 0)};
     float *bw = randn(nw, 1.0), *bb = randn(OUT, 1.0);   /* += bases */
     float *dw = copy_of(bw, nw), *db = copy_of(bb, OUT), *dx = filled(M * IN, GARBAGE);
-    ax_linear_backward(&c.L, &g, ax_linear_weight(&c.L, &g, c.w, ws.wblock), c.x, c.R, dx, dw, db, M, &ws);
+    ax_linear_backward(&c.L, &g, ax_linear_weight(&c.L, &g, c.w, AX_F32, ws.wblock), ax_mat_f32(c.x, M, IN), c.R,
+                       dx, dw, db, &ws, NULL);
     float *aw = added(dw, bw, nw), *ab = added(db, bb, OUT);
     char name[3][32];
     for (int i = 0; i < 3; i++) snprintf(name[i], sizeof name[i], "linear%s %s", transposed ? "(T)" : "", (const char *[]){"dx", "dW", "db"}[i]);

@@ -65,10 +65,10 @@ static void test_reference(void) {
     if (!(a && b && c && d)) { ax_st_close(&f); return; }
 
     int64_t sa[2] = {2, 3}, sb[1] = {4}, sc[1] = {3}, sd[2] = {2, 2};
-    CHECK(ax_st_expect(&f, a, AX_F32, 2, sa) == 0, "a: %s", ax_err_msg());
-    CHECK(ax_st_expect(&f, b, AX_F16, 1, sb) == 0, "b: %s", ax_err_msg());
-    CHECK(ax_st_expect(&f, c, AX_BF16, 1, sc) == 0, "c: %s", ax_err_msg());
-    CHECK(ax_st_expect(&f, d, AX_I32, 2, sd) == 0, "d: %s", ax_err_msg());
+    CHECK(ax_st_expect(&f, a, AX_ST_F32, 2, sa) == 0, "a: %s", ax_err_msg());
+    CHECK(ax_st_expect(&f, b, AX_ST_F16, 1, sb) == 0, "b: %s", ax_err_msg());
+    CHECK(ax_st_expect(&f, c, AX_ST_BF16, 1, sc) == 0, "c: %s", ax_err_msg());
+    CHECK(ax_st_expect(&f, d, AX_ST_I32, 2, sd) == 0, "d: %s", ax_err_msg());
     CHECK(a->numel == 6 && b->numel == 4 && c->numel == 3 && d->numel == 4, "numel");
 
     float va[6], vb[4], vc[3];
@@ -90,9 +90,9 @@ static void test_reference(void) {
     check_msg("read_f32 wrong count", ax_st_read_f32(&f, a, va, 5), "5");
     int64_t wrong[2] = {3, 2};
     ax_err_clear();
-    check_msg("expect wrong shape", ax_st_expect(&f, a, AX_F32, 2, wrong), "expected F32 [3,2], found F32 [2,3]");
+    check_msg("expect wrong shape", ax_st_expect(&f, a, AX_ST_F32, 2, wrong), "expected F32 [3,2], found F32 [2,3]");
     ax_err_clear();
-    check_msg("expect wrong dtype", ax_st_expect(&f, a, AX_BF16, 2, sa), "found F32");
+    check_msg("expect wrong dtype", ax_st_expect(&f, a, AX_ST_BF16, 2, sa), "found F32");
     ax_st_close(&f);
 }
 
@@ -127,10 +127,10 @@ static void write_roundtrip(const char *path) {
     ax_st_writer_meta(&w, "step", "41");
     ax_st_writer_meta(&w, "note", "round \"trip\"");
     ax_st_writer_meta(&w, "step", "42");   /* replaces */
-    ax_st_writer_declare(&w, "w", AX_F32, 2, sw);
-    ax_st_writer_declare(&w, "empty", AX_F32, 2, se);
-    ax_st_writer_declare(&w, "i", AX_I32, 1, si);
-    ax_st_writer_declare(&w, "scalar", AX_F32, 0, NULL);
+    ax_st_writer_declare(&w, "w", AX_ST_F32, 2, sw);
+    ax_st_writer_declare(&w, "empty", AX_ST_F32, 2, se);
+    ax_st_writer_declare(&w, "i", AX_ST_I32, 1, si);
+    ax_st_writer_declare(&w, "scalar", AX_ST_F32, 0, NULL);
     CHECK(ax_st_writer_write(&w, rt_w, sizeof rt_w) == 0, "%s", ax_err_msg());
     CHECK(ax_st_writer_write(&w, NULL, 0) == 0, "%s", ax_err_msg());
     CHECK(ax_st_writer_write(&w, rt_i, sizeof rt_i) == 0, "%s", ax_err_msg());
@@ -158,10 +158,10 @@ static void test_roundtrip(void) {
     int64_t sw[2] = {3, 4}, se[2] = {0, 5}, si[1] = {5};
     const ax_st_tensor *tw = ax_st_find(&f, "w"), *te = ax_st_find(&f, "empty"), *ti = ax_st_find(&f, "i"),
                        *ts = ax_st_find(&f, "scalar");
-    CHECK(tw && ax_st_expect(&f, tw, AX_F32, 2, sw) == 0, "w: %s", ax_err_msg());
-    CHECK(te && ax_st_expect(&f, te, AX_F32, 2, se) == 0 && te->numel == 0, "empty: %s", ax_err_msg());
-    CHECK(ti && ax_st_expect(&f, ti, AX_I32, 1, si) == 0, "i: %s", ax_err_msg());
-    CHECK(ts && ax_st_expect(&f, ts, AX_F32, 0, NULL) == 0 && ts->numel == 1, "scalar: %s", ax_err_msg());
+    CHECK(tw && ax_st_expect(&f, tw, AX_ST_F32, 2, sw) == 0, "w: %s", ax_err_msg());
+    CHECK(te && ax_st_expect(&f, te, AX_ST_F32, 2, se) == 0 && te->numel == 0, "empty: %s", ax_err_msg());
+    CHECK(ti && ax_st_expect(&f, ti, AX_ST_I32, 1, si) == 0, "i: %s", ax_err_msg());
+    CHECK(ts && ax_st_expect(&f, ts, AX_ST_F32, 0, NULL) == 0 && ts->numel == 1, "scalar: %s", ax_err_msg());
     if (tw && ti && ts && te) {
         CHECK(memcmp(ax_st_data(&f, tw), rt_w, sizeof rt_w) == 0, "w data differs");
         CHECK(memcmp(ax_st_data(&f, ti), rt_i, sizeof rt_i) == 0, "i data differs");
@@ -250,15 +250,15 @@ static void test_writer_misuse(void) {
 
     ax_st_writer w;
     CHECK(ax_st_writer_init(&w, path) == 0, "%s", ax_err_msg());
-    ax_st_writer_declare(&w, "x", AX_F32, 1, s);
+    ax_st_writer_declare(&w, "x", AX_ST_F32, 1, s);
     ax_err_clear();
     check_msg("wrong nbytes", ax_st_writer_write(&w, x, 12), "expected 16 bytes, got 12");
     ax_st_writer_abort(&w);
     CHECK(!ax_file_exists(path) && !ax_file_exists(tmp), "abort left a file");
 
     CHECK(ax_st_writer_init(&w, path) == 0, "%s", ax_err_msg());
-    ax_st_writer_declare(&w, "x", AX_F32, 1, s);
-    ax_st_writer_declare(&w, "y", AX_F32, 1, s);
+    ax_st_writer_declare(&w, "x", AX_ST_F32, 1, s);
+    ax_st_writer_declare(&w, "y", AX_ST_F32, 1, s);
     CHECK(ax_st_writer_write(&w, x, sizeof x) == 0, "%s", ax_err_msg());
     ax_err_clear();
     check_msg("commit with unwritten", ax_st_writer_commit(&w), "'y'");
@@ -266,15 +266,15 @@ static void test_writer_misuse(void) {
     ax_st_writer_abort(&w);   /* harmless after commit */
 
     CHECK(ax_st_writer_init(&w, path) == 0, "%s", ax_err_msg());
-    ax_st_writer_declare(&w, "x", AX_F32, 1, s);
+    ax_st_writer_declare(&w, "x", AX_ST_F32, 1, s);
     CHECK(ax_st_writer_write(&w, x, sizeof x) == 0, "%s", ax_err_msg());
     ax_err_clear();
     check_msg("write past last", ax_st_writer_write(&w, x, sizeof x), "already written");
     ax_st_writer_abort(&w);
 
     CHECK(ax_st_writer_init(&w, path) == 0, "%s", ax_err_msg());
-    ax_st_writer_declare(&w, "x", AX_F32, 1, s);
-    ax_st_writer_declare(&w, "x", AX_F32, 1, s);
+    ax_st_writer_declare(&w, "x", AX_ST_F32, 1, s);
+    ax_st_writer_declare(&w, "x", AX_ST_F32, 1, s);
     ax_err_clear();
     check_msg("duplicate declare", ax_st_writer_write(&w, x, sizeof x), "twice");
     ax_st_writer_abort(&w);

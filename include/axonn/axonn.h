@@ -58,6 +58,7 @@ typedef struct {
     int profile;                        /* report GEMM and per-group communication time */
     int goldfish_k, goldfish_h;         /* goldfish loss: drop 1/k of targets by a hash of h ids (k 0: off) */
     const char *recompute;              /* activations rebuilt in backward: "none" (default), "attn", "block" */
+    const char *dtype;                  /* GEMM inputs: "fp32" (default) or "bf16" (fp32 master weights) */
 } ax_train_opts;
 
 void ax_train_defaults(ax_train_opts *o);

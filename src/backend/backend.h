@@ -9,15 +9,33 @@
  * complete them over the group, and goes on. The reducer wraps a collective of
  * src/comm, so the backend knows nothing about MPI.
  *
- *   const ax_backend *be = ax_be();                  // the one in use ("cpu")
- *   be->gemm(0, 1, M, N, K, 1.0f, x, K, w, K, 0.0f, y, N);
- *   be->gelu_forward(out, x, n);
+ * Matrices are row-major and carry their dtype and shape (ax_mat). GEMMs take
+ * fp32 or bf16 inputs, always accumulate in fp32 and write fp32 or bf16; every
+ * other kernel works on fp32 (mixed precision keeps LayerNorm, softmax, the
+ * loss and the optimizer in fp32 and rounds only GEMM inputs to bf16).
  *
- * Today every tensor is fp32 and row-major; dtypes arrive with mixed precision. */
+ *   ax_gemm(1.0f, ax_mat_of(x, AX_BF16, M, K), 0, ax_mat_of(w, AX_BF16, N, K), 1,   // y = x w^T
+ *           0.0f, ax_mat_f32(y, M, N));
+ *   ax_be()->gelu_forward(out, x, n); */
 #ifndef AX_BACKEND_BACKEND_H
 #define AX_BACKEND_BACKEND_H
 #include <stddef.h>
 #include <stdint.h>
+
+typedef enum { AX_F32, AX_BF16 } ax_dtype;
+typedef uint16_t ax_bf16;            /* the upper half of an IEEE fp32 */
+static inline size_t ax_dtype_size(ax_dtype t) { return t == AX_BF16 ? 2 : 4; }
+const char *ax_dtype_name(ax_dtype t);
+/* "fp32" or "bf16"; fails with one line naming the accepted values */
+int ax_dtype_parse(const char *s, ax_dtype *t);
+
+/* A row-major matrix: rows x cols, ld elements from one row to the next; in a
+ * strided batch, matrix i starts i * stride elements after data. */
+typedef struct { void *data; ax_dtype dtype; int rows, cols, ld; int64_t stride; } ax_mat;
+static inline ax_mat ax_mat_of(const void *p, ax_dtype t, int rows, int cols) {
+    return (ax_mat){(void *)p, t, rows, cols, cols, (int64_t)rows * cols};
+}
+static inline ax_mat ax_mat_f32(const float *p, int rows, int cols) { return ax_mat_of(p, AX_F32, rows, cols); }
 
 typedef struct {
     void (*sum)(void *ctx, float *buf, size_t n);   /* in place, over the group */
@@ -34,11 +52,18 @@ typedef struct ax_backend {
     void *(*alloc)(size_t bytes);
     void (*free)(void *p);
 
-    /* C = alpha op(A) op(B) + beta C; op(A) M x K, op(B) K x N (row-major) */
-    void (*gemm)(int transA, int transB, int M, int N, int K, float alpha,
-                 const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+    /* C = alpha op(A) op(B) + beta C for each of batch matrices; op(A) is A or
+     * A^T, C.rows x K, op(B) K x C.cols; accumulation in fp32 whatever the
+     * dtypes. Callers use ax_gemm / ax_gemm_batched, which check the shapes. */
+    void (*gemm)(int batch, float alpha, ax_mat A, int transA, ax_mat B, int transB, float beta, ax_mat C);
+    /* The GEMM kernels for inputs of dtype t, e.g. "OpenBLAS sgemm (Haswell)";
+     * NULL when this build cannot run them. *emulated: no native kernel on
+     * this CPU, the inputs are widened to fp32 (same results, no speed-up). */
+    const char *(*gemm_kernel)(ax_dtype t, int *emulated);
     void (*gemm_timing)(int on);                     /* seconds and FLOPs of gemm, for --profile */
     void (*gemm_stats)(double *seconds, double *flops);
+    /* dst = src converted; to bf16 rounds to nearest even (NaN stays NaN) */
+    void (*cast)(void *dst, ax_dtype dt, const void *src, ax_dtype st, size_t n);
 
     /* LayerNorm over rows split in columns: x, out (M, Cl), C = all columns; eps 1e-5 */
     void (*layernorm_forward)(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
@@ -75,6 +100,13 @@ typedef struct ax_backend {
     void (*adamw)(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2,
                   float c1, float c2, float lr, float eps, float decay);
 } ax_backend;
+
+/* C = alpha op(A) op(B) + beta C on the backend in use; aborts, naming the
+ * shapes, when they do not agree. */
+void ax_gemm_batched(int batch, float alpha, ax_mat A, int transA, ax_mat B, int transB, float beta, ax_mat C);
+static inline void ax_gemm(float alpha, ax_mat A, int transA, ax_mat B, int transB, float beta, ax_mat C) {
+    ax_gemm_batched(1, alpha, A, transA, B, transB, beta, C);
+}
 
 /* The backend in use (the CPU one unless ax_backend_use chose another). */
 const ax_backend *ax_be(void);

@@ -21,6 +21,12 @@ static void usage(void) {
 int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {
         printf("axonn %s (backends: %s)\n", AX_VERSION, ax_backend_names());
+        int emulated;
+        for (int t = AX_F32; t <= AX_BF16; t++) {
+            const char *k = ax_be()->gemm_kernel((ax_dtype)t, &emulated);
+            printf("  %s %s GEMMs: %s\n", ax_be()->name, ax_dtype_name((ax_dtype)t),
+                   k ? k : "unavailable (built without oneDNN)");
+        }
         return 0;
     }
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) { usage(); return argc < 2 ? 2 : 0; }

@@ -109,16 +109,18 @@ static void coll(ax_comm *c, const ax_coll *k, const void *send, void *recv, siz
 
 static const ax_coll sum_f32 = {AX_AR, MPI_FLOAT, 4, MPI_SUM}, sum_f64 = {AX_AR, MPI_DOUBLE, 8, MPI_SUM},
                      max_f32 = {AX_AR, MPI_FLOAT, 4, MPI_MAX}, gather_f32 = {AX_AG, MPI_FLOAT, 4, MPI_OP_NULL},
-                     scatter_f32 = {AX_RS, MPI_FLOAT, 4, MPI_SUM};
+                     scatter_f32 = {AX_RS, MPI_FLOAT, 4, MPI_SUM}, gather_bf16 = {AX_AG, MPI_UINT16_T, 2, MPI_OP_NULL};
 
 void ax_allreduce_f32(ax_comm *c, float *buf, size_t n) { coll(c, &sum_f32, NULL, buf, n, NULL); }
 void ax_allreduce_f64(ax_comm *c, double *buf, size_t n) { coll(c, &sum_f64, NULL, buf, n, NULL); }
 void ax_allreduce_max_f32(ax_comm *c, float *buf, size_t n) { coll(c, &max_f32, NULL, buf, n, NULL); }
 void ax_allgather_f32(ax_comm *c, const float *send, float *recv, size_t n) { coll(c, &gather_f32, send, recv, n, NULL); }
 void ax_reduce_scatter_f32(ax_comm *c, const float *send, float *recv, size_t n) { coll(c, &scatter_f32, send, recv, n, NULL); }
+void ax_allgather_bf16(ax_comm *c, const ax_bf16 *send, ax_bf16 *recv, size_t n) { coll(c, &gather_bf16, send, recv, n, NULL); }
 void ax_iallreduce_f32(ax_comm *c, float *buf, size_t n, ax_req *r) { coll(c, &sum_f32, NULL, buf, n, r); }
 void ax_iallgather_f32(ax_comm *c, const float *send, float *recv, size_t n, ax_req *r) { coll(c, &gather_f32, send, recv, n, r); }
 void ax_ireduce_scatter_f32(ax_comm *c, const float *send, float *recv, size_t n, ax_req *r) { coll(c, &scatter_f32, send, recv, n, r); }
+void ax_iallgather_bf16(ax_comm *c, const ax_bf16 *send, ax_bf16 *recv, size_t n, ax_req *r) { coll(c, &gather_bf16, send, recv, n, r); }
 
 void ax_wait(ax_req *r) {
     if (!r->n) return;
@@ -135,7 +137,6 @@ int ax_test(ax_req *r) {
     if (done) r->n = 0;
     return done;
 }
-
 
 static void reduce_sum(void *c, float *buf, size_t n) { ax_allreduce_f32(c, buf, n); }
 static void reduce_max(void *c, float *buf, size_t n) { ax_allreduce_max_f32(c, buf, n); }

@@ -46,6 +46,8 @@ void ax_allreduce_f64(ax_comm *c, double *buf, size_t n);
 void ax_allreduce_max_f32(ax_comm *c, float *buf, size_t n);
 /* recv (size*n) = concatenation of each rank's send (n) in rank order */
 void ax_allgather_f32(ax_comm *c, const float *send, float *recv, size_t n);
+/* the same for bf16 (weights gathered in the precision the GEMMs read) */
+void ax_allgather_bf16(ax_comm *c, const ax_bf16 *send, ax_bf16 *recv, size_t n);
 /* recv (n) = rank's block of the elementwise sum of every send (size*n) */
 void ax_reduce_scatter_f32(ax_comm *c, const float *send, float *recv, size_t n);
 
@@ -56,6 +58,7 @@ ax_reducer ax_comm_reducer(ax_comm *c);
 void ax_iallreduce_f32(ax_comm *c, float *buf, size_t n, ax_req *r);
 void ax_iallgather_f32(ax_comm *c, const float *send, float *recv, size_t n, ax_req *r);
 void ax_ireduce_scatter_f32(ax_comm *c, const float *send, float *recv, size_t n, ax_req *r);
+void ax_iallgather_bf16(ax_comm *c, const ax_bf16 *send, ax_bf16 *recv, size_t n, ax_req *r);
 void ax_wait(ax_req *r);
 /* 1 when complete (then as after ax_wait); drives MPI's progress either way */
 int ax_test(ax_req *r);

@@ -15,17 +15,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define AX_NDTYPE 13
-static const char *const ax_dtype_names[AX_NDTYPE] = {
+#define AX_ST_NDTYPE 13
+static const char *const ax_st_dtype_names[AX_ST_NDTYPE] = {
     "F32", "F16", "BF16", "F64", "I64", "I32", "I16", "I8", "U8", "U16", "U32", "U64", "BOOL"};
-static const unsigned char ax_dtype_sizes[AX_NDTYPE] = {4, 2, 2, 8, 8, 4, 2, 1, 1, 2, 4, 8, 1};
+static const unsigned char ax_st_dtype_sizes[AX_ST_NDTYPE] = {4, 2, 2, 8, 8, 4, 2, 1, 1, 2, 4, 8, 1};
 
-size_t ax_dtype_size(ax_dtype t) { return (unsigned)t < AX_NDTYPE ? ax_dtype_sizes[t] : 0; }
-const char *ax_dtype_name(ax_dtype t) { return (unsigned)t < AX_NDTYPE ? ax_dtype_names[t] : "?"; }
+size_t ax_st_dtype_size(ax_st_dtype t) { return (unsigned)t < AX_ST_NDTYPE ? ax_st_dtype_sizes[t] : 0; }
+const char *ax_st_dtype_name(ax_st_dtype t) { return (unsigned)t < AX_ST_NDTYPE ? ax_st_dtype_names[t] : "?"; }
 
-static int st_dtype_parse(const char *s, ax_dtype *out) {
-    for (int i = 0; i < AX_NDTYPE; i++)
-        if (strcmp(s, ax_dtype_names[i]) == 0) { *out = (ax_dtype)i; return 0; }
+static int st_dtype_parse(const char *s, ax_st_dtype *out) {
+    for (int i = 0; i < AX_ST_NDTYPE; i++)
+        if (strcmp(s, ax_st_dtype_names[i]) == 0) { *out = (ax_st_dtype)i; return 0; }
     return -1;
 }
 
@@ -109,13 +109,13 @@ static int st_parse_tensor(const ax_st_file *f, const char *name, const json_t *
     t->begin = (uint64_t)off[0];
     t->end = (uint64_t)off[1];
     t->numel = st_numel(t->ndim, t->shape);
-    uint64_t need = (uint64_t)t->numel * ax_dtype_size(t->dtype);
+    uint64_t need = (uint64_t)t->numel * ax_st_dtype_size(t->dtype);
     char sb[160];
-    if (t->numel < 0 || need / ax_dtype_size(t->dtype) != (uint64_t)t->numel)
+    if (t->numel < 0 || need / ax_st_dtype_size(t->dtype) != (uint64_t)t->numel)
         return AX_ERR("%s: tensor '%s': shape %s is too large", p, name, st_shape_str(sb, sizeof sb, t->ndim, t->shape));
     if (need != t->end - t->begin)
         return AX_ERR("%s: tensor '%s': %s %s needs %" PRIu64 " bytes, data_offsets [%" PRIu64 ", %" PRIu64 "] span %" PRIu64,
-                      p, name, ax_dtype_name(t->dtype), st_shape_str(sb, sizeof sb, t->ndim, t->shape),
+                      p, name, ax_st_dtype_name(t->dtype), st_shape_str(sb, sizeof sb, t->ndim, t->shape),
                       need, t->begin, t->end, t->end - t->begin);
     uint64_t avail = f->map_len - f->data_start;
     if (t->end > avail)
@@ -251,16 +251,16 @@ int ax_st_read_f32(const ax_st_file *f, const ax_st_tensor *t, float *dst, int64
                       f->path, t->name, n, t->numel);
     const unsigned char *p = ax_st_data(f, t);
     switch (t->dtype) {
-    case AX_F32:
+    case AX_ST_F32:
         for (int64_t i = 0; i < n; i++, p += 4) {
             uint32_t b = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
             memcpy(&dst[i], &b, 4);
         }
         return 0;
-    case AX_F16:
+    case AX_ST_F16:
         for (int64_t i = 0; i < n; i++, p += 2) dst[i] = st_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
         return 0;
-    case AX_BF16:   /* bf16 is the upper half of a float */
+    case AX_ST_BF16:   /* bf16 is the upper half of a float */
         for (int64_t i = 0; i < n; i++, p += 2) {
             uint32_t b = ((uint32_t)p[0] | (uint32_t)p[1] << 8) << 16;
             memcpy(&dst[i], &b, 4);
@@ -268,18 +268,18 @@ int ax_st_read_f32(const ax_st_file *f, const ax_st_tensor *t, float *dst, int64
         return 0;
     default:
         return AX_ERR("%s: tensor '%s': dtype %s cannot be read as floats (expected F32, F16 or BF16)",
-                      f->path, t->name, ax_dtype_name(t->dtype));
+                      f->path, t->name, ax_st_dtype_name(t->dtype));
     }
 }
 
-int ax_st_expect(const ax_st_file *f, const ax_st_tensor *t, ax_dtype dt, int ndim, const int64_t *shape) {
+int ax_st_expect(const ax_st_file *f, const ax_st_tensor *t, ax_st_dtype dt, int ndim, const int64_t *shape) {
     int ok = t->dtype == dt && t->ndim == ndim;
     for (int i = 0; ok && i < ndim; i++) ok = t->shape[i] == shape[i];
     if (ok) return 0;
     char want[160], got[160];
     return AX_ERR("%s: tensor '%s': expected %s %s, found %s %s", f->path, t->name,
-                  ax_dtype_name(dt), st_shape_str(want, sizeof want, ndim, shape),
-                  ax_dtype_name(t->dtype), st_shape_str(got, sizeof got, t->ndim, t->shape));
+                  ax_st_dtype_name(dt), st_shape_str(want, sizeof want, ndim, shape),
+                  ax_st_dtype_name(t->dtype), st_shape_str(got, sizeof got, t->ndim, t->shape));
 }
 
 /* ---------------------------------------------------------------- writer */
@@ -306,9 +306,9 @@ void ax_st_writer_meta(ax_st_writer *w, const char *key, const char *val) {
     w->n_meta++;
 }
 
-void ax_st_writer_declare(ax_st_writer *w, const char *name, ax_dtype dt, int ndim, const int64_t *shape) {
+void ax_st_writer_declare(ax_st_writer *w, const char *name, ax_st_dtype dt, int ndim, const int64_t *shape) {
     if (w->header_written) ax_fatal(__FILE__, __LINE__, "%s: tensor '%s' declared after data was written", w->out.path, name);
-    if (ndim < 0 || ndim > AX_ST_MAXDIM || ax_dtype_size(dt) == 0)
+    if (ndim < 0 || ndim > AX_ST_MAXDIM || ax_st_dtype_size(dt) == 0)
         ax_fatal(__FILE__, __LINE__, "%s: tensor '%s': bad dtype %d or ndim %d", w->out.path, name, (int)dt, ndim);
     if (w->n == w->cap) {
         w->cap = w->cap ? 2 * w->cap : 16;
@@ -327,14 +327,14 @@ void ax_st_writer_declare(ax_st_writer *w, const char *name, ax_dtype dt, int nd
     t->numel = st_numel(ndim, shape);
     if (t->numel < 0) ax_fatal(__FILE__, __LINE__, "%s: tensor '%s': shape too large", w->out.path, name);
     t->begin = w->n ? w->t[w->n - 1].end : 0;   /* contiguous in declaration order */
-    t->end = t->begin + (uint64_t)t->numel * ax_dtype_size(dt);
+    t->end = t->begin + (uint64_t)t->numel * ax_st_dtype_size(dt);
     w->n++;
 }
 
 static json_t *st_tensor_json(const ax_st_tensor *t) {
     json_t *shape = json_array();
     for (int i = 0; i < t->ndim; i++) json_array_append_new(shape, json_integer(t->shape[i]));
-    return json_pack("{s:s, s:o, s:[I,I]}", "dtype", ax_dtype_name(t->dtype), "shape", shape,
+    return json_pack("{s:s, s:o, s:[I,I]}", "dtype", ax_st_dtype_name(t->dtype), "shape", shape,
                      "data_offsets", (json_int_t)t->begin, (json_int_t)t->end);
 }
 

@@ -21,14 +21,14 @@
 #include <stdint.h>
 #include "util/fileio.h"
 
-typedef enum { AX_F32, AX_F16, AX_BF16, AX_F64, AX_I64, AX_I32, AX_I16, AX_I8, AX_U8, AX_U16, AX_U32, AX_U64, AX_BOOL } ax_dtype;
-size_t ax_dtype_size(ax_dtype t);
-const char *ax_dtype_name(ax_dtype t);   /* "F32", ... */
+typedef enum { AX_ST_F32, AX_ST_F16, AX_ST_BF16, AX_ST_F64, AX_ST_I64, AX_ST_I32, AX_ST_I16, AX_ST_I8, AX_ST_U8, AX_ST_U16, AX_ST_U32, AX_ST_U64, AX_ST_BOOL } ax_st_dtype;
+size_t ax_st_dtype_size(ax_st_dtype t);
+const char *ax_st_dtype_name(ax_st_dtype t);   /* "F32", ... */
 
 #define AX_ST_MAXDIM 8
 typedef struct {
     char *name;
-    ax_dtype dtype;
+    ax_st_dtype dtype;
     int ndim;
     int64_t shape[AX_ST_MAXDIM];
     int64_t numel;
@@ -52,7 +52,7 @@ const void *ax_st_data(const ax_st_file *f, const ax_st_tensor *t);
  * dtypes or when n != t->numel. */
 int ax_st_read_f32(const ax_st_file *f, const ax_st_tensor *t, float *dst, int64_t n);
 /* Checks dtype/shape: fails with a message naming file, tensor, expected and found. */
-int ax_st_expect(const ax_st_file *f, const ax_st_tensor *t, ax_dtype dt, int ndim, const int64_t *shape);
+int ax_st_expect(const ax_st_file *f, const ax_st_tensor *t, ax_st_dtype dt, int ndim, const int64_t *shape);
 
 typedef struct {
     ax_outfile out;
@@ -64,7 +64,7 @@ typedef struct {
 
 int ax_st_writer_init(ax_st_writer *w, const char *path);
 void ax_st_writer_meta(ax_st_writer *w, const char *key, const char *val);
-void ax_st_writer_declare(ax_st_writer *w, const char *name, ax_dtype dt, int ndim, const int64_t *shape);
+void ax_st_writer_declare(ax_st_writer *w, const char *name, ax_st_dtype dt, int ndim, const int64_t *shape);
 /* Writes the data of the next declared tensor (nbytes must match). */
 int ax_st_writer_write(ax_st_writer *w, const void *data, size_t nbytes);
 int ax_st_writer_commit(ax_st_writer *w);   /* fails if tensors remain unwritten */

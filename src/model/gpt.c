@@ -114,7 +114,7 @@ int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g) {
 void ax_gpt_free(ax_gpt *m) {
     free(m->p); free(m->params); free(m->grads);
     free(m->ws.wblock); free(m->ws.gblock); free(m->ws.gchunk);
-    free(m->wte_block); free(m->wte_gblock);
+    free(m->wte_block); free(m->wte_gblock); free(m->params_h); free(m->wte_block_h);
     ax_be()->free(m->act_mem); free(m->L);
     memset(m, 0, sizeof *m);
 }
@@ -142,28 +142,40 @@ void ax_gpt_init_random(ax_gpt *m, uint64_t seed) {
 }
 
 /* Lays the activations out from base (NULL: only counts) and returns their
- * floats. A per-layer buffer is either kept for every layer or, when the
- * recompute mode rebuilds it in backward, one buffer that all layers share. */
+ * floats, each buffer 64-byte aligned. A per-layer buffer is either kept for
+ * every layer or, when the recompute mode rebuilds it in backward (or under
+ * bf16, where only its rounded copy is read later), one buffer that all
+ * layers share. */
 static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
     int64_t M = (int64_t)B * T, Cx = m->Cx, Cy = m->Cy, off = 0;
     int64_t wide = 4 * Cy > Cx ? 4 * Cy : Cx;
     int block = m->recompute == AX_RECOMPUTE_BLOCK, attn = m->recompute != AX_RECOMPUTE_NONE;
-#define TAKE(n) (off += (n), base ? base + off - (n) : NULL)
-#define LAYERS(field, n, kept) \
-    for (int l = 0; l < m->cfg.n_layer; l++) m->L[l].field = (kept) || l == 0 ? TAKE(n) : m->L[0].field
+    int h = m->dtype == AX_BF16;
+#define TAKE(n) (off = round_up(off, 16) + (n), base ? base + off - (n) : NULL)
+#define TAKE_H(n) (ax_bf16 *)TAKE(((n) + 1) / 2)
+#define LAYERS(field, take, n, kept) \
+    for (int l = 0; l < m->cfg.n_layer; l++) m->L[l].field = (kept) || l == 0 ? take(n) : m->L[0].field
     m->encoded = TAKE(M * Cx);
-    LAYERS(ln1, M * Cx, !block); LAYERS(ln1_mean, M, !block); LAYERS(ln1_rstd, M, !block);
-    LAYERS(qkv, 3 * M * Cy, !block);
-    LAYERS(lse, (int64_t)B * m->Hl * T, !attn); LAYERS(atty, M * Cy, !attn);
-    LAYERS(res2, M * Cx, !block); LAYERS(ln2, M * Cx, !block); LAYERS(ln2_mean, M, !block); LAYERS(ln2_rstd, M, !block);
-    LAYERS(fch, 4 * M * Cy, !block); LAYERS(fch_gelu, 4 * M * Cy, !block);
-    LAYERS(res3, M * Cx, 1);                       /* the next layer's input: always kept */
+    LAYERS(ln1, TAKE, M * Cx, !block && !h); LAYERS(ln1_mean, TAKE, M, !block); LAYERS(ln1_rstd, TAKE, M, !block);
+    LAYERS(qkv, TAKE, 3 * M * Cy, !block);
+    LAYERS(lse, TAKE, (int64_t)B * m->Hl * T, !attn); LAYERS(atty, TAKE, M * Cy, !attn);
+    LAYERS(res2, TAKE, M * Cx, !block);
+    LAYERS(ln2, TAKE, M * Cx, !block && !h); LAYERS(ln2_mean, TAKE, M, !block); LAYERS(ln2_rstd, TAKE, M, !block);
+    LAYERS(fch, TAKE, 4 * M * Cy, !block); LAYERS(fch_gelu, TAKE, 4 * M * Cy, !block && !h);
+    LAYERS(res3, TAKE, M * Cx, 1);                 /* the next layer's input: always kept */
+    if (h) {
+        LAYERS(ln1_h, TAKE_H, M * Cx, !block); LAYERS(atty_h, TAKE_H, M * Cy, !attn);
+        LAYERS(ln2_h, TAKE_H, M * Cx, !block); LAYERS(fch_gelu_h, TAKE_H, 4 * M * Cy, !block);
+        m->lnf_h = TAKE_H(M * Cx);
+        m->dy_h = TAKE_H(M * (wide > m->Vl ? wide : m->Vl));
+    }
     m->lnf = TAKE(M * Cx); m->lnf_mean = TAKE(M); m->lnf_rstd = TAKE(M);
     m->logits = TAKE(M * m->Vl); m->losses = TAKE(M);
     m->dres = TAKE(M * Cx); m->s1 = TAKE(M * wide); m->s2 = TAKE(M * wide);
     m->scratch = TAKE(4 * M);
     m->att_scratch = TAKE((int64_t)m->att_threads * ax_attention_scratch(T));
 #undef LAYERS
+#undef TAKE_H
 #undef TAKE
     return off;
 }
@@ -172,6 +184,16 @@ void ax_gpt_set_recompute(ax_gpt *m, ax_recompute mode) {
     if (mode == m->recompute) return;
     m->recompute = mode;
     m->cap_B = m->cap_T = 0;                       /* laid out anew on next use */
+}
+
+void ax_gpt_set_dtype(ax_gpt *m, ax_dtype t) {
+    if (t == m->dtype) return;
+    m->dtype = t;
+    m->cap_B = m->cap_T = 0;
+    if (t == AX_BF16 && !m->params_h) {
+        m->params_h = ax_calloc(m->n_zchunk ? m->n_zchunk : 1, sizeof(ax_bf16));
+        if (m->g->gz > 1) m->wte_block_h = ax_calloc(ax_shard_numel(&m->lmhead.w, m->g) * m->g->gz, sizeof(ax_bf16));
+    }
 }
 
 void ax_gpt_alloc_acts(ax_gpt *m, int B, int T) {
@@ -188,7 +210,34 @@ void ax_gpt_alloc_acts(ax_gpt *m, int B, int T) {
 }
 
 const float *ax_gpt_wte(ax_gpt *m) {
-    return ax_linear_weight(&m->lmhead, m->g, ax_gpt_param(m, 0), m->wte_block);
+    const float *w = ax_linear_weight(&m->lmhead, m->g, ax_gpt_param(m, 0), AX_F32, m->wte_block).data;
+    if (m->dtype == AX_BF16 && m->g->gz > 1)
+        ax_be()->cast(m->wte_block_h, AX_BF16, w, AX_F32, ax_shard_numel(&m->lmhead.w, m->g) * m->g->gz);
+    return w;
+}
+
+ax_mat ax_gpt_lm_weight(const ax_gpt *m) {
+    const void *w = m->g->gz > 1 ? (m->dtype == AX_BF16 ? (void *)m->wte_block_h : (void *)m->wte_block)
+                  : m->dtype == AX_BF16 ? (void *)(m->params_h + m->p[0].offset) : (void *)(m->params + m->p[0].offset);
+    return ax_mat_of(w, m->dtype, m->lmhead.out_l, m->lmhead.in_l);
+}
+
+ax_mat ax_gpt_gemm_input(const ax_gpt *m, const float *x, ax_bf16 *h, int rows, int cols) {
+    if (m->dtype == AX_F32) return ax_mat_f32(x, rows, cols);
+    ax_be()->cast(h, AX_BF16, x, AX_F32, (size_t)rows * cols);
+    return ax_mat_of(h, AX_BF16, rows, cols);
+}
+
+/* a GEMM input kept from forward: the fp32 buffer, or its bf16 copy */
+static ax_mat saved_input(const ax_gpt *m, const float *x, const ax_bf16 *h, int rows, int cols) {
+    return m->dtype == AX_F32 ? ax_mat_f32(x, rows, cols) : ax_mat_of(h, AX_BF16, rows, cols);
+}
+
+/* layer l's weight k, gathered over Z, in the dtype the GEMMs read */
+static ax_mat layer_weight(ax_gpt *m, const ax_linear *L, int l, int k) {
+    int64_t off = m->p[AX_PID(l, k)].offset;
+    const void *chunk = m->dtype == AX_BF16 ? (void *)(m->params_h + off) : (void *)(m->params + off);
+    return ax_linear_weight(L, m->g, chunk, m->dtype, m->ws.wblock);
 }
 
 void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, int Bl, int T, float *scratch,
@@ -196,17 +245,19 @@ void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, in
     ax_grid *g = m->g;
     int M = Bl * T, C = m->cfg.n_embd, Cx = m->Cx;
 #define P(k) ax_gpt_param(m, AX_PID(l, k))
+#define IN(x, L) ax_gpt_gemm_input(m, a->x, a->x##_h, M, (L).in_l)
     ax_layernorm_forward(&g->X, a->ln1, a->ln1_mean, a->ln1_rstd, h, P(AX_P_LN1W), P(AX_P_LN1B), M, Cx, C, scratch);
-    ax_linear_forward(&m->qkv, ax_linear_weight(&m->qkv, g, P(AX_P_QKVW), m->ws.wblock), P(AX_P_QKVB), a->ln1, a->qkv, M);
+    ax_linear_forward(&m->qkv, layer_weight(m, &m->qkv, l, AX_P_QKVW), P(AX_P_QKVB), IN(ln1, m->qkv), a->qkv);
     if (attend) attend(ctx, m, l, a);
     else ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->hd, m->att_scratch, m->att_threads);
-    ax_linear_forward(&m->proj, ax_linear_weight(&m->proj, g, P(AX_P_PROJW), m->ws.wblock), P(AX_P_PROJB), a->atty, a->res2, M);
+    ax_linear_forward(&m->proj, layer_weight(m, &m->proj, l, AX_P_PROJW), P(AX_P_PROJB), IN(atty, m->proj), a->res2);
     ax_add_inplace(a->res2, h, (size_t)M * Cx);
     ax_layernorm_forward(&g->X, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(AX_P_LN2W), P(AX_P_LN2B), M, Cx, C, scratch);
-    ax_linear_forward(&m->fc, ax_linear_weight(&m->fc, g, P(AX_P_FCW), m->ws.wblock), P(AX_P_FCB), a->ln2, a->fch, M);
+    ax_linear_forward(&m->fc, layer_weight(m, &m->fc, l, AX_P_FCW), P(AX_P_FCB), IN(ln2, m->fc), a->fch);
     ax_gelu_forward(a->fch_gelu, a->fch, (size_t)M * m->fc.out_l);
-    ax_linear_forward(&m->fcproj, ax_linear_weight(&m->fcproj, g, P(AX_P_FCPW), m->ws.wblock), P(AX_P_FCPB), a->fch_gelu, a->res3, M);
+    ax_linear_forward(&m->fcproj, layer_weight(m, &m->fcproj, l, AX_P_FCPW), P(AX_P_FCPB), IN(fch_gelu, m->fcproj), a->res3);
     ax_add_inplace(a->res3, a->res2, (size_t)M * Cx);
+#undef IN
 #undef P
 }
 
@@ -215,6 +266,7 @@ double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, 
     ax_gpt_alloc_acts(m, Bl, T);
     ax_grid *g = m->g;
     int M = Bl * T, C = m->cfg.n_embd, Cx = m->Cx;
+    if (m->dtype == AX_BF16) ax_be()->cast(m->params_h, AX_BF16, m->params, AX_F32, m->n_zchunk);
     const float *wte = ax_gpt_wte(m);
     ax_embedding_forward(&g->Y, m->encoded, inputs, NULL, wte, ax_gpt_param(m, 1), M, T, m->v0, m->Vl, Cx);
     const float *h = m->encoded;
@@ -224,7 +276,7 @@ double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, 
     }
     ax_layernorm_forward(&g->X, m->lnf, m->lnf_mean, m->lnf_rstd, h, ax_gpt_param(m, m->np - 2),
                          ax_gpt_param(m, m->np - 1), M, Cx, C, m->scratch);
-    ax_linear_forward(&m->lmhead, wte, NULL, m->lnf, m->logits, M);
+    ax_linear_forward(&m->lmhead, ax_gpt_lm_weight(m), NULL, ax_gpt_gemm_input(m, m->lnf, m->lnf_h, M, Cx), m->logits);
     if (!targets) return 0.0;
     ax_xent_forward_backward(&g->Y, m->logits, m->losses, targets, weights, M, m->Vl, m->v0,
                              m->cfg.vocab_size, dscale, m->scratch);
@@ -236,13 +288,14 @@ double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, 
 void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
     ax_grid *g = m->g;
     int M = Bl * T, C = m->cfg.n_embd, Cx = m->Cx;
-    const float *wte = g->gz == 1 ? ax_gpt_param(m, 0) : m->wte_block;   /* gathered in forward */
+    ax_mat wte = ax_gpt_lm_weight(m);          /* gathered (and rounded) in forward */
     float *dwte = g->gz == 1 ? ax_gpt_grad(m, 0) : m->wte_gblock;
     if (g->gz > 1) memset(dwte, 0, ax_shard_numel(&m->lmhead.w, g) * g->gz * sizeof(float));
     /* LM head: dlogits are in m->logits; its dW goes to the shared token-table gradient */
-    ax_be()->gemm(0, 0, M, Cx, m->Vl, 1.0f, m->logits, m->Vl, wte, Cx, 0.0f, m->s1, Cx);
+    ax_mat dl = ax_gpt_gemm_input(m, m->logits, m->dy_h, M, m->Vl);
+    ax_gemm(1.0f, dl, 0, wte, 0, 0.0f, ax_mat_f32(m->s1, M, Cx));
     ax_allreduce_f32(&g->Y, m->s1, (size_t)M * Cx);
-    ax_be()->gemm(1, 0, m->Vl, Cx, M, 1.0f, m->logits, m->Vl, m->lnf, Cx, 1.0f, dwte, Cx);
+    ax_gemm(1.0f, dl, 1, saved_input(m, m->lnf, m->lnf_h, M, Cx), 0, 1.0f, ax_mat_f32(dwte, m->Vl, Cx));
     const float *hlast = m->cfg.n_layer ? m->L[m->cfg.n_layer - 1].res3 : m->encoded;
     memset(m->dres, 0, (size_t)M * Cx * sizeof(float));
     ax_layernorm_backward(&g->X, m->dres, ax_gpt_grad(m, m->np - 2), ax_gpt_grad(m, m->np - 1), m->s1, hlast,
@@ -254,26 +307,30 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
          * others are rebuilt, bit for bit, from what was kept */
         if (m->recompute == AX_RECOMPUTE_BLOCK && l < m->cfg.n_layer - 1)
             ax_gpt_layer_forward(m, l, a, h, Bl, T, m->scratch, NULL, NULL);
-        if (m->recompute == AX_RECOMPUTE_ATTN && l < m->cfg.n_layer - 1)
+        if (m->recompute == AX_RECOMPUTE_ATTN && l < m->cfg.n_layer - 1) {
             ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->hd, m->att_scratch, m->att_threads);
+            ax_gpt_gemm_input(m, a->atty, a->atty_h, M, m->proj.in_l);
+        }
 #define P(k) ax_gpt_param(m, AX_PID(l, k))
 #define G(k) ax_gpt_grad(m, AX_PID(l, k))
+#define IN(x, L) saved_input(m, a->x, a->x##_h, M, (L).in_l)
         /* MLP: res3 = res2 + fcproj(gelu(fc(ln2(res2)))) */
-        ax_linear_backward(&m->fcproj, g, ax_linear_weight(&m->fcproj, g, P(AX_P_FCPW), m->ws.wblock), a->fch_gelu,
-                           m->dres, m->s1, G(AX_P_FCPW), G(AX_P_FCPB), M, &m->ws);
+        ax_linear_backward(&m->fcproj, g, layer_weight(m, &m->fcproj, l, AX_P_FCPW), IN(fch_gelu, m->fcproj),
+                           m->dres, m->s1, G(AX_P_FCPW), G(AX_P_FCPB), &m->ws, m->dy_h);
         ax_gelu_backward(m->s1, a->fch, m->s1, (size_t)M * m->fc.out_l);
-        ax_linear_backward(&m->fc, g, ax_linear_weight(&m->fc, g, P(AX_P_FCW), m->ws.wblock), a->ln2,
-                           m->s1, m->s2, G(AX_P_FCW), G(AX_P_FCB), M, &m->ws);
+        ax_linear_backward(&m->fc, g, layer_weight(m, &m->fc, l, AX_P_FCW), IN(ln2, m->fc),
+                           m->s1, m->s2, G(AX_P_FCW), G(AX_P_FCB), &m->ws, m->dy_h);
         ax_layernorm_backward(&g->X, m->dres, G(AX_P_LN2W), G(AX_P_LN2B), m->s2, a->res2, P(AX_P_LN2W),
                               a->ln2_mean, a->ln2_rstd, M, Cx, C, m->scratch);
         /* attention: res2 = h + proj(attn(qkv(ln1(h)))) */
-        ax_linear_backward(&m->proj, g, ax_linear_weight(&m->proj, g, P(AX_P_PROJW), m->ws.wblock), a->atty,
-                           m->dres, m->s1, G(AX_P_PROJW), G(AX_P_PROJB), M, &m->ws);
+        ax_linear_backward(&m->proj, g, layer_weight(m, &m->proj, l, AX_P_PROJW), IN(atty, m->proj),
+                           m->dres, m->s1, G(AX_P_PROJW), G(AX_P_PROJB), &m->ws, m->dy_h);
         ax_attention_backward(m->s2, m->s1, a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->hd, m->att_scratch, m->att_threads);
-        ax_linear_backward(&m->qkv, g, ax_linear_weight(&m->qkv, g, P(AX_P_QKVW), m->ws.wblock), a->ln1,
-                           m->s2, m->s1, G(AX_P_QKVW), G(AX_P_QKVB), M, &m->ws);
+        ax_linear_backward(&m->qkv, g, layer_weight(m, &m->qkv, l, AX_P_QKVW), IN(ln1, m->qkv),
+                           m->s2, m->s1, G(AX_P_QKVW), G(AX_P_QKVB), &m->ws, m->dy_h);
         ax_layernorm_backward(&g->X, m->dres, G(AX_P_LN1W), G(AX_P_LN1B), m->s1, h, P(AX_P_LN1W),
                               a->ln1_mean, a->ln1_rstd, M, Cx, C, m->scratch);
+#undef IN
 #undef P
 #undef G
     }

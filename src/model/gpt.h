@@ -35,6 +35,9 @@ typedef struct {
     /* per layer */
     float *ln1, *ln1_mean, *ln1_rstd, *qkv, *lse, *atty, *res2;
     float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *res3;
+    /* bf16: the GEMM inputs as the GEMMs read them, kept for the weight
+     * gradients (the fp32 ln1, ln2 and fch_gelu are then transient) */
+    ax_bf16 *ln1_h, *atty_h, *ln2_h, *fch_gelu_h;
 } ax_layer_acts;
 
 /* Activations rebuilt in backward instead of kept for every layer:
@@ -52,6 +55,9 @@ typedef struct {
     int np; ax_param *p;
     int64_t n_local, n_zchunk;    /* flat sizes: all, zchunk region (first) */
     float *params, *grads;
+    ax_dtype dtype;               /* of GEMM inputs: fp32, or bf16 (mixed precision) */
+    ax_bf16 *params_h;            /* bf16: the zchunk region (wte, FC weights) rounded, per forward */
+    ax_bf16 *wte_block_h;         /* bf16, Gz > 1: the gathered token table rounded */
     ax_linear qkv, proj, fc, fcproj, lmhead;
     ax_linear_ws ws;
     float *wte_block, *wte_gblock; /* gathered token table and its gradient (Gz > 1) */
@@ -63,6 +69,7 @@ typedef struct {
     float *encoded, *lnf, *lnf_mean, *lnf_rstd, *logits, *losses;
     ax_layer_acts *L;
     float *dres, *s1, *s2, *scratch, *att_scratch;
+    ax_bf16 *lnf_h, *dy_h;        /* bf16: final LayerNorm output; a backward GEMM's dy rounded */
     int att_threads;              /* threads att_scratch is sized for */
     ax_recompute recompute;       /* NONE after init; KV-cache decoding needs NONE */
 } ax_gpt;
@@ -74,6 +81,10 @@ void ax_gpt_free(ax_gpt *m);
 void ax_gpt_init_random(ax_gpt *m, uint64_t seed);
 void ax_gpt_alloc_acts(ax_gpt *m, int B, int T);
 void ax_gpt_set_recompute(ax_gpt *m, ax_recompute mode);
+/* GEMM input precision (AX_F32 after init). Under AX_BF16 the GEMMs read
+ * bf16 weights and activations and accumulate in fp32; parameters, gradients,
+ * reductions, LayerNorm, attention softmax and the loss stay fp32. */
+void ax_gpt_set_dtype(ax_gpt *m, ax_dtype t);
 static inline float *ax_gpt_param(ax_gpt *m, int id) { return m->params + m->p[id].offset; }
 static inline float *ax_gpt_grad(ax_gpt *m, int id) { return m->grads + m->p[id].offset; }
 
@@ -82,7 +93,8 @@ static inline float *ax_gpt_grad(ax_gpt *m, int id) { return m->grads + m->p[id]
  * res3 = res2 + fcproj(gelu(fc(ln2(res2)))), into the buffers of a (res3 may
  * be h: it is written last). attend fills a->atty from a->qkv; NULL is causal
  * attention over Bl sequences of T rows (keeping a->lse for backward).
- * scratch: 4 floats per row. */
+ * scratch: 4 floats per row. Under bf16 it reads the weights ax_gpt_forward
+ * rounded last (KV-cache decoding runs after a prefill forward). */
 typedef void (*ax_attend_fn)(void *ctx, ax_gpt *m, int l, ax_layer_acts *a);
 void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, int Bl, int T, float *scratch,
                           ax_attend_fn attend, void *ctx);
@@ -93,8 +105,13 @@ void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, in
 double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights,
                       int Bl, int T, float dscale);
 void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T);
-/* the token table's (Vl, Cx) block, gathered over Z when Gz > 1 */
+/* the token table's (Vl, Cx) block, gathered over Z when Gz > 1 (and, under
+ * bf16, rounded for the LM head) */
 const float *ax_gpt_wte(ax_gpt *m);
+/* the LM head's weight as its GEMMs read it, after ax_gpt_wte */
+ax_mat ax_gpt_lm_weight(const ax_gpt *m);
+/* x (rows, cols) as a GEMM input: itself under fp32, rounded into h under bf16 */
+ax_mat ax_gpt_gemm_input(const ax_gpt *m, const float *x, ax_bf16 *h, int rows, int cols);
 
 /* Sum gradients over the ranks that saw other rows (data for zchunk tensors,
  * whose Z reduction happened in backward; data x Z for the rest). */

@@ -19,12 +19,14 @@ void ax_kv_init(ax_kvcache *c, ax_gpt *m, int B, int Tmax) {
     c->v = ax_calloc(kv, sizeof(float));
     c->len = ax_calloc(B, sizeof(int));
     size_t Cx = m->Cx, Cy = m->Cy, wide = 4 * Cy > Cx ? 4 * Cy : Cx;
-    size_t total = B * (3 * Cx + 3 * Cy + Cy + wide + 8 * Cy + 2 + 4 + (size_t)m->Vl);
+    size_t total = B * (3 * Cx + 3 * Cy + Cy + wide + 8 * Cy + 2 + 4 + (size_t)m->Vl) + B * (Cx + Cy + 4 * Cy) / 2 + 3;
     float *p = c->mem = ax_calloc(total, sizeof(float));
 #define TAKE(n) (p += (n), p - (n))
     c->x = TAKE(B * Cx); c->ln = TAKE(B * Cx); c->qkv = TAKE(3 * B * Cy); c->atty = TAKE(B * Cy);
     c->tmp = TAKE(B * wide); c->fch = TAKE(4 * B * Cy); c->fchg = TAKE(4 * B * Cy);
     c->mean = TAKE(B); c->rstd = TAKE(B); c->scratch = TAKE(4 * (size_t)B); c->logits = TAKE((size_t)B * m->Vl);
+    c->ln_h = (ax_bf16 *)TAKE((B * Cx + 1) / 2); c->atty_h = (ax_bf16 *)TAKE((B * Cy + 1) / 2);
+    c->fchg_h = (ax_bf16 *)TAKE((4 * B * Cy + 1) / 2);
 #undef TAKE
 }
 
@@ -57,17 +59,18 @@ static void attend_cached(void *ctx, ax_gpt *m, int l, ax_layer_acts *a) {
 void ax_kv_step(ax_kvcache *c, ax_gpt *m, const int32_t *tokens, int nb) {
     ax_grid *g = m->g;
     int Cx = m->Cx, C = m->cfg.n_embd;
-    const float *wte = ax_gpt_wte(m);
+    const float *wte = ax_gpt_wte(m);   /* under bf16, the weights as the prefill's forward rounded them */
     ax_embedding_forward(&g->Y, c->x, tokens, c->len, wte, ax_gpt_param(m, 1), nb, 1, m->v0, m->Vl, Cx);
     /* one row per sequence; the layer's output overwrites its input x */
     ax_layer_acts a = {.ln1 = c->ln, .ln1_mean = c->mean, .ln1_rstd = c->rstd, .qkv = c->qkv, .atty = c->atty,
                        .res2 = c->tmp, .ln2 = c->ln, .ln2_mean = c->mean, .ln2_rstd = c->rstd,
-                       .fch = c->fch, .fch_gelu = c->fchg, .res3 = c->x};
+                       .fch = c->fch, .fch_gelu = c->fchg, .res3 = c->x,
+                       .ln1_h = c->ln_h, .atty_h = c->atty_h, .ln2_h = c->ln_h, .fch_gelu_h = c->fchg_h};
     c->nb = nb;
     for (int l = 0; l < m->cfg.n_layer; l++) ax_gpt_layer_forward(m, l, &a, c->x, nb, 1, c->scratch, attend_cached, c);
     ax_layernorm_forward(&g->X, c->ln, c->mean, c->rstd, c->x, ax_gpt_param(m, m->np - 2), ax_gpt_param(m, m->np - 1),
                          nb, Cx, C, c->scratch);
-    ax_linear_forward(&m->lmhead, wte, NULL, c->ln, c->logits, nb);
+    ax_linear_forward(&m->lmhead, ax_gpt_lm_weight(m), NULL, ax_gpt_gemm_input(m, c->ln, c->ln_h, nb, Cx), c->logits);
     for (int b = 0; b < nb; b++) c->len[b]++;
 }
 

@@ -59,7 +59,7 @@ void ax_gpt_declare(ax_gpt *m, ax_st_writer *w, const char *prefix) {
         int nd = hf_shape(&m->p[i], shape);
         char name[160];
         snprintf(name, sizeof name, "%s%s", prefix, m->p[i].name);
-        ax_st_writer_declare(w, name, AX_F32, nd, shape);
+        ax_st_writer_declare(w, name, AX_ST_F32, nd, shape);
     }
 }
 

@@ -21,14 +21,20 @@ void ax_linear_init(ax_linear *L, ax_grid *g, int in, int out, int out_pad, int 
     L->bwd = transposed ? &g->X : &g->Y;
 }
 
-const float *ax_linear_weight(const ax_linear *L, ax_grid *g, const float *chunk, float *wblock) {
-    if (g->gz == 1) return chunk;
-    ax_allgather_f32(&g->Zg, chunk, wblock, ax_shard_numel(&L->w, g));
-    return wblock;
+ax_mat ax_linear_weight(const ax_linear *L, ax_grid *g, const void *chunk, ax_dtype t, void *wblock) {
+    const void *w = chunk;
+    if (g->gz > 1) {
+        size_t n = ax_shard_numel(&L->w, g);
+        if (t == AX_BF16) ax_allgather_bf16(&g->Zg, chunk, wblock, n);
+        else ax_allgather_f32(&g->Zg, chunk, wblock, n);
+        w = wblock;
+    }
+    return ax_mat_of(w, t, L->out_l, L->in_l);
 }
 
-void ax_linear_forward(const ax_linear *L, const float *Wb, const float *bias, const float *x, float *y, int M) {
-    ax_be()->gemm(0, 1, M, L->out_l, L->in_l, 1.0f, x, L->in_l, Wb, L->in_l, 0.0f, y, L->out_l);
+void ax_linear_forward(const ax_linear *L, ax_mat W, const float *bias, ax_mat x, float *y) {
+    int M = x.rows;
+    ax_gemm(1.0f, x, 0, W, 1, 0.0f, ax_mat_f32(y, M, L->out_l));
     ax_allreduce_f32(L->fwd, y, (size_t)M * L->out_l);
     if (bias) ax_be()->bias_add(y, bias, M, L->out_l);
 }
@@ -40,17 +46,22 @@ void ax_linear_reduce_grad(const ax_linear *L, ax_grid *g, float *gblock, float 
     for (int64_t i = 0; i < n; i++) dw_chunk[i] += ws->gchunk[i];
 }
 
-void ax_linear_backward(const ax_linear *L, ax_grid *g, const float *Wb, const float *x, const float *dy,
-                        float *dx, float *dw_chunk, float *dbias, int M, ax_linear_ws *ws) {
-    int in = L->in_l, out = L->out_l;
+void ax_linear_backward(const ax_linear *L, ax_grid *g, ax_mat W, ax_mat x, const float *dy, float *dx,
+                        float *dw_chunk, float *dbias, ax_linear_ws *ws, ax_bf16 *dy_cast) {
+    int M = x.rows, in = L->in_l, out = L->out_l;
+    ax_mat d = ax_mat_f32(dy, M, out);
+    if (W.dtype == AX_BF16) {
+        ax_be()->cast(dy_cast, AX_BF16, dy, AX_F32, (size_t)M * out);
+        d = ax_mat_of(dy_cast, AX_BF16, M, out);
+    }
     if (dx) {
-        ax_be()->gemm(0, 0, M, in, out, 1.0f, dy, out, Wb, in, 0.0f, dx, in);
+        ax_gemm(1.0f, d, 0, W, 0, 0.0f, ax_mat_f32(dx, M, in));
         ax_allreduce_f32(L->bwd, dx, (size_t)M * in);
     }
     if (g->gz == 1) {
-        ax_be()->gemm(1, 0, out, in, M, 1.0f, dy, out, x, in, 1.0f, dw_chunk, in);
+        ax_gemm(1.0f, d, 1, x, 0, 1.0f, ax_mat_f32(dw_chunk, out, in));
     } else {
-        ax_be()->gemm(1, 0, out, in, M, 1.0f, dy, out, x, in, 0.0f, ws->gblock, in);
+        ax_gemm(1.0f, d, 1, x, 0, 0.0f, ax_mat_f32(ws->gblock, out, in));
         ax_linear_reduce_grad(L, g, ws->gblock, dw_chunk, ws);
     }
     if (dbias) ax_be()->bias_grad(dbias, dy, M, out);

@@ -6,10 +6,14 @@
  * of X and Y swapped. Weights are stored as Z chunks of the (y, x) block and
  * gathered before use; weight gradients are reduce-scattered back over Z.
  *
+ * GEMMs read x, the weight and dy in one dtype (fp32, or bf16 under mixed
+ * precision: the weight chunk is then its bf16 copy and gathered as such);
+ * outputs, reductions and gradients stay fp32.
+ *
  *   ax_linear fc; ax_linear_init(&fc, g, C, 4*C, 0, 0, 0);
- *   const float *Wb = ax_linear_weight(&fc, g, w_chunk, ws);   // (out_l, in_l)
- *   ax_linear_forward(&fc, Wb, b, x, y, M);                     // x (M, in_l) -> y (M, out_l)
- *   ax_linear_backward(&fc, g, Wb, x, dy, dx, dw_chunk, db, M, ws);
+ *   ax_mat W = ax_linear_weight(&fc, g, w_chunk, AX_F32, ws.wblock);   // (out_l, in_l)
+ *   ax_linear_forward(&fc, W, b, ax_mat_f32(x, M, fc.in_l), y);        // y (M, out_l)
+ *   ax_linear_backward(&fc, g, W, ax_mat_f32(x, M, fc.in_l), dy, dx, dw_chunk, db, &ws, NULL);
  */
 #ifndef AX_NN_LINEAR_H
 #define AX_NN_LINEAR_H
@@ -24,20 +28,22 @@ typedef struct {
     ax_comm *fwd, *bwd;     /* all-reduce groups: forward output, backward dX */
 } ax_linear;
 
-/* Scratch shared by all layers: a gathered weight block, a weight-gradient
- * block and a gradient chunk, each sized for the largest layer. */
-typedef struct { float *wblock, *gblock, *gchunk; } ax_linear_ws;
+/* Scratch shared by all layers: a gathered weight block (of either dtype), a
+ * weight-gradient block and a gradient chunk, each sized for the largest layer. */
+typedef struct { void *wblock; float *gblock, *gchunk; } ax_linear_ws;
 
 /* qkv_heads > 0 makes the output the head-grouped [q|k|v] of that many heads. */
 void ax_linear_init(ax_linear *L, ax_grid *g, int in, int out, int out_pad, int transposed, int qkv_heads);
-/* The gathered (out_l, in_l) block: the chunk itself when Gz = 1, else gathered into ws. */
-const float *ax_linear_weight(const ax_linear *L, ax_grid *g, const float *chunk, float *wblock);
-/* y (M, out_l) = x (M, in_l) Wb^T, all-reduced, + bias (NULL: none) */
-void ax_linear_forward(const ax_linear *L, const float *Wb, const float *bias, const float *x, float *y, int M);
-/* dx (M, in_l) = dy Wb (all-reduced; NULL: not needed); dw_chunk += this rank's chunk
- * of the Z-reduced dy^T x; dbias += column sums of dy. */
-void ax_linear_backward(const ax_linear *L, ax_grid *g, const float *Wb, const float *x, const float *dy,
-                        float *dx, float *dw_chunk, float *dbias, int M, ax_linear_ws *ws);
+/* The gathered (out_l, in_l) block of a chunk of dtype t: the chunk itself
+ * when Gz = 1, else gathered into wblock. */
+ax_mat ax_linear_weight(const ax_linear *L, ax_grid *g, const void *chunk, ax_dtype t, void *wblock);
+/* y (M, out_l) = x (M, in_l) W^T, all-reduced, + bias (NULL: none); M = x.rows */
+void ax_linear_forward(const ax_linear *L, ax_mat W, const float *bias, ax_mat x, float *y);
+/* dx (M, in_l) = dy W (all-reduced; NULL: not needed); dw_chunk += this rank's
+ * chunk of the Z-reduced dy^T x; dbias += column sums of dy. When W is bf16,
+ * the GEMMs read dy rounded into dy_cast (M * out_l bf16). */
+void ax_linear_backward(const ax_linear *L, ax_grid *g, ax_mat W, ax_mat x, const float *dy, float *dx,
+                        float *dw_chunk, float *dbias, ax_linear_ws *ws, ax_bf16 *dy_cast);
 /* dw_chunk += Z-reduce-scatter of a full gradient block gblock (out_l, in_l). */
 void ax_linear_reduce_grad(const ax_linear *L, ax_grid *g, float *gblock, float *dw_chunk, ax_linear_ws *ws);
 #endif

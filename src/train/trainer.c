@@ -35,6 +35,7 @@ void ax_train_defaults(ax_train_opts *o) {
     o->out = "out";
     o->goldfish_h = 13;
     o->recompute = "none";
+    o->dtype = "fp32";
 }
 
 typedef struct {
@@ -195,8 +196,16 @@ static int setup(ax_run *r) {
     AX_TRY(validate(o, &cfg, &r->g));
     ax_recompute recompute = AX_RECOMPUTE_NONE;
     AX_TRY(parse_recompute(o->recompute, &recompute));
+    ax_dtype dtype;
+    int emulated;
+    AX_TRY(ax_dtype_parse(o->dtype, &dtype));
+    const char *kernel = ax_be()->gemm_kernel(dtype, &emulated);
+    if (!kernel)
+        return AX_ERR("--dtype %s: this build of the %s backend has no %s GEMMs (built without oneDNN: install "
+                      "libdnnl-dev and rebuild)", o->dtype, ax_be()->name, o->dtype);
     AX_TRY(ax_gpt_init(&r->m, &cfg, &r->g));
     ax_gpt_set_recompute(&r->m, recompute);
+    ax_gpt_set_dtype(&r->m, dtype);
     ax_adamw_init(&r->opt, r->m.n_local);
     if (r->resumed) AX_TRY(ax_agree(w, ax_ckpt_load(ckdir, &r->m, &r->opt)));
     else if (o->init) AX_TRY(ax_agree(w, ax_gpt_load(&r->m, o->init)));
@@ -227,6 +236,10 @@ static int setup(ax_run *r) {
     SAY(r, "axonn: %d ranks, grid D=%d X=%d Y=%d Z=%d, backend %s, %d threads/rank; model L=%d H=%d C=%d V=%d T=%d (%.2fM parameters)\n",
         r->g.size, r->g.gd, r->g.gx, r->g.gy, r->g.gz, ax_be()->name, ax_be()->threads(), cfg.n_layer, cfg.n_head, cfg.n_embd,
         cfg.vocab_size, cfg.block_size, ax_gpt_num_params(&cfg) / 1e6);
+    SAY(r, "precision: %s GEMM inputs, fp32 accumulation, master weights and reductions; GEMMs: %s\n",
+        o->dtype, kernel);
+    if (emulated) SAY(r, "note: this CPU has no bf16 instructions, so bf16 is emulated (same numerics as bf16 "
+                         "hardware, fp32 speed or slower)\n");
     if (o->goldfish_k) SAY(r, "goldfish loss: k = %d, h = %d (about 1/%d of targets left out)\n", o->goldfish_k, o->goldfish_h, o->goldfish_k);
     SAY(r, "data: %s; batch %d x %d tokens (%d micro-batches of %d per data x Z rank)%s\n",
         o->data ? o->data : "synthetic Markov stream", o->batch, o->seq, o->grad_accum, r->Bl,

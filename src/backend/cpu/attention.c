@@ -29,7 +29,7 @@ void ax_cpu_attention_forward(float *out, float *lse, const float *qkv, int B, i
         for (int r = 0; r < nq; r++) { mx[r] = -INFINITY; sum[r] = 0; memset(o + (size_t)r * Cl, 0, hd * sizeof(float)); }
         for (int j0 = 0; j0 < i0 + nq; j0 += TL) {
             int nk = T - j0 < TL ? T - j0 : TL;
-            ax_cpu_gemm(0, 1, nq, nk, hd, scale, q, ld, k + (size_t)j0 * ld, ld, 0.0f, S, TL);   /* scores (nq, nk) */
+            ax_cpu_sgemm(0, 1, nq, nk, hd, scale, q, ld, k + (size_t)j0 * ld, ld, 0.0f, S, TL);   /* scores (nq, nk) */
             for (int r = 0; r < nq; r++) {          /* online softmax: rescale what came before */
                 float *s = S + (size_t)r * TL, m = mx[r], add = 0;
                 int lim = visible(i0 + r, j0, nk);
@@ -44,7 +44,7 @@ void ax_cpu_attention_forward(float *out, float *lse, const float *qkv, int B, i
                 }
                 mx[r] = m; sum[r] += add;
             }
-            ax_cpu_gemm(0, 0, nq, hd, nk, 1.0f, S, TL, v + (size_t)j0 * ld, ld, 1.0f, o, Cl);  /* o += p v */
+            ax_cpu_sgemm(0, 0, nq, hd, nk, 1.0f, S, TL, v + (size_t)j0 * ld, ld, 1.0f, o, Cl);  /* o += p v */
         }
         for (int r = 0; r < nq; r++) {
             float inv = 1.0f / sum[r], *orow = o + (size_t)r * Cl;
@@ -78,7 +78,7 @@ void ax_cpu_attention_backward(float *dqkv, const float *dout, const float *out,
             for (int i0 = j0; i0 < T; i0 += TL) {
                 int nq = T - i0 < TL ? T - i0 : TL;
                 const float *qi = q + (size_t)i0 * ld, *dOi = dout + obase + (size_t)i0 * Cl;
-                ax_cpu_gemm(0, 1, nq, nk, hd, scale, qi, ld, kj, ld, 0.0f, P, TL);          /* scores */
+                ax_cpu_sgemm(0, 1, nq, nk, hd, scale, qi, ld, kj, ld, 0.0f, P, TL);          /* scores */
                 for (int r = 0; r < nq; r++) {                                          /* probabilities again */
                     float *p = P + (size_t)r * TL, l = ls[i0 + r];
                     int lim = visible(i0 + r, j0, nk);
@@ -86,15 +86,15 @@ void ax_cpu_attention_backward(float *dqkv, const float *dout, const float *out,
                     for (int j = 0; j < lim; j++) p[j] = ax_expf(p[j] - l);
                     for (int j = lim; j < nk; j++) p[j] = 0.0f;
                 }
-                ax_cpu_gemm(1, 0, nk, hd, nq, 1.0f, P, TL, dOi, Cl, 1.0f, dv + (size_t)j0 * ld, ld);  /* dv += p^T dO */
-                ax_cpu_gemm(0, 1, nq, nk, hd, 1.0f, dOi, Cl, vj, ld, 0.0f, dP, TL);          /* dp = dO v^T */
+                ax_cpu_sgemm(1, 0, nk, hd, nq, 1.0f, P, TL, dOi, Cl, 1.0f, dv + (size_t)j0 * ld, ld);  /* dv += p^T dO */
+                ax_cpu_sgemm(0, 1, nq, nk, hd, 1.0f, dOi, Cl, vj, ld, 0.0f, dP, TL);          /* dp = dO v^T */
                 for (int r = 0; r < nq; r++) {                                          /* softmax backward */
                     float *p = P + (size_t)r * TL, *dp = dP + (size_t)r * TL, d = D[i0 + r];
                     #pragma omp simd
                     for (int j = 0; j < nk; j++) dp[j] = p[j] * (dp[j] - d) * scale;
                 }
-                ax_cpu_gemm(0, 0, nq, hd, nk, 1.0f, dP, TL, kj, ld, 1.0f, dq + (size_t)i0 * ld, ld);  /* dq += ds k */
-                ax_cpu_gemm(1, 0, nk, hd, nq, 1.0f, dP, TL, qi, ld, 1.0f, dk + (size_t)j0 * ld, ld);  /* dk += ds^T q */
+                ax_cpu_sgemm(0, 0, nq, hd, nk, 1.0f, dP, TL, kj, ld, 1.0f, dq + (size_t)i0 * ld, ld);  /* dq += ds k */
+                ax_cpu_sgemm(1, 0, nk, hd, nq, 1.0f, dP, TL, qi, ld, 1.0f, dk + (size_t)j0 * ld, ld);  /* dk += ds^T q */
             }
         }
     }

@@ -9,8 +9,24 @@ extern const ax_backend ax_cpu_backend;
 
 void ax_cpu_set_threads(int n);
 int ax_cpu_threads(void);
-void ax_cpu_gemm(int transA, int transB, int M, int N, int K, float alpha,
-                 const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+/* plain fp32 sgemm (row-major), e.g. for attention's tiles inside a parallel region */
+void ax_cpu_sgemm(int transA, int transB, int M, int N, int K, float alpha,
+                  const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+void ax_cpu_gemm(int batch, float alpha, ax_mat A, int transA, ax_mat B, int transB, float beta, ax_mat C);
+const char *ax_cpu_gemm_kernel(ax_dtype t, int *emulated);
+/* Which library runs GEMMs: AUTO is OpenBLAS for fp32 and oneDNN for bf16
+ * where it has a native kernel (else bf16 widened for OpenBLAS); tests force
+ * one to check each against a reference. A forced DNNL falls back to
+ * OpenBLAS for a problem oneDNN cannot run. */
+typedef enum { AX_GEMM_AUTO, AX_GEMM_BLAS, AX_GEMM_DNNL } ax_gemm_path;
+void ax_cpu_gemm_force(ax_gemm_path p);
+/* oneDNN (gemm_dnnl.c): -1 when oneDNN is absent or has no kernel for the problem */
+int ax_dnnl_gemm(int batch, float alpha, ax_mat A, int transA, ax_mat B, int transB, float beta, ax_mat C);
+int ax_dnnl_available(void);
+const char *ax_dnnl_version(void);
+const char *ax_dnnl_isa(void);
+const char *ax_dnnl_bf16_kernel(void);   /* NULL: no native bf16 matmul on this CPU */
+void ax_cpu_cast(void *dst, ax_dtype dt, const void *src, ax_dtype st, size_t n);
 void ax_cpu_gemm_timing(int on);
 void ax_cpu_gemm_stats(double *seconds, double *flops);
 void ax_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
