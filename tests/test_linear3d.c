@@ -11,8 +11,10 @@
  *
  * Cases per grid: both orientations with bias and a weight block whose size is
  * not a multiple of Gz (zero-padded Z chunks), both orientations with
- * unconstrained sizes, a head-grouped QKV layer (out = 3*in), and a padded
- * output (the LM head: out_pad > out, no bias).
+ * unconstrained sizes, a head-grouped QKV layer (out = 3*in), a grouped-query
+ * QKV layer (fewer key/value heads) and an SwiGLU [gate | up] layer (the
+ * output in parts, nn/shard.h), and a padded output (the LM head: out_pad >
+ * out, no bias).
  *
  * Every case runs in fp32 and in bf16. Under bf16 the serial layer reads W, X
  * and dY rounded to bf16 (db the fp32 dY): the layer must round dY itself, and
@@ -36,7 +38,9 @@ static ax_rng sizes = {SEED, 99, 0};   /* identical sequence on every rank */
 
 typedef struct {
     const char *name;
-    int in, out, out_pad, transposed, heads, bias, mloc;
+    int in, out, out_pad, transposed, bias, mloc;
+    int nparts;
+    int64_t part[3];     /* output parts, each split over Y */
 } lcase;
 
 /* ---- small helpers ---- */
@@ -59,14 +63,19 @@ static float *garbage(long n) {
     return p;
 }
 
-/* Logical output feature of local output column j, or -1 for padding. The QKV
- * order is derived here from its description in shard.h (shard y holds
- * [q | k | v] of its heads), independently of shard.c. */
+/* Logical output feature of local output column j, or -1 for padding. The
+ * order of an output in parts is derived here from its description in
+ * shard.h (shard y holds [part 0's y-th block | part 1's | ...]),
+ * independently of shard.c: walk shard y's columns. */
 static int out_feature(const lcase *c, const ax_linear *L, int j) {
     int coord = c->transposed ? g.x : g.y, p = coord * L->out_l + j;
-    if (c->heads) {
-        int C = c->in, cy = C / g.gy, part = (p % (3 * cy)) / cy;
-        p = part * C + (p / (3 * cy)) * cy + p % cy;
+    if (c->nparts) {
+        int first = 0;
+        for (int i = 0; i < c->nparts; i++) {
+            int w = (int)c->part[i] / g.gy;
+            if (j < w) return first + g.y * w + j;
+            j -= w; first += (int)c->part[i];
+        }
     }
     return p < c->out ? p : -1;
 }
@@ -152,7 +161,7 @@ static void run_case(const lcase *c, const char *grid) {
     int Mtot = g.gd * g.gz * c->mloc, row0 = (g.d * g.gz + g.z) * c->mloc;
     serial s = serial_layer(c, Mtot);
     ax_linear L;
-    ax_linear_init(&L, &g, c->in, c->out, c->out_pad, c->transposed, c->heads);
+    ax_linear_init(&L, &g, c->in, c->out, c->out_pad, c->transposed, c->nparts, c->part);
     int in_l = L.in_l, out_l = L.out_l, in0 = (c->transposed ? g.y : g.x) * in_l;
     int *icol = ax_malloc(in_l * sizeof(int)), *ocol = ax_malloc(out_l * sizeof(int));
     for (int j = 0; j < in_l; j++) icol[j] = in0 + j;
@@ -196,8 +205,8 @@ static void run_case(const lcase *c, const char *grid) {
                    ax_t_reldiff(fW, s.dW, (long)c->out * c->in), c->bias ? ax_t_reldiff(fb, s.db, c->out) : 0};
     const char *what[4] = {"forward y", "dX", "dW", "db"};
     for (int k = 0; k < 4; k++)
-        CHECK(e[k] < TOL, "grid %s, %s %s (in %d out %d pad %d heads %d mloc %d): %s rel diff %.3g",
-              grid, ax_dtype_name(dt), c->name, c->in, c->out, c->out_pad, c->heads, c->mloc, what[k], e[k]);
+        CHECK(e[k] < TOL, "grid %s, %s %s (in %d out %d pad %d parts %d mloc %d): %s rel diff %.3g",
+              grid, ax_dtype_name(dt), c->name, c->in, c->out, c->out_pad, c->nparts, c->mloc, what[k], e[k]);
     CHECK(padding_zero(&L.w, dw), "grid %s, %s: dW chunk padding is not zero", grid, c->name);
 
     float *all[] = {chunk, bias, ws.wblock, ws.gblock, ws.gchunk, x, dy, y, ey, dx, edx, dw, db, fW, fb};
@@ -215,15 +224,24 @@ static lcase plain(const char *name, int transposed, int odd_block) {
     int gin = transposed ? g.gy : g.gx, gout = transposed ? g.gx : g.gy, a, b;
     do { a = rnd(1, 5); b = rnd(1, 5); } while (odd_block && g.gz > 1 && gcd(a * b, g.gz) != 1);
     int mloc = rnd(1, 4);
-    return (lcase){name, gin * a, gout * b, 0, transposed, 0, 1, mloc};
+    return (lcase){name, gin * a, gout * b, 0, transposed, 1, mloc, 0, {0}};
 }
 
-/* heads split over Y, C = heads * hd divisible by Gx */
-static lcase qkv(void) {
+/* heads split over Y, C = heads * hd divisible by Gx; kv_div > 1: grouped-query,
+ * heads / kv_div key/value heads (themselves divisible by Gy) */
+static lcase qkv(int kv_div) {
     int hd = rnd(1, 3);
-    int heads = g.gy * (g.gx / gcd(g.gx, g.gy * hd)) * rnd(1, 2);
+    int heads = kv_div * g.gy * (g.gx / gcd(g.gx, kv_div * g.gy * hd)) * rnd(1, 2), kv = heads / kv_div;
     int mloc = rnd(1, 3);
-    return (lcase){"qkv", heads * hd, 3 * heads * hd, 0, 0, heads, 1, mloc};
+    return (lcase){kv_div > 1 ? "qkv, grouped-query" : "qkv", heads * hd, (heads + 2 * kv) * hd, 0, 0, 1, mloc,
+                   3, {heads * hd, kv * hd, kv * hd}};
+}
+
+/* [gate | up] of F features each, F divisible by Gy; no bias (Llama) */
+static lcase gate_up(void) {
+    int in = g.gx * rnd(1, 3), F = g.gy * rnd(1, 4);
+    int mloc = rnd(1, 3);
+    return (lcase){"gate|up", in, 2 * F, 0, 0, 0, mloc, 2, {F, F}};
 }
 
 /* the tied LM head: vocabulary rows padded to a multiple of Gy, no bias; the
@@ -233,7 +251,7 @@ static lcase padded(void) {
     int pad = rnd(1, out_pad - 1 < g.gy + 1 ? out_pad - 1 : g.gy + 1);
     int in = g.gx * rnd(1, 4);
     int mloc = rnd(1, 3);
-    return (lcase){"padded", in, out_pad - pad, out_pad, 0, 0, 0, mloc};
+    return (lcase){"padded", in, out_pad - pad, out_pad, 0, 0, mloc, 0, {0}};
 }
 
 static void run_grid(int D, int X, int Y, int Z) {
@@ -247,7 +265,9 @@ static void run_grid(int D, int X, int Y, int Z) {
         c = plain("transposed, chunk padding", 1, 1); run_case(&c, grid);
         c = plain("non-transposed", 0, 0); run_case(&c, grid);
         c = plain("transposed", 1, 0); run_case(&c, grid);
-        c = qkv(); run_case(&c, grid);
+        c = qkv(1); run_case(&c, grid);
+        c = qkv(rnd(2, 3)); run_case(&c, grid);
+        c = gate_up(); run_case(&c, grid);
         c = padded(); run_case(&c, grid);
     }
     ax_grid_free(&g);

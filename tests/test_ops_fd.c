@@ -1,5 +1,6 @@
 /* Finite-difference checks of the backward of every single-rank op
- * (LayerNorm, GELU, attention, cross-entropy, embedding, linear) on a 1-rank
+ * (LayerNorm, RMSNorm, GELU, SwiGLU, rotary embeddings, attention with and
+ * without grouped-query heads, cross-entropy, embedding, linear) on a 1-rank
  * grid. The scalar under test is L = sum(out * R) for a fixed random R (the
  * cross-entropy: its own weighted loss), accumulated in double; the numeric
  * gradient is a central difference with a fp32 step of about 1e-3.
@@ -15,6 +16,7 @@
 #include "nn/layernorm.h"
 #include "nn/linear.h"
 #include "nn/loss.h"
+#include "nn/rope.h"
 #include "util/err.h"
 #include "util/rng.h"
 #include <omp.h>
@@ -110,7 +112,7 @@ typedef struct { int M, C; float *x, *w, *b, *R, *out, *mean, *rstd, *scratch; }
 
 static double ln_loss(void *v) {
     ln_ctx *c = v;
-    ax_layernorm_forward(&g.X, c->out, c->mean, c->rstd, c->x, c->w, c->b, c->M, c->C, c->C, c->scratch);
+    ax_layernorm_forward(&g.X, c->out, c->mean, c->rstd, c->x, c->w, c->b, c->M, c->C, c->C, 1e-5f, c->scratch);
     return dot(c->out, c->R, (long)c->M * c->C);
 }
 
@@ -131,6 +133,109 @@ static void test_layernorm(void) {
     fd_check("layernorm db", ln_loss, &c, c.b, ab, C);
     float *all[] = {c.x, c.w, c.b, c.R, c.out, c.mean, c.rstd, c.scratch, bx, bw, bb, dx, dw, db, ax, aw, ab};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+}
+
+/* ---- RMSNorm: dx, dw ---- */
+
+static double rms_loss(void *v) {
+    ln_ctx *c = v;
+    ax_rmsnorm_forward(&g.X, c->out, c->rstd, c->x, c->w, c->M, c->C, c->C, 1e-6f);
+    return dot(c->out, c->R, (long)c->M * c->C);
+}
+
+static void test_rmsnorm(void) {
+    enum { M = 7, C = 10 };
+    ln_ctx c = {M, C, randn(M * C, 1.0), randn(C, 1.0), NULL, randn(M * C, 1.0),
+                filled(M * C, 0), NULL, filled(M, 0), filled(M, 0)};
+    for (int i = 0; i < M; i++)   /* rows of different scales */
+        for (int j = 0; j < C; j++) c.x[i * C + j] *= 0.3f + 0.4f * i;
+    rms_loss(&c);
+    double worst = 0;   /* the definition, in double */
+    for (int i = 0; i < M; i++) {
+        double ss = 0;
+        for (int j = 0; j < C; j++) ss += (double)c.x[i * C + j] * c.x[i * C + j];
+        for (int j = 0; j < C; j++)
+            worst = fmax(worst, fabs(c.x[i * C + j] / sqrt(ss / C + 1e-6) * c.w[j] - c.out[i * C + j]));
+    }
+    CHECK(worst < 1e-5, "rmsnorm forward off the definition by %.3g", worst);
+    float *bx = randn(M * C, 1.0), *bw = randn(C, 1.0);
+    float *dx = copy_of(bx, M * C), *dw = copy_of(bw, C);
+    ax_rmsnorm_backward(&g.X, dx, dw, c.R, c.x, c.w, c.rstd, M, C, C, c.scratch);
+    float *ax = added(dx, bx, M * C), *aw = added(dw, bw, C);
+    fd_check("rmsnorm dx", rms_loss, &c, c.x, ax, M * C);
+    fd_check("rmsnorm dw", rms_loss, &c, c.w, aw, C);
+    float *all[] = {c.x, c.w, c.R, c.out, c.rstd, c.scratch, bx, bw, dx, dw, ax, aw};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+}
+
+/* ---- SwiGLU: d[gate | up] ---- */
+
+typedef struct { int M, F; float *gu, *R, *out; } swiglu_ctx;
+
+static double swiglu_loss(void *v) {
+    swiglu_ctx *c = v;
+    ax_swiglu_forward(c->out, c->gu, c->M, c->F);
+    return dot(c->out, c->R, (long)c->M * c->F);
+}
+
+static void test_swiglu(void) {
+    enum { M = 5, F = 7 };
+    swiglu_ctx c = {M, F, randn(M * 2 * F, 2.5), randn(M * F, 1.0), filled(M * F, 0)};
+    c.gu[0] = 0.0f; c.gu[1] = -9.0f; c.gu[2] = 9.0f;
+    swiglu_loss(&c);
+    double worst = 0;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < F; j++) {
+            double gt = c.gu[i * 2 * F + j], up = c.gu[i * 2 * F + F + j];
+            worst = fmax(worst, fabs(gt / (1 + exp(-gt)) * up - c.out[i * F + j]));
+        }
+    CHECK(worst < 1e-5, "swiglu forward off silu(gate) * up by %.3g", worst);
+    float *d = filled(M * 2 * F, GARBAGE);
+    ax_swiglu_backward(d, c.gu, c.R, M, F);
+    fd_check("swiglu d[gate|up]", swiglu_loss, &c, c.gu, d, M * 2 * F);
+    free(c.gu); free(c.R); free(c.out); free(d);
+}
+
+/* ---- rotary embeddings: dx; the rotation itself against its definition ---- */
+
+typedef struct { ax_rope r; int M, T, ld, nh; float *x, *y, *R; } rope_ctx;
+
+static double rope_loss(void *v) {
+    rope_ctx *c = v;
+    memcpy(c->y, c->x, sizeof(float) * c->M * c->ld);
+    ax_rope_forward(&c->r, c->y, c->ld, c->M, c->T, NULL, c->nh);
+    return dot(c->y, c->R, (long)c->M * c->ld);
+}
+
+static void test_rope(int llama3) {
+    enum { T = 6, M = 2 * T, hd = 8, nh = 3, ld = nh * hd + 5 };   /* 5 columns after the heads: untouched */
+    ax_gpt_config cfg = {.block_size = T, .rope_theta = 500.0};
+    if (llama3) { cfg.rope_factor = 8; cfg.rope_low_freq = 1; cfg.rope_high_freq = 4; cfg.rope_orig_pos = 16; }
+    rope_ctx c = {.M = M, .T = T, .ld = ld, .nh = nh, .x = randn(M * ld, 1.0), .y = filled(M * ld, 0), .R = randn(M * ld, 1.0)};
+    ax_rope_init(&c.r, &cfg, hd);
+    rope_loss(&c);
+    double f[hd / 2], worst = 0;
+    for (int k = 0; k < hd / 2; k++) {   /* theta^(-2k/hd), and Llama 3's rescaling by wavelength */
+        f[k] = pow(500.0, -2.0 * k / hd);
+        double wl = 2 * M_PI / f[k];
+        if (llama3 && wl > 16.0) f[k] /= 8;
+        else if (llama3 && wl >= 4.0) { double sm = (16.0 / wl - 1) / 3; f[k] = (1 - sm) * f[k] / 8 + sm * f[k]; }
+    }
+    for (int i = 0; i < M; i++) {
+        for (int h = 0; h < nh; h++)
+            for (int k = 0; k < hd / 2; k++) {
+                double a = c.x[i * ld + h * hd + k], b = c.x[i * ld + h * hd + hd / 2 + k], t = (i % T) * f[k];
+                worst = fmax(worst, fabs(a * cos(t) - b * sin(t) - c.y[i * ld + h * hd + k]));
+                worst = fmax(worst, fabs(b * cos(t) + a * sin(t) - c.y[i * ld + h * hd + hd / 2 + k]));
+            }
+        for (int j = nh * hd; j < ld; j++) worst = fmax(worst, fabs(c.x[i * ld + j] - c.y[i * ld + j]));
+    }
+    CHECK(worst < 1e-5, "rope%s off the rotation by %.3g", llama3 ? " (llama3 scaling)" : "", worst);
+    float *dx = copy_of(c.R, M * ld);
+    ax_rope_backward(&c.r, dx, ld, M, T, NULL, nh);
+    fd_check(llama3 ? "rope dx (llama3)" : "rope dx", rope_loss, &c, c.x, dx, M * ld);
+    ax_rope_free(&c.r);
+    free(c.x); free(c.y); free(c.R); free(dx);
 }
 
 /* ---- GELU ---- */
@@ -159,24 +264,27 @@ static void test_gelu(void) {
 
 /* ---- attention: dqkv ---- */
 
-typedef struct { int B, T, H, hd; float *qkv, *R, *out, *lse, *scratch; } att_ctx;
+typedef struct { int B, T, H, KV, hd; float *qkv, *R, *out, *lse, *scratch; } att_ctx;
 
 static double att_loss(void *v) {
     att_ctx *c = v;
-    ax_attention_forward(c->out, c->lse, c->qkv, c->B, c->T, c->H, c->hd, c->scratch, 1);
+    ax_attention_forward(c->out, c->lse, c->qkv, c->B, c->T, c->H, c->KV, c->hd, c->scratch, 1);
     return dot(c->out, c->R, (long)c->B * c->T * c->H * c->hd);
 }
 
 /* Textbook causal attention in double: softmax(q k^T / sqrt(hd)) v, and its
- * backward, over whole (T, T) maps. The tiled kernel must agree with it. */
-static void naive_attention(const float *qkv, const float *dout, int B, int T, int H, int hd, double *out, double *dqkv) {
-    int C = H * hd, ld = 3 * C;
+ * backward, over whole (T, T) maps; query head h reads key/value head
+ * h / (H / KV). The tiled kernel must agree with it. */
+static void naive_attention(const float *qkv, const float *dout, int B, int T, int H, int KV, int hd, double *out,
+                            double *dqkv) {
+    int C = H * hd, ld = (H + 2 * KV) * hd;
     double *P = malloc(sizeof(double) * T * T), *dP = malloc(sizeof(double) * T * T), sc = 1.0 / sqrt(hd);
     memset(dqkv, 0, sizeof(double) * B * T * ld);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
-            const float *q = qkv + (size_t)b * T * ld + h * hd, *k = q + C, *v = q + 2 * C, *dO = dout + (size_t)b * T * C + h * hd;
-            double *dq = dqkv + (size_t)b * T * ld + h * hd, *dk = dq + C, *dv = dq + 2 * C;
+            size_t kvo = (size_t)b * T * ld + C + (h / (H / KV)) * hd;
+            const float *q = qkv + (size_t)b * T * ld + h * hd, *k = qkv + kvo, *v = k + KV * hd, *dO = dout + (size_t)b * T * C + h * hd;
+            double *dq = dqkv + (size_t)b * T * ld + h * hd, *dk = dqkv + kvo, *dv = dk + KV * hd;
             for (int i = 0; i < T; i++) {
                 double mx = -1e300, s = 0;
                 for (int j = 0; j <= i; j++) {
@@ -218,43 +326,47 @@ static double reldiff_d(const float *a, const double *b, long n) {
     return sqrt(num / den);
 }
 
-static void test_attention(void) {
-    {   /* one tile: finite differences */
-        enum { B = 2, T = 5, H = 2, hd = 3, C = H * hd };
-        att_ctx c = {B, T, H, hd, randn(B * T * 3 * C, 1.0), randn(B * T * C, 1.0),
+/* KV < H: grouped-query attention */
+static void test_attention(int KV) {
+    for (int kv1 = KV; kv1 == KV; kv1++) {   /* one tile: finite differences */
+        enum { B = 2, T = 5, H = 2 * 2, hd = 3, C = H * hd };
+        long nq = (long)B * T * (H + 2 * kv1) * hd;
+        att_ctx c = {B, T, H, kv1, hd, randn(nq, 1.0), randn(B * T * C, 1.0),
                      filled(B * T * C, 0), filled(B * H * T, 0), filled(ax_attention_scratch(T), GARBAGE)};
         att_loss(&c);
-        float *dqkv = filled(B * T * 3 * C, GARBAGE);
-        ax_attention_backward(dqkv, c.R, c.out, c.lse, c.qkv, B, T, H, hd, c.scratch, 1);
-        fd_check("attention dqkv", att_loss, &c, c.qkv, dqkv, B * T * 3 * C);
+        float *dqkv = filled(nq, GARBAGE);
+        ax_attention_backward(dqkv, c.R, c.out, c.lse, c.qkv, B, T, H, kv1, hd, c.scratch, 1);
+        fd_check(kv1 < H ? "attention dqkv (GQA)" : "attention dqkv", att_loss, &c, c.qkv, dqkv, nq);
         free(c.qkv); free(c.R); free(c.out); free(c.lse); free(c.scratch); free(dqkv);
     }
     /* several tiles, the last one partial: the double-precision textbook
      * attention, within 1e-5 norm-wise (fp32 sums in another order; a wrong
      * tile, mask or rescaling is off by far more) */
-    enum { B = 2, T = 2 * 64 + 22, H = 3, hd = 8, C = H * hd };   /* the CPU backend's tiles are 64 */
-    long nq = (long)B * T * 3 * C, no = (long)B * T * C;
+    enum { B = 2, T = 2 * 64 + 22, H = 4, hd = 8, C = H * hd };   /* the CPU backend's tiles are 64 */
+    int ld = (H + 2 * KV) * hd;
+    long nq = (long)B * T * ld, no = (long)B * T * C;
     float *qkv = randn(nq, 1.5), *dout = randn(no, 1.0), *lse = filled(B * H * T, GARBAGE);
     float *out1 = filled(no, GARBAGE), *out2 = filled(no, GARBAGE), *dq1 = filled(nq, GARBAGE), *dq2 = filled(nq, GARBAGE);
     float *scratch = filled(2 * ax_attention_scratch(T), GARBAGE);
     double *rout = malloc(sizeof(double) * no), *rdq = malloc(sizeof(double) * nq);
-    naive_attention(qkv, dout, B, T, H, hd, rout, rdq);
-    ax_attention_forward(out1, lse, qkv, B, T, H, hd, scratch, 1);
-    ax_attention_backward(dq1, dout, out1, lse, qkv, B, T, H, hd, scratch, 1);
+    naive_attention(qkv, dout, B, T, H, KV, hd, rout, rdq);
+    ax_attention_forward(out1, lse, qkv, B, T, H, KV, hd, scratch, 1);
+    ax_attention_backward(dq1, dout, out1, lse, qkv, B, T, H, KV, hd, scratch, 1);
     double eo = reldiff_d(out1, rout, no), eg = reldiff_d(dq1, rdq, nq);
-    printf("attention T=%d (%d tiles): out %.2g, dqkv %.2g relative to the double reference\n", T, (T + 63) / 64, eo, eg);
+    printf("attention T=%d (%d tiles), %d query / %d key-value heads: out %.2g, dqkv %.2g relative to the double reference\n",
+           T, (T + 63) / 64, H, KV, eo, eg);
     CHECK(eo < 1e-5, "tiled attention output differs from the reference: %.3g", eo);
     CHECK(eg < 1e-5, "tiled attention dqkv differs from the reference: %.3g", eg);
     /* one thread or two: the same bits (each unit of work belongs to one thread) */
-    ax_attention_forward(out2, lse, qkv, B, T, H, hd, scratch, 2);
-    ax_attention_backward(dq2, dout, out2, lse, qkv, B, T, H, hd, scratch, 2);
+    ax_attention_forward(out2, lse, qkv, B, T, H, KV, hd, scratch, 2);
+    ax_attention_backward(dq2, dout, out2, lse, qkv, B, T, H, KV, hd, scratch, 2);
     CHECK(!memcmp(out1, out2, no * sizeof(float)) && !memcmp(dq1, dq2, nq * sizeof(float)),
           "attention with 2 threads differs from 1 thread");
     /* causal: changing the last query's k and v (and all later rows of the
      * first sequence's second half) leaves the earlier outputs unchanged */
     int cut = 64 + 3;
-    for (long i = (long)cut * 3 * C; i < (long)T * 3 * C; i++) qkv[i] += 0.5f;
-    ax_attention_forward(out2, lse, qkv, B, T, H, hd, scratch, 1);
+    for (long i = (long)cut * ld; i < (long)T * ld; i++) qkv[i] += 0.5f;
+    ax_attention_forward(out2, lse, qkv, B, T, H, KV, hd, scratch, 1);
     CHECK(!memcmp(out1, out2, (size_t)cut * C * sizeof(float)), "outputs before position %d depend on later tokens", cut);
     CHECK(memcmp(out1 + (size_t)cut * C, out2 + (size_t)cut * C, (size_t)C * sizeof(float)), "the perturbation changed nothing");
     free(qkv); free(dout); free(lse); free(out1); free(out2); free(dq1); free(dq2); free(scratch); free(rout); free(rdq);
@@ -358,7 +470,7 @@ static double lin_loss(void *v) {
 static void test_linear(int transposed) {
     enum { M = 7, IN = 10, OUT = 6 };
     lin_ctx c;
-    ax_linear_init(&c.L, &g, IN, OUT, 0, transposed, 0);
+    ax_linear_init(&c.L, &g, IN, OUT, 0, transposed, 0, NULL);
     c.M = M;
     long nw = ax_shard_numel(&c.L.w, &g);
     c.w = randn(nw, 0.5); c.b = randn(OUT, 1.0); c.x = randn(M * IN, 1.0); c.R = randn(M * OUT, 1.0);
@@ -382,8 +494,13 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     if (ax_grid_init(&g, MPI_COMM_WORLD, 1, 1, 1, 1)) ax_err_exit(1);
     test_layernorm();
+    test_rmsnorm();
     test_gelu();
-    test_attention();
+    test_swiglu();
+    test_rope(0);
+    test_rope(1);
+    test_attention(4);
+    test_attention(2);
     test_xent();
     test_embedding(0);
     test_embedding(1);

@@ -26,11 +26,27 @@
 extern "C" {
 #endif
 
-/* GPT-2 architecture hyper-parameters (Hugging Face GPT2Config names). */
+/* Architecture kinds of a decoder-only transformer: GPT-2 (LayerNorm with
+ * bias, GELU MLP, learned positions, biases, tied embeddings) and Llama
+ * (RMSNorm, SwiGLU MLP, rotary positions, no biases, grouped-query attention,
+ * tied or untied embeddings). */
+enum { AX_ARCH_GPT2 = 0, AX_ARCH_LLAMA = 1 };
+
+/* Architecture hyper-parameters (Hugging Face config.json names in comments).
+ * Zero-initialised fields take GPT-2's (or the architecture's) defaults. */
 typedef struct {
-    int n_layer, n_head, n_embd;
-    int block_size;    /* n_positions */
+    int n_layer, n_head, n_embd;  /* num_hidden_layers, num_attention_heads, hidden_size */
+    int block_size;    /* n_positions / max_position_embeddings */
     int vocab_size;    /* logical; padded internally as the grid needs, never visible */
+    int arch;          /* AX_ARCH_*: the layer's kinds, and the tensor names in files */
+    int n_kv_head;     /* num_key_value_heads (0: n_head) */
+    int n_inner;       /* MLP width, intermediate_size (0: 4 n_embd) */
+    int untied;        /* Llama: tie_word_embeddings false, the LM head its own matrix */
+    float norm_eps;    /* layer_norm_epsilon / rms_norm_eps (0: 1e-5) */
+    double rope_theta; /* 0: 10000 */
+    /* rope_scaling of type "llama3" (rope_factor 0: none) */
+    double rope_factor, rope_low_freq, rope_high_freq;
+    int rope_orig_pos;
 } ax_gpt_config;
 
 /* Options of one training run; ax_train_defaults fills every field. */

@@ -65,20 +65,33 @@ typedef struct ax_backend {
     /* dst = src converted; to bf16 rounds to nearest even (NaN stays NaN) */
     void (*cast)(void *dst, ax_dtype dt, const void *src, ax_dtype st, size_t n);
 
-    /* LayerNorm over rows split in columns: x, out (M, Cl), C = all columns; eps 1e-5 */
+    /* LayerNorm over rows split in columns: x, out (M, Cl), C = all columns */
     void (*layernorm_forward)(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
-                              int M, int Cl, int C, float *scratch /* M */, const ax_reducer *X);
+                              int M, int Cl, int C, float eps, float *scratch /* M */, const ax_reducer *X);
     /* dx, dw, db accumulate (+=); scratch 2*M */
     void (*layernorm_backward)(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
                                const float *mean, const float *rstd, int M, int Cl, int C, float *scratch,
                                const ax_reducer *X);
+    /* RMSNorm (no centring, no bias): out = x / rms(x) * w; dx, dw accumulate; scratch M */
+    void (*rmsnorm_forward)(float *out, float *rstd, const float *x, const float *w, int M, int Cl, int C, float eps,
+                            const ax_reducer *X);
+    void (*rmsnorm_backward)(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
+                             int M, int Cl, int C, float *scratch, const ax_reducer *X);
     void (*gelu_forward)(float *out, const float *x, size_t n);
     void (*gelu_backward)(float *dx, const float *x, const float *dout, size_t n);   /* dx may alias dout */
+    /* SwiGLU: gu (M, 2F) rows [gate | up], out (M, F) = silu(gate) * up; dgu overwritten */
+    void (*swiglu_forward)(float *out, const float *gu, int M, int F);
+    void (*swiglu_backward)(float *dgu, const float *gu, const float *dout, int M, int F);
+    /* rotary embedding in place on nh heads of hd at the start of each of M rows
+     * (row stride ld), at position pos[i] (i % T when pos is NULL); cs (positions,
+     * hd/2 pairs of cos, sin); sign -1 rotates back (the backward) */
+    void (*rope)(float *x, int ld, int M, int T, const int32_t *pos, int nh, int hd, const float *cs, float sign);
     void (*add)(float *y, const float *x, size_t n);                                  /* y += x */
     void (*bias_add)(float *y, const float *bias, int M, int n);                      /* rows of y += bias */
     void (*bias_grad)(float *db, const float *dy, int M, int n);                      /* db += column sums */
     /* token rows [v0, v0+Vl) of the table, zeros elsewhere, completed over the
-     * vocabulary group, plus position rows pos[i] (i % T when pos is NULL) */
+     * vocabulary group, plus position rows pos[i] (i % T when pos is NULL;
+     * none when wpe, and in backward dwpe, is NULL) */
     void (*embedding_forward)(float *out, const int32_t *tokens, const int32_t *pos, const float *wte, const float *wpe,
                               int M, int T, int v0, int Vl, int Cl, const ax_reducer *Y);
     void (*embedding_backward)(float *dwte, float *dwpe, const float *dout, const int32_t *tokens, const int32_t *pos,
@@ -86,16 +99,17 @@ typedef struct ax_backend {
     /* vocabulary-parallel cross-entropy; logits become their gradient when dscale != 0 */
     void (*xent)(float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
                  int V, float dscale, float *scratch /* 3*M */, const ax_reducer *Y);
-    /* causal attention of Hl heads: qkv (B*T, 3*Hl*hd), out (B*T, Hl*hd), lse (B, Hl, T) */
+    /* causal attention of Hl query heads over KVl key/value heads (Hl a multiple):
+     * qkv (B*T, (Hl + 2 KVl) hd) rows [q | k | v], out (B*T, Hl*hd), lse (B, Hl, T) */
     size_t (*attention_scratch)(int T);              /* floats per thread */
-    void (*attention_forward)(float *out, float *lse, const float *qkv, int B, int T, int Hl, int hd,
+    void (*attention_forward)(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
                               float *scratch, int nthr);
     void (*attention_backward)(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
-                               int B, int T, int Hl, int hd, float *scratch, int nthr);
-    /* one new query per row over a KV cache (nb rows, cache (rows, Hl, Tmax, hd)
+                               int B, int T, int Hl, int KVl, int hd, float *scratch, int nthr);
+    /* one new query per row over a KV cache (nb rows, cache (rows, KVl, Tmax, hd)
      * of this layer); the row's new key and value are appended at len[b] */
     void (*attention_decode)(float *out, const float *qkv, float *kc, float *vc, const int *len,
-                             int nb, int Hl, int hd, int Tmax);
+                             int nb, int Hl, int KVl, int hd, int Tmax);
     /* AdamW on n elements: m, v moments; w = w*decay - lr*mhat/(sqrt(vhat)+eps) */
     void (*adamw)(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2,
                   float c1, float c2, float lr, float eps, float decay);

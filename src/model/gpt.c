@@ -1,4 +1,4 @@
-/* GPT-2 model on the 4D grid: parameter table, forward and backward. */
+/* The transformer on the 4D grid (GPT-2 or Llama): parameter table, forward and backward. */
 #include "model/gpt.h"
 #include "backend/backend.h"
 #include "nn/activation.h"
@@ -6,6 +6,7 @@
 #include "nn/embedding.h"
 #include "nn/layernorm.h"
 #include "nn/loss.h"
+#include "nn/rope.h"
 #include "util/err.h"
 #include "util/rng.h"
 #include <math.h>
@@ -14,63 +15,116 @@
 #include <string.h>
 
 static int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
+static int kv_heads(const ax_gpt_config *c) { return c->n_kv_head ? c->n_kv_head : c->n_head; }
+static int inner(const ax_gpt_config *c) { return c->n_inner ? c->n_inner : 4 * c->n_embd; }
+
+void ax_gpt_config_defaults(ax_gpt_config *c) {
+    if (!c->n_kv_head) c->n_kv_head = c->n_head;
+    if (!c->n_inner) c->n_inner = 4 * c->n_embd;
+    if (!(c->norm_eps > 0)) c->norm_eps = 1e-5f;
+    if (c->arch == AX_ARCH_LLAMA && !(c->rope_theta > 0)) c->rope_theta = 10000.0;
+}
 
 int64_t ax_gpt_num_params(const ax_gpt_config *c) {
-    int64_t C = c->n_embd;
-    return (int64_t)c->vocab_size * C + (int64_t)c->block_size * C + 2 * C +
-           (int64_t)c->n_layer * (12 * C * C + 13 * C);
+    int64_t C = c->n_embd, F = inner(c), V = c->vocab_size, hd = C / (c->n_head ? c->n_head : 1);
+    int64_t qkv = (c->n_head + 2 * kv_heads(c)) * hd;
+    if (c->arch == AX_ARCH_LLAMA)   /* RMSNorm weights, no biases, SwiGLU's three matrices */
+        return V * C * (c->untied ? 2 : 1) + C + c->n_layer * (2 * C + C * qkv + C * C + 3 * C * F);
+    return V * C + (int64_t)c->block_size * C + 2 * C +
+           c->n_layer * (4 * C + C * qkv + qkv + C * C + C + 2 * C * F + F + C);
 }
 
 int ax_gpt_check_grid(const ax_gpt_config *c, const ax_grid *g) {
-    int C = c->n_embd;
-    if (c->n_layer < 1 || c->n_head < 1 || C < 1 || c->block_size < 1 || c->vocab_size < 2)
-        return AX_ERR("model: n_layer, n_head, n_embd, n_positions must be >= 1 and vocab_size >= 2");
+    int C = c->n_embd, KV = kv_heads(c), llama = c->arch == AX_ARCH_LLAMA;
+    if (c->n_layer < 1 || c->n_head < 1 || C < 1 || c->block_size < 1 || c->vocab_size < 2 || KV < 1 || inner(c) < 1)
+        return AX_ERR("model: n_layer, n_head, n_kv_head, n_embd, n_inner, n_positions must be >= 1 and vocab_size >= 2");
+    if (c->arch != AX_ARCH_GPT2 && !llama) return AX_ERR("model: unknown architecture %d", c->arch);
     if (C % c->n_head)
         return AX_ERR("model: n_embd %d is not divisible by n_head %d", C, c->n_head);
+    if (c->n_head % KV)
+        return AX_ERR("model: n_head %d is not divisible by n_kv_head %d (grouped-query attention)", c->n_head, KV);
+    if (llama && (C / c->n_head) % 2)
+        return AX_ERR("model: head size %d is odd (rotary embeddings rotate pairs)", C / c->n_head);
     if (c->n_head % g->gy)
         return AX_ERR("--grid: n_head %d is not divisible by G_y = %d (heads are split over Y)", c->n_head, g->gy);
+    if (KV % g->gy)
+        return AX_ERR("--grid: n_kv_head %d is not divisible by G_y = %d (key/value heads are split over Y)", KV, g->gy);
+    if (inner(c) % g->gy)
+        return AX_ERR("--grid: n_inner %d is not divisible by G_y = %d", inner(c), g->gy);
     if (C % g->gx)
         return AX_ERR("--grid: n_embd %d is not divisible by G_x = %d", C, g->gx);
     return 0;
 }
 
-static void add_param(ax_gpt *m, int id, const char *name, ax_shard s, int hf_t, int decay) {
+typedef struct { int k; const char *name; const ax_shard *sh; int hf_t, decay; double std; int one; } slot;
+
+static void add_param(ax_gpt *m, int id, const char *name, const ax_shard *s, int hf_t, int decay, double std, int one) {
     ax_param *p = &m->p[id];
     snprintf(p->name, sizeof p->name, "%s", name);
-    p->shard = s; p->hf_transposed = hf_t; p->decay = decay;
-    p->numel = ax_shard_numel(&s, m->g);
+    p->present = 1;
+    p->shard = *s; p->hf_transposed = hf_t; p->decay = decay;
+    p->init_std = std; p->init_one = one;
+    p->numel = ax_shard_numel(s, m->g);
+}
+
+/* a fused tensor stored as parts: rows of each source tensor, in order */
+static void add_sources(ax_param *p, const char *fmt, int l, const char *const *names, const int64_t *rows, int n) {
+    p->nsrc = n;
+    for (int i = 0; i < n; i++) {
+        snprintf(p->src[i], sizeof p->src[i], fmt, l, names[i]);
+        p->src_rows[i] = rows[i];
+    }
 }
 
 static void build_table(ax_gpt *m) {
     const ax_gpt_config *c = &m->cfg;
-    int C = c->n_embd, L = c->n_layer;
+    int C = c->n_embd, L = c->n_layer, llama = c->arch == AX_ARCH_LLAMA;
+    double std = 0.02, res_std = llama ? 0.02 : 0.02 / sqrt(2.0 * L);   /* GPT-2 scales residual projections */
     char n[64];
-    m->np = 4 + L * AX_P_PER_LAYER;
+    m->np = 5 + L * AX_P_PER_LAYER;
     m->p = ax_calloc(m->np, sizeof(ax_param));
     ax_shard vec_x = {.rows = 1, .cols = C, .col_axis = AX_AXIS_X};
-    add_param(m, 0, "wte.weight", m->lmhead.w, 0, 1);
-    add_param(m, 1, "wpe.weight", (ax_shard){.rows = c->block_size, .cols = C, .col_axis = AX_AXIS_X}, 0, 1);
+    add_param(m, 0, llama ? "model.embed_tokens.weight" : "wte.weight", &m->lmhead.w, 0, 1, std, 0);
+    if (!llama) {
+        ax_shard wpe = {.rows = c->block_size, .cols = C, .col_axis = AX_AXIS_X};
+        add_param(m, 1, "wpe.weight", &wpe, 0, 1, std, 0);
+    }
     for (int l = 0; l < L; l++) {
-        struct { int k; const char *s; ax_shard sh; int t, d; } e[AX_P_PER_LAYER] = {
-            {AX_P_LN1W, "ln_1.weight", vec_x, 0, 0}, {AX_P_LN1B, "ln_1.bias", vec_x, 0, 0},
-            {AX_P_QKVW, "attn.c_attn.weight", m->qkv.w, 1, 1}, {AX_P_QKVB, "attn.c_attn.bias", m->qkv.b, 0, 0},
-            {AX_P_PROJW, "attn.c_proj.weight", m->proj.w, 1, 1}, {AX_P_PROJB, "attn.c_proj.bias", m->proj.b, 0, 0},
-            {AX_P_LN2W, "ln_2.weight", vec_x, 0, 0}, {AX_P_LN2B, "ln_2.bias", vec_x, 0, 0},
-            {AX_P_FCW, "mlp.c_fc.weight", m->fc.w, 1, 1}, {AX_P_FCB, "mlp.c_fc.bias", m->fc.b, 0, 0},
-            {AX_P_FCPW, "mlp.c_proj.weight", m->fcproj.w, 1, 1}, {AX_P_FCPB, "mlp.c_proj.bias", m->fcproj.b, 0, 0},
+        slot gpt2[] = {
+            {AX_P_LN1W, "ln_1.weight", &vec_x, 0, 0, 0, 1}, {AX_P_LN1B, "ln_1.bias", &vec_x, 0, 0, 0, 0},
+            {AX_P_QKVW, "attn.c_attn.weight", &m->qkv.w, 1, 1, std, 0}, {AX_P_QKVB, "attn.c_attn.bias", &m->qkv.b, 0, 0, 0, 0},
+            {AX_P_PROJW, "attn.c_proj.weight", &m->proj.w, 1, 1, res_std, 0}, {AX_P_PROJB, "attn.c_proj.bias", &m->proj.b, 0, 0, 0, 0},
+            {AX_P_LN2W, "ln_2.weight", &vec_x, 0, 0, 0, 1}, {AX_P_LN2B, "ln_2.bias", &vec_x, 0, 0, 0, 0},
+            {AX_P_FCW, "mlp.c_fc.weight", &m->fc.w, 1, 1, std, 0}, {AX_P_FCB, "mlp.c_fc.bias", &m->fc.b, 0, 0, 0, 0},
+            {AX_P_FCPW, "mlp.c_proj.weight", &m->fcproj.w, 1, 1, res_std, 0}, {AX_P_FCPB, "mlp.c_proj.bias", &m->fcproj.b, 0, 0, 0, 0},
+        }, llama_slots[] = {
+            {AX_P_LN1W, "input_layernorm.weight", &vec_x, 0, 0, 0, 1},
+            {AX_P_QKVW, "self_attn.qkv_proj.weight", &m->qkv.w, 0, 1, std, 0},
+            {AX_P_PROJW, "self_attn.o_proj.weight", &m->proj.w, 0, 1, std, 0},
+            {AX_P_LN2W, "post_attention_layernorm.weight", &vec_x, 0, 0, 0, 1},
+            {AX_P_FCW, "mlp.gate_up_proj.weight", &m->fc.w, 0, 1, std, 0},
+            {AX_P_FCPW, "mlp.down_proj.weight", &m->fcproj.w, 0, 1, std, 0},
         };
-        for (int k = 0; k < AX_P_PER_LAYER; k++) {
-            snprintf(n, sizeof n, "h.%d.%s", l, e[k].s);
-            add_param(m, AX_PID(l, e[k].k), n, e[k].sh, e[k].t, e[k].d);
+        const slot *e = llama ? llama_slots : gpt2;
+        int ns = llama ? (int)(sizeof llama_slots / sizeof *llama_slots) : AX_P_PER_LAYER;
+        for (int k = 0; k < ns; k++) {
+            snprintf(n, sizeof n, llama ? "model.layers.%d.%s" : "h.%d.%s", l, e[k].name);
+            add_param(m, AX_PID(l, e[k].k), n, e[k].sh, e[k].hf_t, e[k].decay, e[k].std, e[k].one);
+        }
+        if (llama) {   /* files keep q, k, v and gate, up apart */
+            static const char *const qkv[] = {"q_proj", "k_proj", "v_proj"}, *const gu[] = {"gate_proj", "up_proj"};
+            add_sources(&m->p[AX_PID(l, AX_P_QKVW)], "model.layers.%d.self_attn.%s.weight", l, qkv, m->qkv.w.part, 3);
+            add_sources(&m->p[AX_PID(l, AX_P_FCW)], "model.layers.%d.mlp.%s.weight", l, gu, m->fc.w.part, 2);
         }
     }
-    add_param(m, m->np - 2, "ln_f.weight", vec_x, 0, 0);
-    add_param(m, m->np - 1, "ln_f.bias", vec_x, 0, 0);
+    add_param(m, AX_PID_LNFW(m), llama ? "model.norm.weight" : "ln_f.weight", &vec_x, 0, 0, 0, 1);
+    if (!llama) add_param(m, AX_PID_LNFB(m), "ln_f.bias", &vec_x, 0, 0, 0, 0);
+    if (c->untied) add_param(m, AX_PID_HEAD(m), "lm_head.weight", &m->lmhead.w, 0, 1, std, 0);
     /* zchunk tensors first, then the replicated ones */
     int64_t off = 0;
     for (int pass = 1; pass >= 0; pass--)
         for (int i = 0; i < m->np; i++)
-            if (m->p[i].shard.zchunk == pass) { m->p[i].offset = off; off += m->p[i].numel; }
+            if (m->p[i].present && m->p[i].shard.zchunk == pass) { m->p[i].offset = off; off += m->p[i].numel; }
     m->n_local = off;
     m->n_zchunk = 0;
     for (int i = 0; i < m->np; i++) if (m->p[i].shard.zchunk) m->n_zchunk += m->p[i].numel;
@@ -80,16 +134,24 @@ int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g) {
     memset(m, 0, sizeof *m);
     AX_TRY(ax_gpt_check_grid(c, g));
     m->cfg = *c; m->g = g;
-    int C = c->n_embd;
+    ax_gpt_config_defaults(&m->cfg);
+    c = &m->cfg;
+    int C = c->n_embd, H = c->n_head, KV = kv_heads(c), F = inner(c), llama = c->arch == AX_ARCH_LLAMA;
+    m->rms = m->swiglu = m->rope_on = llama;
+    m->bias = !llama;
+    m->eps = c->norm_eps;
     m->Vp = (int)round_up(c->vocab_size, 64 * g->gy);
     m->Vl = m->Vp / g->gy; m->v0 = g->y * m->Vl;
     m->Cx = C / g->gx; m->Cy = C / g->gy;
-    m->Hl = c->n_head / g->gy; m->hd = C / c->n_head;
-    ax_linear_init(&m->qkv, g, C, 3 * C, 0, 0, c->n_head);
-    ax_linear_init(&m->proj, g, C, C, 0, 1, 0);
-    ax_linear_init(&m->fc, g, C, 4 * C, 0, 0, 0);
-    ax_linear_init(&m->fcproj, g, 4 * C, C, 0, 1, 0);
-    ax_linear_init(&m->lmhead, g, C, c->vocab_size, m->Vp, 0, 0);
+    m->hd = C / H; m->Hl = H / g->gy; m->KVl = KV / g->gy;
+    int64_t qkv_parts[3] = {(int64_t)H * m->hd, (int64_t)KV * m->hd, (int64_t)KV * m->hd}, fc_parts[2] = {F, F};
+    ax_linear_init(&m->qkv, g, C, (H + 2 * KV) * m->hd, 0, 0, 3, qkv_parts);
+    ax_linear_init(&m->proj, g, C, C, 0, 1, 0, NULL);
+    if (m->swiglu) ax_linear_init(&m->fc, g, C, 2 * F, 0, 0, 2, fc_parts);
+    else ax_linear_init(&m->fc, g, C, F, 0, 0, 0, NULL);
+    ax_linear_init(&m->fcproj, g, F, C, 0, 1, 0, NULL);
+    ax_linear_init(&m->lmhead, g, C, c->vocab_size, m->Vp, 0, 0, NULL);
+    if (m->rope_on) ax_rope_init(&m->rope, c, m->hd);
     build_table(m);
     m->params = ax_calloc(m->n_local, sizeof(float));
     m->grads = ax_calloc(m->n_local, sizeof(float));
@@ -100,13 +162,15 @@ int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g) {
         cap = n > cap ? n : cap;
     }
     if (g->gz > 1) {
+        int64_t nw = ax_shard_numel(&m->lmhead.w, g), tables = c->untied ? 2 : 1;
         m->ws.wblock = ax_calloc(cap, sizeof(float));
         m->ws.gblock = ax_calloc(cap, sizeof(float));
-        int64_t nw = ax_shard_numel(&m->lmhead.w, g);
         m->ws.gchunk = ax_calloc(nw > cap ? nw : cap, sizeof(float));
         m->wte_block = ax_calloc(nw * g->gz, sizeof(float));
         m->wte_gblock = ax_calloc(nw * g->gz, sizeof(float));
-        m->ws_bytes = 4.0 * (2 * cap + (nw > cap ? nw : cap) + 2 * nw * g->gz);
+        m->head_block = c->untied ? ax_calloc(nw * g->gz, sizeof(float)) : m->wte_block;
+        m->head_gblock = c->untied ? ax_calloc(nw * g->gz, sizeof(float)) : m->wte_gblock;
+        m->ws_bytes = 4.0 * (2 * cap + (nw > cap ? nw : cap) + 2 * tables * nw * g->gz);
     }
     return 0;
 }
@@ -114,29 +178,27 @@ int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g) {
 void ax_gpt_free(ax_gpt *m) {
     free(m->p); free(m->params); free(m->grads);
     free(m->ws.wblock); free(m->ws.gblock); free(m->ws.gchunk);
-    free(m->wte_block); free(m->wte_gblock); free(m->params_h); free(m->wte_block_h);
+    if (m->head_block != m->wte_block) { free(m->head_block); free(m->head_gblock); }
+    free(m->wte_block); free(m->wte_gblock); free(m->params_h); free(m->head_block_h);
+    ax_rope_free(&m->rope);
     ax_be()->free(m->act_mem); free(m->L);
     memset(m, 0, sizeof *m);
 }
 
-/* GPT-2 initialisation: N(0, 0.02) matrices and embeddings, residual
- * projections scaled by 1/sqrt(2 n_layer), zero biases, unit LayerNorm.
- * Element j of tensor i is a pure function of (seed, i, j): grid-independent. */
+/* Initialisation as the architecture's reference (GPT-2: N(0, 0.02), residual
+ * projections scaled by 1/sqrt(2 n_layer); Llama: N(0, 0.02)), zero biases,
+ * unit norm weights. Element j of tensor i is a pure function of (seed, i,
+ * j): grid-independent. */
 void ax_gpt_init_random(ax_gpt *m, uint64_t seed) {
     ax_grid *g = m->g;
     for (int i = 0; i < m->np; i++) {
         ax_param *p = &m->p[i];
         float *dst = m->params + p->offset;
-        const char *n = p->name;
-        int is_ln_w = strstr(n, "ln_") && strstr(n, ".weight");
-        int is_matrix = p->decay;
-        double std = 0.02;
-        if (strstr(n, "c_proj.weight")) std = 0.02 / sqrt(2.0 * m->cfg.n_layer);
         for (int64_t k = 0; k < p->numel; k++) {
             int64_t j = ax_shard_logical_index(&p->shard, g, g->x, g->y, g->z, k);
-            if (j < 0) { dst[k] = 0; continue; }
-            if (is_matrix) dst[k] = (float)(std * ax_rng_normal(seed, (uint64_t)i, (uint64_t)j));
-            else dst[k] = is_ln_w ? 1.0f : 0.0f;
+            if (j < 0) dst[k] = 0;
+            else if (p->init_std > 0) dst[k] = (float)(p->init_std * ax_rng_normal(seed, (uint64_t)i, (uint64_t)j));
+            else dst[k] = p->init_one ? 1.0f : 0.0f;
         }
     }
 }
@@ -148,7 +210,10 @@ void ax_gpt_init_random(ax_gpt *m, uint64_t seed) {
  * layers share. */
 static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
     int64_t M = (int64_t)B * T, Cx = m->Cx, Cy = m->Cy, off = 0;
-    int64_t wide = 4 * Cy > Cx ? 4 * Cy : Cx;
+    int64_t Q = m->qkv.out_l, Fc = m->fc.out_l, Fa = m->fcproj.in_l;   /* qkv, MLP hidden, activation out */
+    int64_t wide = Cx;                             /* widest row a backward scratch holds */
+    if (Q > wide) wide = Q;
+    if (Fc > wide) wide = Fc;
     int block = m->recompute == AX_RECOMPUTE_BLOCK, attn = m->recompute != AX_RECOMPUTE_NONE;
     int h = m->dtype == AX_BF16;
 #define TAKE(n) (off = round_up(off, 16) + (n), base ? base + off - (n) : NULL)
@@ -157,15 +222,15 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
     for (int l = 0; l < m->cfg.n_layer; l++) m->L[l].field = (kept) || l == 0 ? take(n) : m->L[0].field
     m->encoded = TAKE(M * Cx);
     LAYERS(ln1, TAKE, M * Cx, !block && !h); LAYERS(ln1_mean, TAKE, M, !block); LAYERS(ln1_rstd, TAKE, M, !block);
-    LAYERS(qkv, TAKE, 3 * M * Cy, !block);
+    LAYERS(qkv, TAKE, M * Q, !block);
     LAYERS(lse, TAKE, (int64_t)B * m->Hl * T, !attn); LAYERS(atty, TAKE, M * Cy, !attn);
     LAYERS(res2, TAKE, M * Cx, !block);
     LAYERS(ln2, TAKE, M * Cx, !block && !h); LAYERS(ln2_mean, TAKE, M, !block); LAYERS(ln2_rstd, TAKE, M, !block);
-    LAYERS(fch, TAKE, 4 * M * Cy, !block); LAYERS(fch_gelu, TAKE, 4 * M * Cy, !block && !h);
+    LAYERS(fch, TAKE, M * Fc, !block); LAYERS(fch_gelu, TAKE, M * Fa, !block && !h);
     LAYERS(res3, TAKE, M * Cx, 1);                 /* the next layer's input: always kept */
     if (h) {
         LAYERS(ln1_h, TAKE_H, M * Cx, !block); LAYERS(atty_h, TAKE_H, M * Cy, !attn);
-        LAYERS(ln2_h, TAKE_H, M * Cx, !block); LAYERS(fch_gelu_h, TAKE_H, 4 * M * Cy, !block);
+        LAYERS(ln2_h, TAKE_H, M * Cx, !block); LAYERS(fch_gelu_h, TAKE_H, M * Fa, !block);
         m->lnf_h = TAKE_H(M * Cx);
         m->dy_h = TAKE_H(M * (wide > m->Vl ? wide : m->Vl));
     }
@@ -192,7 +257,7 @@ void ax_gpt_set_dtype(ax_gpt *m, ax_dtype t) {
     m->cap_B = m->cap_T = 0;
     if (t == AX_BF16 && !m->params_h) {
         m->params_h = ax_calloc(m->n_zchunk ? m->n_zchunk : 1, sizeof(ax_bf16));
-        if (m->g->gz > 1) m->wte_block_h = ax_calloc(ax_shard_numel(&m->lmhead.w, m->g) * m->g->gz, sizeof(ax_bf16));
+        if (m->g->gz > 1) m->head_block_h = ax_calloc(ax_shard_numel(&m->lmhead.w, m->g) * m->g->gz, sizeof(ax_bf16));
     }
 }
 
@@ -210,15 +275,19 @@ void ax_gpt_alloc_acts(ax_gpt *m, int B, int T) {
 }
 
 const float *ax_gpt_wte(ax_gpt *m) {
-    const float *w = ax_linear_weight(&m->lmhead, m->g, ax_gpt_param(m, 0), AX_F32, m->wte_block).data;
-    if (m->dtype == AX_BF16 && m->g->gz > 1)
-        ax_be()->cast(m->wte_block_h, AX_BF16, w, AX_F32, ax_shard_numel(&m->lmhead.w, m->g) * m->g->gz);
+    ax_grid *g = m->g;
+    const float *w = ax_linear_weight(&m->lmhead, g, ax_gpt_param(m, 0), AX_F32, m->wte_block).data, *head = w;
+    if (m->cfg.untied)
+        head = ax_linear_weight(&m->lmhead, g, ax_gpt_param(m, AX_PID_HEAD(m)), AX_F32, m->head_block).data;
+    if (m->dtype == AX_BF16 && g->gz > 1)
+        ax_be()->cast(m->head_block_h, AX_BF16, head, AX_F32, ax_shard_numel(&m->lmhead.w, g) * g->gz);
     return w;
 }
 
 ax_mat ax_gpt_lm_weight(const ax_gpt *m) {
-    const void *w = m->g->gz > 1 ? (m->dtype == AX_BF16 ? (void *)m->wte_block_h : (void *)m->wte_block)
-                  : m->dtype == AX_BF16 ? (void *)(m->params_h + m->p[0].offset) : (void *)(m->params + m->p[0].offset);
+    int64_t off = m->p[m->cfg.untied ? AX_PID_HEAD(m) : 0].offset;
+    const void *w = m->g->gz > 1 ? (m->dtype == AX_BF16 ? (void *)m->head_block_h : (void *)m->head_block)
+                  : m->dtype == AX_BF16 ? (void *)(m->params_h + off) : (void *)(m->params + off);
     return ax_mat_of(w, m->dtype, m->lmhead.out_l, m->lmhead.in_l);
 }
 
@@ -240,21 +309,39 @@ static ax_mat layer_weight(ax_gpt *m, const ax_linear *L, int l, int k) {
     return ax_linear_weight(L, m->g, chunk, m->dtype, m->ws.wblock);
 }
 
-void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, int Bl, int T, float *scratch,
-                          ax_attend_fn attend, void *ctx) {
-    ax_grid *g = m->g;
-    int M = Bl * T, C = m->cfg.n_embd, Cx = m->Cx;
+/* the architecture's norm: LayerNorm (weight, bias) or RMSNorm (weight) */
+static void norm_forward(ax_gpt *m, float *out, float *mean, float *rstd, const float *x, const float *w,
+                         const float *b, int M, float *scratch) {
+    if (m->rms) ax_rmsnorm_forward(&m->g->X, out, rstd, x, w, M, m->Cx, m->cfg.n_embd, m->eps);
+    else ax_layernorm_forward(&m->g->X, out, mean, rstd, x, w, b, M, m->Cx, m->cfg.n_embd, m->eps, scratch);
+}
+
+static void norm_backward(ax_gpt *m, float *dx, float *dw, float *db, const float *dout, const float *x,
+                          const float *w, const float *mean, const float *rstd, int M) {
+    if (m->rms) ax_rmsnorm_backward(&m->g->X, dx, dw, dout, x, w, rstd, M, m->Cx, m->cfg.n_embd, m->scratch);
+    else ax_layernorm_backward(&m->g->X, dx, dw, db, dout, x, w, mean, rstd, M, m->Cx, m->cfg.n_embd, m->scratch);
+}
+
+void ax_gpt_final_norm(ax_gpt *m, float *out, float *mean, float *rstd, const float *x, int M, float *scratch) {
+    norm_forward(m, out, mean, rstd, x, ax_gpt_param(m, AX_PID_LNFW(m)), ax_gpt_param(m, AX_PID_LNFB(m)), M, scratch);
+}
+
+void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, int Bl, int T, const int32_t *pos,
+                          float *scratch, ax_attend_fn attend, void *ctx) {
+    int M = Bl * T, Cx = m->Cx;
 #define P(k) ax_gpt_param(m, AX_PID(l, k))
 #define IN(x, L) ax_gpt_gemm_input(m, a->x, a->x##_h, M, (L).in_l)
-    ax_layernorm_forward(&g->X, a->ln1, a->ln1_mean, a->ln1_rstd, h, P(AX_P_LN1W), P(AX_P_LN1B), M, Cx, C, scratch);
+    norm_forward(m, a->ln1, a->ln1_mean, a->ln1_rstd, h, P(AX_P_LN1W), P(AX_P_LN1B), M, scratch);
     ax_linear_forward(&m->qkv, layer_weight(m, &m->qkv, l, AX_P_QKVW), P(AX_P_QKVB), IN(ln1, m->qkv), a->qkv);
+    if (m->rope_on) ax_rope_forward(&m->rope, a->qkv, m->qkv.out_l, M, T, pos, m->Hl + m->KVl);   /* q and k heads */
     if (attend) attend(ctx, m, l, a);
-    else ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->hd, m->att_scratch, m->att_threads);
+    else ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->att_scratch, m->att_threads);
     ax_linear_forward(&m->proj, layer_weight(m, &m->proj, l, AX_P_PROJW), P(AX_P_PROJB), IN(atty, m->proj), a->res2);
     ax_add_inplace(a->res2, h, (size_t)M * Cx);
-    ax_layernorm_forward(&g->X, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(AX_P_LN2W), P(AX_P_LN2B), M, Cx, C, scratch);
+    norm_forward(m, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(AX_P_LN2W), P(AX_P_LN2B), M, scratch);
     ax_linear_forward(&m->fc, layer_weight(m, &m->fc, l, AX_P_FCW), P(AX_P_FCB), IN(ln2, m->fc), a->fch);
-    ax_gelu_forward(a->fch_gelu, a->fch, (size_t)M * m->fc.out_l);
+    if (m->swiglu) ax_swiglu_forward(a->fch_gelu, a->fch, M, m->fcproj.in_l);
+    else ax_gelu_forward(a->fch_gelu, a->fch, (size_t)M * m->fc.out_l);
     ax_linear_forward(&m->fcproj, layer_weight(m, &m->fcproj, l, AX_P_FCPW), P(AX_P_FCPB), IN(fch_gelu, m->fcproj), a->res3);
     ax_add_inplace(a->res3, a->res2, (size_t)M * Cx);
 #undef IN
@@ -265,17 +352,16 @@ double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, 
                       int Bl, int T, float dscale) {
     ax_gpt_alloc_acts(m, Bl, T);
     ax_grid *g = m->g;
-    int M = Bl * T, C = m->cfg.n_embd, Cx = m->Cx;
+    int M = Bl * T, Cx = m->Cx;
     if (m->dtype == AX_BF16) ax_be()->cast(m->params_h, AX_BF16, m->params, AX_F32, m->n_zchunk);
     const float *wte = ax_gpt_wte(m);
     ax_embedding_forward(&g->Y, m->encoded, inputs, NULL, wte, ax_gpt_param(m, 1), M, T, m->v0, m->Vl, Cx);
     const float *h = m->encoded;
     for (int l = 0; l < m->cfg.n_layer; l++) {
-        ax_gpt_layer_forward(m, l, &m->L[l], h, Bl, T, m->scratch, NULL, NULL);
+        ax_gpt_layer_forward(m, l, &m->L[l], h, Bl, T, NULL, m->scratch, NULL, NULL);
         h = m->L[l].res3;
     }
-    ax_layernorm_forward(&g->X, m->lnf, m->lnf_mean, m->lnf_rstd, h, ax_gpt_param(m, m->np - 2),
-                         ax_gpt_param(m, m->np - 1), M, Cx, C, m->scratch);
+    ax_gpt_final_norm(m, m->lnf, m->lnf_mean, m->lnf_rstd, h, M, m->scratch);
     ax_linear_forward(&m->lmhead, ax_gpt_lm_weight(m), NULL, ax_gpt_gemm_input(m, m->lnf, m->lnf_h, M, Cx), m->logits);
     if (!targets) return 0.0;
     ax_xent_forward_backward(&g->Y, m->logits, m->losses, targets, weights, M, m->Vl, m->v0,
@@ -287,55 +373,67 @@ double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, 
 
 void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
     ax_grid *g = m->g;
-    int M = Bl * T, C = m->cfg.n_embd, Cx = m->Cx;
-    ax_mat wte = ax_gpt_lm_weight(m);          /* gathered (and rounded) in forward */
+    int M = Bl * T, Cx = m->Cx, untied = m->cfg.untied;
+    int64_t nt = ax_shard_numel(&m->lmhead.w, g);
+    ax_mat head = ax_gpt_lm_weight(m);         /* gathered (and rounded) in forward */
+    /* the LM head's and the embedding's gradients: the same table when tied, a
+     * full block to reduce-scatter over Z when Gz > 1 */
+    float *dhead = g->gz == 1 ? ax_gpt_grad(m, untied ? AX_PID_HEAD(m) : 0) : m->head_gblock;
     float *dwte = g->gz == 1 ? ax_gpt_grad(m, 0) : m->wte_gblock;
-    if (g->gz > 1) memset(dwte, 0, ax_shard_numel(&m->lmhead.w, g) * g->gz * sizeof(float));
-    /* LM head: dlogits are in m->logits; its dW goes to the shared token-table gradient */
+    if (g->gz > 1) {
+        memset(dwte, 0, nt * g->gz * sizeof(float));
+        if (untied) memset(dhead, 0, nt * g->gz * sizeof(float));
+    }
+    /* LM head: dlogits are in m->logits */
     ax_mat dl = ax_gpt_gemm_input(m, m->logits, m->dy_h, M, m->Vl);
-    ax_gemm(1.0f, dl, 0, wte, 0, 0.0f, ax_mat_f32(m->s1, M, Cx));
+    ax_gemm(1.0f, dl, 0, head, 0, 0.0f, ax_mat_f32(m->s1, M, Cx));
     ax_allreduce_f32(&g->Y, m->s1, (size_t)M * Cx);
-    ax_gemm(1.0f, dl, 1, saved_input(m, m->lnf, m->lnf_h, M, Cx), 0, 1.0f, ax_mat_f32(dwte, m->Vl, Cx));
-    const float *hlast = m->cfg.n_layer ? m->L[m->cfg.n_layer - 1].res3 : m->encoded;
+    ax_gemm(1.0f, dl, 1, saved_input(m, m->lnf, m->lnf_h, M, Cx), 0, 1.0f, ax_mat_f32(dhead, m->Vl, Cx));
+    const float *hlast = m->L[m->cfg.n_layer - 1].res3;
     memset(m->dres, 0, (size_t)M * Cx * sizeof(float));
-    ax_layernorm_backward(&g->X, m->dres, ax_gpt_grad(m, m->np - 2), ax_gpt_grad(m, m->np - 1), m->s1, hlast,
-                          ax_gpt_param(m, m->np - 2), m->lnf_mean, m->lnf_rstd, M, Cx, C, m->scratch);
+    norm_backward(m, m->dres, ax_gpt_grad(m, AX_PID_LNFW(m)), ax_gpt_grad(m, AX_PID_LNFB(m)), m->s1, hlast,
+                  ax_gpt_param(m, AX_PID_LNFW(m)), m->lnf_mean, m->lnf_rstd, M);
     for (int l = m->cfg.n_layer - 1; l >= 0; l--) {
         ax_layer_acts *a = &m->L[l];
         const float *h = l ? m->L[l - 1].res3 : m->encoded;
         /* shared buffers hold the last layer's activations after forward; the
          * others are rebuilt, bit for bit, from what was kept */
         if (m->recompute == AX_RECOMPUTE_BLOCK && l < m->cfg.n_layer - 1)
-            ax_gpt_layer_forward(m, l, a, h, Bl, T, m->scratch, NULL, NULL);
+            ax_gpt_layer_forward(m, l, a, h, Bl, T, NULL, m->scratch, NULL, NULL);
         if (m->recompute == AX_RECOMPUTE_ATTN && l < m->cfg.n_layer - 1) {
-            ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->hd, m->att_scratch, m->att_threads);
+            ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->att_scratch, m->att_threads);
             ax_gpt_gemm_input(m, a->atty, a->atty_h, M, m->proj.in_l);
         }
 #define P(k) ax_gpt_param(m, AX_PID(l, k))
 #define G(k) ax_gpt_grad(m, AX_PID(l, k))
 #define IN(x, L) saved_input(m, a->x, a->x##_h, M, (L).in_l)
-        /* MLP: res3 = res2 + fcproj(gelu(fc(ln2(res2)))) */
+        /* MLP: res3 = res2 + fcproj(act(fc(norm2(res2)))) */
         ax_linear_backward(&m->fcproj, g, layer_weight(m, &m->fcproj, l, AX_P_FCPW), IN(fch_gelu, m->fcproj),
                            m->dres, m->s1, G(AX_P_FCPW), G(AX_P_FCPB), &m->ws, m->dy_h);
-        ax_gelu_backward(m->s1, a->fch, m->s1, (size_t)M * m->fc.out_l);
+        float *dfc = m->s1, *dln2 = m->s2;         /* the MLP hidden's gradient, then the norm output's */
+        if (m->swiglu) { ax_swiglu_backward(m->s2, a->fch, m->s1, M, m->fcproj.in_l); dfc = m->s2; dln2 = m->s1; }
+        else ax_gelu_backward(m->s1, a->fch, m->s1, (size_t)M * m->fc.out_l);
         ax_linear_backward(&m->fc, g, layer_weight(m, &m->fc, l, AX_P_FCW), IN(ln2, m->fc),
-                           m->s1, m->s2, G(AX_P_FCW), G(AX_P_FCB), &m->ws, m->dy_h);
-        ax_layernorm_backward(&g->X, m->dres, G(AX_P_LN2W), G(AX_P_LN2B), m->s2, a->res2, P(AX_P_LN2W),
-                              a->ln2_mean, a->ln2_rstd, M, Cx, C, m->scratch);
-        /* attention: res2 = h + proj(attn(qkv(ln1(h)))) */
+                           dfc, dln2, G(AX_P_FCW), G(AX_P_FCB), &m->ws, m->dy_h);
+        norm_backward(m, m->dres, G(AX_P_LN2W), G(AX_P_LN2B), dln2, a->res2, P(AX_P_LN2W), a->ln2_mean, a->ln2_rstd, M);
+        /* attention: res2 = h + proj(attend(rope(qkv(norm1(h))))) */
         ax_linear_backward(&m->proj, g, layer_weight(m, &m->proj, l, AX_P_PROJW), IN(atty, m->proj),
                            m->dres, m->s1, G(AX_P_PROJW), G(AX_P_PROJB), &m->ws, m->dy_h);
-        ax_attention_backward(m->s2, m->s1, a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->hd, m->att_scratch, m->att_threads);
+        ax_attention_backward(m->s2, m->s1, a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->att_scratch,
+                              m->att_threads);
+        if (m->rope_on) ax_rope_backward(&m->rope, m->s2, m->qkv.out_l, M, T, NULL, m->Hl + m->KVl);
         ax_linear_backward(&m->qkv, g, layer_weight(m, &m->qkv, l, AX_P_QKVW), IN(ln1, m->qkv),
                            m->s2, m->s1, G(AX_P_QKVW), G(AX_P_QKVB), &m->ws, m->dy_h);
-        ax_layernorm_backward(&g->X, m->dres, G(AX_P_LN1W), G(AX_P_LN1B), m->s1, h, P(AX_P_LN1W),
-                              a->ln1_mean, a->ln1_rstd, M, Cx, C, m->scratch);
+        norm_backward(m, m->dres, G(AX_P_LN1W), G(AX_P_LN1B), m->s1, h, P(AX_P_LN1W), a->ln1_mean, a->ln1_rstd, M);
 #undef IN
 #undef P
 #undef G
     }
     ax_embedding_backward(dwte, ax_gpt_grad(m, 1), m->dres, inputs, NULL, M, T, m->v0, m->Vl, Cx);
-    if (g->gz > 1) ax_linear_reduce_grad(&m->lmhead, g, dwte, ax_gpt_grad(m, 0), &m->ws);
+    if (g->gz > 1) {
+        ax_linear_reduce_grad(&m->lmhead, g, dwte, ax_gpt_grad(m, 0), &m->ws);
+        if (untied) ax_linear_reduce_grad(&m->lmhead, g, dhead, ax_gpt_grad(m, AX_PID_HEAD(m)), &m->ws);
+    }
 }
 
 void ax_gpt_grad_sync(ax_gpt *m) {

@@ -1,6 +1,7 @@
-/* GPT-2 on the 4D grid (SPEC §3). Every rank holds only its shards; one flat
- * allocation per role (parameters, gradients), pointed into by a table of
- * parameters in Hugging Face order. Zchunk tensors (wte and the FC weights)
+/* A decoder-only transformer on the 4D grid (SPEC §3): GPT-2, or Llama by
+ * configuration (axonn.h: ax_gpt_config.arch). Every rank holds only its
+ * shards; one flat allocation per role (parameters, gradients), pointed into
+ * by a table of parameters in Hugging Face order. Zchunk tensors (wte and the FC weights)
  * come first in the flat buffers and the replicated ones after, so gradient
  * synchronisation is one all-reduce per region.
  *
@@ -16,25 +17,39 @@
 #include "axonn/axonn.h"
 #include "grid/grid.h"
 #include "nn/linear.h"
+#include "nn/rope.h"
 #include "io/safetensors.h"
 
 enum { AX_P_LN1W, AX_P_LN1B, AX_P_QKVW, AX_P_QKVB, AX_P_PROJW, AX_P_PROJB,
        AX_P_LN2W, AX_P_LN2B, AX_P_FCW, AX_P_FCB, AX_P_FCPW, AX_P_FCPB, AX_P_PER_LAYER };
-/* table index of a per-layer parameter; wte = 0, wpe = 1, ln_f at the end */
+/* table index of a per-layer parameter; wte = 0, wpe = 1, then the layers,
+ * the final norm's weight and bias and the LM head (untied) at the end. A
+ * slot the architecture lacks (Llama's biases) is in the table, not present. */
 #define AX_PID(l, k) (2 + (l) * AX_P_PER_LAYER + (k))
+#define AX_PID_LNFW(m) ((m)->np - 3)
+#define AX_PID_LNFB(m) ((m)->np - 2)
+#define AX_PID_HEAD(m) ((m)->np - 1)
 
 typedef struct {
     char name[64];          /* Hugging Face name, e.g. "h.3.attn.c_attn.weight" */
+    int present;            /* 0: a slot this architecture lacks (numel 0, no name) */
     ax_shard shard;         /* logical [rows, cols] = PyTorch layout [out, in] */
     int hf_transposed;      /* stored [in, out] in HF files (GPT-2 Conv1D) */
     int decay;              /* AdamW weight decay applies (matrices) */
+    double init_std;        /* random init: N(0, std); 0: the constant init_one */
+    int init_one;
+    /* Stored in files as nsrc tensors stacked by rows (Llama's q, k, v
+     * projections fused into one; gate and up); nsrc 0: as name. */
+    int nsrc;
+    char src[3][64];
+    int64_t src_rows[3];
     int64_t offset, numel;  /* in the flat local buffers */
 } ax_param;
 
 typedef struct {
     /* per layer */
     float *ln1, *ln1_mean, *ln1_rstd, *qkv, *lse, *atty, *res2;
-    float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *res3;
+    float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *res3;   /* fch_gelu: the MLP activation's output */
     /* bf16: the GEMM inputs as the GEMMs read them, kept for the weight
      * gradients (the fp32 ln1, ln2 and fch_gelu are then transient) */
     ax_bf16 *ln1_h, *atty_h, *ln2_h, *fch_gelu_h;
@@ -52,15 +67,20 @@ typedef struct {
     ax_grid *g;
     int Vp, Vl, v0;               /* padded vocab, local vocab rows, first local row */
     int Cx, Cy, Hl, hd;           /* hidden per X shard, per Y shard, local heads, head size */
+    int KVl;                      /* local key/value heads (Hl without grouped-query attention) */
+    int rms, swiglu, rope_on, bias;  /* the layer's kinds, from cfg.arch */
+    float eps;                    /* of the norms */
+    ax_rope rope;
     int np; ax_param *p;
     int64_t n_local, n_zchunk;    /* flat sizes: all, zchunk region (first) */
     float *params, *grads;
     ax_dtype dtype;               /* of GEMM inputs: fp32, or bf16 (mixed precision) */
     ax_bf16 *params_h;            /* bf16: the zchunk region (wte, FC weights) rounded, per forward */
-    ax_bf16 *wte_block_h;         /* bf16, Gz > 1: the gathered token table rounded */
+    ax_bf16 *head_block_h;        /* bf16, Gz > 1: the gathered LM head weight rounded */
     ax_linear qkv, proj, fc, fcproj, lmhead;
     ax_linear_ws ws;
     float *wte_block, *wte_gblock; /* gathered token table and its gradient (Gz > 1) */
+    float *head_block, *head_gblock; /* the same for an untied LM head (Gz > 1) */
     double ws_bytes;              /* the Z gather/scatter buffers above and in ws */
     /* activations */
     int cap_B, cap_T;
@@ -74,6 +94,10 @@ typedef struct {
     ax_recompute recompute;       /* NONE after init; KV-cache decoding needs NONE */
 } ax_gpt;
 
+/* Fills the fields left 0 with their defaults (n_kv_head = n_head, n_inner =
+ * 4 n_embd, norm_eps 1e-5, Llama's rope_theta 10000): two configs of the same
+ * model then compare equal. */
+void ax_gpt_config_defaults(ax_gpt_config *c);
 /* Checks that the model splits on the grid; one line naming what does not. */
 int ax_gpt_check_grid(const ax_gpt_config *c, const ax_grid *g);
 int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g);
@@ -85,19 +109,23 @@ void ax_gpt_set_recompute(ax_gpt *m, ax_recompute mode);
  * bf16 weights and activations and accumulate in fp32; parameters, gradients,
  * reductions, LayerNorm, attention softmax and the loss stay fp32. */
 void ax_gpt_set_dtype(ax_gpt *m, ax_dtype t);
-static inline float *ax_gpt_param(ax_gpt *m, int id) { return m->params + m->p[id].offset; }
-static inline float *ax_gpt_grad(ax_gpt *m, int id) { return m->grads + m->p[id].offset; }
+/* NULL for a slot the architecture lacks */
+static inline float *ax_gpt_param(ax_gpt *m, int id) { return m->p[id].present ? m->params + m->p[id].offset : NULL; }
+static inline float *ax_gpt_grad(ax_gpt *m, int id) { return m->p[id].present ? m->grads + m->p[id].offset : NULL; }
 
 /* One transformer layer, the one description forward, recomputation and
- * KV-cache decoding share: res2 = h + proj(attend(qkv(ln1(h)))),
- * res3 = res2 + fcproj(gelu(fc(ln2(res2)))), into the buffers of a (res3 may
- * be h: it is written last). attend fills a->atty from a->qkv; NULL is causal
- * attention over Bl sequences of T rows (keeping a->lse for backward).
+ * KV-cache decoding share: res2 = h + proj(attend(rope(qkv(norm1(h))))),
+ * res3 = res2 + fcproj(act(fc(norm2(res2)))), into the buffers of a (res3 may
+ * be h: it is written last); norm, act and rope by the architecture. attend
+ * fills a->atty from a->qkv; NULL is causal attention over Bl sequences of T
+ * rows (keeping a->lse for backward). Row i is at position pos[i] (NULL: i % T).
  * scratch: 4 floats per row. Under bf16 it reads the weights ax_gpt_forward
  * rounded last (KV-cache decoding runs after a prefill forward). */
 typedef void (*ax_attend_fn)(void *ctx, ax_gpt *m, int l, ax_layer_acts *a);
-void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, int Bl, int T, float *scratch,
-                          ax_attend_fn attend, void *ctx);
+void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, int Bl, int T, const int32_t *pos,
+                          float *scratch, ax_attend_fn attend, void *ctx);
+/* the final norm of M rows x (M, Cx) into out (mean, rstd M each) */
+void ax_gpt_final_norm(ax_gpt *m, float *out, float *mean, float *rstd, const float *x, int M, float *scratch);
 
 /* Forward over Bl local sequences of T tokens (rows of this data x Z shard).
  * Returns the sum over rows of weight * loss (local, not reduced). With
@@ -105,8 +133,8 @@ void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, in
 double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights,
                       int Bl, int T, float dscale);
 void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T);
-/* the token table's (Vl, Cx) block, gathered over Z when Gz > 1 (and, under
- * bf16, rounded for the LM head) */
+/* the token table's (Vl, Cx) block, gathered over Z when Gz > 1; also
+ * gathers an untied LM head, and under bf16 rounds the head's weight */
 const float *ax_gpt_wte(ax_gpt *m);
 /* the LM head's weight as its GEMMs read it, after ax_gpt_wte */
 ax_mat ax_gpt_lm_weight(const ax_gpt *m);

@@ -8,25 +8,26 @@
 #include <string.h>
 
 static size_t kv_index(const ax_kvcache *c, const ax_gpt *m, int l, int b, int h, int t) {
-    return ((((size_t)l * c->B + b) * m->Hl + h) * c->Tmax + t) * m->hd;
+    return ((((size_t)l * c->B + b) * m->KVl + h) * c->Tmax + t) * m->hd;
 }
 
 void ax_kv_init(ax_kvcache *c, ax_gpt *m, int B, int Tmax) {
     memset(c, 0, sizeof *c);
     c->B = B; c->Tmax = Tmax;
-    size_t kv = (size_t)m->cfg.n_layer * B * m->Hl * Tmax * m->hd;
+    size_t kv = (size_t)m->cfg.n_layer * B * m->KVl * Tmax * m->hd;
     c->k = ax_calloc(kv, sizeof(float));
     c->v = ax_calloc(kv, sizeof(float));
     c->len = ax_calloc(B, sizeof(int));
-    size_t Cx = m->Cx, Cy = m->Cy, wide = 4 * Cy > Cx ? 4 * Cy : Cx;
-    size_t total = B * (3 * Cx + 3 * Cy + Cy + wide + 8 * Cy + 2 + 4 + (size_t)m->Vl) + B * (Cx + Cy + 4 * Cy) / 2 + 3;
+    size_t Cx = m->Cx, Cy = m->Cy, Q = m->qkv.out_l, Fc = m->fc.out_l, Fa = m->fcproj.in_l;
+    size_t wide = Fc > Cx ? Fc : Cx;
+    size_t total = B * (3 * Cx + Q + Cy + wide + Fc + Fa + 2 + 4 + (size_t)m->Vl) + B * (Cx + Cy + Fa) / 2 + 3;
     float *p = c->mem = ax_calloc(total, sizeof(float));
 #define TAKE(n) (p += (n), p - (n))
-    c->x = TAKE(B * Cx); c->ln = TAKE(B * Cx); c->qkv = TAKE(3 * B * Cy); c->atty = TAKE(B * Cy);
-    c->tmp = TAKE(B * wide); c->fch = TAKE(4 * B * Cy); c->fchg = TAKE(4 * B * Cy);
+    c->x = TAKE(B * Cx); c->ln = TAKE(B * Cx); c->qkv = TAKE(B * Q); c->atty = TAKE(B * Cy);
+    c->tmp = TAKE(B * wide); c->fch = TAKE(B * Fc); c->fchg = TAKE(B * Fa);
     c->mean = TAKE(B); c->rstd = TAKE(B); c->scratch = TAKE(4 * (size_t)B); c->logits = TAKE((size_t)B * m->Vl);
     c->ln_h = (ax_bf16 *)TAKE((B * Cx + 1) / 2); c->atty_h = (ax_bf16 *)TAKE((B * Cy + 1) / 2);
-    c->fchg_h = (ax_bf16 *)TAKE((4 * B * Cy + 1) / 2);
+    c->fchg_h = (ax_bf16 *)TAKE((B * Fa + 1) / 2);
 #undef TAKE
 }
 
@@ -37,13 +38,13 @@ void ax_kv_free(ax_kvcache *c) {
 
 void ax_kv_prefill(ax_kvcache *c, ax_gpt *m, int b, const int32_t *prompt, int n) {
     ax_gpt_forward(m, prompt, NULL, NULL, 1, n, 0.0f);
-    int Cy = m->Cy, hd = m->hd;
+    int hd = m->hd, kq = m->Hl * hd, kvw = m->KVl * hd;   /* a qkv row: [q (kq) | k (kvw) | v (kvw)] */
     for (int l = 0; l < m->cfg.n_layer; l++)
-        for (int h = 0; h < m->Hl; h++)
+        for (int h = 0; h < m->KVl; h++)
             for (int t = 0; t < n; t++) {
-                const float *row = m->L[l].qkv + (size_t)t * 3 * Cy;
-                memcpy(c->k + kv_index(c, m, l, b, h, t), row + Cy + h * hd, hd * sizeof(float));
-                memcpy(c->v + kv_index(c, m, l, b, h, t), row + 2 * Cy + h * hd, hd * sizeof(float));
+                const float *row = m->L[l].qkv + (size_t)t * m->qkv.out_l;
+                memcpy(c->k + kv_index(c, m, l, b, h, t), row + kq + h * hd, hd * sizeof(float));
+                memcpy(c->v + kv_index(c, m, l, b, h, t), row + kq + kvw + h * hd, hd * sizeof(float));
             }
     c->len[b] = n;
     memcpy(c->logits + (size_t)b * m->Vl, m->logits + (size_t)(n - 1) * m->Vl, m->Vl * sizeof(float));
@@ -53,12 +54,12 @@ void ax_kv_prefill(ax_kvcache *c, ax_gpt *m, int b, const int32_t *prompt, int n
 static void attend_cached(void *ctx, ax_gpt *m, int l, ax_layer_acts *a) {
     ax_kvcache *c = ctx;
     ax_attention_decode(a->atty, a->qkv, c->k + kv_index(c, m, l, 0, 0, 0), c->v + kv_index(c, m, l, 0, 0, 0),
-                        c->len, c->nb, m->Hl, m->hd, c->Tmax);
+                        c->len, c->nb, m->Hl, m->KVl, m->hd, c->Tmax);
 }
 
 void ax_kv_step(ax_kvcache *c, ax_gpt *m, const int32_t *tokens, int nb) {
     ax_grid *g = m->g;
-    int Cx = m->Cx, C = m->cfg.n_embd;
+    int Cx = m->Cx;
     const float *wte = ax_gpt_wte(m);   /* under bf16, the weights as the prefill's forward rounded them */
     ax_embedding_forward(&g->Y, c->x, tokens, c->len, wte, ax_gpt_param(m, 1), nb, 1, m->v0, m->Vl, Cx);
     /* one row per sequence; the layer's output overwrites its input x */
@@ -67,9 +68,9 @@ void ax_kv_step(ax_kvcache *c, ax_gpt *m, const int32_t *tokens, int nb) {
                        .fch = c->fch, .fch_gelu = c->fchg, .res3 = c->x,
                        .ln1_h = c->ln_h, .atty_h = c->atty_h, .ln2_h = c->ln_h, .fch_gelu_h = c->fchg_h};
     c->nb = nb;
-    for (int l = 0; l < m->cfg.n_layer; l++) ax_gpt_layer_forward(m, l, &a, c->x, nb, 1, c->scratch, attend_cached, c);
-    ax_layernorm_forward(&g->X, c->ln, c->mean, c->rstd, c->x, ax_gpt_param(m, m->np - 2), ax_gpt_param(m, m->np - 1),
-                         nb, Cx, C, c->scratch);
+    for (int l = 0; l < m->cfg.n_layer; l++)
+        ax_gpt_layer_forward(m, l, &a, c->x, nb, 1, c->len, c->scratch, attend_cached, c);
+    ax_gpt_final_norm(m, c->ln, c->mean, c->rstd, c->x, nb, c->scratch);
     ax_linear_forward(&m->lmhead, ax_gpt_lm_weight(m), NULL, ax_gpt_gemm_input(m, c->ln, c->ln_h, nb, Cx), c->logits);
     for (int b = 0; b < nb; b++) c->len[b]++;
 }

@@ -7,12 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* HF shape of a parameter: Conv1D weights [in, out]; vectors 1-D. */
-static int hf_shape(const ax_param *p, int64_t *shape) {
-    if (p->hf_transposed) { shape[0] = p->shard.cols; shape[1] = p->shard.rows; return 2; }
-    if (p->shard.rows == 1) { shape[0] = p->shard.cols; return 1; }
-    shape[0] = p->shard.rows; shape[1] = p->shard.cols; return 2;
+/* HF shape of a parameter (or of its source tensor of `rows` rows): GPT-2
+ * Conv1D weights [in, out]; vectors 1-D. */
+static int hf_shape(const ax_param *p, int64_t rows, int64_t *shape) {
+    if (p->hf_transposed) { shape[0] = p->shard.cols; shape[1] = rows; return 2; }
+    if (rows == 1) { shape[0] = p->shard.cols; return 1; }
+    shape[0] = rows; shape[1] = p->shard.cols; return 2;
 }
+
+/* the tensors a parameter is stored as: itself, or its row-stacked sources */
+static int n_files(const ax_param *p) { return p->nsrc ? p->nsrc : 1; }
+static const char *file_name(const ax_param *p, int s) { return p->nsrc ? p->src[s] : p->name; }
+static int64_t file_rows(const ax_param *p, int s) { return p->nsrc ? p->src_rows[s] : p->shard.rows; }
 
 static int64_t max_logical(const ax_gpt *m) {
     int64_t n = 0;
@@ -32,21 +38,26 @@ static void transpose(float *dst, const float *src, int64_t r, int64_t c) {
 int ax_gpt_read_flat(ax_gpt *m, const ax_st_file *f, const char *prefix, float *flat) {
     int64_t cap = max_logical(m);
     float *buf = ax_malloc(cap * sizeof(float)), *tbuf = ax_malloc(cap * sizeof(float));
+    const char *arch = m->cfg.arch == AX_ARCH_LLAMA ? "Llama" : "GPT-2";
     int rc = 0;
     for (int i = 0; i < m->np && rc == 0; i++) {
         ax_param *p = &m->p[i];
-        char name[160];
-        snprintf(name, sizeof name, "%s%s", prefix, p->name);
-        const ax_st_tensor *t = ax_st_find(f, name);
-        if (!t) { snprintf(name, sizeof name, "transformer.%s%s", prefix, p->name); t = ax_st_find(f, name); }
-        if (!t) { rc = AX_ERR("%s: tensor '%s%s' missing (expected a GPT-2 checkpoint with Hugging Face names)", f->path, prefix, p->name); break; }
-        int64_t shape[2];
-        int nd = hf_shape(p, shape);
-        if (ax_st_expect(f, t, t->dtype, nd, shape) != 0) { rc = -1; break; }
-        int64_t n = p->shard.rows * p->shard.cols;
-        if (ax_st_read_f32(f, t, p->hf_transposed ? tbuf : buf, n) != 0) { rc = -1; break; }
-        if (p->hf_transposed) transpose(buf, tbuf, p->shard.cols, p->shard.rows);
-        ax_shard_extract(&p->shard, m->g, buf, flat + p->offset);
+        if (!p->present) continue;
+        for (int s = 0, row0 = 0; s < n_files(p) && rc == 0; row0 += (int)file_rows(p, s), s++) {
+            char name[160];
+            snprintf(name, sizeof name, "%s%s", prefix, file_name(p, s));
+            const ax_st_tensor *t = ax_st_find(f, name);
+            if (!t) { snprintf(name, sizeof name, "transformer.%s%s", prefix, file_name(p, s)); t = ax_st_find(f, name); }
+            if (!t) { rc = AX_ERR("%s: tensor '%s%s' missing (expected a %s checkpoint with Hugging Face names)",
+                                  f->path, prefix, file_name(p, s), arch); break; }
+            int64_t shape[2], rows = file_rows(p, s), n = rows * p->shard.cols;
+            int nd = hf_shape(p, rows, shape);
+            if (ax_st_expect(f, t, t->dtype, nd, shape) != 0) { rc = -1; break; }
+            float *dst = buf + row0 * p->shard.cols;
+            if (ax_st_read_f32(f, t, p->hf_transposed ? tbuf : dst, n) != 0) { rc = -1; break; }
+            if (p->hf_transposed) transpose(dst, tbuf, p->shard.cols, rows);
+        }
+        if (rc == 0) ax_shard_extract(&p->shard, m->g, buf, flat + p->offset);
     }
     free(buf); free(tbuf);
     return rc;
@@ -55,11 +66,14 @@ int ax_gpt_read_flat(ax_gpt *m, const ax_st_file *f, const char *prefix, float *
 void ax_gpt_declare(ax_gpt *m, ax_st_writer *w, const char *prefix) {
     if (m->g->rank != 0) return;
     for (int i = 0; i < m->np; i++) {
-        int64_t shape[2];
-        int nd = hf_shape(&m->p[i], shape);
-        char name[160];
-        snprintf(name, sizeof name, "%s%s", prefix, m->p[i].name);
-        ax_st_writer_declare(w, name, AX_ST_F32, nd, shape);
+        const ax_param *p = &m->p[i];
+        for (int s = 0; p->present && s < n_files(p); s++) {
+            int64_t shape[2];
+            int nd = hf_shape(p, file_rows(p, s), shape);
+            char name[160];
+            snprintf(name, sizeof name, "%s%s", prefix, file_name(p, s));
+            ax_st_writer_declare(w, name, AX_ST_F32, nd, shape);
+        }
     }
 }
 
@@ -73,19 +87,101 @@ int ax_gpt_write_flat(ax_gpt *m, ax_st_writer *w, const float *flat) {
     float *buf = root ? ax_calloc(cap, sizeof(float)) : NULL, *tbuf = root ? ax_malloc(cap * sizeof(float)) : NULL;
     for (int i = 0; i < m->np; i++) {
         ax_param *p = &m->p[i];
+        if (!p->present) continue;
         AX_CHECK_MPI(MPI_Gather(flat + p->offset, (int)p->numel, MPI_FLOAT, all, (int)p->numel, MPI_FLOAT, 0, g->tp.comm));
         if (!root || rc) continue;
         for (int r = 0; r < g->tp.size; r++) {
             int x = r % g->gx, y = (r / g->gx) % g->gy, z = r / (g->gx * g->gy);
             ax_shard_insert(&p->shard, g, x, y, z, all + (int64_t)r * p->numel, buf);
         }
-        int64_t n = p->shard.rows * p->shard.cols;
-        const float *src = buf;
-        if (p->hf_transposed) { transpose(tbuf, buf, p->shard.rows, p->shard.cols); src = tbuf; }
-        rc = ax_st_writer_write(w, src, n * sizeof(float));
+        for (int s = 0, row0 = 0; s < n_files(p) && rc == 0; row0 += (int)file_rows(p, s), s++) {
+            int64_t rows = file_rows(p, s), n = rows * p->shard.cols;
+            const float *src = buf + row0 * p->shard.cols;
+            if (p->hf_transposed) { transpose(tbuf, src, rows, p->shard.cols); src = tbuf; }
+            rc = ax_st_writer_write(w, src, n * sizeof(float));
+        }
     }
     free(all); free(buf); free(tbuf);
     return rc;
+}
+
+/* an integer key (or its alternative name) into *dst; absent: *dst stays when optional */
+static int get_int(json_t *j, const char *path, const char *key, const char *alt, int *dst, int optional) {
+    json_t *v = json_object_get(j, key);
+    if (!v && alt) v = json_object_get(j, alt);
+    if ((!v || json_is_null(v)) && optional) return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > (1 << 30))
+        return AX_ERR("%s: expected a positive integer '%s'", path, key);
+    *dst = (int)json_integer_value(v);
+    return 0;
+}
+
+static int get_num(json_t *j, const char *path, const char *key, double *dst) {
+    json_t *v = json_object_get(j, key);
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_number(v) || !(json_number_value(v) > 0)) return AX_ERR("%s: expected a positive number '%s'", path, key);
+    *dst = json_number_value(v);
+    return 0;
+}
+
+/* a key that must be absent, false, or the one value axonn implements */
+static int require(json_t *j, const char *path, const char *key, const char *want) {
+    json_t *v = json_object_get(j, key);
+    if (!v || json_is_null(v) || json_is_false(v) || (want && json_is_string(v) && !strcmp(json_string_value(v), want)))
+        return 0;
+    return AX_ERR("%s: '%s' is not supported (expected %s)", path, key, want ? want : "false or absent");
+}
+
+static int read_llama(json_t *j, const char *path, ax_gpt_config *c) {
+    c->arch = AX_ARCH_LLAMA;
+    double eps = 0, factor = 0, lo = 0, hi = 0;
+    AX_TRY(get_int(j, path, "num_hidden_layers", NULL, &c->n_layer, 0));
+    AX_TRY(get_int(j, path, "num_attention_heads", NULL, &c->n_head, 0));
+    AX_TRY(get_int(j, path, "hidden_size", NULL, &c->n_embd, 0));
+    AX_TRY(get_int(j, path, "max_position_embeddings", NULL, &c->block_size, 0));
+    AX_TRY(get_int(j, path, "vocab_size", NULL, &c->vocab_size, 0));
+    AX_TRY(get_int(j, path, "intermediate_size", NULL, &c->n_inner, 0));
+    AX_TRY(get_int(j, path, "num_key_value_heads", NULL, &c->n_kv_head, 1));
+    AX_TRY(get_num(j, path, "rms_norm_eps", &eps));
+    AX_TRY(get_num(j, path, "rope_theta", &c->rope_theta));
+    AX_TRY(require(j, path, "hidden_act", "silu"));
+    AX_TRY(require(j, path, "attention_bias", NULL));
+    AX_TRY(require(j, path, "mlp_bias", NULL));
+    json_t *hdim = json_object_get(j, "head_dim");
+    if (hdim && !json_is_null(hdim) && (!json_is_integer(hdim) || json_integer_value(hdim) * c->n_head != c->n_embd))
+        return AX_ERR("%s: 'head_dim' must be hidden_size / num_attention_heads", path);
+    c->norm_eps = (float)eps;
+    c->untied = !json_is_true(json_object_get(j, "tie_word_embeddings"));
+    json_t *rs = json_object_get(j, "rope_scaling");
+    if (rs && !json_is_null(rs)) {
+        json_t *t = json_object_get(rs, "rope_type");
+        if (!t) t = json_object_get(rs, "type");
+        if (!json_is_string(t) || strcmp(json_string_value(t), "llama3"))
+            return AX_ERR("%s: rope_scaling of type '%s' is not supported (expected llama3)", path,
+                          json_is_string(t) ? json_string_value(t) : "?");
+        AX_TRY(get_num(rs, path, "factor", &factor));
+        AX_TRY(get_num(rs, path, "low_freq_factor", &lo));
+        AX_TRY(get_num(rs, path, "high_freq_factor", &hi));
+        AX_TRY(get_int(rs, path, "original_max_position_embeddings", NULL, &c->rope_orig_pos, 0));
+        if (!(factor > 0 && lo > 0 && hi > lo))
+            return AX_ERR("%s: rope_scaling needs factor > 0 and high_freq_factor > low_freq_factor > 0", path);
+        c->rope_factor = factor; c->rope_low_freq = lo; c->rope_high_freq = hi;
+    }
+    return 0;
+}
+
+static int read_gpt2(json_t *j, const char *path, ax_gpt_config *c) {
+    double eps = 0;
+    AX_TRY(get_int(j, path, "n_layer", "num_hidden_layers", &c->n_layer, 0));
+    AX_TRY(get_int(j, path, "n_head", "num_attention_heads", &c->n_head, 0));
+    AX_TRY(get_int(j, path, "n_embd", "hidden_size", &c->n_embd, 0));
+    AX_TRY(get_int(j, path, "n_positions", "n_ctx", &c->block_size, 0));
+    AX_TRY(get_int(j, path, "vocab_size", NULL, &c->vocab_size, 0));
+    AX_TRY(get_int(j, path, "n_inner", NULL, &c->n_inner, 1));
+    AX_TRY(get_num(j, path, "layer_norm_epsilon", &eps));
+    AX_TRY(require(j, path, "activation_function", "gelu_new"));
+    c->norm_eps = (float)eps;
+    return 0;
 }
 
 int ax_gpt_config_read(ax_gpt_config *c, const char *path) {
@@ -94,37 +190,47 @@ int ax_gpt_config_read(ax_gpt_config *c, const char *path) {
     if (!j && e.line < 1) return AX_ERR("%s: cannot read: %s", path, e.text);
     if (!j) return AX_ERR("%s: invalid JSON: %s (line %d)", path, e.text, e.line);
     if (!json_is_object(j)) { json_decref(j); return AX_ERR("%s: expected a JSON object", path); }
-    struct { const char *key, *alt; int *dst; } f[] = {
-        {"n_layer", "num_hidden_layers", &c->n_layer}, {"n_head", "num_attention_heads", &c->n_head},
-        {"n_embd", "hidden_size", &c->n_embd}, {"n_positions", "n_ctx", &c->block_size},
-        {"vocab_size", NULL, &c->vocab_size}};
-    for (size_t i = 0; i < sizeof f / sizeof *f; i++) {
-        json_t *v = json_object_get(j, f[i].key);
-        if (!v && f[i].alt) v = json_object_get(j, f[i].alt);
-        if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > (1 << 30)) {
-            json_decref(j);
-            return AX_ERR("%s: expected a positive integer '%s'", path, f[i].key);
-        }
-        *f[i].dst = (int)json_integer_value(v);
-    }
+    memset(c, 0, sizeof *c);
     json_t *mt = json_object_get(j, "model_type");
-    if (mt && json_is_string(mt) && strcmp(json_string_value(mt), "gpt2") != 0) {
-        int r = AX_ERR("%s: model_type '%s' is not supported (expected gpt2)", path, json_string_value(mt));
-        json_decref(j);
-        return r;
-    }
+    const char *type = json_is_string(mt) ? json_string_value(mt) : "gpt2";
+    int rc;
+    if (!strcmp(type, "gpt2")) rc = read_gpt2(j, path, c);
+    else if (!strcmp(type, "llama")) rc = read_llama(j, path, c);
+    else rc = AX_ERR("%s: model_type '%s' is not supported (expected gpt2 or llama)", path, type);
     json_decref(j);
-    return 0;
+    if (rc == 0) ax_gpt_config_defaults(c);
+    return rc;
+}
+
+static json_t *config_json(const ax_gpt_config *c) {
+    double eps = c->norm_eps > 0 ? c->norm_eps : 1e-5;
+    if (c->arch != AX_ARCH_LLAMA)
+        return json_pack("{s:s, s:[s], s:i, s:i, s:i, s:i, s:i, s:i, s:o, s:f, s:s, s:f, s:f, s:f, s:b, s:i, s:i}",
+            "model_type", "gpt2", "architectures", "GPT2LMHeadModel",
+            "n_layer", c->n_layer, "n_head", c->n_head, "n_embd", c->n_embd,
+            "n_positions", c->block_size, "n_ctx", c->block_size, "vocab_size", c->vocab_size,
+            "n_inner", c->n_inner ? json_integer(c->n_inner) : json_null(),
+            "layer_norm_epsilon", eps, "activation_function", "gelu_new",
+            "resid_pdrop", 0.0, "embd_pdrop", 0.0, "attn_pdrop", 0.0, "tie_word_embeddings", 1,
+            "bos_token_id", c->vocab_size - 1, "eos_token_id", c->vocab_size - 1);
+    json_t *rs = c->rope_factor > 0
+        ? json_pack("{s:s, s:f, s:f, s:f, s:i}", "rope_type", "llama3", "factor", c->rope_factor,
+                    "low_freq_factor", c->rope_low_freq, "high_freq_factor", c->rope_high_freq,
+                    "original_max_position_embeddings", c->rope_orig_pos)
+        : json_null();
+    return json_pack("{s:s, s:[s], s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:o, s:s, s:b, s:b, s:b, s:f, s:i, s:i}",
+        "model_type", "llama", "architectures", "LlamaForCausalLM",
+        "num_hidden_layers", c->n_layer, "num_attention_heads", c->n_head,
+        "num_key_value_heads", c->n_kv_head ? c->n_kv_head : c->n_head, "hidden_size", c->n_embd,
+        "intermediate_size", c->n_inner ? c->n_inner : 4 * c->n_embd, "max_position_embeddings", c->block_size,
+        "vocab_size", c->vocab_size, "rms_norm_eps", eps, "rope_theta", c->rope_theta > 0 ? c->rope_theta : 10000.0,
+        "rope_scaling", rs, "hidden_act", "silu", "tie_word_embeddings", !c->untied,
+        "attention_bias", 0, "mlp_bias", 0, "initializer_range", 0.02,
+        "bos_token_id", c->vocab_size - 1, "eos_token_id", c->vocab_size - 1);
 }
 
 int ax_gpt_config_write(const ax_gpt_config *c, const char *path) {
-    json_t *j = json_pack("{s:s, s:[s], s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:s, s:f, s:f, s:f, s:b, s:i, s:i}",
-        "model_type", "gpt2", "architectures", "GPT2LMHeadModel",
-        "n_layer", c->n_layer, "n_head", c->n_head, "n_embd", c->n_embd,
-        "n_positions", c->block_size, "n_ctx", c->block_size, "vocab_size", c->vocab_size,
-        "layer_norm_epsilon", 1e-5, "activation_function", "gelu_new",
-        "resid_pdrop", 0.0, "embd_pdrop", 0.0, "attn_pdrop", 0.0, "tie_word_embeddings", 1,
-        "bos_token_id", c->vocab_size - 1, "eos_token_id", c->vocab_size - 1);
+    json_t *j = config_json(c);
     char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(j);
     ax_outfile o;

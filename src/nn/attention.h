@@ -1,7 +1,9 @@
 /* Causal multi-head self-attention on the heads this rank holds (SPEC §3: the
  * QKV output is head-grouped, so the heads of a Y shard are complete and the
  * attention needs no communication; it is replicated over X).
- *   qkv (B*T, 3*Cl) = [q | k | v] of Hl heads of size hd (Cl = Hl*hd)
+ *   qkv (B*T, (Hl + 2 KVl) hd) = [q | k | v]: Hl query heads of size hd
+ *       (Cl = Hl*hd) and KVl key/value heads, query head h reading
+ *       key/value head h / (Hl / KVl) (grouped-query attention; KVl = Hl: MHA)
  *   out (B*T, Cl)
  *   lse (B, Hl, T)  log-sum-exp of each query's scores (kept for backward)
  *
@@ -16,13 +18,13 @@
 /* floats of scratch per thread for sequences of T tokens */
 size_t ax_attention_scratch(int T);
 /* scratch: nthr * ax_attention_scratch(T) floats; at most nthr threads run */
-void ax_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int hd,
+void ax_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
                           float *scratch, int nthr);
-/* dqkv (B*T, 3*Cl), overwritten; out and lse as the forward left them */
+/* dqkv like qkv, overwritten; out and lse as the forward left them */
 void ax_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
-                           int B, int T, int Hl, int hd, float *scratch, int nthr);
-/* KV-cache decoding: one new query per row (qkv (nb, 3*Cl)) over a cache of
- * this layer laid out (nb, Hl, Tmax, hd); the new key and value go to len[b] */
+                           int B, int T, int Hl, int KVl, int hd, float *scratch, int nthr);
+/* KV-cache decoding: one new query per row (qkv (nb, (Hl + 2 KVl) hd)) over a
+ * cache of this layer laid out (nb, KVl, Tmax, hd); the new key and value go to len[b] */
 void ax_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len,
-                         int nb, int Hl, int hd, int Tmax);
+                         int nb, int Hl, int KVl, int hd, int Tmax);
 #endif

@@ -1,14 +1,20 @@
-/* Exact LayerNorm over features split across the X group (SPEC §3): the row
- * mean and variance are all-reduced over X (two passes: mean, then centred
- * squares), so any Gx gives the serial result.
- *   x, out (M, Cl); w, b (Cl); mean, rstd (M); C = Cl * Gx; eps 1e-5. */
+/* Exact LayerNorm and RMSNorm over features split across the X group (SPEC
+ * §3): the row statistics are all-reduced over X (LayerNorm: two passes,
+ * mean then centred squares), so any Gx gives the serial result.
+ *   x, out (M, Cl); w, b (Cl); mean, rstd (M); C = Cl * Gx. */
 #ifndef AX_NN_LAYERNORM_H
 #define AX_NN_LAYERNORM_H
 #include "comm/comm.h"
 
 void ax_layernorm_forward(ax_comm *X, float *out, float *mean, float *rstd, const float *x,
-                          const float *w, const float *b, int M, int Cl, int C, float *scratch);
+                          const float *w, const float *b, int M, int Cl, int C, float eps, float *scratch);
 /* dx (+=), dw (+=), db (+=); scratch holds 2*M floats */
 void ax_layernorm_backward(ax_comm *X, float *dx, float *dw, float *db, const float *dout, const float *x,
                            const float *w, const float *mean, const float *rstd, int M, int Cl, int C, float *scratch);
+/* RMSNorm (Llama): out = x / sqrt(mean(x^2) + eps) * w; no mean, no bias */
+void ax_rmsnorm_forward(ax_comm *X, float *out, float *rstd, const float *x, const float *w, int M, int Cl, int C,
+                        float eps);
+/* dx (+=), dw (+=); scratch holds M floats */
+void ax_rmsnorm_backward(ax_comm *X, float *dx, float *dw, const float *dout, const float *x, const float *w,
+                         const float *rstd, int M, int Cl, int C, float *scratch);
 #endif

@@ -2,7 +2,8 @@
 #include "backend/backend.h"
 #include <string.h>
 
-void ax_linear_init(ax_linear *L, ax_grid *g, int in, int out, int out_pad, int transposed, int qkv_heads) {
+void ax_linear_init(ax_linear *L, ax_grid *g, int in, int out, int out_pad, int transposed, int nparts,
+                    const int64_t *part) {
     memset(L, 0, sizeof *L);
     L->in = in; L->out = out; L->out_pad = out_pad ? out_pad : out;
     L->transposed = transposed;
@@ -10,10 +11,10 @@ void ax_linear_init(ax_linear *L, ax_grid *g, int in, int out, int out_pad, int 
     L->w = (ax_shard){.rows = out, .rows_pad = L->out_pad, .cols = in, .row_axis = out_axis,
                       .col_axis = in_axis, .zchunk = 1};
     L->b = (ax_shard){.rows = 1, .cols = out, .col_axis = out_axis};
-    if (qkv_heads) {
-        L->w.qkv = AX_QKV_ROWS; L->b.qkv = AX_QKV_COLS;
-        L->w.qkv_c = L->b.qkv_c = out / 3;
-        L->w.qkv_heads = L->b.qkv_heads = qkv_heads;
+    if (nparts) {
+        L->w.parts_axis = AX_PARTS_ROWS; L->b.parts_axis = AX_PARTS_COLS;
+        L->w.nparts = L->b.nparts = nparts;
+        for (int i = 0; i < nparts; i++) L->w.part[i] = L->b.part[i] = part[i];
     }
     L->in_l = in / (transposed ? g->gy : g->gx);
     L->out_l = L->out_pad / (transposed ? g->gx : g->gy);

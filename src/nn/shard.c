@@ -23,12 +23,20 @@ int ax_shard_replicated(const ax_shard *s, const ax_grid *g) {
     return rep;
 }
 
-/* Logical feature of position p in the head-grouped order, where shard y
- * holds [q of its heads | k of its heads | v of its heads]. */
-static int64_t qkv_unpermute(const ax_shard *s, const ax_grid *g, int64_t p) {
-    int64_t c = s->qkv_c, cy = c / g->gy;
-    int64_t y = p / (3 * cy), r = p % (3 * cy);
-    return (r / cy) * c + y * cy + r % cy;
+/* Logical feature of position p in the part-grouped order, where shard y
+ * holds [part 0's y-th block | part 1's | ...]; *left: positions from p to
+ * the end of its block. */
+static int64_t parts_unpermute(const ax_shard *s, const ax_grid *g, int64_t p, int64_t *left) {
+    int64_t w = 0;
+    for (int i = 0; i < s->nparts; i++) w += s->part[i] / g->gy;
+    int64_t y = p / w, r = p % w, first = 0;
+    for (int i = 0; i < s->nparts; i++) {
+        int64_t wi = s->part[i] / g->gy;
+        if (r < wi) { *left = wi - r; return first + y * wi + r; }
+        r -= wi; first += s->part[i];
+    }
+    *left = 0;
+    return -1;   /* unreachable: p is within the shard */
 }
 
 int64_t ax_shard_logical_index(const ax_shard *s, const ax_grid *g, int x, int y, int z, int64_t i) {
@@ -39,8 +47,9 @@ int64_t ax_shard_logical_index(const ax_shard *s, const ax_grid *g, int x, int y
     }
     int64_t r = axis_coord(s->row_axis, x, y) * br + i / bc;
     int64_t c = axis_coord(s->col_axis, x, y) * bc + i % bc;
-    if (s->qkv == AX_QKV_ROWS) r = qkv_unpermute(s, g, r);
-    if (s->qkv == AX_QKV_COLS) c = qkv_unpermute(s, g, c);
+    int64_t left = 0;
+    if (s->parts_axis == AX_PARTS_ROWS) r = parts_unpermute(s, g, r, &left);
+    if (s->parts_axis == AX_PARTS_COLS) c = parts_unpermute(s, g, c, &left);
     if (r >= s->rows) return -1;
     return r * s->cols + c;
 }
@@ -51,9 +60,10 @@ static int64_t run_length(const ax_shard *s, const ax_grid *g, int x, int y, int
     int64_t bc = ax_shard_block_cols(s, g), ie = s->zchunk ? i + z * n : i;
     if (s->zchunk && ie >= ax_shard_block_numel(s, g)) return n - i;
     int64_t run = bc - ie % bc;
-    if (s->qkv == AX_QKV_COLS) {
-        int64_t cy = s->qkv_c / g->gy, c = axis_coord(s->col_axis, x, y) * bc + ie % bc;
-        if (cy - c % cy < run) run = cy - c % cy;
+    if (s->parts_axis == AX_PARTS_COLS) {
+        int64_t left = 0;
+        parts_unpermute(s, g, axis_coord(s->col_axis, x, y) * bc + ie % bc, &left);
+        if (left < run) run = left;
     }
     return run < n - i ? run : n - i;
 }

@@ -5,12 +5,13 @@
  * (the vocabulary, to a multiple the grid needs). A rank's block is
  * [rows_pad/G_row, cols/G_col]. A "zchunk" tensor (every FC weight and the
  * embedding) is further cut, flattened row-major, into Gz contiguous chunks;
- * rank z stores chunk z only (zero-padded to equal length). A permuted axis
- * (the QKV output features) reorders the logical features so that each Y shard
- * holds q, k and v of whole heads.
+ * rank z stores chunk z only (zero-padded to equal length). A Y-split axis
+ * made of parts (the fused [q | k | v] features, or Llama's [gate | up]) is
+ * reordered so that Y shard y holds [part 0's y-th block | part 1's | ...]:
+ * whole heads of q, k and v, or the gate and up features one product needs.
  *
  *   ax_shard s = {.rows = 3*C, .cols = C, .row_axis = AX_AXIS_Y, .col_axis = AX_AXIS_X,
- *                 .zchunk = 1, .qkv = AX_QKV_ROWS, .qkv_c = C, .qkv_heads = NH};
+ *                 .zchunk = 1, .parts_axis = AX_PARTS_ROWS, .nparts = 3, .part = {C, C, C}};
  *   float *mine = malloc(ax_shard_numel(&s, g) * 4);
  *   ax_shard_extract(&s, g, logical, mine);
  */
@@ -20,16 +21,16 @@
 #include "grid/grid.h"
 
 enum { AX_AXIS_NONE = 0, AX_AXIS_X = 1, AX_AXIS_Y = 2 };
-enum { AX_QKV_NONE = 0, AX_QKV_ROWS = 1, AX_QKV_COLS = 2 };
+enum { AX_PARTS_NONE = 0, AX_PARTS_ROWS = 1, AX_PARTS_COLS = 2 };
 
 typedef struct {
     int64_t rows, cols;      /* logical shape */
     int64_t rows_pad;        /* >= rows; 0 means rows */
     int row_axis, col_axis;  /* AX_AXIS_* */
     int zchunk;
-    int qkv;                 /* which axis carries [q | k | v] features */
-    int64_t qkv_c;           /* C: features per q/k/v part */
-    int qkv_heads;           /* heads, split over the Y group */
+    int parts_axis;          /* which axis (split over Y) is made of parts */
+    int nparts;
+    int64_t part[3];         /* logical features of each part, in order; each divisible by G_y */
 } ax_shard;
 
 /* block shape on a rank */

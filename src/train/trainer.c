@@ -164,7 +164,8 @@ static int setup(ax_run *r) {
     r->tty = r->root && isatty(1) && !getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMI_SIZE");
     set_threads(r);
     ax_be()->gemm_timing(o->profile);
-    ax_gpt_config cfg = o->model;
+    ax_gpt_config cfg = o->model, want = o->model;
+    ax_gpt_config_defaults(&want);
     char ckdir[4096] = "", path[4200];
     MPI_Comm w = r->g.world;
     r->st = (ax_ckpt_state){.step = 0, .seed = o->seed};
@@ -174,7 +175,7 @@ static int setup(ax_run *r) {
     if (r->resumed) {
         ax_ckpt_state saved;
         AX_TRY(ax_agree(w, ax_ckpt_peek(ckdir, &cfg, &saved)));
-        if (!o->init && strcmp(o->resume, "auto") == 0 && memcmp(&cfg, &o->model, sizeof cfg) != 0)
+        if (!o->init && strcmp(o->resume, "auto") == 0 && memcmp(&cfg, &want, sizeof cfg) != 0)
             return AX_ERR("--resume auto: %s holds a model of n_layer %d, n_head %d, n_embd %d, n_positions %d, vocab %d; "
                           "the options describe another", ckdir, cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.block_size, cfg.vocab_size);
         if ((o->batch && saved.batch != o->batch) || (o->seq && saved.seq != o->seq))

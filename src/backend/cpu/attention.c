@@ -16,15 +16,16 @@ size_t ax_cpu_attention_scratch(int T) { return 2 * (size_t)TL * TL + (size_t)T 
 /* keys of tile j0 (nk of them) that query i may see */
 static inline int visible(int i, int j0, int nk) { return i - j0 + 1 < nk ? i - j0 + 1 : nk; }
 
-void ax_cpu_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int hd,
+void ax_cpu_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
                               float *scratch, int nthr) {
-    int Cl = Hl * hd, ld = 3 * Cl, nt = (T + TL - 1) / TL;
+    int Cl = Hl * hd, ld = (Hl + 2 * KVl) * hd, nt = (T + TL - 1) / TL, grp = Hl / KVl;
     float scale = 1.0f / sqrtf((float)hd);
     #pragma omp parallel for schedule(dynamic, 1) num_threads(nthr)
     for (int u = 0; u < B * Hl * nt; u++) {
         int bh = u / nt, i0 = (u % nt) * TL, b = bh / Hl, h = bh % Hl, nq = T - i0 < TL ? T - i0 : TL;
         float *S = scratch + (size_t)omp_get_thread_num() * ax_cpu_attention_scratch(T), *mx = S + TL * TL, *sum = mx + TL;
-        const float *q = qkv + ((size_t)b * T + i0) * ld + h * hd, *k = qkv + (size_t)b * T * ld + Cl + h * hd, *v = k + Cl;
+        const float *q = qkv + ((size_t)b * T + i0) * ld + h * hd;
+        const float *k = qkv + (size_t)b * T * ld + Cl + (h / grp) * hd, *v = k + KVl * hd;
         float *o = out + ((size_t)b * T + i0) * Cl + h * hd;
         for (int r = 0; r < nq; r++) { mx[r] = -INFINITY; sum[r] = 0; memset(o + (size_t)r * Cl, 0, hd * sizeof(float)); }
         for (int j0 = 0; j0 < i0 + nq; j0 += TL) {
@@ -55,22 +56,30 @@ void ax_cpu_attention_forward(float *out, float *lse, const float *qkv, int B, i
 }
 
 void ax_cpu_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
-                           int B, int T, int Hl, int hd, float *scratch, int nthr) {
-    int Cl = Hl * hd, ld = 3 * Cl;
+                           int B, int T, int Hl, int KVl, int hd, float *scratch, int nthr) {
+    int Cl = Hl * hd, ld = (Hl + 2 * KVl) * hd, grp = Hl / KVl;
     float scale = 1.0f / sqrtf((float)hd);
     #pragma omp parallel for schedule(dynamic, 1) num_threads(nthr)
-    for (int bh = 0; bh < B * Hl; bh++) {
-        int b = bh / Hl, h = bh % Hl;
+    for (int bk = 0; bk < B * KVl; bk++) {
+      int b = bk / KVl, kh = bk % KVl;
+      const float *k = qkv + (size_t)b * T * ld + Cl + kh * hd, *v = k + KVl * hd;
+      float *dk = dqkv + (size_t)b * T * ld + Cl + kh * hd, *dv = dk + KVl * hd;
+      for (int i = 0; i < T; i++) {                /* the key/value head's gradients start at 0 */
+          memset(dk + (size_t)i * ld, 0, hd * sizeof(float));
+          memset(dv + (size_t)i * ld, 0, hd * sizeof(float));
+      }
+      for (int h = kh * grp; h < (kh + 1) * grp; h++) {   /* its query heads, in order */
+        int bh = b * Hl + h;
         size_t base = (size_t)b * T * ld + h * hd, obase = (size_t)b * T * Cl + h * hd;
-        const float *q = qkv + base, *k = q + Cl, *v = q + 2 * Cl, *ls = lse + (size_t)bh * T;
-        float *dq = dqkv + base, *dk = dq + Cl, *dv = dq + 2 * Cl;
+        const float *q = qkv + base, *ls = lse + (size_t)bh * T;
+        float *dq = dqkv + base;
         float *P = scratch + (size_t)omp_get_thread_num() * ax_cpu_attention_scratch(T), *dP = P + TL * TL, *D = dP + TL * TL;
-        for (int i = 0; i < T; i++) {              /* D_i = dO_i . O_i; the head's gradients start at 0 */
+        for (int i = 0; i < T; i++) {              /* D_i = dO_i . O_i; dq starts at 0 */
             const float *dO = dout + obase + (size_t)i * Cl, *O = out + obase + (size_t)i * Cl;
             float d = 0;
             for (int e = 0; e < hd; e++) d += dO[e] * O[e];
             D[i] = d;
-            for (int part = 0; part < 3; part++) memset(dq + (size_t)i * ld + part * Cl, 0, hd * sizeof(float));
+            memset(dq + (size_t)i * ld, 0, hd * sizeof(float));
         }
         for (int j0 = 0; j0 < T; j0 += TL) {
             int nk = T - j0 < TL ? T - j0 : TL;
@@ -97,20 +106,26 @@ void ax_cpu_attention_backward(float *dqkv, const float *dout, const float *out,
                 ax_cpu_sgemm(1, 0, nk, hd, nq, 1.0f, dP, TL, qi, ld, 1.0f, dk + (size_t)j0 * ld, ld);  /* dk += ds^T q */
             }
         }
+      }
     }
 }
 
 void ax_cpu_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len,
-                             int nb, int Hl, int hd, int Tmax) {
-    int Cl = Hl * hd;
+                             int nb, int Hl, int KVl, int hd, int Tmax) {
+    int Cl = Hl * hd, ld = (Hl + 2 * KVl) * hd, grp = Hl / KVl;
     float scale = 1.0f / sqrtf((float)hd);
+    #pragma omp parallel for schedule(static)
+    for (int bk = 0; bk < nb * KVl; bk++) {        /* append each row's new key and value */
+        int b = bk / KVl, kh = bk % KVl;
+        const float *row = qkv + (size_t)b * ld + Cl + kh * hd;
+        memcpy(kc + ((size_t)bk * Tmax + len[b]) * hd, row, hd * sizeof(float));
+        memcpy(vc + ((size_t)bk * Tmax + len[b]) * hd, row + KVl * hd, hd * sizeof(float));
+    }
     #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < nb * Hl; bh++) {
         int b = bh / Hl, h = bh % Hl, n = len[b] + 1;
-        const float *q = qkv + (size_t)b * 3 * Cl + h * hd;
-        float *k = kc + (size_t)bh * Tmax * hd, *v = vc + (size_t)bh * Tmax * hd;
-        memcpy(k + (size_t)(n - 1) * hd, q + Cl, hd * sizeof(float));
-        memcpy(v + (size_t)(n - 1) * hd, q + 2 * Cl, hd * sizeof(float));
+        const float *q = qkv + (size_t)b * ld + h * hd;
+        const float *k = kc + ((size_t)b * KVl + h / grp) * Tmax * hd, *v = vc + ((size_t)b * KVl + h / grp) * Tmax * hd;
         float s[n], mx = -INFINITY, sum = 0;
         for (int j = 0; j < n; j++) {
             float d = 0;

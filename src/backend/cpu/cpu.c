@@ -12,6 +12,8 @@ const ax_backend ax_cpu_backend = {
     .gemm = ax_cpu_gemm, .gemm_kernel = ax_cpu_gemm_kernel,
     .gemm_timing = ax_cpu_gemm_timing, .gemm_stats = ax_cpu_gemm_stats, .cast = ax_cpu_cast,
     .layernorm_forward = ax_cpu_layernorm_forward, .layernorm_backward = ax_cpu_layernorm_backward,
+    .rmsnorm_forward = ax_cpu_rmsnorm_forward, .rmsnorm_backward = ax_cpu_rmsnorm_backward,
+    .swiglu_forward = ax_cpu_swiglu_forward, .swiglu_backward = ax_cpu_swiglu_backward, .rope = ax_cpu_rope,
     .gelu_forward = ax_cpu_gelu_forward, .gelu_backward = ax_cpu_gelu_backward,
     .add = ax_cpu_add, .bias_add = ax_cpu_bias_add, .bias_grad = ax_cpu_bias_grad,
     .embedding_forward = ax_cpu_embedding_forward, .embedding_backward = ax_cpu_embedding_backward,

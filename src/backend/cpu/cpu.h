@@ -30,10 +30,17 @@ void ax_cpu_cast(void *dst, ax_dtype dt, const void *src, ax_dtype st, size_t n)
 void ax_cpu_gemm_timing(int on);
 void ax_cpu_gemm_stats(double *seconds, double *flops);
 void ax_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
-                              int M, int Cl, int C, float *scratch, const ax_reducer *X);
+                              int M, int Cl, int C, float eps, float *scratch, const ax_reducer *X);
 void ax_cpu_layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
                                const float *mean, const float *rstd, int M, int Cl, int C, float *scratch,
                                const ax_reducer *X);
+void ax_cpu_rmsnorm_forward(float *out, float *rstd, const float *x, const float *w, int M, int Cl, int C, float eps,
+                            const ax_reducer *X);
+void ax_cpu_rmsnorm_backward(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
+                             int M, int Cl, int C, float *scratch, const ax_reducer *X);
+void ax_cpu_swiglu_forward(float *out, const float *gu, int M, int F);
+void ax_cpu_swiglu_backward(float *dgu, const float *gu, const float *dout, int M, int F);
+void ax_cpu_rope(float *x, int ld, int M, int T, const int32_t *pos, int nh, int hd, const float *cs, float sign);
 void ax_cpu_gelu_forward(float *out, const float *x, size_t n);
 void ax_cpu_gelu_backward(float *dx, const float *x, const float *dout, size_t n);
 void ax_cpu_add(float *y, const float *x, size_t n);
@@ -46,12 +53,12 @@ void ax_cpu_embedding_backward(float *dwte, float *dwpe, const float *dout, cons
 void ax_cpu_xent(float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
                  int V, float dscale, float *scratch, const ax_reducer *Y);
 size_t ax_cpu_attention_scratch(int T);
-void ax_cpu_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int hd,
+void ax_cpu_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
                               float *scratch, int nthr);
 void ax_cpu_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
-                               int B, int T, int Hl, int hd, float *scratch, int nthr);
+                               int B, int T, int Hl, int KVl, int hd, float *scratch, int nthr);
 void ax_cpu_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len,
-                             int nb, int Hl, int hd, int Tmax);
+                             int nb, int Hl, int KVl, int hd, int Tmax);
 void ax_cpu_adamw(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2,
                   float c1, float c2, float lr, float eps, float decay);
 #endif

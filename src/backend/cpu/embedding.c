@@ -15,6 +15,7 @@ void ax_cpu_embedding_forward(float *out, const int32_t *tokens, const int32_t *
         else memset(o, 0, Cl * sizeof(float));
     }
     Y->sum(Y->ctx, out, (size_t)M * Cl);
+    if (!wpe) return;                              /* rotary positions act in attention instead */
     #pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
         float *o = out + (size_t)i * Cl;
@@ -33,8 +34,10 @@ void ax_cpu_embedding_backward(float *dwte, float *dwpe, const float *dout, cons
         int c0 = (int)((long)Cl * t / nt), c1 = (int)((long)Cl * (t + 1) / nt);
         for (int i = 0; i < M; i++) {
             const float *d = dout + (size_t)i * Cl;
-            float *p = dwpe + (size_t)position(pos, i, T) * Cl;
-            for (int j = c0; j < c1; j++) p[j] += d[j];
+            if (dwpe) {
+                float *p = dwpe + (size_t)position(pos, i, T) * Cl;
+                for (int j = c0; j < c1; j++) p[j] += d[j];
+            }
             int v = tokens[i] - v0;
             if (v < 0 || v >= Vl) continue;
             float *w = dwte + (size_t)v * Cl;

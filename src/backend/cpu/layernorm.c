@@ -1,12 +1,12 @@
-/* Exact LayerNorm over columns split across a group: row sums, then centred
- * squares, each completed by the group's reducer (two passes, as stable as
- * the serial two-pass formula). */
+/* Exact LayerNorm and RMSNorm over columns split across a group: row sums,
+ * then centred squares (RMSNorm: squares), each completed by the group's
+ * reducer (two passes for LayerNorm, as stable as the serial formula). */
 #include "backend/cpu/cpu.h"
 #include <math.h>
 #include <omp.h>
 
 void ax_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
-                              int M, int Cl, int C, float *scratch, const ax_reducer *X) {
+                              int M, int Cl, int C, float eps, float *scratch, const ax_reducer *X) {
     #pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
         const float *r = x + (size_t)i * Cl;
@@ -27,7 +27,7 @@ void ax_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float 
     for (int i = 0; i < M; i++) {
         const float *r = x + (size_t)i * Cl;
         float *o = out + (size_t)i * Cl, m = mean[i];
-        float rs = 1.0f / sqrtf(scratch[i] / C + 1e-5f);
+        float rs = 1.0f / sqrtf(scratch[i] / C + eps);
         rstd[i] = rs;
         for (int j = 0; j < Cl; j++) o[j] = (r[j] - m) * rs * w[j] + b[j];
     }
@@ -68,6 +68,53 @@ void ax_cpu_layernorm_backward(float *dx, float *dw, float *db, const float *dou
             const float *r = x + (size_t)i * Cl, *d = dout + (size_t)i * Cl;
             float m = mean[i], rs = rstd[i];
             for (int j = c0; j < c1; j++) { dw[j] += d[j] * (r[j] - m) * rs; db[j] += d[j]; }
+        }
+    }
+}
+
+void ax_cpu_rmsnorm_forward(float *out, float *rstd, const float *x, const float *w, int M, int Cl, int C, float eps,
+                            const ax_reducer *X) {
+    #pragma omp parallel for schedule(static)
+    for (int i = 0; i < M; i++) {
+        const float *r = x + (size_t)i * Cl;
+        float s = 0; for (int j = 0; j < Cl; j++) s += r[j] * r[j];
+        rstd[i] = s;
+    }
+    X->sum(X->ctx, rstd, M);
+    #pragma omp parallel for schedule(static)
+    for (int i = 0; i < M; i++) {
+        const float *r = x + (size_t)i * Cl;
+        float *o = out + (size_t)i * Cl, rs = 1.0f / sqrtf(rstd[i] / C + eps);
+        rstd[i] = rs;
+        for (int j = 0; j < Cl; j++) o[j] = r[j] * rs * w[j];
+    }
+}
+
+void ax_cpu_rmsnorm_backward(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
+                             int M, int Cl, int C, float *scratch, const ax_reducer *X) {
+    /* y = x r w with r = (mean x^2 + eps)^-1/2: dx = r (dout w - x r^2 mean(dout w x)) */
+    #pragma omp parallel for schedule(static)
+    for (int i = 0; i < M; i++) {
+        const float *r = x + (size_t)i * Cl, *d = dout + (size_t)i * Cl;
+        float s = 0;
+        for (int j = 0; j < Cl; j++) s += d[j] * w[j] * r[j];
+        scratch[i] = s;
+    }
+    X->sum(X->ctx, scratch, M);
+    #pragma omp parallel for schedule(static)
+    for (int i = 0; i < M; i++) {
+        const float *r = x + (size_t)i * Cl, *d = dout + (size_t)i * Cl;
+        float *o = dx + (size_t)i * Cl, rs = rstd[i], c = scratch[i] / C * rs * rs;
+        for (int j = 0; j < Cl; j++) o[j] += rs * (d[j] * w[j] - r[j] * c);
+    }
+    #pragma omp parallel
+    {
+        int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        int c0 = (int)((long)Cl * t / nt), c1 = (int)((long)Cl * (t + 1) / nt);
+        for (int i = 0; i < M; i++) {
+            const float *r = x + (size_t)i * Cl, *d = dout + (size_t)i * Cl;
+            float rs = rstd[i];
+            for (int j = c0; j < c1; j++) dw[j] += d[j] * r[j] * rs;
         }
     }
 }

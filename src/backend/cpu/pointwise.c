@@ -1,4 +1,5 @@
-/* Elementwise and per-column kernels: GELU, residual add, bias. */
+/* Elementwise and per-column kernels: GELU, SwiGLU, rotary embeddings,
+ * residual add, bias. */
 #include "backend/cpu/cpu.h"
 #include "backend/cpu/vmath.h"
 #include <math.h>
@@ -21,6 +22,49 @@ void ax_cpu_gelu_backward(float *dx, const float *x, const float *dout, size_t n
         float t = ax_tanhf(u);
         float du = GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
         dx[i] = dout[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
+    }
+}
+
+static inline float sigmoid(float v) { return 1.0f / (1.0f + ax_expf(-v)); }
+
+void ax_cpu_swiglu_forward(float *out, const float *gu, int M, int F) {
+    #pragma omp parallel for schedule(static)
+    for (int i = 0; i < M; i++) {
+        const float *g = gu + (size_t)i * 2 * F, *u = g + F;
+        float *o = out + (size_t)i * F;
+        for (int j = 0; j < F; j++) o[j] = g[j] * sigmoid(g[j]) * u[j];
+    }
+}
+
+void ax_cpu_swiglu_backward(float *dgu, const float *gu, const float *dout, int M, int F) {
+    #pragma omp parallel for schedule(static)
+    for (int i = 0; i < M; i++) {
+        const float *g = gu + (size_t)i * 2 * F, *u = g + F, *d = dout + (size_t)i * F;
+        float *dg = dgu + (size_t)i * 2 * F, *du = dg + F;
+        for (int j = 0; j < F; j++) {
+            float s = sigmoid(g[j]), silu = g[j] * s;
+            du[j] = d[j] * silu;
+            dg[j] = d[j] * u[j] * s * (1.0f + g[j] * (1.0f - s));
+        }
+    }
+}
+
+/* Rotates the first and second halves of each head (the Llama/NeoX layout)
+ * by the angles of the row's position: cs[pos][k] = (cos, sin) of frequency k.
+ * The backward is the rotation by the opposite angle (sign -1). */
+void ax_cpu_rope(float *x, int ld, int M, int T, const int32_t *pos, int nh, int hd, const float *cs, float sign) {
+    int half = hd / 2;
+    #pragma omp parallel for schedule(static)
+    for (int i = 0; i < M; i++) {
+        const float *c = cs + (size_t)(pos ? pos[i] : i % T) * hd;
+        for (int h = 0; h < nh; h++) {
+            float *a = x + (size_t)i * ld + h * hd, *b = a + half;
+            for (int k = 0; k < half; k++) {
+                float co = c[2 * k], si = sign * c[2 * k + 1], u = a[k], v = b[k];
+                a[k] = u * co - v * si;
+                b[k] = v * co + u * si;
+            }
+        }
     }
 }
 

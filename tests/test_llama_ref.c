@@ -1,0 +1,129 @@
+/* The Llama architecture against Hugging Face transformers (tests/ref/llama_ref.py):
+ * the checkpoint as save_pretrained wrote it, then logits, loss and every
+ * parameter gradient at those weights, on the grid given as "--grid
+ * D,X,Y,Z" (the serial numbers on every one). The model has grouped-query
+ * attention, an MLP width that is not 4x, untied embeddings, rope_theta 500
+ * with Llama-3 scaling and a vocabulary no grid divides. Then greedy KV-cache
+ * decoding must pick the tokens a full forward picks. */
+#include "test.h"
+#include "model/gpt.h"
+#include "model/gpt_decode.h"
+#include "train/optim.h"
+#include "util/err.h"
+
+static ax_gpt m;
+static ax_grid g;
+
+/* norm-wise relative difference per parameter, each logical element once; the worst */
+static double worst_param_diff(const float *got, const float *ref, float *tmp, const char **worst) {
+    double w = 0;
+    for (int i = 0; i < m.np; i++) {
+        ax_param *p = &m.p[i];
+        if (!p->present) continue;
+        memset(tmp, 0, m.n_local * sizeof(float));
+        for (int64_t k = 0; k < p->numel; k++) tmp[p->offset + k] = got[p->offset + k] - ref[p->offset + k];
+        double dn = ax_gpt_sumsq(&m, tmp);
+        for (int64_t k = 0; k < p->numel; k++) tmp[p->offset + k] = ref[p->offset + k];
+        double rn = ax_gpt_sumsq(&m, tmp), r = sqrt(dn) / (rn > 1e-30 ? sqrt(rn) : 1.0);
+        if (r > w) { w = r; *worst = p->name; }
+    }
+    return w;
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int dims[4] = {1, 1, 1, 1};
+    if (argc > 2 && strcmp(argv[1], "--grid") == 0 && ax_grid_parse(argv[2], dims)) ax_err_exit(1);
+    if (ax_grid_init(&g, MPI_COMM_WORLD, dims[0], dims[1], dims[2], dims[3])) ax_err_exit(1);
+    char path[1024], dir[900];
+    snprintf(dir, sizeof dir, "%s/llama_tiny", ax_t_data());
+    ax_gpt_config cfg;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (ax_gpt_config_read(&cfg, path)) ax_err_exit(0);
+    CHECK(cfg.arch == AX_ARCH_LLAMA && cfg.n_kv_head == 2 && cfg.n_inner == 80 && cfg.untied && cfg.rope_factor == 4,
+          "config.json read as arch %d, kv heads %d, inner %d, untied %d, rope factor %g", cfg.arch, cfg.n_kv_head,
+          cfg.n_inner, cfg.untied, cfg.rope_factor);
+    if (ax_gpt_init(&m, &cfg, &g)) ax_err_exit(1);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (ax_gpt_load(&m, path)) ax_err_exit(0);
+
+    ax_st_file ref;
+    snprintf(path, sizeof path, "%s/ref.safetensors", dir);
+    if (ax_st_open(&ref, path)) ax_err_exit(0);
+    const ax_st_tensor *tt = ax_st_find(&ref, "tokens");
+    const int32_t *tokens = ax_st_data(&ref, tt);
+    int B = (int)tt->shape[1], T = (int)tt->shape[2] - 1, V = cfg.vocab_size;
+    int Bl = B / (g.gd * g.gz), M = Bl * T;
+    int32_t *in = ax_malloc((size_t)M * 4), *tg = ax_malloc((size_t)M * 4);
+    for (int b = 0; b < Bl; b++) {
+        const int32_t *s = tokens + ax_seq_pos(&g, B, 1, 0, 0, b) * (T + 1);
+        memcpy(in + b * T, s, T * 4); memcpy(tg + b * T, s + 1, T * 4);
+    }
+
+    /* logits and loss */
+    double lsum = ax_gpt_forward(&m, in, tg, NULL, Bl, T, 0.0f);
+    float *rlog = ax_malloc((size_t)B * T * V * sizeof(float));
+    ax_st_read_f32(&ref, ax_st_find(&ref, "logits"), rlog, (int64_t)B * T * V);
+    double both[2] = {0, 0};
+    for (int b = 0; b < Bl; b++)
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j < m.Vl && m.v0 + j < V; j++) {
+                int64_t gs = ax_seq_pos(&g, B, 1, 0, 0, b);
+                double r = rlog[(gs * T + t) * V + m.v0 + j], c = m.logits[(int64_t)(b * T + t) * m.Vl + j];
+                both[0] += (r - c) * (r - c); both[1] += r * r;
+            }
+    MPI_Allreduce(MPI_IN_PLACE, both, 2, MPI_DOUBLE, MPI_SUM, g.world);
+    double el = sqrt(both[0] / both[1]);
+    CHECK(el < 1e-5, "logits rel diff %.3g", el);
+    ax_allreduce_f64(&g.dz, &lsum, 1);
+    float loss0;
+    ax_st_read_f32(&ref, ax_st_find(&ref, "loss0"), &loss0, 1);
+    CHECK(fabs(lsum / (B * T) - loss0) < 1e-5 * loss0, "loss %.8f vs %.8f", lsum / (B * T), loss0);
+
+    /* gradients (fp32 sums in another order than PyTorch's: 1e-4 norm-wise) */
+    ax_gpt_forward(&m, in, tg, NULL, Bl, T, 1.0f / (B * T));
+    memset(m.grads, 0, m.n_local * sizeof(float));
+    ax_gpt_backward(&m, in, Bl, T);
+    ax_gpt_grad_sync(&m);
+    float *want = ax_calloc(m.n_local, sizeof(float)), *tmp = ax_malloc(m.n_local * sizeof(float));
+    if (ax_gpt_read_flat(&m, &ref, "grad.", want)) ax_err_exit(0);
+    const char *worst = "";
+    double gd = worst_param_diff(m.grads, want, tmp, &worst);
+    CHECK(gd < 1e-4, "gradient rel diff %.3g (worst %s)", gd, worst);
+    if (g.rank == 0)
+        printf("grid %d,%d,%d,%d: logits %.2g, loss %.8f (transformers %.8f), worst gradient %.2g (%s)\n", g.gd, g.gx,
+               g.gy, g.gz, el, lsum / (B * T), loss0, gd, worst);
+
+    /* greedy decoding with the KV cache: each step's logits equal a full
+     * forward's at that position, so both pick the same tokens */
+    enum { P0 = 3, NEW = 6 };
+    ax_kvcache c;
+    ax_kv_init(&c, &m, 1, P0 + NEW);
+    ax_kv_prefill(&c, &m, 0, tokens, P0);
+    int32_t seq[P0 + NEW];
+    memcpy(seq, tokens, P0 * 4);
+    int same = 1;
+    for (int t = P0; t < P0 + NEW; t++) {
+        ax_kv_argmax(&c, &m, 1, &seq[t]);
+        ax_gpt_forward(&m, seq, NULL, NULL, 1, t, 0.0f);       /* the whole prefix again */
+        float best = -INFINITY; int arg = 0;
+        for (int j = 0; j < m.Vl && m.v0 + j < V; j++) {
+            float v = m.logits[(size_t)(t - 1) * m.Vl + j];
+            if (v > best) { best = v; arg = m.v0 + j; }
+        }
+        struct { float v; int i; } bi = {best, arg};
+        MPI_Allreduce(MPI_IN_PLACE, &bi, 1, MPI_FLOAT_INT, MPI_MAXLOC, g.Y.comm);
+        same &= bi.i == seq[t];
+        ax_kv_step(&c, &m, &seq[t], 1);
+    }
+    CHECK(same, "KV-cache decoding picks other tokens than a full forward");
+    ax_kv_free(&c);
+
+    free(in); free(tg); free(rlog); free(want); free(tmp);
+    ax_st_close(&ref);
+    ax_gpt_free(&m);
+    ax_grid_free(&g);
+    int rc = ax_test_done("llama_ref");
+    MPI_Finalize();
+    return rc;
+}
