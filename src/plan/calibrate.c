@@ -113,7 +113,15 @@ static void run_attn(void *p) {
 typedef struct { float *y, *x; size_t n; } add_ctx;
 static void run_add(void *p) { add_ctx *a = p; ax_be()->add(a->y, a->x, a->n); }
 
-typedef struct { int n; double rate; } gemm_ctx;
+/* the optimizer's per-parameter work: AdamW, plus the gradient norm's pass */
+typedef struct { float *w, *g, *m, *v; int64_t n; } adam_ctx;
+static void run_adam(void *p) {
+    adam_ctx *a = p;
+    ax_be()->adamw(a->w, a->g, a->m, a->v, a->n, 1.0f, 0.9f, 0.95f, 0.1f, 0.05f, 1e-4f, 1e-8f, 0.9999f);
+    double s = 0;
+    for (int64_t i = 0; i < a->n; i++) s += (double)a->g[i] * a->g[i];
+    a->g[0] = (float)(s * 1e-30);
+}
 
 int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     memset(m, 0, sizeof *m);
@@ -178,10 +186,16 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     double tb = time_op(run_add, &ad, o->min_s, w);
     m->mem_bw = 12.0 * ad.n / tb;
     free(ad.y); free(ad.x);
+    adam_ctx ac = {.n = 4 << 20};
+    ac.w = ax_calloc(ac.n, sizeof(float)); ac.g = ax_calloc(ac.n, sizeof(float));
+    ac.m = ax_calloc(ac.n, sizeof(float)); ac.v = ax_calloc(ac.n, sizeof(float));
+    m->optim_s_per_param = time_op(run_adam, &ac, o->min_s, w) / ac.n;
+    free(ac.w); free(ac.g); free(ac.m); free(ac.v);
     if (o->verbose && r == 0)
         printf("gemm fit: %.2f GFLOP/s + %.1f us per call; attention %.2f GFLOP/s; elementwise %.2f GB/s; "
-               "%d ranks per node, %.2f GiB per rank\n", m->gemm_flops / 1e9, m->gemm_alpha * 1e6,
-               m->attn_flops / 1e9, m->mem_bw / 1e9, m->ranks_per_node, m->mem_bytes / (1 << 30));
+               "optimizer %.2f ns per parameter; %d ranks per node, %.2f GiB per rank\n", m->gemm_flops / 1e9,
+               m->gemm_alpha * 1e6, m->attn_flops / 1e9, m->mem_bw / 1e9, m->optim_s_per_param * 1e9,
+               m->ranks_per_node, m->mem_bytes / (1 << 30));
     free(node_of);
     MPI_Comm_free(&w);
     return 0;

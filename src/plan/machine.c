@@ -55,6 +55,7 @@ static int parse(ax_machine *m, json_t *j, const char *path) {
     AX_TRY(num(j, "memory_per_rank_bytes", &m->mem_bytes, path, "", 1));
     AX_TRY(num(j, "attention_flops", &m->attn_flops, path, "", 1));
     AX_TRY(num(j, "memory_bandwidth", &m->mem_bw, path, "", 1));
+    AX_TRY(num(j, "optimizer_s_per_param", &m->optim_s_per_param, path, "", 0));
     json_t *g = json_object_get(j, "gemm");
     if (!json_is_object(g)) return AX_ERR("--machine %s: missing field \"gemm\" (an object with \"flops\")", path);
     AX_TRY(num(g, "flops", &m->gemm_flops, path, " in \"gemm\"", 1));
@@ -120,6 +121,7 @@ int ax_machine_write(const ax_machine *m, const char *path) {
     json_object_set_new(j, "gemm", g);
     json_object_set_new(j, "attention_flops", json_real(m->attn_flops));
     json_object_set_new(j, "memory_bandwidth", json_real(m->mem_bw));
+    if (m->optim_s_per_param > 0) json_object_set_new(j, "optimizer_s_per_param", json_real(m->optim_s_per_param));
     for (int i = 0; i < m->nfit; i++) {
         const ax_coll_fit *f = &m->fit[i];
         json_array_append_new(c, json_pack("{s:s, s:i, s:s, s:f, s:f}", "op", ax_coll_names[f->op], "group", f->group,

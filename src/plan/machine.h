@@ -35,7 +35,8 @@ typedef struct {
     double gemm_alpha;         /* fixed seconds per GEMM call (small shapes fall short of the rate) */
     int ngemm; ax_gemm_point gemm[AX_MACHINE_GEMMS];   /* measured shapes (information only) */
     double attn_flops;         /* causal attention kernel, FLOPs as counted in plan/model.c */
-    double mem_bw;             /* bytes/s per rank of the elementwise kernels and AdamW */
+    double mem_bw;             /* bytes/s per rank of the elementwise kernels */
+    double optim_s_per_param;  /* AdamW update + gradient norm, seconds per local parameter (0: 36 bytes at mem_bw) */
     int nfit; ax_coll_fit fit[AX_MACHINE_FITS];
 } ax_machine;
 

@@ -141,7 +141,8 @@ void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machin
     coll(&a, AX_PG_DZ, AX_COLL_AR, D * Z, (double)repl, 4);
     coll(&a, AX_PG_TP, AX_COLL_AR, X * Y * Z, 1, 8);
     c->elem_s = elem / m->mem_bw;
-    c->optim_s = 36.0 * c->n_local / m->mem_bw;
+    /* AdamW reads w, g, m, v and writes w, m, v; the norm reads g; the gradients are zeroed */
+    c->optim_s = c->n_local * (m->optim_s_per_param > 0 ? m->optim_s_per_param : 36.0 / m->mem_bw);
     c->compute_s = c->gemm_s + c->attn_s + c->elem_s;
     for (int i = 0; i < AX_PG_N; i++) c->comm_total_s += c->comm_s[i];
     double ov = j->overlap < 0 ? 0 : j->overlap > 1 ? 1 : j->overlap;
