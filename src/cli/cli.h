@@ -13,17 +13,38 @@ int ax_cmd_sample(int argc, char **argv);
 int ax_cmd_prepare(int argc, char **argv);
 int ax_cmd_tokenizer(int argc, char **argv);
 int ax_cmd_memorize(int argc, char **argv);
+int ax_cmd_bench(int argc, char **argv);
+int ax_cmd_plan(int argc, char **argv);
 
 /* Builds (or finds in the cache) the default corpus; dir gets its directory
  * (tokenizer.json, corpus/train_*.bin, corpus/val_*.bin). Collective. */
 int ax_default_corpus(char *dir, size_t n);
 /* A few samples of OUT/model.safetensors from short prompts (tokenizer.json beside it). */
 int ax_cli_show_samples(const char *out);
-/* Named model sizes: tiny, small, gpt2, gpt2-medium, gpt2-large, gpt2-xl. */
+/* Named model sizes: tiny, small, gpt2, gpt2-medium, gpt2-large, gpt2-xl, and the
+ * AxoNN GPT sizes axonn-5b ... axonn-640b. */
 int ax_cli_preset(const char *name, ax_gpt_config *c);
+/* the global batch (sequences) and sequence length published with a preset; 0 if none */
+void ax_cli_preset_job(const char *name, int *batch, int *seq);
 /* Grid + model from MODEL.safetensors (config.json beside it). Collective. */
 int ax_cli_open_model(const char *path, const int grid[4], ax_grid *g, ax_gpt *m);
 void ax_cli_threads(int n);
+
+/* model_opts.c: what train, bench and plan share */
+#include "cli/args.h"
+#include "plan/plan.h"
+/* preset, then the size flags given (from_file: --init, which takes config.json's) */
+int ax_cli_model_options(const ax_opt *opts, const char *preset, const ax_gpt_config *given, int from_file,
+                         ax_gpt_config *model);
+/* the config.json beside MODEL.safetensors. Collective. */
+int ax_cli_init_config(const char *init, ax_gpt_config *c);
+/* a machine description file, else a preset name; NULL: the "cpu" estimate */
+int ax_cli_machine(const char *arg, ax_machine *m);
+/* the planner's job from the training options (batch 0: 8, seq 0: n_positions) */
+int ax_cli_plan_job(const ax_train_opts *o, ax_plan_job *j);
+/* --grid D,X,Y,Z into out, or auto: the planner's first choice for the ranks of
+ * comm on the machine, said in one line (rank 0). NULL grid: out unchanged. Collective. */
+int ax_cli_grid_option(const char *grid, const char *machine, const ax_train_opts *o, MPI_Comm comm, int out[4]);
 /* Appends max_new sampled tokens to toks[0..n) (room for n + max_new; temp 0: greedy). Collective. */
 void ax_cli_generate(ax_gpt *m, int32_t *toks, int n, int max_new, double temp, int top_k, uint64_t seed);
 /* "1,2,3" -> ids in [0, V); flag names the option in errors */

@@ -23,7 +23,7 @@ int ax_cmd_train(int argc, char **argv) {
     const char *preset = NULL;
     ax_gpt_config mc = {0};
     int synthetic = 0;
-    const char *backend = "cpu";
+    const char *backend = "cpu", *grid = NULL, *machine = NULL;
     ax_opt opts[] = {
         {"data", AX_OPT_STR, &o.data, "GLOB", "training token shards (llm.c format)"},
         {"synthetic", AX_OPT_FLAG, &synthetic, NULL, "train on a synthetic token stream (no data needed)"},
@@ -38,7 +38,8 @@ int ax_cmd_train(int argc, char **argv) {
         {"n-embd", AX_OPT_INT, &mc.n_embd, "N", "hidden size", AX_RANGE('[',1,65536,']')},
         {"block-size", AX_OPT_INT, &mc.block_size, "N", "maximum sequence length (n_positions)", AX_RANGE('[',1,1048576,']')},
         {"vocab-size", AX_OPT_INT, &mc.vocab_size, "N", "vocabulary size", AX_RANGE('[',1,16777216,']')},
-        {"grid", AX_OPT_GRID, o.grid, "D,X,Y,Z", "process grid; product = number of ranks (default 1,1,1,1)"},
+        {"grid", AX_OPT_STR, &grid, "D,X,Y,Z|auto", "process grid; product = number of ranks (default 1,1,1,1); auto: the planner's first choice"},
+        {"machine", AX_OPT_STR, &machine, "FILE|NAME", "machine description for --grid auto (axonn bench comm --out; default: an estimate)"},
         {"gdata", AX_OPT_INT, &o.grid[0], "N", "data-parallel groups", AX_RANGE('[',1,65536,']')},
         {"gx", AX_OPT_INT, &o.grid[1], "N", "tensor-parallel X", AX_RANGE('[',1,65536,']')},
         {"gy", AX_OPT_INT, &o.grid[2], "N", "tensor-parallel Y", AX_RANGE('[',1,65536,']')},
@@ -114,6 +115,12 @@ int ax_cmd_train(int argc, char **argv) {
         snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", d);
         if (!ax_file_exists(tok_path)) tok_path[0] = 0;
     }
+    if (grid && strcmp(grid, "auto") == 0) {
+        ax_train_opts plan = o;           /* the size of the model the run will train */
+        if (o.init) AX_TRY(ax_cli_init_config(o.init, &plan.model));
+        else if (size_from_file) return AX_ERR("--grid auto: not with --resume DIR (give the checkpoint's grid, or --resume auto)");
+        AX_TRY(ax_cli_grid_option(grid, machine, &plan, MPI_COMM_WORLD, o.grid));
+    } else AX_TRY(ax_cli_grid_option(grid, machine, &o, MPI_COMM_WORLD, o.grid));
     rc = ax_train(&o, MPI_COMM_WORLD);
     if (rc) return rc;
     if (!o.out || !tok_path[0]) return 0;

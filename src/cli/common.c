@@ -13,10 +13,27 @@ int ax_cli_preset(const char *name, ax_gpt_config *c) {
         {"gpt2-medium", {24, 16, 1024, 1024, 50257}},
         {"gpt2-large", {36, 20, 1280, 1024, 50257}},
         {"gpt2-xl", {48, 25, 1600, 1024, 50257}},
+        /* the GPT sizes of the AxoNN SC'24 study (layers, heads, hidden; sequence 2048;
+         * vocabulary 51200 assumed); see docs/planner.md */
+        {"axonn-5b", {24, 32, 4096, 2048, 51200}},
+        {"axonn-10b", {32, 40, 5120, 2048, 51200}},
+        {"axonn-20b", {32, 56, 7168, 2048, 51200}},
+        {"axonn-40b", {38, 72, 9216, 2048, 51200}},
+        {"axonn-60b", {56, 72, 9216, 2048, 51200}},
+        {"axonn-80b", {42, 96, 12288, 2048, 51200}},
+        {"axonn-160b", {84, 96, 12288, 2048, 51200}},
+        {"axonn-320b", {96, 128, 16384, 2048, 51200}},
+        {"axonn-640b", {192, 128, 16384, 2048, 51200}},
     };
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
         if (strcmp(name, p[i].name) == 0) { *c = p[i].c; return 0; }
-    return AX_ERR("--preset '%s': expected tiny, small, gpt2, gpt2-medium, gpt2-large or gpt2-xl", name);
+    return AX_ERR("--preset '%s': expected tiny, small, gpt2, gpt2-medium, gpt2-large, gpt2-xl or axonn-5b, -10b, "
+                  "-20b, -40b, -60b, -80b, -160b, -320b, -640b", name);
+}
+
+void ax_cli_preset_job(const char *name, int *batch, int *seq) {
+    *batch = *seq = 0;
+    if (name && strncmp(name, "axonn-", 6) == 0) { *batch = 2048; *seq = 2048; }   /* 4M tokens per step */
 }
 
 /* Each rank reads the files itself: what one rank fails to read fails all (ax_agree). */

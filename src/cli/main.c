@@ -14,7 +14,9 @@ static void usage(void) {
            "  sample   continue a prompt with a model\n"
            "  prepare  text files -> token shards\n"
            "  tokenizer train|encode|decode  byte-level BPE tokenizers\n"
-           "  memorize verbatim-memorization audit of a model on documents\n\n"
+           "  memorize verbatim-memorization audit of a model on documents\n"
+           "  bench    time training steps (paper's method); 'bench comm': measure this machine\n"
+           "  plan     rank every grid of P ranks by predicted step time and memory\n\n"
            "'axonn <command> --help' lists each command's options; 'axonn --version' the build.\n");
 }
 
@@ -41,7 +43,9 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[1], "prepare") == 0) cmd = ax_cmd_prepare;
     else if (strcmp(argv[1], "tokenizer") == 0) cmd = ax_cmd_tokenizer;
     else if (strcmp(argv[1], "memorize") == 0) cmd = ax_cmd_memorize;
-    else { fprintf(stderr, "axonn: error: unknown command '%s' (expected train, eval, sample, prepare, tokenizer or memorize)\n", argv[1]); return 2; }
+    else if (strcmp(argv[1], "bench") == 0) cmd = ax_cmd_bench;
+    else if (strcmp(argv[1], "plan") == 0) cmd = ax_cmd_plan;
+    else { fprintf(stderr, "axonn: error: unknown command '%s' (expected train, eval, sample, prepare, tokenizer, memorize, bench or plan)\n", argv[1]); return 2; }
     int provided;   /* OpenMP threads never call MPI */
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     int rc = cmd(argc, argv);

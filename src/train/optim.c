@@ -58,6 +58,7 @@ void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const 
     }
     ax_gpt_grad_sync(m);
     ax_allreduce_f64(&g->dz, &loss, 1);
+    double t_opt = MPI_Wtime();
     double gnorm = sqrt(ax_gpt_sumsq(m, m->grads));
     st->loss = ntok > 0 ? loss / ntok : 0.0;
     st->gnorm = gnorm; st->tokens = ntok; st->lr = ax_lr_at(h, step);
@@ -66,11 +67,12 @@ void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const 
     int bad = !isfinite(st->loss) || !isfinite(gnorm);
     AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, g->world));
     st->skipped = bad;
-    if (bad) return;
+    if (bad) { st->optim_s = MPI_Wtime() - t_opt; return; }
     float gscale = 1.0f;
     if (h->clip > 0) {
         double coef = h->clip / (gnorm + 1e-6);
         if (coef < 1.0) gscale = (float)coef;
     }
     ax_adamw_update(o, m, h, st->lr, (int64_t)step + 1, gscale);
+    st->optim_s = MPI_Wtime() - t_opt;
 }

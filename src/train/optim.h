@@ -21,7 +21,9 @@ void ax_adamw_update(ax_adamw *o, ax_gpt *m, const ax_hparams *h, double lr, int
 /* Linear warm-up over `warmup` steps, then cosine decay to lr * min_lr_frac at `steps`. */
 double ax_lr_at(const ax_hparams *h, int step);
 
-typedef struct { double loss, gnorm, lr, tokens; int skipped; } ax_step_stats;
+/* optim_s: seconds from the synchronised gradients to the end of the update
+ * (global norm, clipping, AdamW), for axonn bench's time split */
+typedef struct { double loss, gnorm, lr, tokens, optim_s; int skipped; } ax_step_stats;
 
 /* Position in the run's sequence order of local sequence b of micro-batch a of
  * `step`: a global batch of B sequences is `accum` micro-batches of B/accum,

@@ -7,6 +7,7 @@
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/optim.h"
+#include "train/run.h"
 #include "train/source.h"
 #include "train/flops.h"
 #include "memo/goldfish.h"
@@ -38,25 +39,8 @@ void ax_train_defaults(ax_train_opts *o) {
     o->dtype = "fp32";
 }
 
-typedef struct {
-    ax_train_opts args;          /* the caller's options, defaults resolved */
-    const ax_train_opts *o;
-    MPI_Comm comm;
-    ax_grid g;
-    ax_gpt m;
-    ax_adamw opt;
-    ax_source data, val;
-    ax_hparams h;
-    ax_ckpt_state st;
-    FILE *metrics;
-    int root, tty, Bl;
-    int resumed;                 /* started from a checkpoint */
-    int32_t *seqs, *scratch;
-    float *weights;              /* goldfish mask of the step's targets, or NULL */
-    int32_t *window;             /* goldfish: h-1 tokens of stream context, then one sequence */
-} ax_run;
 
-#define SAY(r, ...) do { if ((r)->root) { printf(__VA_ARGS__); fflush(stdout); } } while (0)
+#define SAY(r, ...) do { if ((r)->root && !(r)->silent) { printf(__VA_ARGS__); fflush(stdout); } } while (0)
 
 /* Threads per rank: the flag, else OMP_NUM_THREADS, else the node's cores
  * shared among the ranks on it. */
@@ -155,7 +139,7 @@ static int trim_metrics(const char *path, int step) {
     return ax_out_commit(&out);
 }
 
-static int setup(ax_run *r) {
+int ax_run_setup(ax_run *r) {
     ax_train_opts *o = &r->args;
     AX_TRY(ax_grid_init(&r->g, r->comm, o->grid[0], o->grid[1], o->grid[2], o->grid[3]));
     r->root = r->g.rank == 0;
@@ -253,7 +237,7 @@ static int setup(ax_run *r) {
 /* The step's sequences; with the goldfish loss also their masks, hashed over
  * the stream around each sequence (memo/goldfish.h), so a passage drops the
  * same tokens wherever the windows cut it. */
-static void load_step(ax_run *r, int step) {
+void ax_run_load_step(ax_run *r, int step) {
     const ax_train_opts *o = r->o;
     int ctx = o->goldfish_h - 1;
     for (int a = 0; a < o->grad_accum; a++)
@@ -338,7 +322,7 @@ static int loop(ax_run *r) {
     for (int step = r->st.step; step < end; step++) {
         MPI_Barrier(r->g.world);
         double t0 = MPI_Wtime();
-        load_step(r, step);
+        ax_run_load_step(r, step);
         ax_step_stats st;
         ax_train_step(&r->m, &r->opt, &r->h, step, r->seqs, r->weights, o->grad_accum, r->Bl, o->seq, &st, r->scratch);
         double dt = MPI_Wtime() - t0;
@@ -398,7 +382,12 @@ static int loop(ax_run *r) {
     return 0;
 }
 
-static void teardown(ax_run *r) {
+void ax_run_init(ax_run *r, const ax_train_opts *o, MPI_Comm comm) {
+    memset(r, 0, sizeof *r);
+    r->args = *o; r->o = &r->args; r->comm = comm;
+}
+
+void ax_run_teardown(ax_run *r) {
     if (r->metrics) fclose(r->metrics);
     ax_source_close(&r->data); ax_source_close(&r->val);
     ax_adamw_free(&r->opt);
@@ -409,10 +398,9 @@ static void teardown(ax_run *r) {
 
 int ax_train(const ax_train_opts *o, MPI_Comm comm) {
     ax_run r;
-    memset(&r, 0, sizeof r);
-    r.args = *o; r.o = &r.args; r.comm = comm;
-    int rc = setup(&r);
+    ax_run_init(&r, o, comm);
+    int rc = ax_run_setup(&r);
     if (rc == 0) rc = loop(&r);
-    teardown(&r);
+    ax_run_teardown(&r);
     return rc;
 }

@@ -1,0 +1,152 @@
+/* axonn plan: every grid of P ranks, ranked by the performance model. */
+#include "cli/args.h"
+#include "cli/cli.h"
+#include "util/err.h"
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *usage =
+    "usage: axonn plan --ranks P [--machine FILE|NAME] [model and batch options] [--json] [--top K]\n\n"
+    "Predicts the step time and memory per rank of every (D, X, Y, Z) with D*X*Y*Z = P for the\n"
+    "model, ranks the grids that divide it and fit in memory, and says why the others do not.\n"
+    "--machine takes a description written by 'axonn bench comm --out FILE' or a preset:\n"
+    "perlmutter, frontier, alps, h100x8, h200x8, cpu (default: cpu, a rough estimate).\n"
+    "Model presets: those of axonn train and axonn-5b ... axonn-640b (with their batch and sequence).";
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+static json_t *cost_json(const ax_plan_cost *c) {
+    json_t *g = json_object(), *b = json_object(), *inter = json_object();
+    for (int i = 0; i < AX_PG_N; i++) {
+        json_object_set_new(g, ax_plan_group_names[i], json_real(c->comm_s[i] * 1e3));
+        json_object_set_new(b, ax_plan_group_names[i], json_real(c->comm_bytes[i]));
+        json_object_set_new(inter, ax_plan_group_names[i], json_boolean(c->inter[i]));
+    }
+    json_t *j = json_pack("{s:[i,i,i,i], s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:f, s:f}",
+        "grid", c->grid[0], c->grid[1], c->grid[2], c->grid[3], "step_ms", c->step_s * 1e3,
+        "compute_ms", c->compute_s * 1e3, "gemm_ms", c->gemm_s * 1e3, "attention_ms", c->attn_s * 1e3,
+        "elementwise_ms", c->elem_s * 1e3, "optimizer_ms", c->optim_s * 1e3, "comm_total_ms", c->comm_total_s * 1e3,
+        "comm_exposed_ms", c->exposed_s * 1e3, "params_per_rank", (json_int_t)c->n_local,
+        "param_bytes", c->param_bytes, "activation_bytes", c->act_bytes, "workspace_bytes", c->ws_bytes,
+        "memory_bytes", c->mem_bytes);
+    json_object_set_new(j, "comm_ms", g);
+    json_object_set_new(j, "comm_bytes", b);
+    json_object_set_new(j, "spans_nodes", inter);
+    return j;
+}
+
+static void print_json(const ax_plan *p, const ax_plan_job *jb, const ax_machine *m, int top, int min_ranks) {
+    json_t *ranked = json_array(), *rej = json_array();
+    for (int i = 0; i < p->n; i++) {
+        const ax_plan_cost *c = &p->c[i];
+        if (i < p->nfit) { if (i < top) json_array_append_new(ranked, cost_json(c)); continue; }
+        json_array_append_new(rej, json_pack("{s:[i,i,i,i], s:s, s:b}", "grid", c->grid[0], c->grid[1], c->grid[2],
+                                             c->grid[3], "reason", c->why, "divides", c->legal));
+    }
+    json_t *j = json_pack("{s:i, s:s, s:s, s:{s:i, s:i, s:i, s:i, s:i}, s:i, s:i, s:i, s:i, s:i, s:f, s:i, s:i}",
+        "ranks", p->P, "machine", m->name, "machine_source", m->source,
+        "model", "n_layer", jb->cfg.n_layer, "n_head", jb->cfg.n_head, "n_embd", jb->cfg.n_embd,
+        "n_positions", jb->cfg.block_size, "vocab_size", jb->cfg.vocab_size,
+        "batch", jb->batch, "seq", jb->seq, "grad_accum", jb->grad_accum, "recompute", jb->recompute,
+        "activation_bytes_per_element", jb->act_bytes, "overlap", jb->overlap, "grids", p->n, "runnable", p->nfit);
+    json_object_set_new(j, "ranked", ranked);
+    json_object_set_new(j, "rejected", rej);
+    json_object_set_new(j, "min_ranks", min_ranks ? json_integer(min_ranks) : json_null());
+    char *s = json_dumps(j, JSON_REAL_PRECISION(9));
+    printf("%s\n", s);
+    free(s);
+    json_decref(j);
+}
+
+static void print_text(const ax_plan *p, const ax_plan_job *jb, const ax_machine *m, int top, int min_ranks) {
+    static const char *modes[] = {"none", "attn", "block"};
+    printf("plan: %d ranks on %s [%s]\n", p->P, m->name, m->source);
+    printf("model L=%d H=%d C=%d V=%d (%.3g parameters); batch %d x %d tokens in %d micro-batches; recompute %s; "
+           "%d-byte activations; overlap %.0f%%\n", jb->cfg.n_layer, jb->cfg.n_head, jb->cfg.n_embd,
+           jb->cfg.vocab_size, (double)ax_gpt_num_params(&jb->cfg), jb->batch, jb->seq, jb->grad_accum,
+           modes[jb->recompute], jb->act_bytes, 100 * jb->overlap);
+    printf("%4s %-16s %10s %10s %10s %10s %9s  %-40s %8s\n", "rank", "D,X,Y,Z", "step ms", "compute", "GEMM", "exposed",
+           "optim", "comm ms: X Y Z data data_z xyz (* spans nodes)", "GiB/rank");
+    for (int i = 0; i < p->nfit && i < top; i++) {
+        const ax_plan_cost *c = &p->c[i];
+        char g[32], cm[160] = "";
+        snprintf(g, sizeof g, "%d,%d,%d,%d", c->grid[0], c->grid[1], c->grid[2], c->grid[3]);
+        for (int k = 0; k < AX_PG_N; k++)
+            snprintf(cm + strlen(cm), sizeof cm - strlen(cm), "%s%.3g%s", k ? " " : "", c->comm_s[k] * 1e3,
+                     c->inter[k] ? "*" : "");
+        printf("%4d %-16s %10.3f %10.3f %10.3f %10.3f %9.3f  %-40s %8.4g\n", i + 1, g, c->step_s * 1e3,
+               c->compute_s * 1e3, c->gemm_s * 1e3, c->exposed_s * 1e3, c->optim_s * 1e3, cm, c->mem_bytes / GIB);
+    }
+    if (p->nfit > top) printf("(%d more runnable grids; --top K shows more)\n", p->nfit - top);
+    if (p->n > p->nfit) printf("not runnable (%d):\n", p->n - p->nfit);
+    for (int i = p->nfit; i < p->n; i++)
+        printf("  %d,%d,%d,%d: %s\n", p->c[i].grid[0], p->c[i].grid[1], p->c[i].grid[2], p->c[i].grid[3], p->c[i].why);
+    if (min_ranks) printf("smallest rank count with a grid that fits: %d\n", min_ranks);
+    else printf("no rank count up to 65536 has a grid that fits\n");
+}
+
+int ax_cmd_plan(int argc, char **argv) {
+    ax_train_opts o;
+    ax_train_defaults(&o);
+    o.batch = 0;
+    const char *preset = NULL, *machine = NULL, *dtype = "fp32";
+    ax_gpt_config mc = {0};
+    int ranks = 0, json = 0, top = 10;
+    double overlap = 0;
+    ax_opt opts[] = {
+        {"ranks", AX_OPT_INT, &ranks, "P", "rank count (required)", AX_RANGE('[',1,1048576,']')},
+        {"machine", AX_OPT_STR, &machine, "FILE|NAME", "machine description (axonn bench comm --out) or preset"},
+        {"init", AX_OPT_STR, &o.init, "MODEL", "the model of MODEL.safetensors (its config.json)"},
+        {"preset", AX_OPT_STR, &preset, "NAME", "model size (axonn train's names, axonn-5b ... axonn-640b)"},
+        {"n-layer", AX_OPT_INT, &mc.n_layer, "N", "transformer blocks", AX_RANGE('[',1,1000,']')},
+        {"n-head", AX_OPT_INT, &mc.n_head, "N", "attention heads", AX_RANGE('[',1,1024,']')},
+        {"n-embd", AX_OPT_INT, &mc.n_embd, "N", "hidden size", AX_RANGE('[',1,65536,']')},
+        {"block-size", AX_OPT_INT, &mc.block_size, "N", "maximum sequence length (n_positions)", AX_RANGE('[',1,1048576,']')},
+        {"vocab-size", AX_OPT_INT, &mc.vocab_size, "N", "vocabulary size", AX_RANGE('[',1,16777216,']')},
+        {"batch", AX_OPT_INT, &o.batch, "N", "global batch in sequences (default 8, or the preset's)", AX_RANGE('[',1,1048576,']')},
+        {"seq", AX_OPT_INT, &o.seq, "T", "tokens per sequence (default n_positions)", AX_RANGE('[',1,1048576,']')},
+        {"grad-accum", AX_OPT_INT, &o.grad_accum, "N", "micro-batches per step (default 1)", AX_RANGE('[',1,65536,']')},
+        {"recompute", AX_OPT_STR, &o.recompute, "MODE", "activation recomputation: none, attn or block"},
+        {"dtype", AX_OPT_STR, &dtype, "T", "activation and communication dtype: fp32 (default) or bf16"},
+        {"overlap", AX_OPT_DOUBLE, &overlap, "F", "share of communication hidden behind compute (default 0: none is implemented)", AX_RANGE('[',0,1,']')},
+        {"top", AX_OPT_INT, &top, "K", "ranked grids shown (default 10)", AX_RANGE('[',1,1e6,']')},
+        {"json", AX_OPT_FLAG, &json, NULL, "one JSON object: ranked grids, rejected ones with reasons, min_ranks"},
+        {NULL},
+    };
+    int rc = ax_args_parse(opts, argc, argv, 2, usage, NULL, NULL, 0);
+    if (rc) return rc;
+    if (!ranks) return AX_ERR("--ranks: required (the number of ranks to plan for)");
+    AX_TRY(ax_cli_model_options(opts, preset, &mc, o.init != NULL, &o.model));
+    if (o.init) AX_TRY(ax_cli_init_config(o.init, &o.model));
+    int pb, ps;
+    ax_cli_preset_job(preset, &pb, &ps);
+    if (!o.batch && pb) o.batch = pb;
+    if (!o.seq && ps) o.seq = ps;
+    if (pb && !ax_args_given(opts, "recompute")) o.recompute = "block";   /* as the published runs */
+    ax_machine m;
+    AX_TRY(ax_cli_machine(machine, &m));
+    ax_plan_job j;
+    AX_TRY(ax_cli_plan_job(&o, &j));
+    if (!strcmp(dtype, "bf16")) j.act_bytes = 2;
+    else if (strcmp(dtype, "fp32")) return AX_ERR("--dtype %s: expected fp32 or bf16", dtype);
+    j.overlap = overlap;
+    if (j.batch % j.grad_accum)
+        return AX_ERR("--batch %d: expected a multiple of --grad-accum %d", j.batch, j.grad_accum);
+    ax_plan p;
+    ax_plan_run(&j, ranks, &m, &p);
+    int min_ranks = ax_plan_min_ranks(&j, &m, 65536);
+    if (p.nfit == 0) {
+        char more[96] = "no rank count up to 65536 fits";
+        if (min_ranks) snprintf(more, sizeof more, "the smallest rank count with one is %d", min_ranks);
+        rc = AX_ERR("--ranks %d: no grid of %d ranks runs this model on %s (%s; e.g. %d,%d,%d,%d: %s)", ranks, ranks,
+                    m.name, more, p.c[0].grid[0], p.c[0].grid[1], p.c[0].grid[2], p.c[0].grid[3], p.c[0].why);
+        ax_plan_free(&p);
+        return rc;
+    }
+    if (json) print_json(&p, &j, &m, top, min_ranks);
+    else print_text(&p, &j, &m, top, min_ranks);
+    ax_plan_free(&p);
+    return 0;
+}

@@ -1,0 +1,202 @@
+#define _GNU_SOURCE 1
+#include "plan/calibrate.h"
+#include "backend/backend.h"
+#include "comm/comm.h"
+#include "train/bench.h"
+#include "util/err.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void ax_calib_defaults(ax_calib_opts *o) {
+    o->min_bytes = 4 << 10; o->max_bytes = 64 << 20; o->gemm_max = 2048; o->min_s = 0.05; o->verbose = 1;
+}
+
+void ax_fit_alpha_beta(const double *x, const double *t, int n, double *a, double *b) {
+    /* minimise sum ((a + b x_i - t_i) / t_i)^2: the normal equations with weights 1/t^2 */
+    double s0 = 0, s1 = 0, s2 = 0, r0 = 0, r1 = 0;
+    for (int i = 0; i < n; i++) {
+        double w = 1.0 / (t[i] * t[i]);
+        s0 += w; s1 += w * x[i]; s2 += w * x[i] * x[i]; r0 += w * t[i]; r1 += w * x[i] * t[i];
+    }
+    double det = s0 * s2 - s1 * s1;
+    *a = det != 0 ? (s2 * r0 - s1 * r1) / det : 0;
+    *b = det != 0 ? (s0 * r1 - s1 * r0) / det : 0;
+    if (*a < 0 || det == 0) { *a = 0; *b = s2 > 0 ? r1 / s2 : 0; }   /* through the origin */
+    if (*b < 0) { *b = 0; *a = s0 > 0 ? r0 / s0 : 0; }
+}
+
+/* Seconds of one call of f, the slowest rank's; repetitions agreed by all ranks. */
+typedef void (*ax_op_fn)(void *ctx);
+static double time_op(ax_op_fn f, void *ctx, double min_s, MPI_Comm w) {
+    f(ctx);                                        /* warm-up */
+    MPI_Barrier(w);
+    double t = MPI_Wtime();
+    f(ctx);
+    t = MPI_Wtime() - t;
+    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, w);
+    int reps = t > 0 ? (int)(min_s / t) : 100;
+    if (reps < 2) reps = 2;
+    if (reps > 200) reps = 200;
+    MPI_Barrier(w);
+    t = MPI_Wtime();
+    for (int i = 0; i < reps; i++) f(ctx);
+    t = (MPI_Wtime() - t) / reps;
+    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, w);
+    return t;
+}
+
+typedef struct { ax_comm *c; int op; float *a, *b; size_t n; } coll_ctx;   /* n: the full buffer */
+
+static void run_coll(void *p) {
+    coll_ctx *x = p;
+    size_t blk = x->n / x->c->size;
+    if (x->op == AX_COLL_AR) ax_allreduce_f32(x->c, x->a, x->n);
+    else if (x->op == AX_COLL_AG) ax_allgather_f32(x->c, x->a, x->b, blk);
+    else ax_reduce_scatter_f32(x->c, x->a, x->b, blk);
+}
+
+static double ring_factor(int op, int p) { return (op == AX_COLL_AR ? 2.0 : 1.0) * (p - 1) / p; }
+
+/* one layout of groups of p ranks: consecutive (stride 1) or strided (stride W/p) */
+static int measure_groups(ax_machine *m, const ax_calib_opts *o, MPI_Comm w, int p, int strided,
+                          const int *node_of, int *done_place) {
+    int W, r;
+    MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
+    int color = strided ? r % (W / p) : r / p;
+    /* spans nodes when any member's node differs from the group's first */
+    int first = strided ? color : color * p, inter = 0;
+    for (int i = 0; i < p; i++) inter |= node_of[strided ? color + i * (W / p) : first + i] != node_of[first];
+    MPI_Allreduce(MPI_IN_PLACE, &inter, 1, MPI_INT, MPI_MAX, w);
+    if (done_place[inter]) return 0;
+    done_place[inter] = 1;
+    MPI_Comm gc;
+    MPI_Comm_split(w, color, r, &gc);
+    ax_comm c;
+    ax_comm_from(&c, gc);
+    size_t nmax = o->max_bytes / 4 + p;
+    float *a = ax_calloc(nmax, sizeof(float)), *b = ax_calloc(nmax, sizeof(float));
+    for (int op = 0; op < AX_COLL_N; op++) {
+        double xs[64], ts[64];
+        int k = 0;
+        for (size_t bytes = o->min_bytes; bytes <= o->max_bytes && k < 64; bytes *= 4) {
+            size_t n = bytes / 4 / p * p;
+            if (n == 0) continue;
+            coll_ctx x = {&c, op, a, b, n};
+            ts[k] = time_op(run_coll, &x, o->min_s, w);
+            xs[k] = 4.0 * n * ring_factor(op, p);
+            if (o->verbose && r == 0)
+                printf("  %-14s group %3d %-5s %10zu bytes  %10.1f us  %8.3f GB/s\n", ax_coll_names[op], p,
+                       inter ? "inter" : "intra", 4 * n, ts[k] * 1e6, xs[k] / ts[k] / 1e9);
+            k++;
+        }
+        if (m->nfit == AX_MACHINE_FITS) break;
+        ax_coll_fit *f = &m->fit[m->nfit++];
+        f->op = op; f->group = p; f->inter = inter;
+        ax_fit_alpha_beta(xs, ts, k, &f->alpha, &f->beta);
+    }
+    free(a); free(b);
+    ax_comm_free(&c);
+    return 0;
+}
+
+typedef struct { float *out, *lse, *qkv, *dqkv, *dout, *scr; int B, T, H, hd, nthr; } attn_ctx;
+
+static void run_attn(void *p) {
+    attn_ctx *a = p;
+    const ax_backend *be = ax_be();
+    be->attention_forward(a->out, a->lse, a->qkv, a->B, a->T, a->H, a->H, a->hd, a->scr, a->nthr);
+    be->attention_backward(a->dqkv, a->dout, a->out, a->lse, a->qkv, a->B, a->T, a->H, a->H, a->hd, a->scr, a->nthr);
+}
+
+typedef struct { float *y, *x; size_t n; } add_ctx;
+static void run_add(void *p) { add_ctx *a = p; ax_be()->add(a->y, a->x, a->n); }
+
+/* the optimizer's per-parameter work: AdamW, plus the gradient norm's pass */
+typedef struct { float *w, *g, *m, *v; int64_t n; } adam_ctx;
+static void run_adam(void *p) {
+    adam_ctx *a = p;
+    ax_be()->adamw(a->w, a->g, a->m, a->v, a->n, 1.0f, 0.9f, 0.95f, 0.1f, 0.05f, 1e-4f, 1e-8f, 0.9999f);
+    double s = 0;
+    for (int64_t i = 0; i < a->n; i++) s += (double)a->g[i] * a->g[i];
+    a->g[0] = (float)(s * 1e-30);
+}
+
+int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
+    memset(m, 0, sizeof *m);
+    MPI_Comm w, node;
+    MPI_Comm_dup(comm, &w);
+    int W, r, local;
+    MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
+    MPI_Comm_split_type(w, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &local);
+    int leader = r;
+    MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node);
+    MPI_Comm_free(&node);
+    int *node_of = ax_malloc(W * sizeof(int));
+    MPI_Allgather(&leader, 1, MPI_INT, node_of, 1, MPI_INT, w);
+    MPI_Allreduce(&local, &m->ranks_per_node, 1, MPI_INT, MPI_MAX, w);
+    double mem = (double)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE) / local;
+    MPI_Allreduce(&mem, &m->mem_bytes, 1, MPI_DOUBLE, MPI_MIN, w);
+    char host[64] = "this machine";
+    gethostname(host, sizeof host);
+    snprintf(m->name, sizeof m->name, "%s (%d ranks, %d per node, %d threads per rank)", host, W,
+             m->ranks_per_node, ax_be()->threads());
+    snprintf(m->source, sizeof m->source, "axonn bench comm, backend %s", ax_be()->name);
+    if (o->verbose && r == 0) printf("collectives (the slowest rank's time per call; GB/s of the ring volume):\n");
+    for (int p = 2; p <= W; p++) {
+        if (W % p) continue;
+        int done[2] = {0, 0};
+        measure_groups(m, o, w, p, 0, node_of, done);
+        if (p < W) measure_groups(m, o, w, p, 1, node_of, done);
+    }
+    if (W == 1)   /* nothing to measure: a group of one costs nothing, but the file needs an entry */
+        for (int op = 0; op < AX_COLL_N; op++) m->fit[m->nfit++] = (ax_coll_fit){op, 0, 0, 0, 0};
+    /* GEMMs: every rank at once, as in training */
+    double fx[AX_MACHINE_GEMMS], ft[AX_MACHINE_GEMMS];
+    for (int n = 128; n <= o->gemm_max && m->ngemm < AX_MACHINE_GEMMS; n *= 2) {
+        MPI_Barrier(w);
+        double rate = ax_gemm_rate(AX_F32, n, n, n, o->min_s);
+        MPI_Allreduce(MPI_IN_PLACE, &rate, 1, MPI_DOUBLE, MPI_SUM, w);
+        rate /= W;
+        m->gemm[m->ngemm] = (ax_gemm_point){n, n, n, rate};
+        fx[m->ngemm] = 2.0 * n * n * n; ft[m->ngemm] = fx[m->ngemm] / rate;
+        if (o->verbose && r == 0) printf("gemm %5d^3: %.2f GFLOP/s per rank\n", n, rate / 1e9);
+        m->ngemm++;
+    }
+    double inv;
+    ax_fit_alpha_beta(fx, ft, m->ngemm, &m->gemm_alpha, &inv);
+    m->gemm_flops = inv > 0 ? 1.0 / inv : m->gemm[m->ngemm - 1].flops;
+    /* attention: 7 T^2 hd FLOPs per (sequence, head) for forward + backward (plan/model.c) */
+    attn_ctx a = {.B = 2, .T = 256, .H = 4, .hd = 64, .nthr = ax_be()->threads()};
+    size_t rows = (size_t)a.B * a.T, wd = (size_t)a.H * a.hd;
+    a.qkv = ax_calloc(rows * 3 * wd, sizeof(float)); a.dqkv = ax_calloc(rows * 3 * wd, sizeof(float));
+    a.out = ax_calloc(rows * wd, sizeof(float)); a.dout = ax_calloc(rows * wd, sizeof(float));
+    a.lse = ax_calloc((size_t)a.B * a.H * a.T, sizeof(float));
+    a.scr = ax_calloc(ax_be()->attention_scratch(a.T) * a.nthr, sizeof(float));
+    for (size_t i = 0; i < rows * 3 * wd; i++) a.qkv[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+    for (size_t i = 0; i < rows * wd; i++) a.dout[i] = (float)(i % 13) / 13.0f;
+    double ta = time_op(run_attn, &a, o->min_s, w);
+    m->attn_flops = 7.0 * a.B * a.H * (double)a.T * a.T * a.hd / ta;
+    free(a.qkv); free(a.dqkv); free(a.out); free(a.dout); free(a.lse); free(a.scr);
+    /* elementwise: y += x over 2 x 64 MB, 12 bytes per element */
+    add_ctx ad = {.n = 16 << 20};
+    ad.y = ax_calloc(ad.n, sizeof(float)); ad.x = ax_calloc(ad.n, sizeof(float));
+    double tb = time_op(run_add, &ad, o->min_s, w);
+    m->mem_bw = 12.0 * ad.n / tb;
+    free(ad.y); free(ad.x);
+    adam_ctx ac = {.n = 4 << 20};
+    ac.w = ax_calloc(ac.n, sizeof(float)); ac.g = ax_calloc(ac.n, sizeof(float));
+    ac.m = ax_calloc(ac.n, sizeof(float)); ac.v = ax_calloc(ac.n, sizeof(float));
+    m->optim_s_per_param = time_op(run_adam, &ac, o->min_s, w) / ac.n;
+    free(ac.w); free(ac.g); free(ac.m); free(ac.v);
+    if (o->verbose && r == 0)
+        printf("gemm fit: %.2f GFLOP/s + %.1f us per call; attention %.2f GFLOP/s; elementwise %.2f GB/s; "
+               "optimizer %.2f ns per parameter; %d ranks per node, %.2f GiB per rank\n", m->gemm_flops / 1e9,
+               m->gemm_alpha * 1e6, m->attn_flops / 1e9, m->mem_bw / 1e9, m->optim_s_per_param * 1e9,
+               m->ranks_per_node, m->mem_bytes / (1 << 30));
+    free(node_of);
+    MPI_Comm_free(&w);
+    return 0;
+}

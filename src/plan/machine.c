@@ -1,0 +1,193 @@
+#include "plan/machine.h"
+#include "util/err.h"
+#include "util/fileio.h"
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const ax_coll_names[AX_COLL_N] = {"allreduce", "allgather", "reduce_scatter"};
+const char *const ax_machine_preset_list = "perlmutter, frontier, alps, h100x8, h200x8 or cpu";
+
+static int op_of(const char *s) {
+    for (int i = 0; i < AX_COLL_N; i++) if (strcmp(s, ax_coll_names[i]) == 0) return i;
+    return -1;
+}
+
+double ax_machine_coll(const ax_machine *m, int op, int p, int inter, double bytes) {
+    if (p <= 1) return 0;
+    const ax_coll_fit *best = NULL;
+    int best_score = 1 << 30;
+    for (int i = 0; i < m->nfit; i++) {
+        const ax_coll_fit *f = &m->fit[i];
+        if (f->op != op) continue;
+        /* the placement matters most, then the group size (0: any) */
+        int score = (f->inter != inter) * (1 << 20) + (f->group ? abs(f->group - p) : 1 << 19);
+        if (score < best_score) { best_score = score; best = f; }
+    }
+    if (!best)   /* no fit of this collective: an all-reduce is two rounds of the others */
+        for (int i = 0; i < m->nfit && !best; i++) best = &m->fit[i];
+    return best ? best->alpha + best->beta * bytes : 0;
+}
+
+/* ---- JSON ---- */
+
+static int num(json_t *o, const char *key, double *v, const char *path, const char *where, int required) {
+    json_t *x = json_object_get(o, key);
+    if (!x) return required ? AX_ERR("--machine %s: missing field \"%s\"%s (a number)", path, key, where) : 0;
+    if (!json_is_number(x) || !isfinite(json_number_value(x)) || json_number_value(x) < 0)
+        return AX_ERR("--machine %s: field \"%s\"%s must be a non-negative number", path, key, where);
+    *v = json_number_value(x);
+    return 0;
+}
+
+static int parse(ax_machine *m, json_t *j, const char *path) {
+    if (!json_is_object(j)) return AX_ERR("--machine %s: expected a JSON object", path);
+    json_t *s = json_object_get(j, "name");
+    snprintf(m->name, sizeof m->name, "%s", json_is_string(s) ? json_string_value(s) : path);
+    s = json_object_get(j, "source");
+    if (json_is_string(s)) snprintf(m->source, sizeof m->source, "%s", json_string_value(s));
+    double rpn = 0;
+    AX_TRY(num(j, "ranks_per_node", &rpn, path, "", 1));
+    if (rpn < 1 || rpn != floor(rpn)) return AX_ERR("--machine %s: \"ranks_per_node\" must be an integer >= 1", path);
+    m->ranks_per_node = (int)rpn;
+    AX_TRY(num(j, "memory_per_rank_bytes", &m->mem_bytes, path, "", 1));
+    AX_TRY(num(j, "attention_flops", &m->attn_flops, path, "", 1));
+    AX_TRY(num(j, "memory_bandwidth", &m->mem_bw, path, "", 1));
+    AX_TRY(num(j, "optimizer_s_per_param", &m->optim_s_per_param, path, "", 0));
+    json_t *g = json_object_get(j, "gemm");
+    if (!json_is_object(g)) return AX_ERR("--machine %s: missing field \"gemm\" (an object with \"flops\")", path);
+    AX_TRY(num(g, "flops", &m->gemm_flops, path, " in \"gemm\"", 1));
+    AX_TRY(num(g, "alpha_s", &m->gemm_alpha, path, " in \"gemm\"", 0));
+    json_t *sh = json_object_get(g, "shapes"), *e;
+    size_t i;
+    if (json_is_array(sh)) json_array_foreach(sh, i, e) {
+        if (m->ngemm == AX_MACHINE_GEMMS) break;
+        ax_gemm_point *p = &m->gemm[m->ngemm++];
+        p->m = (int)json_integer_value(json_object_get(e, "m"));
+        p->n = (int)json_integer_value(json_object_get(e, "n"));
+        p->k = (int)json_integer_value(json_object_get(e, "k"));
+        p->flops = json_number_value(json_object_get(e, "flops"));
+    }
+    if (!(m->gemm_flops > 0) || !(m->attn_flops > 0) || !(m->mem_bw > 0) || !(m->mem_bytes > 0))
+        return AX_ERR("--machine %s: \"gemm\".\"flops\", \"attention_flops\", \"memory_bandwidth\" and "
+                      "\"memory_per_rank_bytes\" must be positive", path);
+    json_t *c = json_object_get(j, "collectives");
+    if (!json_is_array(c) || json_array_size(c) == 0)
+        return AX_ERR("--machine %s: missing field \"collectives\" (a non-empty array of alpha-beta fits)", path);
+    json_array_foreach(c, i, e) {
+        if (m->nfit == AX_MACHINE_FITS) return AX_ERR("--machine %s: more than %d collectives", path, AX_MACHINE_FITS);
+        char where[64];
+        snprintf(where, sizeof where, " in \"collectives\"[%zu]", i);
+        ax_coll_fit *f = &m->fit[m->nfit++];
+        json_t *op = json_object_get(e, "op"), *pl = json_object_get(e, "placement");
+        if (!json_is_string(op) || (f->op = op_of(json_string_value(op))) < 0)
+            return AX_ERR("--machine %s: field \"op\"%s: expected allreduce, allgather or reduce_scatter", path, where);
+        if (!json_is_string(pl) || (strcmp(json_string_value(pl), "intra") && strcmp(json_string_value(pl), "inter")))
+            return AX_ERR("--machine %s: field \"placement\"%s: expected intra or inter", path, where);
+        f->inter = strcmp(json_string_value(pl), "inter") == 0;
+        double gs = 0;
+        AX_TRY(num(e, "group", &gs, path, where, 1));
+        f->group = (int)gs;
+        AX_TRY(num(e, "alpha_s", &f->alpha, path, where, 1));
+        AX_TRY(num(e, "beta_s_per_byte", &f->beta, path, where, 1));
+    }
+    return 0;
+}
+
+int ax_machine_read(ax_machine *m, const char *path) {
+    memset(m, 0, sizeof *m);
+    json_error_t e;
+    json_t *j = json_load_file(path, 0, &e);
+    if (!j) return AX_ERR("--machine %s: %s (line %d)", path, e.text, e.line);
+    int rc = parse(m, j, path);
+    json_decref(j);
+    return rc;
+}
+
+int ax_machine_write(const ax_machine *m, const char *path) {
+    json_t *j = json_object(), *g = json_object(), *sh = json_array(), *c = json_array();
+    json_object_set_new(j, "name", json_string(m->name));
+    json_object_set_new(j, "source", json_string(m->source));
+    json_object_set_new(j, "ranks_per_node", json_integer(m->ranks_per_node));
+    json_object_set_new(j, "memory_per_rank_bytes", json_real(m->mem_bytes));
+    json_object_set_new(g, "flops", json_real(m->gemm_flops));
+    json_object_set_new(g, "alpha_s", json_real(m->gemm_alpha));
+    for (int i = 0; i < m->ngemm; i++)
+        json_array_append_new(sh, json_pack("{s:i, s:i, s:i, s:f}", "m", m->gemm[i].m, "n", m->gemm[i].n,
+                                            "k", m->gemm[i].k, "flops", m->gemm[i].flops));
+    json_object_set_new(g, "shapes", sh);
+    json_object_set_new(j, "gemm", g);
+    json_object_set_new(j, "attention_flops", json_real(m->attn_flops));
+    json_object_set_new(j, "memory_bandwidth", json_real(m->mem_bw));
+    if (m->optim_s_per_param > 0) json_object_set_new(j, "optimizer_s_per_param", json_real(m->optim_s_per_param));
+    for (int i = 0; i < m->nfit; i++) {
+        const ax_coll_fit *f = &m->fit[i];
+        json_array_append_new(c, json_pack("{s:s, s:i, s:s, s:f, s:f}", "op", ax_coll_names[f->op], "group", f->group,
+                                           "placement", f->inter ? "inter" : "intra", "alpha_s", f->alpha,
+                                           "beta_s_per_byte", f->beta));
+    }
+    json_object_set_new(j, "collectives", c);
+    char *text = json_dumps(j, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
+    json_decref(j);
+    size_t n = strlen(text);
+    text = realloc(text, n + 2);
+    text[n] = '\n'; text[n + 1] = 0;
+    ax_outfile out;
+    int rc = ax_out_open(&out, path);
+    if (rc == 0 && ax_out_write(&out, text, n + 1)) { ax_out_abort(&out); rc = -1; }
+    else if (rc == 0) rc = ax_out_commit(&out);
+    free(text);
+    return rc;
+}
+
+/* ---- presets: nominal figures, sources in docs/planner.md ----
+ * Sustained rates are taken as fixed shares of the datasheet: GEMMs 80% of
+ * the dense bf16 peak (SPEC §5 measured 790 of 989 TFLOP/s on one H200),
+ * fused attention half the GEMM rate, elementwise kernels 80% of the HBM
+ * bandwidth, collectives 80% of the link's one-direction bandwidth per rank
+ * with 5 us (in a node) and 15 us (across nodes) latency. */
+typedef struct {
+    const char *name, *desc;
+    int rpn;
+    double peak, mem, hbm, intra_bw, inter_bw;   /* per rank: FLOP/s, bytes, bytes/s, bytes/s, bytes/s */
+} ax_preset;
+
+static const ax_preset presets[] = {
+    {"perlmutter", "Perlmutter GPU node: 4 x A100-SXM4-40GB, NVLink 3, 4 x Slingshot-11 NICs", 4,
+     312e12, 40e9, 1.555e12, 300e9, 25e9},
+    {"frontier", "Frontier node: 4 x MI250X = 8 GCDs of 64 GB, Infinity Fabric, 4 x Slingshot-11 NICs", 8,
+     191.5e12, 64e9, 1.6e12, 50e9, 12.5e9},
+    {"alps", "Alps node: 4 x GH200 (H100 96 GB), NVLink 4, 4 x Slingshot-11 NICs", 4,
+     989e12, 96e9, 4.0e12, 450e9, 25e9},
+    {"h100x8", "one 8 x H100-SXM5-80GB node (DGX H100), NVLink 4 / NVSwitch, 8 x 400 Gb/s InfiniBand", 8,
+     989e12, 80e9, 3.35e12, 450e9, 50e9},
+    {"h200x8", "one 8 x H200-SXM-141GB node, NVLink 4 / NVSwitch, 8 x 400 Gb/s InfiniBand", 8,
+     989e12, 141e9, 4.8e12, 450e9, 50e9},
+    /* a guess for a small x86 node when nothing was measured: run axonn bench comm instead */
+    {"cpu", "a generic CPU node (estimate; axonn bench comm measures the real one)", 2,
+     100e9, 4e9, 10e9, 5e9, 1e9},
+};
+
+int ax_machine_preset(ax_machine *m, const char *name) {
+    for (size_t i = 0; i < sizeof presets / sizeof *presets; i++) {
+        const ax_preset *p = &presets[i];
+        if (strcmp(name, p->name)) continue;
+        memset(m, 0, sizeof *m);
+        snprintf(m->name, sizeof m->name, "%s", p->name);
+        snprintf(m->source, sizeof m->source, "preset: %s (nominal)", p->desc);
+        m->ranks_per_node = p->rpn;
+        m->mem_bytes = p->mem;
+        m->gemm_flops = 0.8 * p->peak;
+        m->gemm_alpha = strcmp(p->name, "cpu") ? 5e-6 : 2e-6;
+        m->attn_flops = 0.5 * m->gemm_flops;
+        m->mem_bw = 0.8 * p->hbm;
+        for (int op = 0; op < AX_COLL_N; op++)
+            for (int inter = 0; inter < 2; inter++)
+                m->fit[m->nfit++] = (ax_coll_fit){op, 0, inter, inter ? 15e-6 : 5e-6,
+                                                  1.0 / (0.8 * (inter ? p->inter_bw : p->intra_bw))};
+        return 0;
+    }
+    return AX_ERR("--machine '%s': no such file, and not a preset (expected a machine description JSON or %s)", name, ax_machine_preset_list);
+}

@@ -1,0 +1,55 @@
+/* A machine description: what the performance model (plan/model.h) needs to
+ * know about the hardware, per rank. Written by `axonn bench comm` (measured)
+ * or taken from a built-in preset (nominal datasheet figures, docs/planner.md).
+ *
+ * Collectives follow the alpha-beta model: t = alpha + beta * bytes, where
+ * bytes is the per-rank volume of SPEC §4 with its ring factor ((p-1)/p for
+ * all-gather and reduce-scatter, 2(p-1)/p for all-reduce) already applied, so
+ * one fit serves every group size; a fit is kept per (collective, group size,
+ * placement), group 0 standing for any size.
+ *
+ *   ax_machine mc;
+ *   if (ax_machine_read(&mc, "machine.json")) ...      // or ax_machine_preset(&mc, "perlmutter")
+ *   double t = ax_machine_coll(&mc, AX_COLL_AR, 4, 0, 2.0 * 3 / 4 * bytes);
+ */
+#ifndef AX_PLAN_MACHINE_H
+#define AX_PLAN_MACHINE_H
+
+typedef enum { AX_COLL_AR, AX_COLL_AG, AX_COLL_RS, AX_COLL_N } ax_coll_op;
+extern const char *const ax_coll_names[AX_COLL_N];     /* allreduce, allgather, reduce_scatter */
+
+typedef struct {
+    int op, group, inter;     /* group 0: any size; inter: the group spans nodes */
+    double alpha, beta;       /* seconds, seconds per byte */
+} ax_coll_fit;
+
+typedef struct { int m, n, k; double flops; } ax_gemm_point;
+
+#define AX_MACHINE_FITS 256
+#define AX_MACHINE_GEMMS 16
+typedef struct {
+    char name[128], source[256];
+    int ranks_per_node;
+    double mem_bytes;          /* memory per rank */
+    double gemm_flops;         /* GEMM rate of large shapes, per rank */
+    double gemm_alpha;         /* fixed seconds per GEMM call (small shapes fall short of the rate) */
+    int ngemm; ax_gemm_point gemm[AX_MACHINE_GEMMS];   /* measured shapes (information only) */
+    double attn_flops;         /* causal attention kernel, FLOPs as counted in plan/model.c */
+    double mem_bw;             /* bytes/s per rank of the elementwise kernels */
+    double optim_s_per_param;  /* AdamW update + gradient norm, seconds per local parameter (0: 36 bytes at mem_bw) */
+    int nfit; ax_coll_fit fit[AX_MACHINE_FITS];
+} ax_machine;
+
+/* One line naming the file and the missing or bad field on error. */
+int ax_machine_read(ax_machine *m, const char *path);
+int ax_machine_write(const ax_machine *m, const char *path);
+/* perlmutter, frontier, alps, h100x8, h200x8, cpu (an estimate for this kind of machine) */
+int ax_machine_preset(ax_machine *m, const char *name);
+extern const char *const ax_machine_preset_list;
+/* Seconds of one collective of `bytes` (ring factor applied) over p ranks;
+ * 0 for p = 1. Takes the fit of that group size and placement, else the
+ * nearest group size, else the other placement. */
+double ax_machine_coll(const ax_machine *m, int op, int p, int inter, double bytes);
+/* Seconds of a GEMM of `flops` */
+static inline double ax_machine_gemm(const ax_machine *m, double flops) { return m->gemm_alpha + flops / m->gemm_flops; }
+#endif

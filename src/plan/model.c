@@ -1,0 +1,151 @@
+#include "plan/model.h"
+#include <stdio.h>
+#include <string.h>
+
+const char *const ax_plan_group_names[AX_PG_N] = {"X", "Y", "Z", "data", "data_z", "xyz"};
+
+void ax_plan_job_defaults(ax_plan_job *j) {
+    memset(j, 0, sizeof *j);
+    j->grad_accum = 1; j->act_bytes = 4; j->mem_reserve = 0.1;
+}
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Why the grid cannot run the job (the rules of ax_gpt_check_grid and the trainer), or NULL. */
+static const char *illegal(const ax_plan_job *j, const int g[4], char *buf, size_t n) {
+    const ax_gpt_config *c = &j->cfg;
+    int D = g[0], X = g[1], Y = g[2], Z = g[3];
+    if (c->n_embd % c->n_head) snprintf(buf, n, "n_embd %d is not divisible by n_head %d", c->n_embd, c->n_head);
+    else if (c->n_head % Y) snprintf(buf, n, "n_head %d is not divisible by Y = %d", c->n_head, Y);
+    else if (c->n_embd % X) snprintf(buf, n, "n_embd %d is not divisible by X = %d", c->n_embd, X);
+    else if (j->batch % j->grad_accum) snprintf(buf, n, "batch %d is not a multiple of grad_accum %d", j->batch, j->grad_accum);
+    else if ((j->batch / j->grad_accum) % (D * Z))
+        snprintf(buf, n, "micro-batch of %d sequences does not divide over D*Z = %d", j->batch / j->grad_accum, D * Z);
+    else return NULL;
+    return buf;
+}
+
+/* a group of p ranks, stride s in rank order, stays in one node when the job
+ * fits in one node or s*p ranks tile the node */
+static int spans(int s, int p, int P, int R) { return p > 1 && P > R && !(s * p <= R && R % (s * p) == 0); }
+
+typedef struct { const ax_machine *m; ax_plan_cost *c; double scale; } ax_acc;   /* scale: repetitions */
+
+static void coll(ax_acc *a, int group, int op, int p, double elems, double bytes_per) {
+    if (p <= 1 || elems <= 0) return;
+    double f = (op == AX_COLL_AR ? 2.0 : 1.0) * (p - 1) / p, bytes = f * elems * bytes_per;
+    a->c->comm_s[group] += a->scale * ax_machine_coll(a->m, op, p, a->c->inter[group], bytes);
+    a->c->comm_bytes[group] += a->scale * bytes;
+}
+
+static void gemm(ax_acc *a, double M, double N, double K) {
+    a->c->gemm_s += a->scale * ax_machine_gemm(a->m, 2.0 * M * N * K);
+}
+
+/* one FC layer on one micro-batch of M rows: forward (with_fwd), backward */
+typedef struct { int64_t in, out; int transposed; } ax_fc;
+
+void ax_plan_estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, ax_plan_cost *c) {
+    ax_plan_estimate_part(j, g, m, c, 1);
+}
+
+void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machine *m, ax_plan_cost *c, int with_time) {
+    memset(c, 0, sizeof *c);
+    memcpy(c->grid, g, sizeof c->grid);
+    if (illegal(j, g, c->why, sizeof c->why)) return;
+    c->legal = 1;
+    const ax_gpt_config *cf = &j->cfg;
+    int D = g[0], X = g[1], Y = g[2], Z = g[3], P = D * X * Y * Z, R = m->ranks_per_node;
+    int64_t C = cf->n_embd, L = cf->n_layer, T = j->seq, nh = cf->n_head, hd = C / nh;
+    int64_t Bl = j->batch / j->grad_accum / (D * Z), M = Bl * T;
+    int64_t Vp = cdiv(cf->vocab_size, 64 * Y) * 64 * Y, Vl = Vp / Y, Cx = C / X, Cy = C / Y, Hl = nh / Y;
+    int block = j->recompute == 2, attn = j->recompute != 0;
+    double ab = j->act_bytes;
+    /* ---- memory, as model/gpt.c lays it out ---- */
+    ax_fc fcs[4] = {{C, 3 * C, 0}, {C, C, 1}, {C, 4 * C, 0}, {4 * C, C, 1}};
+    int64_t zchunk = 0, cap = 0, nw = cdiv(Vl * Cx, Z);
+    for (int i = 0; i < 4; i++) {
+        int64_t blk = fcs[i].out / (fcs[i].transposed ? X : Y) * (fcs[i].in / (fcs[i].transposed ? Y : X));
+        zchunk += cdiv(blk, Z);
+        if (cdiv(blk, Z) * Z > cap) cap = cdiv(blk, Z) * Z;
+    }
+    zchunk = zchunk * L + nw;
+    int64_t repl = (int64_t)cf->block_size * Cx + L * (4 * Cx + 3 * Cy + Cx + 4 * Cy + Cx) + 2 * Cx;
+    c->n_local = zchunk + repl;
+    c->param_bytes = 4.0 * c->n_local;
+    c->ws_bytes = Z > 1 ? 4.0 * (2 * cap + (nw > cap ? nw : cap) + 2 * nw * Z) : 0;
+    int64_t wide = 4 * Cy > Cx ? 4 * Cy : Cx;
+    int64_t kept = block ? 1 : L, kept_attn = attn ? 1 : L;
+    double acts = M * Cx                                               /* encoded */
+        + kept * (double)(M * Cx + 2 * M + 3 * M * Cy + M * Cx + M * Cx + 2 * M + 8 * M * Cy)   /* ln1..fch_gelu */
+        + kept_attn * (double)(Bl * Hl * T + M * Cy)                   /* lse, atty */
+        + L * (double)(M * Cx)                                         /* res3 */
+        + M * Cx + 2 * M + M * Vl + M + M * Cx + 2 * M * wide + 4 * M; /* lnf, logits, losses, dres, s1, s2, scratch */
+    c->act_bytes = ab * acts;
+    c->mem_bytes = 4 * c->param_bytes + c->act_bytes + c->ws_bytes;
+    double avail = m->mem_bytes * (1 - j->mem_reserve);
+    c->fits = c->mem_bytes <= avail;
+    if (!c->fits)
+        snprintf(c->why, sizeof c->why, "needs %.2f GiB per rank, %.2f GiB available (%.0f%% of %.2f GiB)",
+                 c->mem_bytes / (1 << 30), avail / (1 << 30), 100 * (1 - j->mem_reserve), m->mem_bytes / (1 << 30));
+    if (!with_time) return;
+    /* ---- placement of each group (x fastest) ---- */
+    int size[AX_PG_N] = {X, Y, Z, D, D * Z, X * Y * Z}, stride[AX_PG_N] = {1, X, X * Y, X * Y * Z, X * Y, 1};
+    for (int i = 0; i < AX_PG_N; i++) c->inter[i] = spans(stride[i], size[i], P, R);
+    /* ---- one micro-batch, repeated accum times ---- */
+    ax_acc a = {m, c, j->grad_accum};
+    double elem = 0;   /* bytes through the elementwise kernels */
+    for (int pass = 0; pass < 2; pass++) {
+        /* pass 0: forward and backward of every layer; pass 1: the forward rerun of block recomputation (L-1 layers) */
+        if (pass == 1 && !block) break;
+        a.scale = j->grad_accum * (double)(pass ? L - 1 : L);
+        for (int i = 0; i < 4; i++) {
+            const ax_fc *f = &fcs[i];
+            int fx = f->transposed ? AX_PG_Y : AX_PG_X, bx = f->transposed ? AX_PG_X : AX_PG_Y;
+            int pf = f->transposed ? Y : X, pb = f->transposed ? X : Y;
+            double in_l = f->in / (f->transposed ? Y : X), out_l = f->out / (f->transposed ? X : Y);
+            double wblk = in_l * out_l;
+            gemm(&a, M, out_l, in_l);
+            coll(&a, AX_PG_Z, AX_COLL_AG, Z, wblk, ab);                  /* gather the weight */
+            coll(&a, fx, AX_COLL_AR, pf, M * out_l, ab);                /* forward partial sums */
+            if (pass) continue;
+            gemm(&a, M, in_l, out_l); gemm(&a, out_l, in_l, M);         /* dX, dW */
+            coll(&a, AX_PG_Z, AX_COLL_AG, Z, wblk, ab);                  /* gathered again */
+            coll(&a, bx, AX_COLL_AR, pb, M * in_l, ab);                 /* dX partial sums */
+            coll(&a, AX_PG_Z, AX_COLL_RS, Z, wblk, 4);                  /* dW to its chunk owner */
+            if (Z > 1) elem += a.scale * 12.0 * cdiv((int64_t)wblk, Z); /* chunk accumulation */
+        }
+        /* LayerNorm statistics: two per row, over X; twice per layer (backward again) */
+        for (int k = 0; k < (pass ? 2 : 4); k++) coll(&a, AX_PG_X, AX_COLL_AR, X, 2.0 * M, 4);
+        c->attn_s += a.scale * Bl * Hl * (pass ? 2.0 : 7.0) * T * T * hd / m->attn_flops;
+        elem += a.scale * ab * M * (pass ? 14.0 * Cx + 22.0 * Cy : 24.0 * Cx + 41.0 * Cy);
+    }
+    if (attn && !block) c->attn_s += j->grad_accum * (double)(L - 1) * Bl * Hl * 2.0 * T * T * hd / m->attn_flops;
+    /* embedding, final LayerNorm, LM head (tied wte, gathered once per forward), loss */
+    a.scale = j->grad_accum;
+    coll(&a, AX_PG_Z, AX_COLL_AG, Z, (double)Vl * Cx, ab);
+    coll(&a, AX_PG_Y, AX_COLL_AR, Y, (double)M * Cx, ab);              /* embedding rows over the vocabulary */
+    for (int k = 0; k < 2; k++) coll(&a, AX_PG_X, AX_COLL_AR, X, 2.0 * M, 4);
+    gemm(&a, M, Vl, Cx); gemm(&a, M, Cx, Vl); gemm(&a, Vl, Cx, M);
+    coll(&a, AX_PG_X, AX_COLL_AR, X, (double)M * Vl, ab);              /* logits' partial sums */
+    coll(&a, AX_PG_Y, AX_COLL_AR, Y, (double)M, 4);                    /* loss: row max */
+    coll(&a, AX_PG_Y, AX_COLL_AR, Y, 2.0 * M, 4);                      /* sum of exponentials, target logit */
+    coll(&a, AX_PG_Y, AX_COLL_AR, Y, (double)M * Cx, ab);              /* LM head dX */
+    coll(&a, AX_PG_Z, AX_COLL_RS, Z, (double)Vl * Cx, 4);
+    elem += a.scale * (ab * (4.0 * M * Vl + 17.0 * M * Cx) + (Z > 1 ? 12.0 * nw : 0));
+    /* once per step: token count and loss over data x Z, gradients, the norm */
+    a.scale = 1;
+    coll(&a, AX_PG_DZ, AX_COLL_AR, D * Z, 2, 8);
+    coll(&a, AX_PG_DZ, AX_COLL_AR, D * Z, 1, 8);
+    coll(&a, AX_PG_DATA, AX_COLL_AR, D, (double)zchunk, 4);
+    coll(&a, AX_PG_DZ, AX_COLL_AR, D * Z, (double)repl, 4);
+    coll(&a, AX_PG_TP, AX_COLL_AR, X * Y * Z, 1, 8);
+    c->elem_s = elem / m->mem_bw;
+    /* AdamW reads w, g, m, v and writes w, m, v; the norm reads g; the gradients are zeroed */
+    c->optim_s = c->n_local * (m->optim_s_per_param > 0 ? m->optim_s_per_param : 36.0 / m->mem_bw);
+    c->compute_s = c->gemm_s + c->attn_s + c->elem_s;
+    for (int i = 0; i < AX_PG_N; i++) c->comm_total_s += c->comm_s[i];
+    double ov = j->overlap < 0 ? 0 : j->overlap > 1 ? 1 : j->overlap;
+    c->exposed_s = (1 - ov) * c->comm_total_s;
+    c->step_s = c->compute_s + c->exposed_s + c->optim_s;
+}

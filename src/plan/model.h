@@ -1,0 +1,60 @@
+/* The performance model (SPEC §6): for a GPT model, a job (global batch,
+ * sequence, micro-batches, recompute mode, activation dtype), a grid
+ * (D, X, Y, Z) and a machine description, the predicted step time, its parts
+ * and the memory per rank. Pure arithmetic: nothing is allocated or run.
+ *
+ * Step time = accum x (GEMMs + attention + elementwise + communication of one
+ * micro-batch) + data-parallel reductions + optimizer, where
+ *  - GEMMs are the local shapes this code runs on the grid (every FC layer's
+ *    forward, dX and dW, the LM head over the local vocabulary rows), each
+ *    alpha_gemm + FLOPs / gemm_flops;
+ *  - attention counts 7 T^2 hd FLOPs per (sequence, local head) for forward and
+ *    backward (2 + 5 causal half-products), at the machine's attention rate;
+ *  - elementwise kernels (LayerNorm, GELU, bias, residual, cross-entropy,
+ *    AdamW) are bytes moved at the machine's elementwise bandwidth;
+ *  - every collective is alpha + beta x its SPEC §4 volume (ring factor
+ *    included), the fit of its group size and placement (x fastest: a group of
+ *    stride s and size p stays in a node when s p divides the ranks per node);
+ *  - exposed communication = (1 - overlap) x total: no overlap is implemented
+ *    today, so overlap is 0 unless the caller says otherwise.
+ * Memory per rank mirrors model/gpt.c: parameters, gradients and both AdamW
+ * moments in fp32, the activations its layout keeps in the recompute mode,
+ * the Z gather/scatter workspaces (not the attention kernel's per-thread scratch). */
+#ifndef AX_PLAN_MODEL_H
+#define AX_PLAN_MODEL_H
+#include <stdint.h>
+#include "axonn/axonn.h"
+#include "plan/machine.h"
+
+typedef struct {
+    ax_gpt_config cfg;
+    int batch, seq, grad_accum;   /* global batch in sequences, tokens per sequence, micro-batches */
+    int recompute;                /* ax_recompute: 0 none, 1 attn, 2 block */
+    int act_bytes;                /* bytes per activation element (and per communicated one): 4 fp32, 2 bf16 */
+    double overlap;               /* share of communication hidden behind compute (0..1) */
+    double mem_reserve;           /* share of memory kept free for the runtime (default 0.1) */
+} ax_plan_job;
+
+/* groups: X, Y, Z (gathers and reduce-scatters), data, data x Z, X x Y x Z */
+enum { AX_PG_X, AX_PG_Y, AX_PG_Z, AX_PG_DATA, AX_PG_DZ, AX_PG_TP, AX_PG_N };
+extern const char *const ax_plan_group_names[AX_PG_N];
+
+typedef struct {
+    int grid[4];
+    int legal;                   /* the grid divides the model and the batch */
+    int fits;                    /* and its memory fits */
+    char why[200];               /* why not, when !legal or !fits */
+    double step_s, compute_s, gemm_s, attn_s, elem_s, optim_s;
+    double comm_s[AX_PG_N], comm_total_s, exposed_s;
+    int inter[AX_PG_N];          /* the group spans nodes */
+    double comm_bytes[AX_PG_N];  /* per rank per step */
+    int64_t n_local;             /* parameters per rank */
+    double param_bytes, act_bytes, ws_bytes, mem_bytes;   /* mem = 4 x params (weights, grads, m, v) + act + ws */
+} ax_plan_cost;
+
+void ax_plan_job_defaults(ax_plan_job *j);
+/* Fills c for grid (D, X, Y, Z); returns 0 (c->legal and c->fits say the rest). */
+void ax_plan_estimate(const ax_plan_job *j, const int grid[4], const ax_machine *m, ax_plan_cost *c);
+/* with_time 0: legality and memory only (the minimum-rank search) */
+void ax_plan_estimate_part(const ax_plan_job *j, const int grid[4], const ax_machine *m, ax_plan_cost *c, int with_time);
+#endif

@@ -1,0 +1,22 @@
+/* The planner (SPEC §6): every (D, X, Y, Z) with D X Y Z = P — any
+ * factorisation — estimated by plan/model.h and ranked: the grids that divide
+ * the model and fit in memory by predicted step time, then those that fit
+ * nothing, with the reason.
+ *
+ *   ax_plan p;
+ *   ax_plan_run(&job, 8, &machine, &p);   // p.c[0] the first choice when p.nfit > 0
+ *   ax_plan_free(&p); */
+#ifndef AX_PLAN_PLAN_H
+#define AX_PLAN_PLAN_H
+#include "plan/model.h"
+
+typedef struct {
+    int P, n, nfit;          /* grids, of which the first nfit are legal and fit */
+    ax_plan_cost *c;
+} ax_plan;
+
+void ax_plan_run(const ax_plan_job *j, int P, const ax_machine *m, ax_plan *out);
+void ax_plan_free(ax_plan *p);
+/* The smallest rank count <= limit with a grid that is legal and fits; 0 if none. */
+int ax_plan_min_ranks(const ax_plan_job *j, const ax_machine *m, int limit);
+#endif

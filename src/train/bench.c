@@ -1,0 +1,109 @@
+/* axonn bench: the training run's setup and step (train/run.h), timed. */
+#include "train/bench.h"
+#include "backend/backend.h"
+#include "train/flops.h"
+#include "train/run.h"
+#include "util/err.h"
+#include <stdlib.h>
+#include <string.h>
+
+const char *const ax_bench_group_names[AX_BG_N] = {"X", "Y", "Z", "data", "data_z", "xyz"};
+
+double ax_gemm_rate(ax_dtype t, int m, int n, int k, double min_s) {
+    const ax_backend *be = ax_be();
+    size_t na = (size_t)m * k, nb = (size_t)n * k, w = ax_dtype_size(t);
+    float *a32 = be->alloc(na * sizeof(float)), *b32 = be->alloc(nb * sizeof(float));
+    void *a = be->alloc(na * w), *b = be->alloc(nb * w);
+    float *c = be->alloc((size_t)m * n * sizeof(float));
+    for (size_t i = 0; i < na; i++) a32[i] = (float)(i % 7) * 0.125f;
+    for (size_t i = 0; i < nb; i++) b32[i] = (float)(i % 5) * 0.25f;
+    be->cast(a, t, a32, AX_F32, na);
+    be->cast(b, t, b32, AX_F32, nb);
+    ax_mat A = ax_mat_of(a, t, m, k), B = ax_mat_of(b, t, n, k), C = ax_mat_f32(c, m, n);
+    ax_gemm(1.0f, A, 0, B, 1, 0.0f, C);   /* warm-up: pages, BLAS buffers, oneDNN's kernel */
+    int reps = 0;
+    double t0 = MPI_Wtime(), dt;
+    do { ax_gemm(1.0f, A, 0, B, 1, 0.0f, C); reps++; dt = MPI_Wtime() - t0; } while (dt < min_s);
+    be->free(a32); be->free(b32); be->free(a); be->free(b); be->free(c);
+    return 2.0 * m * n * k * reps / dt;
+}
+
+static void group_seconds(const ax_grid *g, double s[AX_BG_N]) {
+    s[AX_BG_X] = g->X.seconds; s[AX_BG_Y] = g->Y.seconds; s[AX_BG_Z] = g->Z.seconds + g->Zg.seconds;
+    s[AX_BG_DATA] = g->data.seconds; s[AX_BG_DZ] = g->dz.seconds; s[AX_BG_TP] = g->tp.seconds;
+}
+
+/* The largest local GEMM of a step, by FLOPs: the FC layers' and the LM head's (rows x out_l x in_l). */
+static void largest_gemm(const ax_gpt *m, int rows, int *M, int *N, int *K) {
+    const ax_linear *all[] = {&m->qkv, &m->proj, &m->fc, &m->fcproj, &m->lmhead};
+    double best = -1;
+    for (int i = 0; i < 5; i++) {
+        double f = (double)all[i]->out_l * all[i]->in_l;
+        if (f > best) { best = f; *N = all[i]->out_l; *K = all[i]->in_l; }
+    }
+    *M = rows;
+}
+
+int ax_bench(const ax_train_opts *o, int iters, int silent, MPI_Comm comm, ax_bench_result *res) {
+    if (iters < 3) return AX_ERR("--iters %d: expected >= 3 (the first two are warm-up)", iters);
+    ax_train_opts a = *o;
+    a.out = NULL; a.metrics = NULL; a.resume = NULL; a.save_every = 0; a.profile = 1;   /* GEMM seconds on */
+    a.steps = iters;
+    ax_run r;
+    ax_run_init(&r, &a, comm);
+    r.silent = silent;
+    int rc = ax_run_setup(&r);
+    if (rc) { ax_run_teardown(&r); return rc; }
+    const ax_train_opts *ro = r.o;
+    ax_grid *g = &r.g;
+    memset(res, 0, sizeof *res);
+    res->ranks = g->size; res->threads = ax_be()->threads();
+    res->grid[0] = g->gd; res->grid[1] = g->gx; res->grid[2] = g->gy; res->grid[3] = g->gz;
+    res->cfg = r.m.cfg; res->batch = ro->batch; res->seq = ro->seq; res->grad_accum = ro->grad_accum;
+    res->recompute = o->recompute;
+    res->iters = iters; res->timed = iters - 2;
+    res->tokens = (double)ro->batch * ro->seq;
+    res->model_flops = ax_model_flops(&r.m.cfg, ro->batch, ro->seq);
+    res->hardware_flops = ax_hardware_flops(&r.m.cfg, ro->batch, ro->seq);
+    res->param_bytes = 4.0 * r.m.n_local; res->act_bytes = r.m.act_bytes; res->ws_bytes = r.m.ws_bytes;
+    /* local sums over the timed iterations: data, optimizer, whole step, GEMMs, each group */
+    double loc[4 + AX_BG_N] = {0}, c0[AX_BG_N], c1[AX_BG_N];
+    double t_sum = 0, t_min = 1e300, t_max = 0;
+    for (int step = 0; step < iters; step++) {
+        int timed = step >= 2;
+        if (step == 2) { ax_be()->gemm_timing(1); group_seconds(g, c0); }
+        MPI_Barrier(g->world);
+        double t0 = MPI_Wtime();
+        ax_run_load_step(&r, step);
+        double t1 = MPI_Wtime();
+        ax_step_stats st;
+        ax_train_step(&r.m, &r.opt, &r.h, step, r.seqs, r.weights, ro->grad_accum, r.Bl, ro->seq, &st, r.scratch);
+        double dt = MPI_Wtime() - t0, dmax = dt;
+        MPI_Allreduce(MPI_IN_PLACE, &dmax, 1, MPI_DOUBLE, MPI_MAX, g->world);
+        if (!timed) continue;
+        loc[0] += t1 - t0; loc[1] += st.optim_s; loc[2] += dt;
+        t_sum += dmax; if (dmax < t_min) t_min = dmax; if (dmax > t_max) t_max = dmax;
+    }
+    group_seconds(g, c1);
+    double gflops;
+    ax_be()->gemm_stats(&loc[3], &gflops);
+    for (int i = 0; i < AX_BG_N; i++) loc[4 + i] = c1[i] - c0[i];
+    /* the norm's reduction over X x Y x Z falls inside the optimizer's window: count it once, as communication */
+    loc[1] -= loc[4 + AX_BG_TP];
+    MPI_Allreduce(MPI_IN_PLACE, loc, 4 + AX_BG_N, MPI_DOUBLE, MPI_SUM, g->world);
+    double n = (double)res->timed * g->size;
+    res->step_s = t_sum / res->timed; res->step_min_s = t_min; res->step_max_s = t_max;
+    res->data_s = loc[0] / n; res->optim_s = loc[1] / n; res->gemm_s = loc[3] / n;
+    double comm_total = 0;
+    for (int i = 0; i < AX_BG_N; i++) { res->comm_s[i] = loc[4 + i] / n; comm_total += res->comm_s[i]; }
+    res->compute_s = loc[2] / n - res->data_s - res->optim_s - comm_total;
+    if (res->compute_s < 0) res->compute_s = 0;
+    /* the ceiling: every rank at once, as the ranks share the node in the step */
+    largest_gemm(&r.m, r.Bl * ro->seq, &res->gemm_m, &res->gemm_n, &res->gemm_k);
+    MPI_Barrier(g->world);
+    double rate = ax_gemm_rate(r.m.dtype, res->gemm_m, res->gemm_n, res->gemm_k, 0.2);
+    MPI_Allreduce(MPI_IN_PLACE, &rate, 1, MPI_DOUBLE, MPI_SUM, g->world);
+    res->gemm_flops = rate / g->size;
+    ax_run_teardown(&r);
+    return 0;
+}

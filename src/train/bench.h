@@ -1,0 +1,40 @@
+/* axonn bench (SPEC §5): the training step of `axonn train`, timed the way the
+ * AxoNN paper does (N iterations, the mean of the last N-2), with the time
+ * split into data, compute, exposed communication per group and optimizer,
+ * and a GEMM ceiling measured in the same run on the model's largest local
+ * GEMM shape. */
+#ifndef AX_TRAIN_BENCH_H
+#define AX_TRAIN_BENCH_H
+#include "axonn/axonn.h"
+#include "backend/backend.h"
+
+/* groups whose blocked time is reported: X, Y, Z (with its all-gather twin),
+ * data, data x Z (replicated gradients, token counts), X x Y x Z (norm) */
+enum { AX_BG_X, AX_BG_Y, AX_BG_Z, AX_BG_DATA, AX_BG_DZ, AX_BG_TP, AX_BG_N };
+extern const char *const ax_bench_group_names[AX_BG_N];
+
+typedef struct {
+    int ranks, threads, grid[4];
+    ax_gpt_config cfg;
+    int batch, seq, grad_accum;
+    const char *recompute;
+    int iters, timed;                 /* timed = iters - 2 */
+    /* seconds per iteration: the step is the slowest rank's (mean, min, max
+     * over the timed iterations); its parts are means over ranks, so they sum
+     * to at most the step */
+    double step_s, step_min_s, step_max_s;
+    double data_s, compute_s, gemm_s, optim_s, comm_s[AX_BG_N];
+    double tokens, model_flops, hardware_flops;      /* per iteration */
+    int gemm_m, gemm_n, gemm_k;                      /* the ceiling's shape */
+    double gemm_flops;                               /* its FLOP/s per rank (mean over ranks) */
+    double param_bytes, act_bytes, ws_bytes;         /* per rank, rank 0 */
+} ax_bench_result;
+
+/* Sets up the run of o (o->out, checkpoints and metrics are ignored) and times
+ * iters >= 3 steps. silent: no start-up lines. Collective over comm. */
+int ax_bench(const ax_train_opts *o, int iters, int silent, MPI_Comm comm, ax_bench_result *res);
+
+/* FLOP/s of C (m x n) = A (m x k) B^T through the backend's GEMM, repeated
+ * for at least min_s seconds after one warm-up call. Local (no MPI). */
+double ax_gemm_rate(ax_dtype t, int m, int n, int k, double min_s);
+#endif

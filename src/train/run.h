@@ -1,0 +1,44 @@
+/* One training run's state: what `axonn train` and `axonn bench` share, so a
+ * benchmark times the very setup and step that training runs.
+ *
+ *   ax_run r;
+ *   ax_run_init(&r, &opts, comm);         // copies the options
+ *   if (ax_run_setup(&r) == 0)            // grid, model, optimizer, data (collective)
+ *       for (...) { ax_run_load_step(&r, s); ax_train_step(&r.m, &r.opt, &r.h, s, r.seqs, r.weights, ...); }
+ *   ax_run_teardown(&r);                  // also after a failed setup
+ */
+#ifndef AX_TRAIN_RUN_H
+#define AX_TRAIN_RUN_H
+#include "axonn/axonn.h"
+#include "grid/grid.h"
+#include "model/gpt.h"
+#include "train/checkpoint.h"
+#include "train/optim.h"
+#include "train/source.h"
+#include <stdio.h>
+
+typedef struct {
+    ax_train_opts args;          /* the caller's options, defaults resolved */
+    const ax_train_opts *o;
+    MPI_Comm comm;
+    ax_grid g;
+    ax_gpt m;
+    ax_adamw opt;
+    ax_source data, val;
+    ax_hparams h;
+    ax_ckpt_state st;
+    FILE *metrics;
+    int root, tty, Bl;
+    int resumed;                 /* started from a checkpoint */
+    int32_t *seqs, *scratch;
+    float *weights;              /* goldfish mask of the step's targets, or NULL */
+    int32_t *window;             /* goldfish: h-1 tokens of stream context, then one sequence */
+    int silent;                  /* no start-up lines (axonn bench --json) */
+} ax_run;
+
+void ax_run_init(ax_run *r, const ax_train_opts *o, MPI_Comm comm);
+int ax_run_setup(ax_run *r);
+/* the sequences (and goldfish masks) of `step` into r->seqs (r->weights) */
+void ax_run_load_step(ax_run *r, int step);
+void ax_run_teardown(ax_run *r);
+#endif

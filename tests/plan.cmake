@@ -1,0 +1,1 @@
+ax_test(plan_model test_plan 1)

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# cli_bench: `axonn bench` on 1 and 2 ranks (its --json complete and consistent),
+# `axonn bench comm --out` on 2 ranks writing a machine description that
+# `axonn plan` accepts, `axonn plan` (ranking, --json, rejected grids with
+# reasons), `--grid auto` in train and bench, and bad input: one line, exit 2.
+. "$(dirname "$0")/cli_lib.sh"
+MODEL=(--n-layer 2 --n-head 4 --n-embd 32 --vocab-size 97 --block-size 16 --seq 16 --batch 4)
+TINY=("${MODEL[@]}" --threads 1)
+
+# every field present, positive where it must be, the split within the step,
+# tokens/s = tokens per iteration / ms per iteration
+check_bench() {   # name file ranks
+  python3 - "$2" "$3" <<'PY'
+import json, sys
+b = json.load(open(sys.argv[1])); P = int(sys.argv[2])
+need = ["ranks", "grid", "threads_per_rank", "model", "batch", "seq", "iters", "timed_iters", "ms_per_iter",
+        "ms_min", "ms_max", "tokens_per_iter", "tokens_per_s", "model_flops_per_s", "model_flops_per_s_per_rank",
+        "hardware_flops_per_s", "hardware_flops_per_s_per_rank", "gemm_ceiling", "model_percent_of_gemm_ceiling",
+        "split_ms"]
+miss = [k for k in need if k not in b]
+assert not miss, "missing %s" % miss
+s = b["split_ms"]
+for k in ["compute", "gemm", "optimizer", "data", "comm_total", "comm"]: assert k in s, "split_ms." + k
+for g in ["X", "Y", "Z", "data"]: assert g in s["comm"], "split_ms.comm." + g
+assert b["ranks"] == P and b["iters"] == 10 and b["timed_iters"] == 8, "counts"
+for k in ["ms_per_iter", "tokens_per_s", "model_flops_per_s", "hardware_flops_per_s", "model_percent_of_gemm_ceiling"]:
+    assert b[k] > 0, k
+assert b["gemm_ceiling"]["flops_per_s_per_rank"] > 0 and s["compute"] > 0 and s["optimizer"] > 0
+assert all(v >= 0 for v in s["comm"].values()) and s["data"] >= 0
+parts = s["compute"] + s["optimizer"] + s["data"] + sum(s["comm"].values())
+assert parts <= b["ms_per_iter"] * 1.0001, "split %g > step %g" % (parts, b["ms_per_iter"])
+assert abs(sum(s["comm"].values()) - s["comm_total"]) < 1e-3
+assert b["tokens_per_iter"] == b["batch"] * b["seq"] == 64
+assert abs(b["tokens_per_s"] - b["tokens_per_iter"] / (b["ms_per_iter"] / 1e3)) <= 1e-3 * b["tokens_per_s"]
+assert abs(b["model_flops_per_s_per_rank"] * P - b["model_flops_per_s"]) <= 1e-5 * b["model_flops_per_s"]
+assert b["ms_min"] <= b["ms_per_iter"] <= b["ms_max"]
+if P > 1: assert s["comm_total"] > 0, "no communication measured on %d ranks" % P
+PY
+}
+
+if "$BIN" bench "${TINY[@]}" --json >b1.json 2>b1.err && check_bench 1 b1.json 1; then ok "bench 1 rank: --json fields"
+else bad "bench 1 rank"; head -5 b1.err; fi
+if "$BIN" bench "${TINY[@]}" >b1.txt 2>&1 && grep -q "ms/iteration" b1.txt && grep -q "GEMM ceiling" b1.txt \
+   && grep -q "model FLOP/s" b1.txt; then ok "bench 1 rank: text"; else bad "bench text"; cat b1.txt; fi
+if "${MPI[@]}" -np 2 "$BIN" bench "${TINY[@]}" --grid 1,1,2,1 --json >b2.json 2>b2.err && check_bench 2 b2.json 2
+then ok "bench 2 ranks (1,1,2,1): --json fields"; else bad "bench 2 ranks"; head -5 b2.err b2.json; fi
+
+# bench comm on 2 ranks -> a machine description the planner reads
+if "${MPI[@]}" -np 2 "$BIN" bench comm --out m.json --max-kib 64 --gemm-max 256 --min-time 0.005 >c.out 2>c.err \
+   && python3 -c "
+import json; m = json.load(open('m.json'))
+assert m['ranks_per_node'] == 2 and m['gemm']['flops'] > 0 and m['memory_per_rank_bytes'] > 0
+ops = {(c['op'], c['group']) for c in m['collectives']}
+assert ops == {('allreduce', 2), ('allgather', 2), ('reduce_scatter', 2)}, ops
+assert all(c['alpha_s'] >= 0 and c['beta_s_per_byte'] > 0 for c in m['collectives'])"
+then ok "bench comm: machine description"; else bad "bench comm"; cat c.err; head -20 c.out; fi
+if "$BIN" plan --ranks 4 --machine m.json "${MODEL[@]}" --json >p.json 2>p.err && python3 -c "
+import json; p = json.load(open('p.json'))
+r = p['ranked']; t = [g['step_ms'] for g in r]
+assert p['ranks'] == 4 and p['grids'] == 10 and len(r) == p['runnable'] > 0 and t == sorted(t)
+assert all(len(g['grid']) == 4 and g['grid'][0]*g['grid'][1]*g['grid'][2]*g['grid'][3] == 4 for g in r)
+assert all(g['memory_bytes'] > 0 and g['compute_ms'] > 0 for g in r) and p['min_ranks'] == 1
+rej = {tuple(g['grid']): g['reason'] for g in p['rejected']}
+assert 'micro-batch of 4 sequences does not divide over D*Z = 8' not in rej.values()
+assert len(rej) + len(r) == 10"
+then ok "plan --machine (bench comm's file) --json"; else bad "plan json"; cat p.err; head -c 600 p.json; fi
+if "$BIN" plan --ranks 8 --machine perlmutter "${MODEL[@]}" >p.txt 2>&1 && grep -q "^   1 " p.txt \
+   && grep -q "n_head 4 is not divisible by Y = 8" p.txt && grep -q "smallest rank count" p.txt
+then ok "plan text: ranking and reasons"; else bad "plan text"; cat p.txt; fi
+
+# --grid auto: the planner's choice, said in one line
+if "${MPI[@]}" -np 2 "$BIN" train --synthetic "${TINY[@]}" --steps 2 --grid auto --machine m.json --quiet --out o >t.out 2>&1 \
+   && grep -q "^grid auto: D=. X=. Y=. Z=., the planner's first" t.out && grep -q "model written" t.out
+then ok "train --grid auto"; else bad "train --grid auto"; cat t.out; fi
+if "${MPI[@]}" -np 2 "$BIN" bench "${TINY[@]}" --iters 3 --grid auto >ba.out 2>&1 && grep -q "^grid auto:" ba.out \
+   && grep -q "ms/iteration" ba.out; then ok "bench --grid auto (built-in estimate)"; else bad "bench --grid auto"; cat ba.out; fi
+
+# bad input: one line on stderr, exit 2
+printf '{"ranks_per_node": 2, "memory_per_rank_bytes": 1e9, "gemm": {"flops": 1e9}, "attention_flops": 1e9, "collectives": []}\n' >missing.json
+expect2() {   # name pattern args...
+  local name=$1 pat=$2; shift 2
+  "$BIN" "$@" >e.out 2>e.err; local rc=$?
+  if [ "$rc" = 2 ] && [ "$(wc -l <e.err)" = 1 ] && grep -qE -- "$pat" e.err; then ok "$name"
+  else bad "$name: exit $rc"; cat e.err; fi
+}
+expect2 bench_unknown_flag "unknown option '--bogus'" bench --bogus
+expect2 bench_bad_iters "--iters 2: expected an integer in \[3" bench --iters 2
+expect2 bench_iters_text "--iters 'ten': expected an integer" bench --iters ten
+expect2 bench_comm_flag "unknown option '--iters'" bench comm --iters 3
+expect2 plan_no_ranks "--ranks: required" plan "${MODEL[@]}"
+expect2 plan_bad_preset "--machine 'atlantis': no such file, and not a preset" plan --ranks 4 --machine atlantis
+expect2 plan_missing_field "missing.json: missing field \"memory_bandwidth\"" plan --ranks 4 --machine missing.json
+expect2 plan_fits_nothing "--ranks 2: no grid of 2 ranks runs this model.*needs .* GiB per rank" \
+  plan --ranks 2 --machine cpu --preset axonn-640b
+expect2 plan_model_preset "--preset 'gpt9'" plan --ranks 2 --preset gpt9
+expect2 grid_auto_none "--grid auto: no grid of 1 ranks" bench --preset axonn-80b --grid auto --machine cpu
+finish cli_bench

@@ -1,0 +1,189 @@
+/* The performance model (src/plan): collective volumes against SPEC §4's
+ * table worked by hand for a small model, the memory estimate against what
+ * model/gpt.c allocates on several grids and recompute modes, the reasons a
+ * grid is rejected, the ranking and the minimum rank count, the alpha-beta
+ * fit, and machine descriptions written and read back. Pure arithmetic: the
+ * model is laid out on a grid of sizes only (no communicators are needed). */
+#include "test.h"
+#include "backend/backend.h"
+#include "model/gpt.h"
+#include "plan/calibrate.h"
+#include "plan/plan.h"
+#include "util/err.h"
+#include <unistd.h>
+
+/* beta 1 s/byte, alpha 0 for every collective: a group's seconds are its bytes */
+static void unit_machine(ax_machine *m) {
+    memset(m, 0, sizeof *m);
+    snprintf(m->name, sizeof m->name, "unit");
+    m->ranks_per_node = 1 << 20; m->mem_bytes = 1e12;
+    m->gemm_flops = 1e9; m->attn_flops = 1e9; m->mem_bw = 1e9;
+    for (int op = 0; op < AX_COLL_N; op++) m->fit[m->nfit++] = (ax_coll_fit){op, 0, 0, 0, 1};
+}
+
+static ax_plan_job small_job(void) {
+    ax_plan_job j;
+    ax_plan_job_defaults(&j);
+    j.cfg = (ax_gpt_config){.n_layer = 2, .n_head = 4, .n_embd = 32, .block_size = 16, .vocab_size = 100};
+    j.batch = 8; j.seq = 16;
+    return j;
+}
+
+static void fake_grid(ax_grid *g, const int d[4]) {
+    memset(g, 0, sizeof *g);
+    g->gd = d[0]; g->gx = d[1]; g->gy = d[2]; g->gz = d[3];
+    g->size = d[0] * d[1] * d[2] * d[3];
+}
+
+static double ring(int p, int ar) { return (ar ? 2.0 : 1.0) * (p - 1) / p; }
+
+/* SPEC §4, per FC layer and micro-batch, m rows, k in, n out: the X, Y and Z volumes in elements */
+static void fc_volume(double m, double k, double n, int transposed, const int g[4], double v[3]) {
+    int X = g[1], Y = g[2], Z = g[3];
+    double w = ring(Z, 0) * k * n / (X * Y);     /* all-gather forward, again backward, reduce-scatter */
+    v[2] += 3 * w;
+    if (!transposed) { v[0] += ring(X, 1) * m * n / Y; v[1] += ring(Y, 1) * m * k / X; }
+    else { v[1] += ring(Y, 1) * m * n / X; v[0] += ring(X, 1) * m * k / Y; }
+}
+
+static void test_volumes(void) {
+    ax_machine mc;
+    unit_machine(&mc);
+    ax_plan_job j = small_job();
+    int grids[][4] = {{2, 2, 2, 2}, {1, 4, 2, 1}, {2, 1, 2, 3}, {1, 2, 1, 4}};
+    for (size_t t = 0; t < sizeof grids / sizeof *grids; t++) {
+        const int *g = grids[t];
+        int D = g[0], X = g[1], Y = g[2], Z = g[3];
+        if ((j.batch) % (D * Z)) continue;
+        ax_plan_cost c;
+        ax_plan_estimate(&j, g, &mc, &c);
+        CHECK(c.legal && c.fits, "grid %d,%d,%d,%d: %s", D, X, Y, Z, c.why);
+        double C = 32, L = 2, M = (double)j.batch / (D * Z) * j.seq, Vl = (100 + 64 * Y - 1) / (64 * Y) * 64;
+        double v[3] = {0, 0, 0};
+        for (int l = 0; l < L; l++) {
+            fc_volume(M, C, 3 * C, 0, g, v);      /* qkv */
+            fc_volume(M, C, C, 1, g, v);          /* attention out-projection */
+            fc_volume(M, C, 4 * C, 0, g, v);      /* MLP up */
+            fc_volume(M, 4 * C, C, 1, g, v);      /* MLP down */
+        }
+        /* beside the FC layers: LayerNorm statistics over X (2 per row; 2 per layer and the final,
+         * forward and backward), the embedding and the LM head's dX over Y, the logits over X,
+         * the loss's max and sums over Y, the tied token table over Z (gathered once, scattered once) */
+        v[0] += ring(X, 1) * (2 * M * (4 * L + 2) + M * Vl);
+        v[1] += ring(Y, 1) * (2 * M * C / X + 3 * M);
+        v[2] += 2 * ring(Z, 0) * Vl * C / X;
+        double vol[3] = {c.comm_bytes[AX_PG_X], c.comm_bytes[AX_PG_Y], c.comm_bytes[AX_PG_Z]};
+        for (int i = 0; i < 3; i++)
+            CHECK(fabs(vol[i] - 4 * v[i]) <= 1e-9 * (4 * v[i] + 1), "grid %d,%d,%d,%d group %d: %g bytes, hand %g",
+                  D, X, Y, Z, i, vol[i], 4 * v[i]);
+        /* data: the Z-chunked gradients once per step; the seconds are the bytes on the unit machine */
+        ax_grid fg; ax_gpt m;
+        fake_grid(&fg, g);
+        CHECK(ax_gpt_init(&m, &j.cfg, &fg) == 0, "init: %s", ax_err_msg());
+        CHECK(fabs(c.comm_bytes[AX_PG_DATA] - 4 * ring(D, 1) * m.n_zchunk) < 1e-6, "data bytes %g, expected %g",
+              c.comm_bytes[AX_PG_DATA], 4 * ring(D, 1) * m.n_zchunk);
+        CHECK(fabs(c.comm_s[AX_PG_X] - c.comm_bytes[AX_PG_X]) < 1e-6, "alpha-beta: seconds = bytes at beta 1");
+        ax_gpt_free(&m);
+    }
+}
+
+static void test_memory(void) {
+    ax_machine mc;
+    unit_machine(&mc);
+    ax_plan_job j = small_job();
+    int grids[][4] = {{1, 1, 1, 1}, {1, 2, 2, 1}, {2, 1, 1, 2}, {1, 2, 1, 4}, {1, 1, 4, 2}, {1, 4, 2, 1}};
+    for (size_t t = 0; t < sizeof grids / sizeof *grids; t++)
+        for (int rc = 0; rc < 3; rc++) {
+            const int *g = grids[t];
+            j.recompute = rc;
+            ax_plan_cost c;
+            ax_plan_estimate(&j, g, &mc, &c);
+            ax_grid fg; ax_gpt m;
+            fake_grid(&fg, g);
+            CHECK(ax_gpt_init(&m, &j.cfg, &fg) == 0, "init: %s", ax_err_msg());
+            ax_gpt_set_recompute(&m, (ax_recompute)rc);
+            int Bl = j.batch / (g[0] * g[3]);
+            ax_gpt_alloc_acts(&m, Bl, j.seq);
+            /* the planner leaves out the attention kernel's per-thread scratch */
+            double scratch = 4.0 * m.att_threads * ax_be()->attention_scratch(j.seq);
+            CHECK(c.n_local == m.n_local, "grid %d,%d,%d,%d: %lld parameters, allocated %lld", g[0], g[1], g[2], g[3],
+                  (long long)c.n_local, (long long)m.n_local);
+            CHECK(c.ws_bytes == m.ws_bytes, "grid %d,%d,%d,%d: workspace %g, allocated %g", g[0], g[1], g[2], g[3],
+                  c.ws_bytes, m.ws_bytes);
+            CHECK(c.act_bytes == m.act_bytes - scratch, "grid %d,%d,%d,%d recompute %d: activations %g, allocated %g",
+                  g[0], g[1], g[2], g[3], rc, c.act_bytes, m.act_bytes - scratch);
+            CHECK(c.mem_bytes == 4 * 4.0 * m.n_local + c.act_bytes + c.ws_bytes, "total memory");
+            ax_gpt_free(&m);
+        }
+}
+
+static void test_rejects_and_ranking(void) {
+    ax_machine mc;
+    unit_machine(&mc);
+    ax_plan_job j = small_job();
+    ax_plan_cost c;
+    ax_plan_estimate(&j, (int[]){1, 1, 8, 1}, &mc, &c);
+    CHECK(!c.legal && strstr(c.why, "n_head 4 is not divisible by Y = 8"), "why: %s", c.why);
+    ax_plan_estimate(&j, (int[]){1, 3, 1, 1}, &mc, &c);
+    CHECK(!c.legal && strstr(c.why, "n_embd 32 is not divisible by X = 3"), "why: %s", c.why);
+    ax_plan_estimate(&j, (int[]){4, 1, 1, 4}, &mc, &c);
+    CHECK(!c.legal && strstr(c.why, "micro-batch of 8 sequences does not divide over D*Z = 16"), "why: %s", c.why);
+    ax_plan p;
+    ax_plan_job j12 = j;                  /* 12 ranks: some grids divide it, X = 3 or 12 does not */
+    j12.cfg.n_head = 6; j12.cfg.n_embd = 48; j12.batch = 12;
+    ax_plan_run(&j12, 12, &mc, &p);
+    /* ordered 4-factorisations of 12 = 2^2 3: C(5,3) * C(4,3) = 40 */
+    CHECK(p.n == 40, "%d grids of 12 ranks, expected 40", p.n);
+    int sorted = 1, legal_first = 1;
+    for (int i = 1; i < p.n; i++) {
+        if (i < p.nfit && p.c[i].step_s < p.c[i - 1].step_s) sorted = 0;
+        if (i >= p.nfit && p.c[i].legal && p.c[i].fits) legal_first = 0;
+    }
+    CHECK(sorted && legal_first && p.nfit > 0 && p.nfit < p.n, "ranking: %d of %d runnable", p.nfit, p.n);
+    for (int i = 0; i < p.nfit; i++) CHECK(j12.cfg.n_head % p.c[i].grid[2] == 0 && 48 % p.c[i].grid[1] == 0, "a ranked grid divides the model");
+    ax_plan_free(&p);
+    /* memory for about a quarter of the model's one-rank need: the smallest rank count grows */
+    ax_plan_estimate(&j, (int[]){1, 1, 1, 1}, &mc, &c);
+    mc.mem_bytes = c.mem_bytes / 3;
+    int n = ax_plan_min_ranks(&j, &mc, 64);
+    CHECK(n > 1 && n <= 16, "min ranks %d", n);
+    ax_plan_run(&j, n - 1, &mc, &p);
+    CHECK(p.nfit == 0, "%d ranks: %d grids fit, min_ranks said none", n - 1, p.nfit);
+    ax_plan_free(&p);
+}
+
+static void test_fit_and_files(void) {
+    double x[] = {1e3, 1e4, 1e5, 1e6}, t[4];
+    for (int i = 0; i < 4; i++) t[i] = 5e-6 + 2e-10 * x[i];
+    double a, b;
+    ax_fit_alpha_beta(x, t, 4, &a, &b);
+    CHECK(fabs(a - 5e-6) < 1e-12 && fabs(b - 2e-10) < 1e-16, "fit %g %g", a, b);
+    ax_machine m, r;
+    CHECK(ax_machine_preset(&m, "frontier") == 0, "preset");
+    CHECK(ax_machine_preset(&m, "nowhere") != 0 && strstr(ax_err_msg(), "perlmutter"), "bad preset: %s", ax_err_msg());
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/axonn_test_plan_%d.json", (int)getpid());
+    ax_machine_preset(&m, "alps");
+    CHECK(ax_machine_write(&m, path) == 0, "write");
+    CHECK(ax_machine_read(&r, path) == 0, "read: %s", ax_err_msg());
+    CHECK(r.ranks_per_node == 4 && r.nfit == m.nfit && fabs(r.gemm_flops / m.gemm_flops - 1) < 1e-5, "round trip");
+    CHECK(fabs(ax_machine_coll(&r, AX_COLL_AR, 8, 1, 1e6) / ax_machine_coll(&m, AX_COLL_AR, 8, 1, 1e6) - 1) < 1e-5,
+          "same collective times after the round trip");
+    FILE *f = fopen(path, "w");
+    fprintf(f, "{\"ranks_per_node\": 2, \"memory_per_rank_bytes\": 1e9, \"gemm\": {\"flops\": 1e9}, "
+               "\"attention_flops\": 1e9, \"collectives\": []}\n");
+    fclose(f);
+    CHECK(ax_machine_read(&r, path) != 0 && strstr(ax_err_msg(), "memory_bandwidth"), "missing field: %s", ax_err_msg());
+    unlink(path);
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    test_volumes();
+    test_memory();
+    test_rejects_and_ranking();
+    test_fit_and_files();
+    int rc = ax_test_done("plan");
+    MPI_Finalize();
+    return rc;
+}
