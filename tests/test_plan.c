@@ -9,6 +9,7 @@
 #include "model/gpt.h"
 #include "plan/calibrate.h"
 #include "plan/plan.h"
+#include "train/flops.h"
 #include "util/err.h"
 #include <unistd.h>
 
@@ -177,8 +178,26 @@ static void test_fit_and_files(void) {
     unlink(path);
 }
 
+/* FLOP counts: SPEC §5's closed forms for GPT-2, and a Llama counted by hand
+ * (grouped-query projections, three MLP matrices) */
+static void test_flops(void) {
+    ax_gpt_config g2 = {.n_layer = 12, .n_head = 12, .n_embd = 768, .block_size = 1024, .vocab_size = 50257};
+    double l = 12, h = 768, s = 1024, V = 50257, B = 8;
+    double model = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * h * l));
+    double hw = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * h * l));
+    CHECK(fabs(ax_model_flops(&g2, 8, 1024) / model - 1) < 1e-12, "GPT-2 model FLOPs %g, SPEC %g", ax_model_flops(&g2, 8, 1024), model);
+    CHECK(fabs(ax_hardware_flops(&g2, 8, 1024) / hw - 1) < 1e-12, "GPT-2 hardware FLOPs %g, SPEC %g", ax_hardware_flops(&g2, 8, 1024), hw);
+    ax_gpt_config ll = {.n_layer = 2, .n_head = 8, .n_kv_head = 2, .n_embd = 64, .n_inner = 96, .block_size = 32,
+                        .vocab_size = 100, .arch = AX_ARCH_LLAMA};
+    /* per token per layer: q 64x64, k and v 64x16 each, o 64x64, gate/up/down 64x96 each */
+    double w = 64 * 64 + 2 * 64 * 16 + 64 * 64 + 3 * 64 * 96, fwd = 2 * (2 * w + 4 * 32 * 64) + 2 * 100 * 64;
+    CHECK(fabs(ax_model_flops(&ll, 3, 32) / (3 * 3 * 32 * fwd) - 1) < 1e-12, "Llama model FLOPs %g, by hand %g",
+          ax_model_flops(&ll, 3, 32), 3 * 3 * 32 * fwd);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
+    test_flops();
     test_volumes();
     test_memory();
     test_rejects_and_ranking();

@@ -33,10 +33,25 @@ void ax_cli_threads(int n);
 /* model_opts.c: what train, bench and plan share */
 #include "cli/args.h"
 #include "plan/plan.h"
-/* preset, then the size flags given (from_file: --init, which takes config.json's) */
-int ax_cli_model_options(const ax_opt *opts, const char *preset, const ax_gpt_config *given, int from_file,
-                         ax_gpt_config *model);
-/* the config.json beside MODEL.safetensors. Collective. */
+/* The model flags of a new model, one table for train, bench and plan:
+ * options entries writing into a ax_cli_model_flags. */
+typedef struct { const char *preset, *arch; ax_gpt_config c; } ax_cli_model_flags;
+#define AX_CLI_MODEL_OPTS(f) \
+    {"preset", AX_OPT_STR, &(f).preset, "NAME", "model size: tiny (default), small, gpt2, gpt2-medium, gpt2-large, gpt2-xl, axonn-5b ... axonn-640b"}, \
+    {"arch", AX_OPT_STR, &(f).arch, "NAME", "architecture of a new model: gpt2 (default) or llama (RMSNorm, SwiGLU, rotary, no biases)"}, \
+    {"n-layer", AX_OPT_INT, &(f).c.n_layer, "N", "transformer blocks", AX_RANGE('[',1,1000,']')}, \
+    {"n-head", AX_OPT_INT, &(f).c.n_head, "N", "attention heads", AX_RANGE('[',1,1024,']')}, \
+    {"n-kv-head", AX_OPT_INT, &(f).c.n_kv_head, "N", "key/value heads, grouped-query attention (llama; default n-head)", AX_RANGE('[',1,1024,']')}, \
+    {"n-embd", AX_OPT_INT, &(f).c.n_embd, "N", "hidden size", AX_RANGE('[',1,65536,']')}, \
+    {"n-inner", AX_OPT_INT, &(f).c.n_inner, "N", "MLP width (default 4 n-embd)", AX_RANGE('[',1,1048576,']')}, \
+    {"block-size", AX_OPT_INT, &(f).c.block_size, "N", "maximum sequence length (n_positions)", AX_RANGE('[',1,1048576,']')}, \
+    {"vocab-size", AX_OPT_INT, &(f).c.vocab_size, "N", "vocabulary size", AX_RANGE('[',1,16777216,']')}, \
+    {"untied", AX_OPT_FLAG, &(f).c.untied, NULL, "llama: an LM head of its own, not the token table"}, \
+    {"rope-theta", AX_OPT_DOUBLE, &(f).c.rope_theta, "X", "llama: rotary base (default 10000)", AX_RANGE('(',0,1e12,']')}
+/* model = the preset, then --arch and the size flags given. from_file (--init,
+ * or --resume of a directory): none may be given, config.json says. */
+int ax_cli_model_options(const ax_opt *opts, const ax_cli_model_flags *f, int from_file, ax_gpt_config *model);
+/* config.json of a model (a directory, or beside MODEL.safetensors). Collective. */
 int ax_cli_init_config(const char *init, ax_gpt_config *c);
 /* a machine description file, else a preset name; NULL: the "cpu" estimate */
 int ax_cli_machine(const char *arg, ax_machine *m);

@@ -114,25 +114,21 @@ int ax_cmd_bench(int argc, char **argv) {
     if (argc > 2 && strcmp(argv[2], "comm") == 0) return bench_comm(argc, argv);
     ax_train_opts o;
     ax_train_defaults(&o);
-    const char *preset = NULL, *backend = "cpu", *grid = NULL, *machine = NULL;
-    ax_gpt_config mc = {0};
+    const char *backend = "cpu", *grid = NULL, *machine = NULL;
+    ax_cli_model_flags mf = {0};
     int iters = 10, json = 0;
     o.batch = 0;
     ax_opt opts[] = {
         {"data", AX_OPT_STR, &o.data, "GLOB", "token shards (llm.c format; default: synthetic tokens)"},
-        {"init", AX_OPT_STR, &o.init, "MODEL", "start from MODEL.safetensors (config.json beside it)"},
-        {"preset", AX_OPT_STR, &preset, "NAME", "model size (names of axonn train --preset)"},
-        {"n-layer", AX_OPT_INT, &mc.n_layer, "N", "transformer blocks", AX_RANGE('[',1,1000,']')},
-        {"n-head", AX_OPT_INT, &mc.n_head, "N", "attention heads", AX_RANGE('[',1,1024,']')},
-        {"n-embd", AX_OPT_INT, &mc.n_embd, "N", "hidden size", AX_RANGE('[',1,65536,']')},
-        {"block-size", AX_OPT_INT, &mc.block_size, "N", "maximum sequence length (n_positions)", AX_RANGE('[',1,1048576,']')},
-        {"vocab-size", AX_OPT_INT, &mc.vocab_size, "N", "vocabulary size", AX_RANGE('[',1,16777216,']')},
+        {"init", AX_OPT_STR, &o.init, "MODEL", "start from a model directory (config.json, model.safetensors) or MODEL.safetensors (config.json beside it)"},
+        AX_CLI_MODEL_OPTS(mf),
         {"grid", AX_OPT_STR, &grid, "D,X,Y,Z|auto", "process grid, or auto: the planner's first choice (default 1,1,1,1)"},
         {"machine", AX_OPT_STR, &machine, "FILE|NAME", "machine description for --grid auto (default: an estimate)"},
         {"batch", AX_OPT_INT, &o.batch, "N", "global batch in sequences per step (default 8)", AX_RANGE('[',1,1048576,']')},
         {"seq", AX_OPT_INT, &o.seq, "T", "tokens per sequence (default: n_positions)", AX_RANGE('[',1,1048576,']')},
         {"grad-accum", AX_OPT_INT, &o.grad_accum, "N", "micro-batches per step (default 1)", AX_RANGE('[',1,65536,']')},
         {"recompute", AX_OPT_STR, &o.recompute, "MODE", "activation recomputation: none, attn or block"},
+        {"dtype", AX_OPT_STR, &o.dtype, "TYPE", "GEMM input precision: fp32 (default) or bf16"},
         {"threads", AX_OPT_INT, &o.threads, "N", "OpenMP/BLAS threads per rank (default: cores / ranks per node)", AX_RANGE('[',0,1024,']')},
         {"seed", AX_OPT_U64, &o.seed, "N", "initialisation seed (default 1337)"},
         {"backend", AX_OPT_STR, &backend, "NAME", "kernels: cpu (default)"},
@@ -143,7 +139,7 @@ int ax_cmd_bench(int argc, char **argv) {
     int rc = ax_args_parse(opts, argc, argv, 2, usage, NULL, NULL, 0);
     if (rc) return rc;
     AX_TRY(ax_backend_use(backend));
-    AX_TRY(ax_cli_model_options(opts, preset, &mc, o.init != NULL, &o.model));
+    AX_TRY(ax_cli_model_options(opts, &mf, o.init != NULL, &o.model));
     if (o.init) AX_TRY(ax_cli_init_config(o.init, &o.model));
     o.quiet = 1;
     AX_TRY(ax_cli_grid_option(grid, machine, &o, MPI_COMM_WORLD, o.grid));

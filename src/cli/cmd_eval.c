@@ -25,7 +25,7 @@ int ax_cmd_eval(int argc, char **argv) {
     const char *model = NULL, *data = NULL;
     int batch = 8, seq = 0, json = 0, threads = 0, max_batches = 0, grid[4] = {1, 1, 1, 1};
     ax_opt opts[] = {
-        {"model", AX_OPT_STR, &model, "MODEL", "model.safetensors (config.json beside it)"},
+        {"model", AX_OPT_STR, &model, "MODEL", "a model directory (config.json, model.safetensors) or model.safetensors (config.json beside it)"},
         {"data", AX_OPT_STR, &data, "GLOB", "token shards (llm.c format)"},
         {"batch", AX_OPT_INT, &batch, "N", "sequences per batch (default 8)", AX_RANGE('[',1,1048576,']')},
         {"seq", AX_OPT_INT, &seq, "T", "tokens per sequence (default: the model's n_positions)", AX_RANGE('[',1,1048576,']')},

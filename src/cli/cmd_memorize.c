@@ -25,7 +25,7 @@ int ax_cmd_memorize(int argc, char **argv) {
     const char *model = NULL, *docs = NULL, *tok = NULL;
     int suffix = 50, prefix = 0, batch = 16, json = 0, threads = 0, grid[4] = {1, 1, 1, 1};
     ax_opt opts[] = {
-        {"model", AX_OPT_STR, &model, "MODEL", "model.safetensors (config.json beside it)"},
+        {"model", AX_OPT_STR, &model, "MODEL", "a model directory (config.json, model.safetensors) or model.safetensors (config.json beside it)"},
         {"docs", AX_OPT_STR, &docs, "FILE", "documents: .jsonl with \"text\", fortune file, or plain text"},
         {"tokenizer", AX_OPT_STR, &tok, "TOK", "tokenizer (default: tokenizer.json beside the model)"},
         {"suffix", AX_OPT_INT, &suffix, "N", "tokens to reproduce (default 50)", AX_RANGE('[',1,1048576,']')},
@@ -39,7 +39,7 @@ int ax_cmd_memorize(int argc, char **argv) {
     int rc = ax_args_parse(opts, argc, argv, 2, usage, NULL, NULL, 0);
     if (rc) return rc;
     if (!docs) return AX_ERR("--docs: required (the documents to audit)");
-    if (!model) return AX_ERR("--model: required (a model.safetensors with config.json beside it)");
+    if (!model) return AX_ERR("--model: required (a model directory, or a model.safetensors with config.json beside it)");
     ax_cli_threads(threads);
     ax_tokenizer *t = NULL;
     ax_doclist d = {0};

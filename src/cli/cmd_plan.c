@@ -91,20 +91,15 @@ int ax_cmd_plan(int argc, char **argv) {
     ax_train_opts o;
     ax_train_defaults(&o);
     o.batch = 0;
-    const char *preset = NULL, *machine = NULL, *dtype = "fp32";
-    ax_gpt_config mc = {0};
+    const char *machine = NULL, *dtype = "fp32";
+    ax_cli_model_flags mf = {0};
     int ranks = 0, json = 0, top = 10;
     double overlap = 0;
     ax_opt opts[] = {
         {"ranks", AX_OPT_INT, &ranks, "P", "rank count (required)", AX_RANGE('[',1,1048576,']')},
         {"machine", AX_OPT_STR, &machine, "FILE|NAME", "machine description (axonn bench comm --out) or preset"},
         {"init", AX_OPT_STR, &o.init, "MODEL", "the model of MODEL.safetensors (its config.json)"},
-        {"preset", AX_OPT_STR, &preset, "NAME", "model size (axonn train's names, axonn-5b ... axonn-640b)"},
-        {"n-layer", AX_OPT_INT, &mc.n_layer, "N", "transformer blocks", AX_RANGE('[',1,1000,']')},
-        {"n-head", AX_OPT_INT, &mc.n_head, "N", "attention heads", AX_RANGE('[',1,1024,']')},
-        {"n-embd", AX_OPT_INT, &mc.n_embd, "N", "hidden size", AX_RANGE('[',1,65536,']')},
-        {"block-size", AX_OPT_INT, &mc.block_size, "N", "maximum sequence length (n_positions)", AX_RANGE('[',1,1048576,']')},
-        {"vocab-size", AX_OPT_INT, &mc.vocab_size, "N", "vocabulary size", AX_RANGE('[',1,16777216,']')},
+        AX_CLI_MODEL_OPTS(mf),
         {"batch", AX_OPT_INT, &o.batch, "N", "global batch in sequences (default 8, or the preset's)", AX_RANGE('[',1,1048576,']')},
         {"seq", AX_OPT_INT, &o.seq, "T", "tokens per sequence (default n_positions)", AX_RANGE('[',1,1048576,']')},
         {"grad-accum", AX_OPT_INT, &o.grad_accum, "N", "micro-batches per step (default 1)", AX_RANGE('[',1,65536,']')},
@@ -118,10 +113,10 @@ int ax_cmd_plan(int argc, char **argv) {
     int rc = ax_args_parse(opts, argc, argv, 2, usage, NULL, NULL, 0);
     if (rc) return rc;
     if (!ranks) return AX_ERR("--ranks: required (the number of ranks to plan for)");
-    AX_TRY(ax_cli_model_options(opts, preset, &mc, o.init != NULL, &o.model));
+    AX_TRY(ax_cli_model_options(opts, &mf, o.init != NULL, &o.model));
     if (o.init) AX_TRY(ax_cli_init_config(o.init, &o.model));
     int pb, ps;
-    ax_cli_preset_job(preset, &pb, &ps);
+    ax_cli_preset_job(mf.preset, &pb, &ps);
     if (!o.batch && pb) o.batch = pb;
     if (!o.seq && ps) o.seq = ps;
     if (pb && !ax_args_given(opts, "recompute")) o.recompute = "block";   /* as the published runs */

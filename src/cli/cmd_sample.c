@@ -19,7 +19,7 @@ int ax_cmd_sample(int argc, char **argv) {
     double temp = 1.0;
     uint64_t seed = 1337;
     ax_opt opts[] = {
-        {"model", AX_OPT_STR, &model, "MODEL", "model.safetensors (config.json beside it)"},
+        {"model", AX_OPT_STR, &model, "MODEL", "a model directory (config.json, model.safetensors) or model.safetensors (config.json beside it)"},
         {"prompt", AX_OPT_STR, &text, "TEXT", "prompt text"},
         {"prompt-tokens", AX_OPT_STR, &prompt, "IDS", "comma-separated prompt token ids"},
         {"tokenizer", AX_OPT_STR, &tok, "TOK", "tokenizer for --prompt (default: tokenizer.json beside the model)"},

@@ -20,24 +20,18 @@ static const char *usage =
 int ax_cmd_train(int argc, char **argv) {
     ax_train_opts o;
     ax_train_defaults(&o);
-    const char *preset = NULL;
-    ax_gpt_config mc = {0};
+    ax_cli_model_flags mf = {0};
     int synthetic = 0;
     const char *backend = "cpu", *grid = NULL, *machine = NULL;
     ax_opt opts[] = {
         {"data", AX_OPT_STR, &o.data, "GLOB", "training token shards (llm.c format)"},
         {"synthetic", AX_OPT_FLAG, &synthetic, NULL, "train on a synthetic token stream (no data needed)"},
         {"val-data", AX_OPT_STR, &o.val_data, "GLOB", "validation token shards"},
-        {"init", AX_OPT_STR, &o.init, "MODEL", "start from MODEL.safetensors (config.json beside it)"},
+        {"init", AX_OPT_STR, &o.init, "MODEL", "start from a model: a Hugging Face directory (config.json, model.safetensors) or MODEL.safetensors with config.json beside it"},
         {"out", AX_OPT_STR, &o.out, "DIR", "checkpoints, metrics.jsonl and the final model (default out)"},
         {"resume", AX_OPT_STR, &o.resume, "DIR|auto", "resume from a checkpoint, or the newest complete ckpt-* in DIR; auto: in --out, else start fresh"},
         {"metrics", AX_OPT_STR, &o.metrics, "FILE", "JSONL metrics (default DIR/metrics.jsonl)"},
-        {"preset", AX_OPT_STR, &preset, "NAME", "model size: tiny (default), small, gpt2, gpt2-medium, gpt2-large, gpt2-xl"},
-        {"n-layer", AX_OPT_INT, &mc.n_layer, "N", "transformer blocks", AX_RANGE('[',1,1000,']')},
-        {"n-head", AX_OPT_INT, &mc.n_head, "N", "attention heads", AX_RANGE('[',1,1024,']')},
-        {"n-embd", AX_OPT_INT, &mc.n_embd, "N", "hidden size", AX_RANGE('[',1,65536,']')},
-        {"block-size", AX_OPT_INT, &mc.block_size, "N", "maximum sequence length (n_positions)", AX_RANGE('[',1,1048576,']')},
-        {"vocab-size", AX_OPT_INT, &mc.vocab_size, "N", "vocabulary size", AX_RANGE('[',1,16777216,']')},
+        AX_CLI_MODEL_OPTS(mf),
         {"grid", AX_OPT_STR, &grid, "D,X,Y,Z|auto", "process grid; product = number of ranks (default 1,1,1,1); auto: the planner's first choice"},
         {"machine", AX_OPT_STR, &machine, "FILE|NAME", "machine description for --grid auto (axonn bench comm --out; default: an estimate)"},
         {"gdata", AX_OPT_INT, &o.grid[0], "N", "data-parallel groups", AX_RANGE('[',1,65536,']')},
@@ -79,20 +73,9 @@ int ax_cmd_train(int argc, char **argv) {
     if (rc) return rc;
     AX_TRY(ax_backend_use(backend));
     if (synthetic && o.data) return AX_ERR("--synthetic and --data exclude each other");
-    if (preset) AX_TRY(ax_cli_preset(preset, &o.model));
-    static const char *size_flags[] = {"n-layer", "n-head", "n-embd", "block-size", "vocab-size"};
-    int *dst[] = {&o.model.n_layer, &o.model.n_head, &o.model.n_embd, &o.model.block_size, &o.model.vocab_size};
-    int src[] = {mc.n_layer, mc.n_head, mc.n_embd, mc.block_size, mc.vocab_size};
-    int sized = preset != NULL;
-    for (int i = 0; i < 5; i++) {
-        if (!ax_args_given(opts, size_flags[i])) continue;
-        *dst[i] = src[i];
-        sized = 1;
-    }
     /* --resume auto may start fresh: it takes the size flags, and checks them against a checkpoint */
     int size_from_file = o.init || (o.resume && strcmp(o.resume, "auto") != 0);
-    if (size_from_file && sized)
-        return AX_ERR("--preset and model-size flags apply to new models; --init/--resume take the size from config.json");
+    AX_TRY(ax_cli_model_options(opts, &mf, size_from_file, &o.model));
     char corpus[4096] = "", train_glob[4200], val_glob[4200], tok_path[4200] = "";
     if (!o.data && !synthetic) {
         AX_TRY(ax_default_corpus(corpus, sizeof corpus));

@@ -38,11 +38,10 @@ void ax_cli_preset_job(const char *name, int *batch, int *seq) {
 
 /* Each rank reads the files itself: what one rank fails to read fails all (ax_agree). */
 static int read_model_config(const char *path, ax_gpt_config *cfg) {
-    if (!path) return AX_ERR("--model: required (a model.safetensors with config.json beside it)");
-    if (!ax_file_exists(path)) return AX_ERR("--model %s: no such file", path);
-    char cfgpath[4200];
-    ax_dirname(path, cfgpath, sizeof cfgpath);
-    strncat(cfgpath, "/config.json", sizeof cfgpath - strlen(cfgpath) - 1);
+    if (!path) return AX_ERR("--model: required (a Hugging Face model directory, or a model.safetensors with config.json beside it)");
+    char st[4200], cfgpath[4200];
+    ax_gpt_model_paths(path, st, cfgpath, sizeof st);
+    if (!ax_file_exists(st)) return AX_ERR("--model %s: no such file %s", path, st);
     return ax_gpt_config_read(cfg, cfgpath);
 }
 

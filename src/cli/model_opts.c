@@ -7,25 +7,37 @@
 #include <stdio.h>
 #include <string.h>
 
-int ax_cli_model_options(const ax_opt *opts, const char *preset, const ax_gpt_config *given, int from_file,
-                         ax_gpt_config *model) {
-    if (preset) AX_TRY(ax_cli_preset(preset, model));
-    static const char *flags[] = {"n-layer", "n-head", "n-embd", "block-size", "vocab-size"};
-    int *dst[] = {&model->n_layer, &model->n_head, &model->n_embd, &model->block_size, &model->vocab_size};
-    const int src[] = {given->n_layer, given->n_head, given->n_embd, given->block_size, given->vocab_size};
-    int sized = preset != NULL;
-    for (int i = 0; i < 5; i++)
-        if (ax_args_given(opts, flags[i])) { *dst[i] = src[i]; sized = 1; }
+int ax_cli_model_options(const ax_opt *opts, const ax_cli_model_flags *f, int from_file, ax_gpt_config *model) {
+    static const char *flags[] = {"arch", "n-layer", "n-head", "n-kv-head", "n-embd", "n-inner", "block-size",
+                                  "vocab-size", "untied", "rope-theta"};
+    int sized = f->preset != NULL;
+    for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) sized |= ax_args_given(opts, flags[i]);
     if (from_file && sized)
-        return AX_ERR("--preset and model-size flags apply to new models; --init takes the size from config.json");
+        return AX_ERR("--preset, --arch and model-size flags apply to new models; --init/--resume take the model "
+                      "from config.json");
+    if (f->preset) AX_TRY(ax_cli_preset(f->preset, model));
+    if (f->arch) {
+        if (!strcmp(f->arch, "llama")) model->arch = AX_ARCH_LLAMA;
+        else if (!strcmp(f->arch, "gpt2")) model->arch = AX_ARCH_GPT2;
+        else return AX_ERR("--arch %s: expected gpt2 or llama", f->arch);
+    }
+    int *dst[] = {&model->n_layer, &model->n_head, &model->n_kv_head, &model->n_embd, &model->n_inner,
+                  &model->block_size, &model->vocab_size};
+    const int src[] = {f->c.n_layer, f->c.n_head, f->c.n_kv_head, f->c.n_embd, f->c.n_inner, f->c.block_size,
+                       f->c.vocab_size};
+    for (int i = 0; i < 7; i++)
+        if (ax_args_given(opts, flags[1 + i])) *dst[i] = src[i];
+    if (ax_args_given(opts, "untied")) model->untied = f->c.untied;
+    if (ax_args_given(opts, "rope-theta")) model->rope_theta = f->c.rope_theta;
+    if (model->arch != AX_ARCH_LLAMA && (model->untied || model->rope_theta > 0 || model->n_kv_head))
+        return AX_ERR("--untied, --rope-theta and --n-kv-head apply to --arch llama");
     return 0;
 }
 
 int ax_cli_init_config(const char *init, ax_gpt_config *c) {
-    char path[4200];
-    ax_dirname(init, path, sizeof path);
-    strncat(path, "/config.json", sizeof path - strlen(path) - 1);
-    return ax_agree(MPI_COMM_WORLD, ax_gpt_config_read(c, path));
+    char st[4200], cfg[4200];
+    ax_gpt_model_paths(init, st, cfg, sizeof st);
+    return ax_agree(MPI_COMM_WORLD, ax_gpt_config_read(c, cfg));
 }
 
 int ax_cli_machine(const char *arg, ax_machine *m) {

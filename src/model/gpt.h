@@ -159,7 +159,11 @@ int ax_gpt_write_flat(ax_gpt *m, ax_st_writer *w, const float *flat);
 /* config.json (Hugging Face GPT2Config keys) */
 int ax_gpt_config_read(ax_gpt_config *c, const char *path);
 int ax_gpt_config_write(const ax_gpt_config *c, const char *path);
-/* model.safetensors + config.json beside it */
+/* Where a model given by path lives: a directory holds model.safetensors and
+ * config.json (as Hugging Face save_pretrained writes them); a file is the
+ * safetensors, config.json beside it. */
+void ax_gpt_model_paths(const char *path, char *st, char *cfg, size_t n);
+/* the safetensors of a model path (above) into the parameters */
 int ax_gpt_load(ax_gpt *m, const char *path);
 int64_t ax_gpt_num_params(const ax_gpt_config *c);
 #endif

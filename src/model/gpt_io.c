@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* HF shape of a parameter (or of its source tensor of `rows` rows): GPT-2
  * Conv1D weights [in, out]; vectors 1-D. */
@@ -242,9 +243,23 @@ int ax_gpt_config_write(const ax_gpt_config *c, const char *path) {
     return rc;
 }
 
+void ax_gpt_model_paths(const char *path, char *st, char *cfg, size_t n) {
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        snprintf(st, n, "%s/model.safetensors", path);
+        snprintf(cfg, n, "%s/config.json", path);
+        return;
+    }
+    snprintf(st, n, "%s", path);
+    ax_dirname(path, cfg, n);
+    strncat(cfg, "/config.json", n - strlen(cfg) - 1);
+}
+
 int ax_gpt_load(ax_gpt *m, const char *path) {
     ax_st_file f;
-    AX_TRY(ax_st_open(&f, path));
+    char st[4200], cfg[4200];
+    ax_gpt_model_paths(path, st, cfg, sizeof st);
+    AX_TRY(ax_st_open(&f, st));
     int rc = ax_gpt_read_flat(m, &f, "", m->params);
     ax_st_close(&f);
     return rc;

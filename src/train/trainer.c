@@ -171,8 +171,8 @@ int ax_run_setup(ax_run *r) {
         if (!o->batch) o->batch = saved.batch;
         if (!o->seq) o->seq = saved.seq;
     } else if (o->init) {
-        ax_dirname(o->init, path, sizeof path);
-        strncat(path, "/config.json", sizeof path - strlen(path) - 1);
+        char st[4200];
+        ax_gpt_model_paths(o->init, st, path, sizeof path);
         AX_TRY(ax_agree(w, ax_gpt_config_read(&cfg, path)));
     }
     if (!o->batch) o->batch = 8;
@@ -218,9 +218,12 @@ int ax_run_setup(ax_run *r) {
         if (!rc && !r->metrics) rc = AX_ERR("%s: cannot open the metrics file for writing: %s", path, strerror(errno));
     }
     AX_TRY(ax_agree(w, rc));
-    SAY(r, "axonn: %d ranks, grid D=%d X=%d Y=%d Z=%d, backend %s, %d threads/rank; model L=%d H=%d C=%d V=%d T=%d (%.2fM parameters)\n",
-        r->g.size, r->g.gd, r->g.gx, r->g.gy, r->g.gz, ax_be()->name, ax_be()->threads(), cfg.n_layer, cfg.n_head, cfg.n_embd,
-        cfg.vocab_size, cfg.block_size, ax_gpt_num_params(&cfg) / 1e6);
+    const ax_gpt_config *mc = &r->m.cfg;   /* defaults resolved */
+    SAY(r, "axonn: %d ranks, grid D=%d X=%d Y=%d Z=%d, backend %s, %d threads/rank; model %s L=%d H=%d KV=%d C=%d F=%d "
+           "V=%d T=%d%s (%.2fM parameters)\n",
+        r->g.size, r->g.gd, r->g.gx, r->g.gy, r->g.gz, ax_be()->name, ax_be()->threads(),
+        mc->arch == AX_ARCH_LLAMA ? "llama" : "gpt2", mc->n_layer, mc->n_head, mc->n_kv_head, mc->n_embd, mc->n_inner,
+        mc->vocab_size, mc->block_size, mc->untied ? " untied" : "", ax_gpt_num_params(mc) / 1e6);
     SAY(r, "precision: %s GEMM inputs, fp32 accumulation, master weights and reductions; GEMMs: %s\n",
         o->dtype, kernel);
     if (emulated) SAY(r, "note: this CPU has no bf16 instructions, so bf16 is emulated (same numerics as bf16 "
