@@ -172,8 +172,14 @@ static void encode_cb(void *ctx, const char *p, size_t n, int32_t special) {
     else encode_piece(e->t, e->c, (const unsigned char *)p, n, e->out);
 }
 
-int ax_tok_encode(const ax_tokenizer *t, const char *text, size_t len, int allow_special, ax_ids *out) {
+static void push_all(ax_ids *out, const ax_ids *a) {
+    for (size_t i = 0; i < a->n; i++) ax_ids_push(out, a->v[i]);
+}
+
+int ax_tok_encode(const ax_tokenizer *t, const char *text, size_t len, int flags, ax_ids *out) {
     encode_ctx e = {t, cache_for(t), out};
-    ax_tk_pieces(t, text, len, allow_special, encode_cb, &e);
+    if (flags & AX_TOK_TEMPLATE) push_all(out, &t->tpl_pre);
+    ax_tk_pieces(t, text, len, flags & AX_TOK_SPECIAL, encode_cb, &e);
+    if (flags & AX_TOK_TEMPLATE) push_all(out, &t->tpl_post);
     return 0;
 }

@@ -11,28 +11,91 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The GPT-2 pattern, with \s spelt out as Unicode White_Space: that is what
- * \s means to tiktoken's regex engine, and spelling it out keeps the split
- * independent of how a PCRE2 version defines \s under PCRE2_UCP. */
+/* White_Space, which is what \s means to tiktoken's regex engine and to
+ * Oniguruma (`tokenizers`); spelling it out keeps the split independent of
+ * how a PCRE2 version defines \s under PCRE2_UCP. */
 #define WS "\\t-\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
+/* Oniguruma's \w: Letter, Mark, Decimal_Number, Connector_Punctuation. */
+#define WORD "\\p{L}\\p{M}\\p{Nd}\\p{Pc}"
 static const char gpt2_pattern[] =
     "'(?:[sdmt]|ll|ve|re)| ?\\p{L}+| ?\\p{N}+| ?[^" WS "\\p{L}\\p{N}]+|[" WS "]+(?![^" WS "])|[" WS "]+";
 
-void *ax_tk_pattern_gpt2(void) {
+/* A pattern written for Oniguruma, as PCRE2 reads it alike: the shorthand
+ * classes spelt out as Oniguruma defines them under Unicode; those PCRE2
+ * reads otherwise (\h is a hex digit there) or that cannot be spelt out
+ * inside a class (\S, \W, \D), and class intersection (&&), are refused.
+ * Everything else (\p{..}, (?i:..), {m,n}, lookahead) means the same to both. */
+static int translate(const char *p, ax_bytes *out, const char *what) {
+    int in_class = 0, class_start = 0;
+    out->n = 0;
+    for (size_t i = 0; p[i]; i++) {
+        char c = p[i];
+        if (c == '\\' && p[i + 1]) {
+            char e = p[++i];
+            const char *rep = NULL;
+            if (e == 's') rep = in_class ? WS : "[" WS "]";
+            else if (e == 'd') rep = "\\p{Nd}";
+            else if (e == 'w') rep = in_class ? WORD : "[" WORD "]";
+            else if (!in_class && e == 'S') rep = "[^" WS "]";
+            else if (!in_class && e == 'D') rep = "\\P{Nd}";
+            else if (!in_class && e == 'W') rep = "[^" WORD "]";
+            else if (e == 'S' || e == 'D' || e == 'W' || e == 'h' || e == 'H')
+                return AX_ERR("%s: \\%c%s is not supported in a Split pattern", what, e, in_class ? " inside [...]" : "");
+            if (rep) ax_bytes_append(out, rep, strlen(rep));
+            else { char two[2] = {'\\', e}; ax_bytes_append(out, two, 2); }
+            class_start = 0;
+            continue;
+        }
+        if (in_class && c == '&' && p[i + 1] == '&')
+            return AX_ERR("%s: class intersection (&&) is not supported in a Split pattern", what);
+        if (!in_class && c == '[') { in_class = 1; class_start = 1; }
+        else if (in_class && c == '^' && class_start == 1) class_start = 2;
+        else if (in_class && c == ']' && !class_start) in_class = 0;
+        else class_start = 0;                    /* a ']' first in a class is literal */
+        ax_bytes_append(out, &c, 1);
+    }
+    return 0;
+}
+
+static void *compile(const char *re_src, size_t n, uint32_t opts, const char *what) {
     int err; PCRE2_SIZE off;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)gpt2_pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
-                                   &err, &off, NULL);
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)re_src, n, PCRE2_UTF | PCRE2_UCP | opts, &err, &off, NULL);
     if (!re) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(err, msg, sizeof msg);
-        ax_fatal(__FILE__, __LINE__, "PCRE2 rejects the GPT-2 pattern at %zu: %s", (size_t)off, (char *)msg);
+        AX_ERR("%s: PCRE2 rejects the pattern at offset %zu: %s", what, (size_t)off, (char *)msg);
+        return NULL;
     }
     /* Without JIT support (some builds/architectures) the interpreter is used. */
     (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
     return re;
 }
 
-void ax_tk_pattern_free(void *re) { pcre2_code_free(re); }
+int ax_tk_add_split(ax_tokenizer *t, const char *pattern, int literal, const char *what) {
+    if (t->nsplit == AX_TK_MAX_SPLITS) return AX_ERR("%s: more than %d splitting steps", what, AX_TK_MAX_SPLITS);
+    void *re;
+    if (!pattern) {
+        re = compile(gpt2_pattern, PCRE2_ZERO_TERMINATED, 0, what);
+        if (!re) ax_fatal(__FILE__, __LINE__, "%s", ax_err_msg());
+    } else if (literal) {
+        re = compile(pattern, strlen(pattern), PCRE2_LITERAL, what);
+    } else {
+        ax_bytes b = {0};
+        re = translate(pattern, &b, what) ? NULL : compile(b.p, b.n, 0, what);
+        ax_bytes_free(&b);
+    }
+    if (!re) return -1;
+    ax_tk_split *s = &t->split[t->nsplit++];
+    s->re = re;
+    s->src = pattern ? ax_strdup(pattern) : NULL;
+    s->literal = literal;
+    return 0;
+}
+
+void ax_tk_splits_free(ax_tokenizer *t) {
+    for (int i = 0; i < t->nsplit; i++) { pcre2_code_free(t->split[i].re); free(t->split[i].src); }
+    t->nsplit = 0;
+}
 
 /* Length of the well-formed UTF-8 character at p (RFC 3629: no overlongs,
  * surrogates or code points above U+10FFFF), 0 if there is none. This is
@@ -56,22 +119,40 @@ int ax_tk_utf8_len(const unsigned char *p, size_t n) {
 
 typedef struct { const ax_tokenizer *t; pcre2_match_data *md; ax_tk_piece_fn fn; void *ctx; } piece_run;
 
-/* Cuts valid UTF-8 s[0..n) by the pattern. The run is the whole subject, so
- * the (?!\S) lookahead treats its end as the end of the text. */
-static void split_valid(const piece_run *r, const char *s, size_t n) {
+static void split_step(const piece_run *r, int k, const char *s, size_t n);
+
+/* A piece of step k goes on to step k + 1, or out after the last. */
+static void emit(const piece_run *r, int k, const char *s, size_t n) {
+    if (k + 1 < r->t->nsplit) split_step(r, k + 1, s, n);
+    else r->fn(r->ctx, s, n, -1);
+}
+
+/* Cuts valid UTF-8 s[0..n) by pattern k, keeping the matches and the text
+ * between them as pieces (`tokenizers`' "Isolated"). The piece is the whole
+ * subject, so a (?!\S) lookahead treats its end as the end of the text, as
+ * each step of a Hugging Face Sequence sees only the pieces of the one before. */
+static void split_step(const piece_run *r, int k, const char *s, size_t n) {
     size_t pos = 0;
+    const pcre2_code *re = r->t->split[k].re;
     while (pos < n) {
-        int rc = pcre2_match((const pcre2_code *)r->t->re, (PCRE2_SPTR)s, n, pos, PCRE2_NO_UTF_CHECK, r->md, NULL);
-        /* Not expected (every character matches an alternative) unless PCRE2
-         * hits a resource limit: the rest stays one piece, still lossless. */
+        int rc = pcre2_match(re, (PCRE2_SPTR)s, n, pos, PCRE2_NO_UTF_CHECK, r->md, NULL);
+        if (rc == PCRE2_ERROR_NOMATCH) { emit(r, k, s + pos, n - pos); return; }
+        /* Otherwise not expected unless PCRE2 hits a resource limit: the
+         * rest stays one piece, still lossless. */
         if (rc < 0) { r->fn(r->ctx, s + pos, n - pos, -1); return; }
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(r->md);
         size_t b = ov[0], e = ov[1];
-        if (b > pos) r->fn(r->ctx, s + pos, b - pos, -1);
+        if (b > pos) emit(r, k, s + pos, b - pos);
+        if (e <= b && b >= n) return;          /* an empty match at the end */
         if (e <= b) e = b + (size_t)ax_tk_utf8_len((const unsigned char *)s + b, n - b);  /* no empty matches */
-        r->fn(r->ctx, s + b, e - b, -1);
+        emit(r, k, s + b, e - b);
         pos = e;
     }
+}
+
+static void split_valid(const piece_run *r, const char *s, size_t n) {
+    if (r->t->nsplit) split_step(r, 0, s, n);
+    else if (n) r->fn(r->ctx, s, n, -1);
 }
 
 /* Invalid bytes cannot reach PCRE2: each is a piece of its own, and the

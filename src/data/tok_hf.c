@@ -1,5 +1,7 @@
 /* Hugging Face tokenizer.json: the BPE model, added tokens and the
- * pipeline around them, checked to be one this tokenizer reproduces. */
+ * pipeline around them (pre-tokenizer steps, the post-processor's
+ * template), checked to be one this tokenizer reproduces: GPT-2's and
+ * Llama-3's layouts and others built of the same parts. */
 #include "data/tokenizer_impl.h"
 #include "util/err.h"
 #include <stdio.h>
@@ -36,6 +38,7 @@ static int load_added(ax_tokenizer *t, json_t *added, const char *path) {
         if (!json_is_integer(id) || !json_is_string(content) || !json_string_length(content))
             return AX_ERR("%s: added_tokens[%zu]: expected an integer \"id\" and a non-empty \"content\"", path, i);
         AX_TRY(ax_tk_add(t, (int32_t)json_integer_value(id), json_string_value(content), json_string_length(content), 1, path));
+        t->spec[t->nspec - 1].marked = !json_is_false(json_object_get(a, "special"));
     }
     return 0;
 }
@@ -64,34 +67,93 @@ static int check_normalizer(json_t *n, const char *path) {
     return AX_ERR("%s: normalizer '%s' is not supported (expected none, as in GPT-2)", path, type ? type : "?");
 }
 
-static int is_bytelevel(json_t *p, int use_regex) {
-    json_t *re = json_object_get(p, "use_regex");
-    return is_str(json_object_get(p, "type"), "ByteLevel") && !json_is_true(json_object_get(p, "add_prefix_space")) &&
-           (use_regex ? !json_is_false(re) : json_is_false(re));
+static const char *type_of(json_t *o) {
+    const char *s = json_string_value(json_object_get(o, "type"));
+    return s ? s : "?";
 }
 
-/* A Split on the GPT-2 pattern itself, as tokenizers' tiktoken conversion writes. */
-static int is_gpt2_split(json_t *p) {
-    const char *re = json_string_value(json_object_get(json_object_get(p, "pattern"), "Regex"));
-    static const char *const forms[] = {
-        "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
-        "'(?:[sdmt]|ll|ve|re)| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"};
-    if (!is_str(json_object_get(p, "type"), "Split") || !re || json_is_true(json_object_get(p, "invert")) ||
-        !is_str(json_object_get(p, "behavior"), "Isolated"))
-        return 0;
-    return strcmp(re, forms[0]) == 0 || strcmp(re, forms[1]) == 0;
+/* One Split step: a Regex (Oniguruma syntax) or a literal String, cut out
+ * as pieces of their own ("Isolated"). */
+static int add_split(ax_tokenizer *t, json_t *p, const char *where) {
+    json_t *pat = json_object_get(p, "pattern");
+    const char *re = json_string_value(json_object_get(pat, "Regex")), *lit = json_string_value(json_object_get(pat, "String"));
+    if (!re && !lit) return AX_ERR("%s: expected \"pattern\": {\"Regex\": ...} or {\"String\": ...}", where);
+    if (json_is_true(json_object_get(p, "invert")) || !is_str(json_object_get(p, "behavior"), "Isolated"))
+        return AX_ERR("%s: only behavior \"Isolated\" without invert is supported", where);
+    return ax_tk_add_split(t, re ? re : lit, !re, where);
 }
 
-static int check_pre_tokenizer(json_t *p, const char *path) {
-    if (is_bytelevel(p, 1)) return 0;
+/* ByteLevel (add_prefix_space false) last, alone or after Split steps: the
+ * splitting happens on the text, then bytes become GPT-2's characters, whose
+ * own regex (use_regex, default true) is GPT-2's pattern as one more step. */
+static int load_pre_tokenizer(ax_tokenizer *t, json_t *p, const char *path) {
     json_t *seq = json_object_get(p, "pretokenizers");
-    if (is_str(json_object_get(p, "type"), "Sequence") && json_is_array(seq)) {
-        size_t n = json_array_size(seq);
-        if (n == 1 && is_bytelevel(json_array_get(seq, 0), 1)) return 0;
-        if (n == 2 && is_gpt2_split(json_array_get(seq, 0)) && is_bytelevel(json_array_get(seq, 1), 0)) return 0;
+    int is_seq = is_str(json_object_get(p, "type"), "Sequence") && json_is_array(seq);
+    size_t n = is_seq ? json_array_size(seq) : 1;
+    char where[4200];
+    for (size_t i = 0; i < n; i++) {
+        json_t *s = is_seq ? json_array_get(seq, i) : p;
+        if (is_seq) snprintf(where, sizeof where, "%s: pre_tokenizer.pretokenizers[%zu]", path, i);
+        else snprintf(where, sizeof where, "%s: pre_tokenizer", path);
+        const char *type = type_of(s);
+        if (strcmp(type, "Split") == 0 && i + 1 < n) { AX_TRY(add_split(t, s, where)); continue; }
+        if (strcmp(type, "ByteLevel") == 0 && i + 1 == n) {
+            if (json_is_true(json_object_get(s, "add_prefix_space")))
+                return AX_ERR("%s: ByteLevel with add_prefix_space is not supported (expected false)", where);
+            if (!json_is_false(json_object_get(s, "use_regex"))) AX_TRY(ax_tk_add_split(t, NULL, 0, where));
+            else if (!t->nsplit) AX_TRY(ax_tk_add_split(t, "(?s:.+)", 0, where));   /* the text is one piece */
+            return 0;
+        }
+        return AX_ERR("%s: '%s' is not supported: expected ByteLevel, alone or last in a Sequence after "
+                      "Split steps (a byte-level BPE like GPT-2 or Llama-3)", where, type);
     }
-    return AX_ERR("%s: pre_tokenizer is not supported: expected ByteLevel (add_prefix_space false) "
-                  "splitting by the GPT-2 pattern", path);
+    return AX_ERR("%s: pre_tokenizer: expected ByteLevel, alone or last in a Sequence after Split steps", path);
+}
+
+/* TemplateProcessing's "single": the special tokens around the text ($A). */
+static int load_template(ax_tokenizer *t, json_t *p, const char *where) {
+    json_t *single = json_object_get(p, "single"), *named = json_object_get(p, "special_tokens"), *it;
+    if (!json_is_array(single)) return AX_ERR("%s: expected \"single\" to be an array", where);
+    size_t i;
+    int seen = 0;
+    json_array_foreach(single, i, it) {
+        json_t *seq = json_object_get(it, "Sequence"), *sp = json_object_get(it, "SpecialToken");
+        if (seq && is_str(json_object_get(seq, "id"), "A") && !seen) { seen = 1; continue; }
+        const char *name = json_string_value(json_object_get(sp, "id"));
+        json_t *ids = json_object_get(json_object_get(named, name ? name : ""), "ids"), *id;
+        if (!name || !json_is_array(ids))
+            return AX_ERR("%s: single[%zu]: expected {\"SpecialToken\": {\"id\": NAME}} with NAME in special_tokens, "
+                          "or {\"Sequence\": {\"id\": \"A\"}} once", where, i);
+        size_t k;
+        json_array_foreach(ids, k, id) {
+            json_int_t v = json_is_integer(id) ? json_integer_value(id) : -1;
+            if (v < 0 || v >= t->n || t->tok_len[v] < 0)
+                return AX_ERR("%s: special_tokens '%s': id %lld is not a token", where, name, (long long)v);
+            ax_ids_push(seen ? &t->tpl_post : &t->tpl_pre, (int32_t)v);
+        }
+    }
+    if (!seen) return AX_ERR("%s: single: expected the text as {\"Sequence\": {\"id\": \"A\"}}", where);
+    return 0;
+}
+
+/* Only TemplateProcessing changes ids; ByteLevel here only adjusts offsets. */
+static int load_post_processor(ax_tokenizer *t, json_t *p, const char *path) {
+    if (!p || json_is_null(p)) return 0;
+    json_t *seq = json_object_get(p, "processors");
+    int is_seq = is_str(json_object_get(p, "type"), "Sequence") && json_is_array(seq);
+    size_t n = is_seq ? json_array_size(seq) : 1;
+    char where[4200];
+    int templates = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *s = is_seq ? json_array_get(seq, i) : p;
+        if (is_seq) snprintf(where, sizeof where, "%s: post_processor.processors[%zu]", path, i);
+        else snprintf(where, sizeof where, "%s: post_processor", path);
+        const char *type = type_of(s);
+        if (strcmp(type, "ByteLevel") == 0) continue;
+        if (strcmp(type, "TemplateProcessing") == 0 && !templates++) { AX_TRY(load_template(t, s, where)); continue; }
+        return AX_ERR("%s: '%s' is not supported: expected ByteLevel and at most one TemplateProcessing", where, type);
+    }
+    return 0;
 }
 
 int ax_tk_load_hf(ax_tokenizer *t, json_t *root, const char *path) {
@@ -102,11 +164,12 @@ int ax_tk_load_hf(ax_tokenizer *t, json_t *root, const char *path) {
         return AX_ERR("%s: model type '%s' is not supported (expected a byte-level \"BPE\")", path, type ? type : "?");
     AX_TRY(check_bpe_model(model, path));
     AX_TRY(check_normalizer(json_object_get(root, "normalizer"), path));
-    AX_TRY(check_pre_tokenizer(json_object_get(root, "pre_tokenizer"), path));
+    AX_TRY(load_pre_tokenizer(t, json_object_get(root, "pre_tokenizer"), path));
     AX_TRY(load_added(t, json_object_get(root, "added_tokens"), path));
     AX_TRY(ax_tk_load_vocab(t, json_object_get(model, "vocab"), path));
     AX_TRY(ax_tk_finish(t, path));
     AX_TRY(load_json_merges(t, json_object_get(model, "merges"), path));
+    AX_TRY(load_post_processor(t, json_object_get(root, "post_processor"), path));
     t->ignore_merges = json_is_true(json_object_get(model, "ignore_merges"));
     return 0;
 }

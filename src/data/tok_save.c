@@ -19,13 +19,69 @@ static json_t *bytelevel_json(int prefix_space, int trim_offsets) {
                      "trim_offsets", trim_offsets, "use_regex", 1);
 }
 
+/* GPT-2's layout (ByteLevel with its own regex) when that is the only step;
+ * otherwise the Split steps as the file spelt them, then ByteLevel. */
+static json_t *pre_tokenizer_json(const ax_tokenizer *t) {
+    if (t->nsplit == 1 && !t->split[0].src) return bytelevel_json(0, 1);
+    json_t *seq = json_array();
+    int own_regex = 0;
+    for (int i = 0; i < t->nsplit; i++) {
+        const ax_tk_split *s = &t->split[i];
+        if (!s->src && i + 1 == t->nsplit) { own_regex = 1; break; }
+        const char *src = s->src ? s->src : "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+        json_array_append_new(seq, json_pack("{s:s, s:{s:s}, s:s, s:b}", "type", "Split", "pattern",
+                                             s->literal ? "String" : "Regex", src, "behavior", "Isolated", "invert", 0));
+    }
+    json_t *bl = bytelevel_json(0, 1);
+    json_object_set_new(bl, "use_regex", json_boolean(own_regex));
+    json_array_append_new(seq, bl);
+    return json_pack("{s:s, s:o}", "type", "Sequence", "pretokenizers", seq);
+}
+
+/* The name of a template's token: its text (specials) or byte-level string. */
+static const char *token_name(const ax_tokenizer *t, int32_t id, ax_bytes *tmp) {
+    const ax_tok_special *s = ax_tk_special_of(t, id);
+    if (s) return s->s;
+    ax_tk_bytelevel_encode(ax_tk_bytes(t, id), (size_t)t->tok_len[id], tmp);
+    return tmp->p;
+}
+
+static void template_items(const ax_tokenizer *t, const ax_ids *ids, int type_id, json_t *list, json_t *named) {
+    ax_bytes tmp = {0};
+    for (size_t i = 0; i < ids->n; i++) {
+        const char *name = token_name(t, ids->v[i], &tmp);
+        json_array_append_new(list, json_pack("{s:{s:s, s:i}}", "SpecialToken", "id", name, "type_id", type_id));
+        json_object_set_new(named, name, json_pack("{s:s, s:[I], s:[s]}", "id", name, "ids", (json_int_t)ids->v[i],
+                                                   "tokens", name));
+    }
+    ax_bytes_free(&tmp);
+}
+
+/* ByteLevel (offsets only), then the template when there is one; a pair of
+ * texts repeats it, the second with type id 1, as Llama-3's does. */
+static json_t *post_processor_json(const ax_tokenizer *t) {
+    json_t *bl = bytelevel_json(1, 0);
+    if (!t->tpl_pre.n && !t->tpl_post.n) return bl;
+    json_t *single = json_array(), *pair = json_array(), *named = json_object();
+    template_items(t, &t->tpl_pre, 0, single, named);
+    json_array_append_new(single, json_pack("{s:{s:s, s:i}}", "Sequence", "id", "A", "type_id", 0));
+    template_items(t, &t->tpl_post, 0, single, named);
+    json_array_extend(pair, single);
+    template_items(t, &t->tpl_pre, 1, pair, named);
+    json_array_append_new(pair, json_pack("{s:{s:s, s:i}}", "Sequence", "id", "B", "type_id", 1));
+    template_items(t, &t->tpl_post, 1, pair, named);
+    json_t *tp = json_pack("{s:s, s:o, s:o, s:o}", "type", "TemplateProcessing", "single", single, "pair", pair,
+                           "special_tokens", named);
+    return json_pack("{s:s, s:[o, o]}", "type", "Sequence", "processors", bl, tp);
+}
+
 static json_t *added_json(const ax_tokenizer *t) {
     json_t *a = json_array();
     for (int32_t id = 0; id < t->n; id++) {
         const ax_tok_special *s = ax_tk_special_of(t, id);
         if (!s) continue;
         json_t *o = json_pack("{s:I, s:s%, s:b, s:b, s:b, s:b, s:b}", "id", (json_int_t)id, "content", s->s,
-                              (size_t)s->len, "single_word", 0, "lstrip", 0, "rstrip", 0, "normalized", 1, "special", 1);
+                              (size_t)s->len, "single_word", 0, "lstrip", 0, "rstrip", 0, "normalized", 1, "special", s->marked);
         if (!o) { json_decref(a); return NULL; }
         json_array_append_new(a, o);
     }
@@ -73,7 +129,8 @@ static json_t *merges_json(const ax_tokenizer *t) {
     return m;
 }
 
-/* Laid out like GPT-2's tokenizer.json on the Hugging Face Hub. */
+/* Laid out like GPT-2's tokenizer.json on the Hugging Face Hub, or with the
+ * pre-tokenizer and template a Llama-3-style file was read with. */
 int ax_tok_save_json(const ax_tokenizer *t, const char *path) {
     json_t *added = added_json(t), *vocab = vocab_json(t, path);
     if (!added || !vocab) {
@@ -85,8 +142,8 @@ int ax_tok_save_json(const ax_tokenizer *t, const char *path) {
                               "byte_fallback", 0, "ignore_merges", t->ignore_merges, "vocab", vocab, "merges",
                               merges_json(t));
     json_t *root = json_pack("{s:s, s:n, s:n, s:o, s:n, s:o, s:o, s:o, s:o}", "version", "1.0", "truncation",
-                             "padding", "added_tokens", added, "normalizer", "pre_tokenizer", bytelevel_json(0, 1),
-                             "post_processor", bytelevel_json(1, 0), "decoder", bytelevel_json(1, 1), "model", model);
+                             "padding", "added_tokens", added, "normalizer", "pre_tokenizer", pre_tokenizer_json(t),
+                             "post_processor", post_processor_json(t), "decoder", bytelevel_json(1, 1), "model", model);
     char *text = root ? json_dumps(root, JSON_INDENT(2)) : NULL;
     json_decref(root);
     if (!text) return AX_ERR("%s: cannot save: JSON encoding failed", path);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- growable arrays ---- */
 
@@ -58,7 +59,6 @@ ax_tokenizer *ax_tk_new(void) {
     t->eot = -1;
     t->serial = atomic_fetch_add(&tok_serial, 1) + 1;
     for (int b = 0; b < 256; b++) t->byte_id[b] = -1;
-    t->re = ax_tk_pattern_gpt2();
     return t;
 }
 
@@ -83,7 +83,7 @@ int ax_tk_add(ax_tokenizer *t, int32_t id, const void *bytes, size_t len, int sp
         if (!t->spec) ax_fatal(__FILE__, __LINE__, "out of memory");
         ax_tok_special *s = &t->spec[t->nspec++];
         s->s = ax_malloc(len + 1); memcpy(s->s, bytes, len); s->s[len] = 0;
-        s->len = (int)len; s->id = id;
+        s->len = (int)len; s->id = id; s->marked = 1;
         if (len == strlen(AX_TK_EOT) && memcmp(bytes, AX_TK_EOT, len) == 0) t->eot = id;
     }
     t->tok_off[id] = t->tok_bytes.n;
@@ -105,7 +105,7 @@ int ax_tk_finish(ax_tokenizer *t, const char *what) {
         if (!v) return AX_ERR("%s: no token for byte 0x%02x (a byte-level BPE needs all 256)", what, b);
         t->byte_id[b] = (int32_t)*v;
     }
-    return 0;
+    return t->nsplit ? 0 : ax_tk_add_split(t, NULL, 0, what);
 }
 
 const ax_tok_special *ax_tk_special_of(const ax_tokenizer *t, int32_t id) {
@@ -128,6 +128,20 @@ int ax_tok_decode(const ax_tokenizer *t, const int32_t *ids, size_t n, ax_bytes 
 
 int ax_tok_vocab_size(const ax_tokenizer *t) { return t->n; }
 int ax_tok_eot(const ax_tokenizer *t) { return t->eot; }
+int ax_tok_bos(const ax_tokenizer *t) { return t->tpl_pre.n ? t->tpl_pre.v[0] : -1; }
+
+int ax_tok_special_id(const ax_tokenizer *t, const char *text) {
+    size_t n = strlen(text);
+    for (int i = 0; i < t->nspec; i++)
+        if ((size_t)t->spec[i].len == n && memcmp(t->spec[i].s, text, n) == 0) return t->spec[i].id;
+    return -1;
+}
+
+/* Llama-3 ends a text with <|end_of_text|>, GPT-2 with <|endoftext|>. */
+int ax_tok_eos(const ax_tokenizer *t) {
+    int id = ax_tok_special_id(t, "<|end_of_text|>");
+    return id >= 0 ? id : t->eot;
+}
 
 void ax_tok_free(ax_tokenizer *t) {
     if (!t) return;
@@ -138,7 +152,8 @@ void ax_tok_free(ax_tokenizer *t) {
     ax_pmap_free(&t->merges);
     for (int i = 0; i < t->nspec; i++) free(t->spec[i].s);
     free(t->spec);
-    ax_tk_pattern_free(t->re);
+    ax_tk_splits_free(t);
+    ax_ids_free(&t->tpl_pre); ax_ids_free(&t->tpl_post);
     free(t);
 }
 
@@ -157,11 +172,18 @@ static int load_json(ax_tokenizer *t, const char *data, size_t len, const char *
 
 /* The format is told by the content: a JSON object is a tokenizer.json when
  * its "model" is an object (GPT-2's vocab.json has a token "model", with an
- * id), otherwise a vocab.json; anything else is a tiktoken rank file. */
+ * id), otherwise a vocab.json; anything else is a tiktoken rank file. A
+ * directory stands for the tokenizer.json in it. */
 int ax_tok_load(ax_tokenizer **out, const char *path) {
     *out = NULL;
-    char *data;
+    char *data, inside[4200];
     size_t len;
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {      /* a Hugging Face model directory */
+        snprintf(inside, sizeof inside, "%s/tokenizer.json", path);
+        if (!ax_file_exists(inside)) return AX_ERR("%s: a directory without tokenizer.json", path);
+        path = inside;
+    }
     AX_TRY(ax_read_file(path, &data, &len));
     ax_tokenizer *t = ax_tk_new();
     size_t i = 0;

@@ -32,7 +32,12 @@ int64_t *ax_pmap_put(ax_pmap *m, uint64_t key, int *added);
 void ax_pmap_free(ax_pmap *m);
 static inline uint64_t ax_pair_key(int32_t a, int32_t b) { return (uint64_t)(uint32_t)a << 32 | (uint32_t)b; }
 
-typedef struct { char *s; int len; int32_t id; } ax_tok_special;
+typedef struct { char *s; int len; int32_t id; int marked; } ax_tok_special;   /* marked: "special": true in the file */
+
+/* One step of pre-tokenisation: a compiled pattern and how the file spelt it
+ * (src NULL: GPT-2's pattern, ByteLevel's own regex). */
+typedef struct { void *re; char *src; int literal; } ax_tk_split;
+enum { AX_TK_MAX_SPLITS = 4 };
 
 struct ax_tokenizer {
     int n;                      /* ids 0 .. n-1 (some may be unused) */
@@ -45,7 +50,9 @@ struct ax_tokenizer {
     ax_tok_special *spec;
     int nspec, eot;
     int ignore_merges;          /* a piece that is a whole token is taken as is (tiktoken) */
-    void *re;                   /* pcre2_code_8 * */
+    ax_tk_split split[AX_TK_MAX_SPLITS];   /* applied in turn, each to the pieces of the one before */
+    int nsplit;                 /* 0 until set: ax_tk_finish puts GPT-2's */
+    ax_ids tpl_pre, tpl_post;   /* the post-processor's ids before and after a text (Llama-3: BOS before) */
     uint64_t serial;            /* distinguishes tokenizers in the per-thread caches */
 };
 
@@ -83,14 +90,16 @@ const ax_tok_special *ax_tk_special_of(const ax_tokenizer *t, int32_t id);   /* 
 size_t ax_tk_bpe(const ax_tokenizer *t, const unsigned char *p, size_t n, int32_t *out);
 void ax_tk_cache_drop(const ax_tokenizer *t);
 
-/* The compiled GPT-2 pattern (PCRE2 code), and its release. */
-void *ax_tk_pattern_gpt2(void);
-void ax_tk_pattern_free(void *re);
+/* Adds a splitting step: pattern NULL for GPT-2's, else a Hugging Face Split
+ * pattern (Oniguruma syntax, translated for PCRE2; literal: a plain string).
+ * Errors name what. ax_tk_splits_free releases them all. */
+int ax_tk_add_split(ax_tokenizer *t, const char *pattern, int literal, const char *what);
+void ax_tk_splits_free(ax_tokenizer *t);
 /* Length of the well-formed UTF-8 character at p[0..n), 0 if there is none. */
 int ax_tk_utf8_len(const unsigned char *p, size_t n);
 
 /* Splits text into pieces: special tokens (when allow_special; special >= 0
- * is the id), runs of valid UTF-8 cut by the GPT-2 pattern, and single
+ * is the id), runs of valid UTF-8 cut by the splitting steps, and single
  * invalid bytes. Calls fn for each piece in order. */
 typedef void (*ax_tk_piece_fn)(void *ctx, const char *p, size_t n, int32_t special);
 void ax_tk_pieces(const ax_tokenizer *t, const char *text, size_t len, int allow_special,
