@@ -164,22 +164,41 @@ static void encode_piece(const ax_tokenizer *t, word_cache *c, const unsigned ch
     c->ids.n += k;
 }
 
-typedef struct { const ax_tokenizer *t; word_cache *c; ax_ids *out; } encode_ctx;
+typedef struct { const ax_tokenizer *t; word_cache *c; ax_ids *out, *at; const char *text; } encode_ctx;
 
 static void encode_cb(void *ctx, const char *p, size_t n, int32_t special) {
     encode_ctx *e = ctx;
+    size_t first = e->out->n;
     if (special >= 0) ax_ids_push(e->out, special);
     else encode_piece(e->t, e->c, (const unsigned char *)p, n, e->out);
+    /* a piece's tokens spell it in order, so each starts where the one before ends */
+    int32_t off = (int32_t)(p - e->text);
+    for (size_t i = first; e->at && i < e->out->n; i++) {
+        ax_ids_push(e->at, off);
+        off += special >= 0 ? (int32_t)n : e->t->tok_len[e->out->v[i]];
+    }
 }
 
-static void push_all(ax_ids *out, const ax_ids *a) {
-    for (size_t i = 0; i < a->n; i++) ax_ids_push(out, a->v[i]);
+static void push_all(ax_ids *out, const ax_ids *a, ax_ids *at, int32_t off) {
+    for (size_t i = 0; i < a->n; i++) {
+        ax_ids_push(out, a->v[i]);
+        if (at) ax_ids_push(at, off);
+    }
+}
+
+static int encode(const ax_tokenizer *t, const char *text, size_t len, int flags, ax_ids *out, ax_ids *at) {
+    encode_ctx e = {t, cache_for(t), out, at, text};
+    if (flags & AX_TOK_TEMPLATE) push_all(out, &t->tpl_pre, at, 0);
+    ax_tk_pieces(t, text, len, flags & AX_TOK_SPECIAL, encode_cb, &e);
+    if (flags & AX_TOK_TEMPLATE) push_all(out, &t->tpl_post, at, (int32_t)len);
+    return 0;
 }
 
 int ax_tok_encode(const ax_tokenizer *t, const char *text, size_t len, int flags, ax_ids *out) {
-    encode_ctx e = {t, cache_for(t), out};
-    if (flags & AX_TOK_TEMPLATE) push_all(out, &t->tpl_pre);
-    ax_tk_pieces(t, text, len, flags & AX_TOK_SPECIAL, encode_cb, &e);
-    if (flags & AX_TOK_TEMPLATE) push_all(out, &t->tpl_post);
-    return 0;
+    return encode(t, text, len, flags, out, NULL);
+}
+
+int ax_tok_encode_at(const ax_tokenizer *t, const char *text, size_t len, int flags, ax_ids *out, ax_ids *at) {
+    if (len > INT32_MAX) return AX_ERR("encode: %zu bytes, more than offsets of %d can name", len, INT32_MAX);
+    return encode(t, text, len, flags, out, at);
 }

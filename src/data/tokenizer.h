@@ -88,6 +88,10 @@ enum {
  * their own byte tokens (never lost: decode gives the same bytes back).
  * AX_TOK_SPECIAL | AX_TOK_TEMPLATE gives `tokenizers`' encode(text). */
 int ax_tok_encode(const ax_tokenizer *t, const char *text, size_t len, int flags, ax_ids *out);
+/* The same, and for each id appended to out the byte offset in text where
+ * its bytes start (appended to at; the template's ids: 0 before, len after).
+ * Texts up to 2^31 - 1 bytes. */
+int ax_tok_encode_at(const ax_tokenizer *t, const char *text, size_t len, int flags, ax_ids *out, ax_ids *at);
 /* Appends the bytes of ids to out; fails on an id out of range (out unchanged). */
 int ax_tok_decode(const ax_tokenizer *t, const int32_t *ids, size_t n, ax_bytes *out);
 
