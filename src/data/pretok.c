@@ -1,6 +1,7 @@
 /* Pre-tokenisation (tokenizer.h): special tokens cut out first (when
  * asked), invalid UTF-8 bytes as pieces of their own, and the valid runs
- * between them cut by the GPT-2 pattern with PCRE2. */
+ * between them cut by the splitting steps with PCRE2: GPT-2's pattern, or
+ * the Split patterns of a tokenizer.json (Llama-3's), one after the other. */
 #define _GNU_SOURCE                 /* memmem */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "data/tokenizer_impl.h"
