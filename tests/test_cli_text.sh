@@ -14,7 +14,9 @@
 #    loads and encodes like the original; vocab.json + merges.txt; a .tiktoken
 #    of 65,793 ids gives version-7 (uint32) shards; GPT-2 when its fixture is
 #    there. A 5 MB line without a newline, invalid UTF-8 bytes and a 1.3 MB
-#    plain document (read in pieces: tokens must equal the whole file's) work.
+#    plain document (read in pieces: tokens must equal the whole file's) work,
+#    also with the Llama-3-style fixture tokenizer.json (prepare, the saved
+#    tokenizer.json, encode --add-special and decode against `tokenizers`).
 #  - bad input: empty file, only '%' separators, malformed / WordPiece
 #    tokenizer.json, a one-token merges.txt line, missing files, invalid JSON
 #    Lines, a non-empty or file --out (untouched), an unwritable --out parent,
@@ -183,7 +185,7 @@ def cmd_prepared(d, tok, eot, exp, mode, arg, version='1'):
 
 def cmd_same_tokens(d, tok, *files):
     """the train stream of DIR = EOT + `tokenizer encode FILE` for each (one-document) file."""
-    eot = int(run(['tokenizer', 'encode', '--tokenizer', tok, '--text', '<|endoftext|>']).strip())
+    eot = int(run(['tokenizer', 'encode', '--tokenizer', tok, '--text', os.environ.get('EOT_TEXT', '<|endoftext|>')]).strip())
     _, _, toks = read_split(d, 'train')
     want = []
     for f in files: want += [eot] + cli_encode_file(tok, f)
@@ -192,6 +194,18 @@ def cmd_same_tokens(d, tok, *files):
         fail('%d tokens vs %d from encode; first difference at %d: %s vs %s'
              % (len(toks), len(want), i, toks[max(0, i - 2):i + 3], want[max(0, i - 2):i + 3]))
     print('%d tokens' % len(toks))
+
+def cmd_hf_ids(tok, fix):
+    """`tokenizer encode --add-special` / `decode` of the llama3 fixture's texts with special tokens = tokenizers' ids."""
+    texts = [json.loads(l)['text'] for f in ('tokenizer/texts.jsonl', 'llama3/texts.jsonl')
+             for l in open(os.path.join(fix, f), encoding='utf-8')]
+    ref = json.load(open(os.path.join(fix, 'llama3/ids.json')))
+    picked = [i for i, s in enumerate(texts) if s.startswith(('Specials', 'Digits', 'Contractions'))]
+    for i in picked:
+        got = [int(x) for x in run(['tokenizer', 'encode', '--tokenizer', tok, '--add-special', '--text', texts[i]]).split(b',')]
+        if got != [ref['bos']] + ref['special'][i]: fail('text %d: %s vs %s' % (i, got[:12], ref['special'][i][:12]))
+        if cli_decode(tok, got) != ('<|begin_of_text|>' + texts[i]).encode(): fail('text %d: decode differs' % i)
+    print('%d texts' % len(picked))
 
 def cmd_shards(d, ref, cap):
     """DIR cut in shards of <= cap tokens whose concatenation is REF's single train shard."""
@@ -460,6 +474,19 @@ if ax tokenizer train --vocab-size 300 --out tokpara.json in/para.txt >/dev/null
   check "a 1.3 MB plain document: tokens = tokenizer encode of the whole file" PY same_tokens pp tokpara.json in/para.txt
 else bad "1.3 MB plain document: $(head -c 300 cap/err)"; fi
 rm -rf pp
+# The same document with a Llama-3-style tokenizer.json, whose pattern keeps
+# line breaks with the punctuation before them (so pieces must not end there),
+# documents separated by <|end_of_text|>; the saved tokenizer.json keeps the pattern.
+LLAMA=${FIX:+$FIX/llama3/tokenizer.json}
+if [ -n "$LLAMA" ] && [ -f "$LLAMA" ]; then
+  if ax prepare --tokenizer "$LLAMA" --out pl --val-count 0 --quiet in/para.txt >/dev/null 2>cap/err; then
+    EOT_TEXT='<|end_of_text|>' check "Llama-3 tokenizer.json: the 1.3 MB document's tokens = encode of the whole file" \
+      PY same_tokens pl "$LLAMA" in/para.txt
+    EOT_TEXT='<|end_of_text|>' check "Llama-3 tokenizer.json saved by prepare encodes the same" PY same_tokens pl pl/tokenizer.json in/para.txt
+  else bad "prepare with a Llama-3 tokenizer.json: $(head -c 300 cap/err)"; fi
+  rm -rf pl
+  check "tokenizer encode --add-special / decode with a Llama-3 tokenizer.json = tokenizers" PY hf_ids "$LLAMA" "$FIX"
+else skip "Llama-3 checks: no tests/fixtures/llama3/tokenizer.json"; fi
 echo "# large/odd input: $((SECONDS - T0)) s"
 
 # ---------------------------------------------------------------- bad input

@@ -10,10 +10,11 @@
 
 static const char *usage =
     "usage: axonn tokenizer train --vocab-size N --out tokenizer.json FILE...\n"
-    "       axonn tokenizer encode --tokenizer TOK (--text TEXT | FILE)\n"
+    "       axonn tokenizer encode --tokenizer TOK [--add-special] (--text TEXT | FILE)\n"
     "       axonn tokenizer decode --tokenizer TOK --ids 1,2,3\n\n"
     "Byte-level BPE like GPT-2: train one on text files (plain, JSON Lines, fortune),\n"
-    "or inspect how a tokenizer (tokenizer.json, vocab.json, .tiktoken) splits text.";
+    "or inspect how a tokenizer (tokenizer.json of GPT-2 or Llama-3 style, vocab.json,\n"
+    ".tiktoken) splits text; special tokens in the text are matched as such.";
 
 static int cmd_train(int argc, char **argv) {
     const char *out = NULL, *in[4096];
@@ -44,10 +45,11 @@ static int cmd_train(int argc, char **argv) {
 
 static int cmd_encode(int argc, char **argv) {
     const char *tok = NULL, *text = NULL, *in[1];
-    int nin = 0;
+    int nin = 0, framed = 0;
     ax_opt opts[] = {
         {"tokenizer", AX_OPT_STR, &tok, "TOK", "tokenizer file (required)"},
         {"text", AX_OPT_STR, &text, "TEXT", "text to encode (or give a FILE)"},
+        {"add-special", AX_OPT_FLAG, &framed, NULL, "add the post-processor's tokens (Llama-3: <|begin_of_text|>), as Hugging Face's encode does"},
         {NULL},
     };
     int rc = ax_args_parse(opts, argc, argv, 3, usage, in, &nin, 1);
@@ -59,7 +61,7 @@ static int cmd_encode(int argc, char **argv) {
     ax_tokenizer *t;
     if ((rc = ax_tok_load(&t, tok))) { free(data); return rc; }
     ax_ids ids = {0};
-    rc = ax_tok_encode(t, text, n, 1, &ids);
+    rc = ax_tok_encode(t, text, n, AX_TOK_SPECIAL | (framed ? AX_TOK_TEMPLATE : 0), &ids);
     for (size_t i = 0; rc == 0 && i < ids.n; i++) printf("%s%d", i ? "," : "", ids.v[i]);
     if (rc == 0) printf("\n");
     ax_ids_free(&ids); ax_tok_free(t); free(data);

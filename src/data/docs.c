@@ -109,12 +109,19 @@ static int next_fortune(ax_docreader *r, const char **doc, size_t *len) {
     return 0;
 }
 
-/* A piece may only end where the tokenizer's pre-tokenisation always splits:
- * after a printable ASCII byte and before a line break (no GPT-2 pattern match
- * runs from a non-space into a space), so the pieces encode like the whole. */
+static int ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+static int ascii_alnum(char c) { return ascii_letter(c) || (c >= '0' && c <= '9'); }
+
+/* A piece may only end where the pre-tokenisation of GPT-2 and of Llama-3
+ * always splits, so the pieces encode like the whole: before a line break
+ * that follows an ASCII letter or digit (after punctuation Llama-3's pattern
+ * keeps the line breaks with it), or before a space between two ASCII letters
+ * (" word" is a piece of both patterns). */
 static size_t plain_cut(const char *b, size_t n) {
     for (size_t i = n - 1; i > 0; i--)
-        if (b[i] == '\n' && b[i - 1] > 0x20 && b[i - 1] < 0x7F) return i;
+        if ((b[i] == '\n' && ascii_alnum(b[i - 1])) ||
+            (b[i] == ' ' && i + 1 < n && ascii_letter(b[i - 1]) && ascii_letter(b[i + 1])))
+            return i;
     return 0;
 }
 

@@ -4,8 +4,9 @@
  *   fortune files (a line holding only '%' anywhere in the first 64 KiB):
  *     records separated by '%' lines, trailing newline of each record kept;
  *   plain text (anything else): the whole file is one document, delivered in
- *     pieces of about 1 MiB that end where GPT-2's pre-tokenisation always
- *     splits (a line break after a printable ASCII byte), so encoding the
+ *     pieces of about 1 MiB that end where GPT-2's and Llama-3's
+ *     pre-tokenisation always split (before a line break after an ASCII letter
+ *     or digit, or before a space between ASCII letters), so encoding the
  *     pieces gives the tokens of the whole; *continues says a piece extends
  *     the previous one.
  * Empty records are skipped. */

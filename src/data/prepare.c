@@ -85,8 +85,8 @@ int ax_prepare(const ax_tokenizer *t, const ax_prepare_opts *o, ax_prepare_stats
 
 static int prepare_into(const ax_tokenizer *t, const ax_prepare_opts *o, const char *dir, ax_prepare_stats *st) {
     memset(st, 0, sizeof *st);
-    int eot = ax_tok_eot(t);
-    if (eot < 0) return AX_ERR("tokenizer: no <|endoftext|> token to separate documents");
+    int eot = ax_tok_eot(t) >= 0 ? ax_tok_eot(t) : ax_tok_eos(t);   /* else Llama-3's <|end_of_text|> */
+    if (eot < 0) return AX_ERR("tokenizer: no <|endoftext|> or <|end_of_text|> token to separate documents");
     if (o->shard_tokens < 2) return AX_ERR("--shard-tokens %lld: expected >= 2", (long long)o->shard_tokens);
     if (o->val_count <= 0 && (o->val_frac < 0 || o->val_frac >= 1))
         return AX_ERR("--val-frac %g: expected 0 <= f < 1", o->val_frac);

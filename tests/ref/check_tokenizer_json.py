@@ -3,8 +3,8 @@
 against Hugging Face `tokenizers`: the file must load with
 Tokenizer.from_file, and encode every text of TEXTFILE to the ids the C side
 wrote next to it (TEXTFILE: JSON lines {"text": ..., "ids": [...]}, encoded
-with special tokens allowed, as `tokenizers` always matches them), and decode
-those ids back to the text.
+with special tokens allowed, as `tokenizers` always matches them, and with
+the post-processor's template), and decode those ids back to the text.
 
 With --retrain TEXTS.jsonl (the texts the C trainer was given, one document
 per line as {"text": ...}), it also retrains the same vocabulary with a plain,
@@ -16,6 +16,8 @@ GPT-2's order, a merge that remakes an existing token reusing its id.
     python3 tests/ref/check_tokenizer_json.py /tmp/tokdump/gpt2.json /tmp/tokdump/gpt2_ids.jsonl
     python3 tests/ref/check_tokenizer_json.py /tmp/tokdump/trained.json /tmp/tokdump/trained_ids.jsonl \\
         --retrain tests/fixtures/tokenizer/texts.jsonl
+    AXONN_TOK_DUMP=/tmp/tokdump build/tests/test_tokenizer_hf      # Llama-3 style, saved again
+    python3 tests/ref/check_tokenizer_json.py /tmp/tokdump/llama3.json /tmp/tokdump/llama3_ids.jsonl
 
 Prints OK or the first differences and exits 1.
 """
@@ -45,10 +47,12 @@ def byte_level_tables():
 def check_ids(tk, textfile):
     bad = 0
     rows = [json.loads(line) for line in open(textfile, encoding="utf-8")]
+    # what the post-processor puts before a text (Llama-3: <|begin_of_text|>)
+    prefix = tk.decode(tk.encode("").ids, skip_special_tokens=False)
     for i, row in enumerate(rows):
         got = tk.encode(row["text"]).ids
         back = tk.decode(row["ids"], skip_special_tokens=False)
-        if got != row["ids"] or back != row["text"]:
+        if got != row["ids"] or back != prefix + row["text"]:
             bad += 1
             if bad <= 3:
                 print(f"text {i} {row['text'][:60]!r}:\n  C          {row['ids'][:20]}\n  tokenizers {got[:20]}"

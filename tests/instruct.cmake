@@ -1,0 +1,1 @@
+ax_test(instruct test_instruct 1)
