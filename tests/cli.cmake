@@ -5,3 +5,4 @@ ax_script_test(cli_goldfish test_cli_goldfish.sh)
 ax_script_test(cli_nonfinite test_cli_nonfinite.sh)
 ax_script_test(fault_kill_resume fault/kill_resume.sh 2 1)   # 2 random kills + 1 during a checkpoint write
 ax_script_test(cli_bench test_cli_bench.sh)
+ax_script_test(cli_instruct test_cli_instruct.sh)

@@ -48,7 +48,7 @@ static void run(ax_gpt *m, ax_grid *g, double *losses, double *gnorms, ax_recomp
     ax_gpt_set_dtype(m, t);
     ax_gpt_init_random(m, 7);
     ax_adamw o; ax_adamw_init(&o, m->n_local);
-    ax_source src; ax_source_open(&src, NULL, T, cfg.vocab_size, 0, 11);
+    ax_source src; ax_source_open(&src, NULL, NULL, T, cfg.vocab_size, 0, 11);
     int Bl = B / ACCUM / (g->gd * g->gz);
     int32_t *seqs = ax_malloc((size_t)ACCUM * Bl * (T + 1) * 4), *scr = ax_malloc(2 * (size_t)Bl * T * 4);
     float *w = ax_malloc((size_t)ACCUM * Bl * T * sizeof(float));

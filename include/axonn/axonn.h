@@ -51,7 +51,9 @@ typedef struct {
 
 /* Options of one training run; ax_train_defaults fills every field. */
 typedef struct {
-    const char *data, *val_data;        /* llm.c shard globs (NULL data: synthetic tokens) */
+    const char *data, *val_data;        /* llm.c shard globs (NULL data: synthetic tokens); data may be a
+                                           .jsonl of instruction examples (loss on completions only) */
+    const char *tokenizer;              /* encodes instruction data (NULL: tokenizer.json of init) */
     const char *init;                   /* safetensors to start from (config.json beside it) */
     const char *out;                    /* output directory (checkpoints, final model) */
     const char *resume;                 /* checkpoint directory to resume from; "auto": the newest

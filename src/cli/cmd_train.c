@@ -24,9 +24,10 @@ int ax_cmd_train(int argc, char **argv) {
     int synthetic = 0;
     const char *backend = "cpu", *grid = NULL, *machine = NULL;
     ax_opt opts[] = {
-        {"data", AX_OPT_STR, &o.data, "GLOB", "training token shards (llm.c format)"},
+        {"data", AX_OPT_STR, &o.data, "GLOB|FILE.jsonl", "training token shards (llm.c format), or instruction examples (JSON Lines: prompt/completion or messages; loss on completions only)"},
         {"synthetic", AX_OPT_FLAG, &synthetic, NULL, "train on a synthetic token stream (no data needed)"},
         {"val-data", AX_OPT_STR, &o.val_data, "GLOB", "validation token shards"},
+        {"tokenizer", AX_OPT_STR, &o.tokenizer, "FILE", "tokenizer of .jsonl instruction data (default: tokenizer.json of --init)"},
         {"init", AX_OPT_STR, &o.init, "MODEL", "start from a model: a Hugging Face directory (config.json, model.safetensors) or MODEL.safetensors with config.json beside it"},
         {"out", AX_OPT_STR, &o.out, "DIR", "checkpoints, metrics.jsonl and the final model (default out)"},
         {"resume", AX_OPT_STR, &o.resume, "DIR|auto", "resume from a checkpoint, or the newest complete ckpt-* in DIR; auto: in --out, else start fresh"},
@@ -92,9 +93,14 @@ int ax_cmd_train(int argc, char **argv) {
         if (!ax_args_given(opts, "batch")) o.batch = 16;
         if (!ax_args_given(opts, "lr")) o.lr = 2e-3;
         if (!ax_args_given(opts, "val-every")) o.val_every = 100;
+    } else if (o.tokenizer) {               /* the model's output keeps the tokenizer it was trained with */
+        snprintf(tok_path, sizeof tok_path, "%s", o.tokenizer);
     } else if (o.data) {
-        char d[4200];                       /* a prepared corpus carries its tokenizer */
-        ax_dirname(o.data, d, sizeof d);
+        char d[4200], st[4200], cfg[4200];  /* a prepared corpus carries its tokenizer, a model directory its own */
+        if (o.init) {
+            ax_gpt_model_paths(o.init, st, cfg, sizeof cfg);
+            ax_dirname(cfg, d, sizeof d);
+        } else ax_dirname(o.data, d, sizeof d);
         snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", d);
         if (!ax_file_exists(tok_path)) tok_path[0] = 0;
     }

@@ -31,7 +31,8 @@ typedef struct {
     int root, tty, Bl;
     int resumed;                 /* started from a checkpoint */
     int32_t *seqs, *scratch;
-    float *weights;              /* goldfish mask of the step's targets, or NULL */
+    float *weights;              /* loss weights of the step's targets (instruction data, goldfish), or NULL */
+    float *mask;                 /* goldfish: one sequence's mask, to multiply into instruction weights */
     int32_t *window;             /* goldfish: h-1 tokens of stream context, then one sequence */
     int silent;                  /* no start-up lines (axonn bench --json) */
 } ax_run;

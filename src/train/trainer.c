@@ -195,8 +195,17 @@ int ax_run_setup(ax_run *r) {
     if (r->resumed) AX_TRY(ax_agree(w, ax_ckpt_load(ckdir, &r->m, &r->opt)));
     else if (o->init) AX_TRY(ax_agree(w, ax_gpt_load(&r->m, o->init)));
     else ax_gpt_init_random(&r->m, r->st.seed);
-    int rc = ax_source_open(&r->data, o->data, o->seq, cfg.vocab_size, o->shuffle, r->st.seed);
-    if (rc == 0 && o->val_data) rc = ax_source_open(&r->val, o->val_data, o->seq, cfg.vocab_size, 0, 0);
+    char tok[4200] = "";                   /* instruction data: the tokenizer given, or the model's */
+    if (o->tokenizer) snprintf(tok, sizeof tok, "%s", o->tokenizer);
+    else if (o->init) {
+        char st[4200];
+        ax_gpt_model_paths(o->init, st, tok, sizeof tok);
+        ax_dirname(tok, st, sizeof st);
+        snprintf(tok, sizeof tok, "%s/tokenizer.json", st);
+        if (!ax_file_exists(tok)) tok[0] = 0;
+    }
+    int rc = ax_source_open(&r->data, o->data, tok[0] ? tok : NULL, o->seq, cfg.vocab_size, o->shuffle, r->st.seed);
+    if (rc == 0 && o->val_data) rc = ax_source_open(&r->val, o->val_data, NULL, o->seq, cfg.vocab_size, 0, 0);
     AX_TRY(ax_agree(w, rc));
     r->h = (ax_hparams){.lr = o->lr, .min_lr_frac = o->min_lr_frac, .beta1 = o->beta1, .beta2 = o->beta2,
                         .eps = o->eps, .weight_decay = o->weight_decay, .clip = o->clip,
@@ -204,9 +213,11 @@ int ax_run_setup(ax_run *r) {
     r->Bl = o->batch / o->grad_accum / (r->g.gd * r->g.gz);
     r->seqs = ax_malloc((size_t)o->grad_accum * r->Bl * (o->seq + 1) * sizeof(int32_t));
     r->scratch = ax_malloc(2 * (size_t)r->Bl * o->seq * sizeof(int32_t));
-    if (o->goldfish_k) {
+    if (o->goldfish_k || r->data.inst)
         r->weights = ax_malloc((size_t)o->grad_accum * r->Bl * o->seq * sizeof(float));
+    if (o->goldfish_k) {
         r->window = ax_malloc(((size_t)o->goldfish_h + o->seq) * sizeof(int32_t));
+        r->mask = ax_malloc((size_t)o->seq * sizeof(float));
     }
     rc = 0;
     if (r->root && o->out) rc = ax_mkdir_p(o->out);
@@ -237,20 +248,24 @@ int ax_run_setup(ax_run *r) {
     return 0;
 }
 
-/* The step's sequences; with the goldfish loss also their masks, hashed over
- * the stream around each sequence (memo/goldfish.h), so a passage drops the
- * same tokens wherever the windows cut it. */
+/* The step's sequences and their loss weights: instruction data's (0 on
+ * prompt tokens) times, with the goldfish loss, its mask, hashed over the
+ * stream around each sequence (memo/goldfish.h), so a passage drops the same
+ * tokens wherever the windows cut it. */
 void ax_run_load_step(ax_run *r, int step) {
     const ax_train_opts *o = r->o;
-    int ctx = o->goldfish_h - 1;
+    int ctx = o->goldfish_k ? o->goldfish_h - 1 : 0;
     for (int a = 0; a < o->grad_accum; a++)
         for (int b = 0; b < r->Bl; b++) {
             size_t i = (size_t)a * r->Bl + b;
             int32_t *seq = r->seqs + i * (o->seq + 1);
+            float *w = r->weights ? r->weights + i * o->seq : NULL;
             int64_t pos = ax_seq_pos(&r->g, o->batch, o->grad_accum, step, a, b);
-            if (!r->weights) { ax_source_get(&r->data, pos, 0, seq); continue; }
-            int have = ax_source_get(&r->data, pos, ctx, r->window);
-            ax_goldfish_mask(r->window + ctx, have, o->seq, o->goldfish_k, o->goldfish_h, r->weights + i * o->seq);
+            int have = ax_source_get(&r->data, pos, ctx, o->goldfish_k ? r->window : seq);
+            int weighted = w && ax_source_weights(&r->data, pos, w);
+            if (!o->goldfish_k) continue;
+            ax_goldfish_mask(r->window + ctx, have, o->seq, o->goldfish_k, o->goldfish_h, weighted ? r->mask : w);
+            for (int t = 0; weighted && t < o->seq; t++) w[t] *= r->mask[t];
             memcpy(seq, r->window + ctx, (o->seq + 1) * sizeof(int32_t));
         }
 }
@@ -395,7 +410,7 @@ void ax_run_teardown(ax_run *r) {
     ax_source_close(&r->data); ax_source_close(&r->val);
     ax_adamw_free(&r->opt);
     if (r->m.p) ax_gpt_free(&r->m);
-    free(r->seqs); free(r->scratch); free(r->weights); free(r->window);
+    free(r->seqs); free(r->scratch); free(r->weights); free(r->window); free(r->mask);
     if (r->g.world) ax_grid_free(&r->g);
 }
 
