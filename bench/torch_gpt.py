@@ -42,6 +42,8 @@ def parse_args():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--timed", type=int, default=8, help="average the last N steps (default 8)")
     p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"],
+                   help="bf16: the forward under torch.autocast('cpu', dtype=torch.bfloat16), fp32 master weights")
     p.add_argument("--omp-wait-policy", default=None, choices=["passive", "active", "env"],
                    help="OMP_WAIT_POLICY for torch's OpenMP pool (default: passive unless the environment "
                         "sets it; 'env' leaves the environment alone). Debian's torch calls the pthread build "
@@ -155,7 +157,8 @@ def main():
         t0 = time.perf_counter()
         tok = torch.randint(0, a.vocab, (a.batch, a.seq + 1), generator=gen)
         opt.zero_grad(set_to_none=True)
-        loss = model(tok[:, :-1], tok[:, 1:])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.dtype == "bf16"):
+            loss = model(tok[:, :-1], tok[:, 1:])
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -168,6 +171,7 @@ def main():
     nparams = sum(p.numel() for p in model.parameters())
     out = {
         "impl": "pytorch",
+        "dtype": a.dtype,
         "ms_per_step": round(dt * 1e3, 2),
         "tokens_per_s": round(a.batch * a.seq / dt, 1),
         "model_gflops": round(flops / dt / 1e9, 3),

@@ -22,6 +22,15 @@ static inline double ax_t_reldiff(const float *a, const float *b, long n) {
     return sqrt(num) / (den > 1e-30 ? sqrt(den) : 1.0);
 }
 
+/* dir/name, in one of 4 rotating buffers (so up to 4 may be used in one call) */
+static inline const char *ax_t_join(const char *dir, const char *name) {
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
 static inline const char *ax_t_data(void) {
     const char *d = getenv("AXONN_TEST_DATA");
     return d ? d : "tests/fixtures";

@@ -3,6 +3,7 @@
  * steps with warm-up, cosine decay and clipping. Runs on any grid given as
  * "--grid D,X,Y,Z" and must give the serial (PyTorch) numbers on every one. */
 #include "test.h"
+#include "model_check.h"
 #include "model/gpt.h"
 #include "train/optim.h"
 #include "memo/goldfish.h"
@@ -30,22 +31,8 @@ static double key_bias_err(const float *got, const float *ref) {
     return e;
 }
 
-/* norm-wise relative difference of a flat vector against a reference, per
- * parameter, each logical element counted once; returns the worst */
 static double worst_param_diff(const float *got, const float *ref, float *tmp, const char **worst) {
-    double w = 0;
-    for (int i = 0; i < m.np; i++) {
-        ax_param *p = &m.p[i];
-        for (int64_t k = 0; k < m.n_local; k++) tmp[k] = 0;
-        for (int64_t k = 0; k < p->numel; k++)
-            tmp[p->offset + k] = is_key_bias(p, k) ? 0.0f : got[p->offset + k] - ref[p->offset + k];
-        double dn = ax_gpt_sumsq(&m, tmp);
-        for (int64_t k = 0; k < p->numel; k++) tmp[p->offset + k] = is_key_bias(p, k) ? 0.0f : ref[p->offset + k];
-        double rn = ax_gpt_sumsq(&m, tmp);
-        double r = sqrt(dn) / (rn > 1e-30 ? sqrt(rn) : 1.0);
-        if (r > w) { w = r; *worst = p->name; }
-    }
-    return w;
+    return ax_t_worst_param_diff(&m, got, ref, tmp, is_key_bias, worst);
 }
 
 int main(int argc, char **argv) {

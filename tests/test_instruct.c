@@ -13,21 +13,9 @@
 
 static char dir[64];
 
-static const char *at(const char *name) {
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
-}
+static const char *at(const char *name) { return ax_t_join(dir, name); }
 
-static const char *fixture(const char *name) {
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", ax_t_data(), name);
-    return buf[k];
-}
+static const char *fixture(const char *name) { return ax_t_join(ax_t_data(), name); }
 
 static void write_file(const char *path, const char *s) {
     FILE *f = fopen(path, "wb");

@@ -6,6 +6,7 @@
  * with Llama-3 scaling and a vocabulary no grid divides. Then greedy KV-cache
  * decoding must pick the tokens a full forward picks. */
 #include "test.h"
+#include "model_check.h"
 #include "model/gpt.h"
 #include "model/gpt_decode.h"
 #include "train/optim.h"
@@ -13,22 +14,6 @@
 
 static ax_gpt m;
 static ax_grid g;
-
-/* norm-wise relative difference per parameter, each logical element once; the worst */
-static double worst_param_diff(const float *got, const float *ref, float *tmp, const char **worst) {
-    double w = 0;
-    for (int i = 0; i < m.np; i++) {
-        ax_param *p = &m.p[i];
-        if (!p->present) continue;
-        memset(tmp, 0, m.n_local * sizeof(float));
-        for (int64_t k = 0; k < p->numel; k++) tmp[p->offset + k] = got[p->offset + k] - ref[p->offset + k];
-        double dn = ax_gpt_sumsq(&m, tmp);
-        for (int64_t k = 0; k < p->numel; k++) tmp[p->offset + k] = ref[p->offset + k];
-        double rn = ax_gpt_sumsq(&m, tmp), r = sqrt(dn) / (rn > 1e-30 ? sqrt(rn) : 1.0);
-        if (r > w) { w = r; *worst = p->name; }
-    }
-    return w;
-}
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -88,7 +73,7 @@ int main(int argc, char **argv) {
     float *want = ax_calloc(m.n_local, sizeof(float)), *tmp = ax_malloc(m.n_local * sizeof(float));
     if (ax_gpt_read_flat(&m, &ref, "grad.", want)) ax_err_exit(0);
     const char *worst = "";
-    double gd = worst_param_diff(m.grads, want, tmp, &worst);
+    double gd = ax_t_worst_param_diff(&m, m.grads, want, tmp, NULL, &worst);
     CHECK(gd < 1e-4, "gradient rel diff %.3g (worst %s)", gd, worst);
     if (g.rank == 0)
         printf("grid %d,%d,%d,%d: logits %.2g, loss %.8f (transformers %.8f), worst gradient %.2g (%s)\n", g.gd, g.gx,

@@ -23,13 +23,7 @@
 
 static char dir[64];
 
-static const char *at(const char *name) {
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
-}
+static const char *at(const char *name) { return ax_t_join(dir, name); }
 
 static double now(void) {
     struct timespec ts;

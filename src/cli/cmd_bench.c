@@ -49,12 +49,12 @@ static void print_json(const ax_bench_result *b) {
         json_object_set_new(groups, ax_bench_group_names[i], json_real(b->comm_s[i] * 1e3));
         comm += b->comm_s[i];
     }
-    json_t *j = json_pack("{s:i, s:[i,i,i,i], s:i, s:{s:i, s:i, s:i, s:i, s:i}, s:i, s:i, s:i, s:s, s:i, s:i}",
+    json_t *j = json_pack("{s:i, s:[i,i,i,i], s:i, s:{s:i, s:i, s:i, s:i, s:i}, s:i, s:i, s:i, s:s, s:s, s:i, s:i}",
         "ranks", b->ranks, "grid", b->grid[0], b->grid[1], b->grid[2], b->grid[3], "threads_per_rank", b->threads,
         "model", "n_layer", b->cfg.n_layer, "n_head", b->cfg.n_head, "n_embd", b->cfg.n_embd,
         "n_positions", b->cfg.block_size, "vocab_size", b->cfg.vocab_size,
         "batch", b->batch, "seq", b->seq, "grad_accum", b->grad_accum, "recompute", b->recompute,
-        "iters", b->iters, "timed_iters", b->timed);
+        "dtype", b->dtype, "iters", b->iters, "timed_iters", b->timed);
     json_t *split = json_pack("{s:f, s:f, s:f, s:f, s:f}", "compute", b->compute_s * 1e3, "gemm", b->gemm_s * 1e3,
                               "optimizer", b->optim_s * 1e3, "data", b->data_s * 1e3, "comm_total", comm * 1e3);
     json_object_set_new(split, "comm", groups);
