@@ -70,8 +70,8 @@ static int st_map(ax_st_file *f, const char *path) {
     }
     void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     int e = errno;
-    close(fd);   /* the mapping stays valid without the descriptor */
-    if (m == MAP_FAILED) return AX_ERR("%s: cannot mmap: %s", path, strerror(e));
+    if (m == MAP_FAILED) { close(fd); return AX_ERR("%s: cannot mmap: %s", path, strerror(e)); }
+    f->fd = fd;   /* kept for ax_st_read_f32_at */
     f->map = m;
     f->map_len = (size_t)st.st_size;
     return 0;
@@ -206,7 +206,7 @@ static void st_free_meta(int n, char **k, char **v) {
 }
 
 void ax_st_close(ax_st_file *f) {
-    if (f->map) munmap(f->map, f->map_len);
+    if (f->map) { munmap(f->map, f->map_len); close(f->fd); }
     for (int i = 0; i < f->n; i++) free(f->t[i].name);
     free(f->t);
     st_free_meta(f->n_meta, f->meta_key, f->meta_val);
@@ -245,31 +245,53 @@ static float st_f16_to_f32(uint16_t h) {
     return x;
 }
 
+static int st_is_float(ax_st_dtype t) { return t == AX_ST_F32 || t == AX_ST_F16 || t == AX_ST_BF16; }
+
+int ax_st_expect_float(const ax_st_file *f, const ax_st_tensor *t) {
+    if (st_is_float(t->dtype)) return 0;
+    return AX_ERR("%s: tensor '%s': dtype %s cannot be read as floats (expected F32, F16 or BF16)",
+                  f->path, t->name, ax_st_dtype_name(t->dtype));
+}
+
+/* n little-endian values of a float dtype at p into dst. dst may overlap p
+ * when p starts at dst's byte (n * 4 - n * size): element i is read before
+ * dst[i] is written, and dst[i] ends before element i + 1 begins. */
+static void st_to_f32(ax_st_dtype dt, const unsigned char *p, float *dst, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t b;
+        if (dt == AX_ST_F32) { b = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; p += 4; }
+        else if (dt == AX_ST_BF16) { b = ((uint32_t)p[0] | (uint32_t)p[1] << 8) << 16; p += 2; }   /* a float's upper half */
+        else { float x = st_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); memcpy(&b, &x, 4); p += 2; }
+        memcpy(&dst[i], &b, 4);
+    }
+}
+
 int ax_st_read_f32(const ax_st_file *f, const ax_st_tensor *t, float *dst, int64_t n) {
     if (n != t->numel)
         return AX_ERR("%s: tensor '%s': destination holds %" PRId64 " floats, tensor has %" PRId64 " elements",
                       f->path, t->name, n, t->numel);
-    const unsigned char *p = ax_st_data(f, t);
-    switch (t->dtype) {
-    case AX_ST_F32:
-        for (int64_t i = 0; i < n; i++, p += 4) {
-            uint32_t b = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-            memcpy(&dst[i], &b, 4);
-        }
-        return 0;
-    case AX_ST_F16:
-        for (int64_t i = 0; i < n; i++, p += 2) dst[i] = st_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
-        return 0;
-    case AX_ST_BF16:   /* bf16 is the upper half of a float */
-        for (int64_t i = 0; i < n; i++, p += 2) {
-            uint32_t b = ((uint32_t)p[0] | (uint32_t)p[1] << 8) << 16;
-            memcpy(&dst[i], &b, 4);
-        }
-        return 0;
-    default:
-        return AX_ERR("%s: tensor '%s': dtype %s cannot be read as floats (expected F32, F16 or BF16)",
-                      f->path, t->name, ax_st_dtype_name(t->dtype));
+    AX_TRY(ax_st_expect_float(f, t));
+    st_to_f32(t->dtype, ax_st_data(f, t), dst, n);
+    return 0;
+}
+
+int ax_st_read_f32_at(const ax_st_file *f, const ax_st_tensor *t, int64_t first, int64_t n, float *dst) {
+    if (first < 0 || n < 0 || first > t->numel - n)
+        return AX_ERR("%s: tensor '%s': elements [%" PRId64 ", %" PRId64 ") outside its %" PRId64,
+                      f->path, t->name, first, first + n, t->numel);
+    AX_TRY(ax_st_expect_float(f, t));
+    size_t es = ax_st_dtype_size(t->dtype), len = (size_t)n * es;
+    /* read into the tail of dst and widen in place: no staging buffer */
+    unsigned char *raw = (unsigned char *)dst + (size_t)n * 4 - len;
+    off_t off = (off_t)(f->data_start + t->begin + (uint64_t)first * es);
+    for (size_t got = 0; got < len;) {
+        ssize_t r = pread(f->fd, raw + got, len - got, off + (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return AX_ERR("%s: tensor '%s': cannot read: %s", f->path, t->name, r < 0 ? strerror(errno) : "file shrank");
+        got += (size_t)r;
     }
+    st_to_f32(t->dtype, raw, dst, n);
+    return 0;
 }
 
 int ax_st_expect(const ax_st_file *f, const ax_st_tensor *t, ax_st_dtype dt, int ndim, const int64_t *shape) {

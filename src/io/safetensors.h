@@ -10,7 +10,12 @@
  *   if (ax_st_open(&f, "model.safetensors") != 0) ax_err_exit(1);
  *   const ax_st_tensor *t = ax_st_find(&f, "wte.weight");
  *   ax_st_read_f32(&f, t, buf, t->numel);   // F32, F16 or BF16 -> float
+ *   ax_st_read_f32_at(&f, t, first, n, buf); // elements [first, first+n) only
  *   ax_st_close(&f);
+ *
+ * A Hugging Face checkpoint may be split over several files named by
+ * model.safetensors.index.json ({"weight_map": {"tensor": "shard file"}});
+ * ax_st_set opens either form and finds each tensor in its file.
  *
  * Writing is two-phase so that tensors can be streamed one at a time (e.g. as
  * they are gathered from the ranks): declare every tensor, then write each one's
@@ -38,6 +43,7 @@ typedef struct {
 typedef struct {
     char *path;
     unsigned char *map; size_t map_len;
+    int fd;                      /* open while map is: ranged reads use pread */
     size_t data_start;           /* 8 + header length */
     int n; ax_st_tensor *t;      /* in file order of data_offsets */
     int n_meta; char **meta_key, **meta_val;
@@ -51,8 +57,32 @@ const void *ax_st_data(const ax_st_file *f, const ax_st_tensor *t);
 /* Converts F32/F16/BF16 to float; fails (naming file and tensor) for other
  * dtypes or when n != t->numel. */
 int ax_st_read_f32(const ax_st_file *f, const ax_st_tensor *t, float *dst, int64_t n);
+/* Elements [first, first + n) of t as floats, reading only their bytes with
+ * pread (nothing else of the file is touched, so a rank loading its shards
+ * does not page in whole tensors). */
+int ax_st_read_f32_at(const ax_st_file *f, const ax_st_tensor *t, int64_t first, int64_t n, float *dst);
+/* Fails naming file and tensor unless t converts to floats (F32, F16, BF16). */
+int ax_st_expect_float(const ax_st_file *f, const ax_st_tensor *t);
 /* Checks dtype/shape: fails with a message naming file, tensor, expected and found. */
 int ax_st_expect(const ax_st_file *f, const ax_st_tensor *t, ax_st_dtype dt, int ndim, const int64_t *shape);
+
+/* A checkpoint of one file or of shards under an index (above). For an
+ * index, every shard it names is opened and every tensor it maps must be in
+ * its shard, so lookups after open cannot fail on a broken checkpoint. */
+typedef struct {
+    char *path;                  /* the .safetensors or the .index.json, for messages */
+    int nfiles; ax_st_file *files;
+    int owned;                   /* 0: a view of one file the caller opened */
+    int n; char **names; int *file_of;   /* the weight_map; n = 0 for one file */
+} ax_st_set;
+
+int ax_st_set_open(ax_st_set *s, const char *path);   /* *.index.json: shards; else one file */
+void ax_st_set_view(ax_st_set *s, ax_st_file *f);    /* one open file, not owned */
+void ax_st_set_close(ax_st_set *s);
+/* The tensor called name and its file (*file), or NULL if absent. */
+const ax_st_tensor *ax_st_set_find(const ax_st_set *s, const char *name, const ax_st_file **file);
+/* 1 if path names an index (ends in .index.json) */
+int ax_st_is_index(const char *path);
 
 typedef struct {
     ax_outfile out;

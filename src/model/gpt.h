@@ -152,6 +152,9 @@ double ax_gpt_sumsq(ax_gpt *m, const float *flat);
  * prefix + p->name is read into / written from the flat vector (params or an
  * optimizer state). Reads accept an extra "transformer." prefix. */
 int ax_gpt_read_flat(ax_gpt *m, const ax_st_file *f, const char *prefix, float *flat);
+/* The same from a checkpoint of one file or shards. Each rank reads only the
+ * bytes of its own shards of each tensor (F32, F16 or BF16). */
+int ax_gpt_read_set(ax_gpt *m, const ax_st_set *set, const char *prefix, float *flat);
 /* Collective: gathers to world rank 0, which declares/writes the tensors. */
 void ax_gpt_declare(ax_gpt *m, ax_st_writer *w, const char *prefix);
 int ax_gpt_write_flat(ax_gpt *m, ax_st_writer *w, const float *flat);
@@ -159,9 +162,10 @@ int ax_gpt_write_flat(ax_gpt *m, ax_st_writer *w, const float *flat);
 /* config.json (Hugging Face GPT2Config keys) */
 int ax_gpt_config_read(ax_gpt_config *c, const char *path);
 int ax_gpt_config_write(const ax_gpt_config *c, const char *path);
-/* Where a model given by path lives: a directory holds model.safetensors and
- * config.json (as Hugging Face save_pretrained writes them); a file is the
- * safetensors, config.json beside it. */
+/* Where a model given by path lives: a directory holds model.safetensors, or
+ * model.safetensors.index.json and its shards, and config.json (as Hugging
+ * Face save_pretrained writes them); a file is the safetensors or the index,
+ * config.json beside it. */
 void ax_gpt_model_paths(const char *path, char *st, char *cfg, size_t n);
 /* the safetensors of a model path (above) into the parameters */
 int ax_gpt_load(ax_gpt *m, const char *path);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/stat.h>
 
 /* HF shape of a parameter (or of its source tensor of `rows` rows): GPT-2
@@ -36,32 +37,127 @@ static void transpose(float *dst, const float *src, int64_t r, int64_t c) {
         for (int64_t j = 0; j < c; j++) dst[j * r + i] = src[i * c + j];
 }
 
-int ax_gpt_read_flat(ax_gpt *m, const ax_st_file *f, const char *prefix, float *flat) {
-    int64_t cap = max_logical(m);
-    float *buf = ax_malloc(cap * sizeof(float)), *tbuf = ax_malloc(cap * sizeof(float));
-    const char *arch = m->cfg.arch == AX_ARCH_LLAMA ? "Llama" : "GPT-2";
-    int rc = 0;
-    for (int i = 0; i < m->np && rc == 0; i++) {
-        ax_param *p = &m->p[i];
-        if (!p->present) continue;
-        for (int s = 0, row0 = 0; s < n_files(p) && rc == 0; row0 += (int)file_rows(p, s), s++) {
-            char name[160];
-            snprintf(name, sizeof name, "%s%s", prefix, file_name(p, s));
-            const ax_st_tensor *t = ax_st_find(f, name);
-            if (!t) { snprintf(name, sizeof name, "transformer.%s%s", prefix, file_name(p, s)); t = ax_st_find(f, name); }
-            if (!t) { rc = AX_ERR("%s: tensor '%s%s' missing (expected a %s checkpoint with Hugging Face names)",
-                                  f->path, prefix, file_name(p, s), arch); break; }
-            int64_t shape[2], rows = file_rows(p, s), n = rows * p->shard.cols;
-            int nd = hf_shape(p, rows, shape);
-            if (ax_st_expect(f, t, t->dtype, nd, shape) != 0) { rc = -1; break; }
-            float *dst = buf + row0 * p->shard.cols;
-            if (ax_st_read_f32(f, t, p->hf_transposed ? tbuf : dst, n) != 0) { rc = -1; break; }
-            if (p->hf_transposed) transpose(dst, tbuf, p->shard.cols, rows);
-        }
-        if (rc == 0) ax_shard_extract(&p->shard, m->g, buf, flat + p->offset);
+/* The file tensors a parameter is read from, found and checked before any
+ * data is read; source s holds logical rows [row0[s], row0[s + 1]). */
+typedef struct {
+    const ax_st_file *f[3];
+    const ax_st_tensor *t[3];
+    int64_t row0[4];
+} src_tensors;
+
+static int find_sources(const ax_param *p, const ax_st_set *set, const char *prefix, const char *arch, src_tensors *src) {
+    src->row0[0] = 0;
+    for (int s = 0; s < n_files(p); s++) {
+        char name[200];
+        snprintf(name, sizeof name, "%s%s", prefix, file_name(p, s));
+        const ax_st_tensor *t = ax_st_set_find(set, name, &src->f[s]);
+        if (!t) { snprintf(name, sizeof name, "transformer.%s%s", prefix, file_name(p, s)); t = ax_st_set_find(set, name, &src->f[s]); }
+        if (!t) return AX_ERR("%s: tensor '%s%s' missing (expected a %s checkpoint with Hugging Face names)",
+                              set->path, prefix, file_name(p, s), arch);
+        int64_t shape[2], rows = file_rows(p, s);
+        int nd = hf_shape(p, rows, shape);
+        AX_TRY(ax_st_expect(src->f[s], t, t->dtype, nd, shape));
+        AX_TRY(ax_st_expect_float(src->f[s], t));
+        src->t[s] = t;
+        src->row0[s + 1] = src->row0[s] + rows;
     }
-    free(buf); free(tbuf);
+    return 0;
+}
+
+static int src_of_row(const ax_param *p, const src_tensors *src, int64_t r) {
+    int s = 0;
+    while (s + 1 < n_files(p) && r >= src->row0[s + 1]) s++;
+    return s;
+}
+
+/* Local elements i .. i+k-1 of this rank are the logical elements *j ..
+ * *j+k-1, all in one logical row (*j = -1: all padding). Found element by
+ * element from ax_shard_logical_index, so it holds for every layout. */
+static int64_t local_run(const ax_shard *sh, const ax_grid *g, int64_t i, int64_t n, int64_t *j) {
+    *j = ax_shard_logical_index(sh, g, g->x, g->y, g->z, i);
+    int64_t k = 1, row_end = *j < 0 ? INT64_MAX : (*j / sh->cols + 1) * sh->cols;
+    for (; i + k < n && (*j < 0 || *j + k < row_end); k++) {
+        int64_t jk = ax_shard_logical_index(sh, g, g->x, g->y, g->z, i + k);
+        if (*j < 0 ? jk >= 0 : jk != *j + k) break;
+    }
+    return k;
+}
+
+/* Row-major file tensors ([out, in] or vectors): each local run is one byte
+ * range of a file; runs that continue each other in both the local shard
+ * and the file become one read. */
+static int read_rows(const ax_param *p, const ax_grid *g, const src_tensors *src, float *local) {
+    const ax_shard *sh = &p->shard;
+    int64_t n = ax_shard_numel(sh, g), pi = 0, pn = 0, pe = 0;   /* pending: local [pi, pi+pn) = file [pe, pe+pn) */
+    int ps = 0;
+    for (int64_t i = 0, k, j; i < n; i += k) {
+        k = local_run(sh, g, i, n, &j);
+        if (j < 0) { memset(local + i, 0, (size_t)k * sizeof(float)); continue; }
+        int64_t r = j / sh->cols;
+        int s = src_of_row(p, src, r);
+        int64_t e = (r - src->row0[s]) * sh->cols + j % sh->cols;
+        if (pn && s == ps && pi + pn == i && pe + pn == e) { pn += k; continue; }
+        if (pn) AX_TRY(ax_st_read_f32_at(src->f[ps], src->t[ps], pe, pn, local + pi));
+        pi = i; pn = k; pe = e; ps = s;
+    }
+    return pn ? ax_st_read_f32_at(src->f[ps], src->t[ps], pe, pn, local + pi) : 0;
+}
+
+/* GPT-2 Conv1D weights are stored [in, out]: a local run along a logical row
+ * is strided in the file. The rank's logical rows R and column span
+ * [cmin, cmax) are read instead as, for each file row c in the span, the
+ * intervals of R (contiguous there): a buffer the size of the local block
+ * (plus the partial rows of a Z chunk), never the whole tensor. */
+static int read_transposed(const ax_param *p, const ax_grid *g, const src_tensors *src, float *local) {
+    const ax_shard *sh = &p->shard;
+    int64_t n = ax_shard_numel(sh, g), rows = sh->rows, cmin = sh->cols, cmax = 0, nq = 0;
+    int64_t *q = ax_malloc((size_t)rows * sizeof(int64_t));   /* logical row -> its place in the buffer, or -1 */
+    for (int64_t r = 0; r < rows; r++) q[r] = -1;
+    for (int64_t i = 0, k, j; i < n; i += k) {
+        k = local_run(sh, g, i, n, &j);
+        if (j < 0) continue;
+        q[j / sh->cols] = 0;
+        if (j % sh->cols < cmin) cmin = j % sh->cols;
+        if (j % sh->cols + k > cmax) cmax = j % sh->cols + k;
+    }
+    for (int64_t r = 0; r < rows; r++)
+        if (q[r] == 0) q[r] = nq++;
+    int64_t w = cmax > cmin ? cmax - cmin : 0;
+    float *b = ax_malloc((size_t)(nq * w > 0 ? nq * w : 1) * sizeof(float));
+    int rc = 0;
+    for (int64_t c = cmin; c < cmax && rc == 0; c++)
+        for (int64_t r = 0, end; r < rows && rc == 0; r = end) {
+            if (q[r] < 0) { end = r + 1; continue; }
+            int s = src_of_row(p, src, r);
+            for (end = r; end < rows && q[end] >= 0 && end < src->row0[s + 1]; end++) {}
+            int64_t srows = src->row0[s + 1] - src->row0[s];
+            rc = ax_st_read_f32_at(src->f[s], src->t[s], c * srows + (r - src->row0[s]), end - r, b + (c - cmin) * nq + q[r]);
+        }
+    for (int64_t i = 0, k, j; i < n && rc == 0; i += k) {
+        k = local_run(sh, g, i, n, &j);
+        for (int64_t t = 0; t < k; t++)
+            local[i + t] = j < 0 ? 0.0f : b[(j % sh->cols + t - cmin) * nq + q[j / sh->cols]];
+    }
+    free(q); free(b);
     return rc;
+}
+
+int ax_gpt_read_set(ax_gpt *m, const ax_st_set *set, const char *prefix, float *flat) {
+    const char *arch = m->cfg.arch == AX_ARCH_LLAMA ? "Llama" : "GPT-2";
+    for (int i = 0; i < m->np; i++) {
+        const ax_param *p = &m->p[i];
+        if (!p->present) continue;
+        src_tensors src;
+        AX_TRY(find_sources(p, set, prefix, arch, &src));
+        AX_TRY((p->hf_transposed ? read_transposed : read_rows)(p, m->g, &src, flat + p->offset));
+    }
+    return 0;
+}
+
+int ax_gpt_read_flat(ax_gpt *m, const ax_st_file *f, const char *prefix, float *flat) {
+    ax_st_set s;
+    ax_st_set_view(&s, (ax_st_file *)f);   /* read only: the set API takes files as it opens them */
+    return ax_gpt_read_set(m, &s, prefix, flat);
 }
 
 void ax_gpt_declare(ax_gpt *m, ax_st_writer *w, const char *prefix) {
@@ -246,7 +342,12 @@ int ax_gpt_config_write(const ax_gpt_config *c, const char *path) {
 void ax_gpt_model_paths(const char *path, char *st, char *cfg, size_t n) {
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        /* one file if there is one, else the shards' index (save_pretrained writes either) */
         snprintf(st, n, "%s/model.safetensors", path);
+        if (!ax_file_exists(st)) {
+            snprintf(st, n, "%s/model.safetensors.index.json", path);
+            if (!ax_file_exists(st)) snprintf(st, n, "%s/model.safetensors", path);   /* named by the error */
+        }
         snprintf(cfg, n, "%s/config.json", path);
         return;
     }
@@ -256,11 +357,11 @@ void ax_gpt_model_paths(const char *path, char *st, char *cfg, size_t n) {
 }
 
 int ax_gpt_load(ax_gpt *m, const char *path) {
-    ax_st_file f;
+    ax_st_set s;
     char st[4200], cfg[4200];
     ax_gpt_model_paths(path, st, cfg, sizeof st);
-    AX_TRY(ax_st_open(&f, st));
-    int rc = ax_gpt_read_flat(m, &f, "", m->params);
-    ax_st_close(&f);
+    AX_TRY(ax_st_set_open(&s, st));
+    int rc = ax_gpt_read_set(m, &s, "", m->params);
+    ax_st_set_close(&s);
     return rc;
 }
