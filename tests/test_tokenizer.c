@@ -11,6 +11,7 @@
  * times training 8,192 merges on the fortunes corpus. */
 #define _GNU_SOURCE
 #include "test.h"
+#include "texts.h"
 #include "data/tokenizer.h"
 #include "util/err.h"
 #include "util/rng.h"
@@ -38,33 +39,11 @@ static void write_file(const char *path, const char *s) {
 
 /* ---- fixtures ---- */
 
-typedef struct { char **s; size_t *len; int n; } texts;
-
 static int load_texts(texts *t) {
     char path[512];
     snprintf(path, sizeof path, "%s/tokenizer/texts.jsonl", ax_t_data());
-    FILE *f = fopen(path, "rb");
-    if (!f) return -1;
-    char *line = NULL;
-    size_t cap = 0;
     memset(t, 0, sizeof *t);
-    while (getline(&line, &cap, f) > 0) {
-        json_error_t je;
-        json_t *o = json_loads(line, 0, &je);
-        json_t *s = json_object_get(o, "text");
-        if (json_is_string(s)) {
-            t->s = realloc(t->s, (t->n + 1) * sizeof *t->s);
-            t->len = realloc(t->len, (t->n + 1) * sizeof *t->len);
-            t->len[t->n] = json_string_length(s);
-            t->s[t->n] = malloc(t->len[t->n] + 1);
-            memcpy(t->s[t->n], json_string_value(s), t->len[t->n] + 1);
-            t->n++;
-        }
-        json_decref(o);
-    }
-    free(line);
-    fclose(f);
-    return 0;
+    return ax_t_load_texts(t, path);
 }
 
 static int same_ids(const ax_ids *a, json_t *ref) {

@@ -10,6 +10,7 @@
  * tests/ref/check_tokenizer_json.py. */
 #define _GNU_SOURCE
 #include "test.h"
+#include "texts.h"
 #include "data/tokenizer.h"
 #include "data/tokenizer_impl.h"   /* ax_tk_pieces, to see the pieces */
 #include "util/err.h"
@@ -23,29 +24,8 @@ static const char *at(const char *name) { return ax_t_join(dir, name); }
 
 static const char *fixture(const char *name) { return ax_t_join(ax_t_data(), name); }
 
-typedef struct { char **s; size_t *len; int n; } texts;
-
 static void load_texts(texts *t, const char *path) {
-    FILE *f = fopen(path, "rb");
-    CHECK(f != NULL, "cannot read %s", path);
-    if (!f) return;
-    char *line = NULL;
-    size_t cap = 0;
-    while (getline(&line, &cap, f) > 0) {
-        json_t *o = json_loads(line, 0, NULL);
-        json_t *s = json_object_get(o, "text");
-        if (json_is_string(s)) {
-            t->s = realloc(t->s, (t->n + 1) * sizeof *t->s);
-            t->len = realloc(t->len, (t->n + 1) * sizeof *t->len);
-            t->len[t->n] = json_string_length(s);
-            t->s[t->n] = malloc(t->len[t->n] + 1);
-            memcpy(t->s[t->n], json_string_value(s), t->len[t->n] + 1);
-            t->n++;
-        }
-        json_decref(o);
-    }
-    free(line);
-    fclose(f);
+    CHECK(ax_t_load_texts(t, path) == 0, "cannot read %s", path);
 }
 
 static int same_ids(const ax_ids *a, const int32_t *pre, size_t npre, json_t *ref) {
