@@ -37,17 +37,8 @@ static double worst_param_diff(const float *got, const float *ref, float *tmp, c
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
-    int dims[4] = {1, 1, 1, 1};
-    if (argc > 2 && strcmp(argv[1], "--grid") == 0 && ax_grid_parse(argv[2], dims)) ax_err_exit(1);
-    if (ax_grid_init(&g, MPI_COMM_WORLD, dims[0], dims[1], dims[2], dims[3])) ax_err_exit(1);
-    char path[1024], dir[900];
-    snprintf(dir, sizeof dir, "%s/gpt_tiny", ax_t_data());
-    ax_gpt_config cfg;
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    if (ax_gpt_config_read(&cfg, path)) ax_err_exit(0);
-    if (ax_gpt_init(&m, &cfg, &g)) ax_err_exit(1);
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if (ax_gpt_load(&m, path)) ax_err_exit(0);
+    char path[1300], dir[1024];
+    ax_gpt_config cfg = ax_t_open_fixture(argc, argv, "gpt_tiny", &g, &m, dir, sizeof dir);
     float *init = ax_malloc(m.n_local * sizeof(float));
     memcpy(init, m.params, m.n_local * sizeof(float));
 

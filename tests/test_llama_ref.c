@@ -17,20 +17,11 @@ static ax_grid g;
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
-    int dims[4] = {1, 1, 1, 1};
-    if (argc > 2 && strcmp(argv[1], "--grid") == 0 && ax_grid_parse(argv[2], dims)) ax_err_exit(1);
-    if (ax_grid_init(&g, MPI_COMM_WORLD, dims[0], dims[1], dims[2], dims[3])) ax_err_exit(1);
-    char path[1024], dir[900];
-    snprintf(dir, sizeof dir, "%s/llama_tiny", ax_t_data());
-    ax_gpt_config cfg;
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    if (ax_gpt_config_read(&cfg, path)) ax_err_exit(0);
+    char path[1300], dir[1024];
+    ax_gpt_config cfg = ax_t_open_fixture(argc, argv, "llama_tiny", &g, &m, dir, sizeof dir);
     CHECK(cfg.arch == AX_ARCH_LLAMA && cfg.n_kv_head == 2 && cfg.n_inner == 80 && cfg.untied && cfg.rope_factor == 4,
           "config.json read as arch %d, kv heads %d, inner %d, untied %d, rope factor %g", cfg.arch, cfg.n_kv_head,
           cfg.n_inner, cfg.untied, cfg.rope_factor);
-    if (ax_gpt_init(&m, &cfg, &g)) ax_err_exit(1);
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if (ax_gpt_load(&m, path)) ax_err_exit(0);
 
     ax_st_file ref;
     snprintf(path, sizeof path, "%s/ref.safetensors", dir);
