@@ -97,12 +97,14 @@ static void test_memory(void) {
         for (int rc = 0; rc < 3; rc++) {
             const int *g = grids[t];
             j.recompute = rc;
+            j.ov_flags = rc == 1 ? 0 : 15; j.keep_gathered = rc == 2;   /* overlap buffers: none, all, all kept */
             ax_plan_cost c;
             ax_plan_estimate(&j, g, &mc, &c);
             ax_grid fg; ax_gpt m;
             fake_grid(&fg, g);
             CHECK(ax_gpt_init(&m, &j.cfg, &fg) == 0, "init: %s", ax_err_msg());
             ax_gpt_set_recompute(&m, (ax_recompute)rc);
+            ax_gpt_set_overlap(&m, j.ov_flags, j.keep_gathered, 0);
             int Bl = j.batch / (g[0] * g[3]);
             ax_gpt_alloc_acts(&m, Bl, j.seq);
             /* the planner leaves out the attention kernel's per-thread scratch */

@@ -48,6 +48,13 @@ typedef struct { const char *preset, *arch; ax_gpt_config c; } ax_cli_model_flag
     {"vocab-size", AX_OPT_INT, &(f).c.vocab_size, "N", "vocabulary size", AX_RANGE('[',1,16777216,']')}, \
     {"untied", AX_OPT_FLAG, &(f).c.untied, NULL, "llama: an LM head of its own, not the token table"}, \
     {"rope-theta", AX_OPT_DOUBLE, &(f).c.rope_theta, "X", "llama: rotary base (default 10000)", AX_RANGE('(',0,1e12,']')}
+/* How a step runs, shared by train and bench (o: an ax_train_opts). */
+#define AX_CLI_STEP_OPTS(o) \
+    {"dtype", AX_OPT_STR, &(o).dtype, "TYPE", "GEMM input precision: fp32 (default) or bf16 (fp32 accumulation, master weights, optimizer and reductions)"}, \
+    {"recompute", AX_OPT_STR, &(o).recompute, "MODE", "activation recomputation: none (default), attn (attention outputs) or block (whole layers)"}, \
+    {"overlap", AX_OPT_STR, &(o).overlap, "LIST", "communication behind compute: all (default), none, or a comma list of oar (dX all-reduce), ors (dW reduce-scatter), oag (weight all-gather prefetch), dp (bucketed data-parallel all-reduce)"}, \
+    {"keep-gathered", AX_OPT_FLAG, &(o).keep_gathered, NULL, "keep the weights gathered over Z from forward to backward (memory for communication)"}, \
+    {"bucket-mb", AX_OPT_DOUBLE, &(o).bucket_mb, "MB", "gradient bucket of the data-parallel all-reduce, MiB (default 25)", AX_RANGE('(',0,1e6,']')}
 /* model = the preset, then --arch and the size flags given. from_file (--init,
  * or --resume of a directory): none may be given, config.json says. */
 int ax_cli_model_options(const ax_opt *opts, const ax_cli_model_flags *f, int from_file, ax_gpt_config *model);

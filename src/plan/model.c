@@ -7,6 +7,7 @@ const char *const ax_plan_group_names[AX_PG_N] = {"X", "Y", "Z", "data", "data_z
 void ax_plan_job_defaults(ax_plan_job *j) {
     memset(j, 0, sizeof *j);
     j->grad_accum = 1; j->act_bytes = 4; j->mem_reserve = 0.1;
+    j->ov_flags = 15;                                  /* AX_OV_ALL, as axonn train */
 }
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -73,7 +74,11 @@ void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machin
     int64_t repl = (int64_t)cf->block_size * Cx + L * (4 * Cx + 3 * Cy + Cx + 4 * Cy + Cx) + 2 * Cx;
     c->n_local = zchunk + repl;
     c->param_bytes = 4.0 * c->n_local;
-    c->ws_bytes = Z > 1 ? 4.0 * (2 * cap + (nw > cap ? nw : cap) + 2 * nw * Z) : 0;
+    /* nn/zcomm.h: gather buffers (1, 2 with prefetch, one per FC kept) in the GEMMs'
+     * dtype, reduce-scatter slots (1, 4 with ORS) of a block and a chunk; the token table's two blocks */
+    int64_t nbuf = j->keep_gathered ? 4 * L : j->ov_flags & 4 ? 2 : 1, slots = j->ov_flags & 2 ? 4 : 1;
+    int64_t chunk = cap / Z > nw ? cap / Z : nw;
+    c->ws_bytes = Z > 1 ? ab * nbuf * cap + 4.0 * (slots * (cap + chunk) + 2 * nw * Z) : 0;
     int64_t wide = 4 * Cy > Cx ? 4 * Cy : Cx;
     int64_t kept = block ? 1 : L, kept_attn = attn ? 1 : L;
     double acts = M * Cx                                               /* encoded */

@@ -32,6 +32,7 @@ typedef struct {
     int recompute;                /* ax_recompute: 0 none, 1 attn, 2 block */
     int act_bytes;                /* bytes per activation element (and per communicated one): 4 fp32, 2 bf16 */
     double overlap;               /* share of communication hidden behind compute (0..1) */
+    int ov_flags, keep_gathered;  /* the trainer's --overlap (AX_OV_*, default all) and --keep-gathered: their buffers */
     double mem_reserve;           /* share of memory kept free for the runtime (default 0.1) */
 } ax_plan_job;
 
