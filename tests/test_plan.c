@@ -197,9 +197,43 @@ static void test_flops(void) {
           ax_model_flops(&ll, 3, 32), 3 * 3 * 32 * fwd);
 }
 
+/* The overlap model: nothing hidden with none; with each overlap something,
+ * never more than the communication or the compute, exposed = total - hidden;
+ * kept gathers drop the backward Z gathers' bytes (forward's stay). */
+static void test_overlap(void) {
+    ax_machine mc;
+    unit_machine(&mc);
+    ax_plan_job j = small_job();
+    int g[4] = {2, 1, 2, 2};
+    ax_plan_cost none, c;
+    j.ov_flags = 0;
+    ax_plan_estimate(&j, g, &mc, &none);
+    CHECK(none.hidden_s == 0 && none.exposed_s == none.comm_total_s, "overlap none hides %g", none.hidden_s);
+    double prev = 0;
+    int sets[] = {1, 2, 4, 8, 15};
+    for (int k = 0; k < 5; k++) {
+        j.ov_flags = sets[k];
+        ax_plan_estimate(&j, g, &mc, &c);
+        CHECK(c.hidden_s > 0 && c.hidden_s <= fmin(c.comm_total_s, c.compute_s) &&
+              fabs(c.exposed_s - (c.comm_total_s - c.hidden_s)) < 1e-12 && c.comm_total_s == none.comm_total_s,
+              "overlap %d: hidden %g of %g (compute %g), exposed %g", sets[k], c.hidden_s, c.comm_total_s, c.compute_s,
+              c.exposed_s);
+        if (sets[k] == 15) CHECK(c.hidden_s >= prev, "all hides less (%g) than dp alone (%g)", c.hidden_s, prev);
+        prev = c.hidden_s;
+    }
+    j.keep_gathered = 1;
+    ax_plan_estimate(&j, g, &mc, &c);
+    double wz = 0;   /* the FC weights' gather per layer and micro-batch, in bytes: one of the two fewer */
+    int64_t C = 32, blk[4] = {3 * C * C / 2, C * C / 2, 4 * C * C / 2, 4 * C * C / 2};   /* / Y */
+    for (int i = 0; i < 4; i++) wz += 0.5 * blk[i] * 4;
+    CHECK(fabs(none.comm_bytes[AX_PG_Z] - c.comm_bytes[AX_PG_Z] - 2 * wz) < 1e-6,
+          "kept gathers: Z bytes %g, expected %g fewer than %g", c.comm_bytes[AX_PG_Z], 2 * wz, none.comm_bytes[AX_PG_Z]);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     test_flops();
+    test_overlap();
     test_volumes();
     test_memory();
     test_rejects_and_ranking();

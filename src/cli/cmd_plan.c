@@ -29,11 +29,11 @@ static json_t *cost_json(const ax_plan_cost *c, double measured) {
         json_object_set_new(b, ax_plan_group_names[i], json_real(c->comm_bytes[i]));
         json_object_set_new(inter, ax_plan_group_names[i], json_boolean(c->inter[i]));
     }
-    json_t *j = json_pack("{s:[i,i,i,i], s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:f, s:f}",
+    json_t *j = json_pack("{s:[i,i,i,i], s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:f, s:f}",
         "grid", c->grid[0], c->grid[1], c->grid[2], c->grid[3], "step_ms", c->step_s * 1e3,
         "compute_ms", c->compute_s * 1e3, "gemm_ms", c->gemm_s * 1e3, "attention_ms", c->attn_s * 1e3,
         "elementwise_ms", c->elem_s * 1e3, "optimizer_ms", c->optim_s * 1e3, "comm_total_ms", c->comm_total_s * 1e3,
-        "comm_exposed_ms", c->exposed_s * 1e3, "params_per_rank", (json_int_t)c->n_local,
+        "comm_hidden_ms", c->hidden_s * 1e3, "comm_exposed_ms", c->exposed_s * 1e3, "params_per_rank", (json_int_t)c->n_local,
         "param_bytes", c->param_bytes, "activation_bytes", c->act_bytes, "workspace_bytes", c->ws_bytes,
         "memory_bytes", c->mem_bytes);
     json_object_set_new(j, "comm_ms", g);

@@ -32,16 +32,23 @@ static int spans(int s, int p, int P, int R) { return p > 1 && P > R && !(s * p 
 
 typedef struct { const ax_machine *m; ax_plan_cost *c; double scale; } ax_acc;   /* scale: repetitions */
 
-static void coll(ax_acc *a, int group, int op, int p, double elems, double bytes_per) {
-    if (p <= 1 || elems <= 0) return;
+/* each returns the seconds it added */
+static double coll(ax_acc *a, int group, int op, int p, double elems, double bytes_per) {
+    if (p <= 1 || elems <= 0) return 0;
     double f = (op == AX_COLL_AR ? 2.0 : 1.0) * (p - 1) / p, bytes = f * elems * bytes_per;
-    a->c->comm_s[group] += a->scale * ax_machine_coll(a->m, op, p, a->c->inter[group], bytes);
+    double t = a->scale * ax_machine_coll(a->m, op, p, a->c->inter[group], bytes);
+    a->c->comm_s[group] += t;
     a->c->comm_bytes[group] += a->scale * bytes;
+    return t;
 }
 
-static void gemm(ax_acc *a, double M, double N, double K) {
-    a->c->gemm_s += a->scale * ax_machine_gemm(a->m, 2.0 * M * N * K);
+static double gemm(ax_acc *a, double M, double N, double K) {
+    double t = a->scale * ax_machine_gemm(a->m, 2.0 * M * N * K);
+    a->c->gemm_s += t;
+    return t;
 }
+
+static double fmin2(double a, double b) { return a < b ? a : b; }
 
 /* one FC layer on one micro-batch of M rows: forward (with_fwd), backward */
 typedef struct { int64_t in, out; int transposed; } ax_fc;
@@ -100,6 +107,14 @@ void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machin
     /* ---- one micro-batch, repeated accum times ---- */
     ax_acc a = {m, c, j->grad_accum};
     double elem = 0;   /* bytes through the elementwise kernels */
+    /* Overlap (model/gpt.h AX_OV_*): a collective left in flight hides behind
+     * the compute it runs with, up to that compute's time: OAG a weight's
+     * gather behind the GEMMs of the weight before it (taken as its own),
+     * OAR the dX all-reduce behind the dW GEMM, ORS the reduce-scatter behind
+     * the next FC's backward GEMMs (taken as its own), DP the gradient
+     * all-reduces behind the backward of the layers still to run. */
+    int oag = j->ov_flags & 4, oar = j->ov_flags & 1, ors = j->ov_flags & 2, dp = j->ov_flags & 8;
+    double hidden = 0, bwd = 0;
     for (int pass = 0; pass < 2; pass++) {
         /* pass 0: forward and backward of every layer; pass 1: the forward rerun of block recomputation (L-1 layers) */
         if (pass == 1 && !block) break;
@@ -110,14 +125,23 @@ void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machin
             int pf = f->transposed ? Y : X, pb = f->transposed ? X : Y;
             double in_l = f->in / (f->transposed ? Y : X), out_l = f->out / (f->transposed ? X : Y);
             double wblk = in_l * out_l;
-            gemm(&a, M, out_l, in_l);
-            coll(&a, AX_PG_Z, AX_COLL_AG, Z, wblk, ab);                  /* gather the weight */
+            double tf = gemm(&a, M, out_l, in_l);
+            if (!(pass && j->keep_gathered)) {                           /* kept from forward: no gather */
+                double tg = coll(&a, AX_PG_Z, AX_COLL_AG, Z, wblk, ab);  /* gather the weight */
+                if (oag) hidden += fmin2(tg, tf);
+            }
             coll(&a, fx, AX_COLL_AR, pf, M * out_l, ab);                /* forward partial sums */
             if (pass) continue;
-            gemm(&a, M, in_l, out_l); gemm(&a, out_l, in_l, M);         /* dX, dW */
-            coll(&a, AX_PG_Z, AX_COLL_AG, Z, wblk, ab);                  /* gathered again */
-            coll(&a, bx, AX_COLL_AR, pb, M * in_l, ab);                 /* dX partial sums */
-            coll(&a, AX_PG_Z, AX_COLL_RS, Z, wblk, 4);                  /* dW to its chunk owner */
+            double tdx = gemm(&a, M, in_l, out_l), tdw = gemm(&a, out_l, in_l, M);   /* dX, dW */
+            bwd += tdx + tdw;
+            if (!j->keep_gathered) {
+                double tg = coll(&a, AX_PG_Z, AX_COLL_AG, Z, wblk, ab);  /* gathered again */
+                if (oag) hidden += fmin2(tg, tdx + tdw);
+            }
+            double tar = coll(&a, bx, AX_COLL_AR, pb, M * in_l, ab);    /* dX partial sums */
+            if (oar) hidden += fmin2(tar, tdw);
+            double trs = coll(&a, AX_PG_Z, AX_COLL_RS, Z, wblk, 4);     /* dW to its chunk owner */
+            if (ors) hidden += fmin2(trs, tdx + tdw);
             if (Z > 1) elem += a.scale * 12.0 * cdiv((int64_t)wblk, Z); /* chunk accumulation */
         }
         /* LayerNorm statistics: two per row, over X; twice per layer (backward again) */
@@ -142,15 +166,18 @@ void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machin
     a.scale = 1;
     coll(&a, AX_PG_DZ, AX_COLL_AR, D * Z, 2, 8);
     coll(&a, AX_PG_DZ, AX_COLL_AR, D * Z, 1, 8);
-    coll(&a, AX_PG_DATA, AX_COLL_AR, D, (double)zchunk, 4);
-    coll(&a, AX_PG_DZ, AX_COLL_AR, D * Z, (double)repl, 4);
+    double tdp = coll(&a, AX_PG_DATA, AX_COLL_AR, D, (double)zchunk, 4) + coll(&a, AX_PG_DZ, AX_COLL_AR, D * Z, (double)repl, 4);
+    if (dp) hidden += fmin2(tdp * (L - 1) / L, bwd / j->grad_accum * (L - 1) / L);   /* the last bucket waits */
     coll(&a, AX_PG_TP, AX_COLL_AR, X * Y * Z, 1, 8);
     c->elem_s = elem / m->mem_bw;
     /* AdamW reads w, g, m, v and writes w, m, v; the norm reads g; the gradients are zeroed */
     c->optim_s = c->n_local * (m->optim_s_per_param > 0 ? m->optim_s_per_param : 36.0 / m->mem_bw);
     c->compute_s = c->gemm_s + c->attn_s + c->elem_s;
     for (int i = 0; i < AX_PG_N; i++) c->comm_total_s += c->comm_s[i];
+    /* the hidden share of what is left (a what-if), the overlaps' windows capped by the compute */
     double ov = j->overlap < 0 ? 0 : j->overlap > 1 ? 1 : j->overlap;
-    c->exposed_s = (1 - ov) * c->comm_total_s;
+    hidden = fmin2(hidden, fmin2(c->compute_s, c->comm_total_s));
+    c->hidden_s = hidden;
+    c->exposed_s = (1 - ov) * (c->comm_total_s - hidden);
     c->step_s = c->compute_s + c->exposed_s + c->optim_s;
 }

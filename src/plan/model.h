@@ -46,7 +46,7 @@ typedef struct {
     int fits;                    /* and its memory fits */
     char why[200];               /* why not, when !legal or !fits */
     double step_s, compute_s, gemm_s, attn_s, elem_s, optim_s;
-    double comm_s[AX_PG_N], comm_total_s, exposed_s;
+    double comm_s[AX_PG_N], comm_total_s, hidden_s, exposed_s;   /* hidden by the overlaps in force */
     int inter[AX_PG_N];          /* the group spans nodes */
     double comm_bytes[AX_PG_N];  /* per rank per step */
     int64_t n_local;             /* parameters per rank */
