@@ -2,6 +2,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "train/bench.h"
+#include "train/flops.h"
 #include "util/err.h"
 #include <jansson.h>
 #include <stdio.h>
@@ -58,6 +59,8 @@ static void print_json(const ax_plan *p, const ax_plan_job *jb, const ax_machine
         "n_positions", jb->cfg.block_size, "vocab_size", jb->cfg.vocab_size,
         "batch", jb->batch, "seq", jb->seq, "grad_accum", jb->grad_accum, "recompute", jb->recompute,
         "activation_bytes_per_element", jb->act_bytes, "hidden_share", jb->overlap, "grids", p->n, "runnable", p->nfit);
+    json_object_set_new(j, "model_flops_per_step", json_real(ax_model_flops(&jb->cfg, jb->batch, jb->seq)));
+    json_object_set_new(j, "hardware_flops_per_step", json_real(ax_hardware_flops(&jb->cfg, jb->batch, jb->seq)));
     json_object_set_new(j, "ranked", ranked);
     json_object_set_new(j, "rejected", rej);
     json_object_set_new(j, "min_ranks", min_ranks ? json_integer(min_ranks) : json_null());
