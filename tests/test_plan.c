@@ -88,10 +88,13 @@ static void test_volumes(void) {
     }
 }
 
-static void test_memory(void) {
+/* GPT-2, and the Llama kind with grouped-query attention, SwiGLU and an untied head */
+static void test_memory(int llama) {
     ax_machine mc;
     unit_machine(&mc);
     ax_plan_job j = small_job();
+    if (llama) j.cfg = (ax_gpt_config){.n_layer = 2, .n_head = 8, .n_kv_head = 4, .n_embd = 32, .n_inner = 48,
+                                       .block_size = 16, .vocab_size = 100, .arch = AX_ARCH_LLAMA, .untied = 1};
     int grids[][4] = {{1, 1, 1, 1}, {1, 2, 2, 1}, {2, 1, 1, 2}, {1, 2, 1, 4}, {1, 1, 4, 2}, {1, 4, 2, 1}};
     for (size_t t = 0; t < sizeof grids / sizeof *grids; t++)
         for (int rc = 0; rc < 3; rc++) {
@@ -109,12 +112,12 @@ static void test_memory(void) {
             ax_gpt_alloc_acts(&m, Bl, j.seq);
             /* the planner leaves out the attention kernel's per-thread scratch */
             double scratch = 4.0 * m.att_threads * ax_be()->attention_scratch(j.seq);
-            CHECK(c.n_local == m.n_local, "grid %d,%d,%d,%d: %lld parameters, allocated %lld", g[0], g[1], g[2], g[3],
-                  (long long)c.n_local, (long long)m.n_local);
-            CHECK(c.ws_bytes == m.ws_bytes, "grid %d,%d,%d,%d: workspace %g, allocated %g", g[0], g[1], g[2], g[3],
+            CHECK(c.n_local == m.n_local, "%s grid %d,%d,%d,%d: %lld parameters, allocated %lld", llama ? "llama" : "gpt2",
+                  g[0], g[1], g[2], g[3], (long long)c.n_local, (long long)m.n_local);
+            CHECK(c.ws_bytes == m.ws_bytes, "%s grid %d,%d,%d,%d: workspace %g, allocated %g", llama ? "llama" : "gpt2", g[0], g[1], g[2], g[3],
                   c.ws_bytes, m.ws_bytes);
-            CHECK(c.act_bytes == m.act_bytes - scratch, "grid %d,%d,%d,%d recompute %d: activations %g, allocated %g",
-                  g[0], g[1], g[2], g[3], rc, c.act_bytes, m.act_bytes - scratch);
+            CHECK(c.act_bytes == m.act_bytes - scratch, "%s grid %d,%d,%d,%d recompute %d: activations %g, allocated %g",
+                  llama ? "llama" : "gpt2", g[0], g[1], g[2], g[3], rc, c.act_bytes, m.act_bytes - scratch);
             CHECK(c.mem_bytes == 4 * 4.0 * m.n_local + c.act_bytes + c.ws_bytes, "total memory");
             ax_gpt_free(&m);
         }
@@ -235,7 +238,8 @@ int main(int argc, char **argv) {
     test_flops();
     test_overlap();
     test_volumes();
-    test_memory();
+    test_memory(0);
+    test_memory(1);
     test_rejects_and_ranking();
     test_fit_and_files();
     int rc = ax_test_done("plan");
