@@ -21,8 +21,8 @@ int ax_cmd_plan(int argc, char **argv);
 int ax_default_corpus(char *dir, size_t n);
 /* A few samples of OUT/model.safetensors from short prompts (tokenizer.json beside it). */
 int ax_cli_show_samples(const char *out);
-/* Named model sizes: tiny, small, gpt2, gpt2-medium, gpt2-large, gpt2-xl, and the
- * AxoNN GPT sizes axonn-5b ... axonn-640b. */
+/* Named model sizes: tiny, small, gpt2, gpt2-medium, gpt2-large, gpt2-xl, the
+ * AxoNN GPT sizes axonn-5b ... axonn-640b, and Llama 3's (llama-3.2-1b ... llama-3.1-405b). */
 int ax_cli_preset(const char *name, ax_gpt_config *c);
 /* the global batch (sequences) and sequence length published with a preset; 0 if none */
 void ax_cli_preset_job(const char *name, int *batch, int *seq);
@@ -37,7 +37,7 @@ void ax_cli_threads(int n);
  * options entries writing into a ax_cli_model_flags. */
 typedef struct { const char *preset, *arch; ax_gpt_config c; } ax_cli_model_flags;
 #define AX_CLI_MODEL_OPTS(f) \
-    {"preset", AX_OPT_STR, &(f).preset, "NAME", "model size: tiny (default), small, gpt2, gpt2-medium, gpt2-large, gpt2-xl, axonn-5b ... axonn-640b"}, \
+    {"preset", AX_OPT_STR, &(f).preset, "NAME", "model size: tiny (default), small, gpt2, gpt2-medium, gpt2-large, gpt2-xl, axonn-5b ... axonn-640b, llama-3.2-1b, llama-3.2-3b, llama-3.1-8b, llama-3.1-70b, llama-3.1-405b"}, \
     {"arch", AX_OPT_STR, &(f).arch, "NAME", "architecture of a new model: gpt2 (default) or llama (RMSNorm, SwiGLU, rotary, no biases)"}, \
     {"n-layer", AX_OPT_INT, &(f).c.n_layer, "N", "transformer blocks", AX_RANGE('[',1,1000,']')}, \
     {"n-head", AX_OPT_INT, &(f).c.n_head, "N", "attention heads", AX_RANGE('[',1,1024,']')}, \
