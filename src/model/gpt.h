@@ -68,6 +68,8 @@ typedef struct {
     int Vp, Vl, v0;               /* padded vocab, local vocab rows, first local row */
     int Cx, Cy, Hl, hd;           /* hidden per X shard, per Y shard, local heads, head size */
     int KVl;                      /* local key/value heads (Hl without grouped-query attention) */
+    int kv_copies;                /* Y shards holding each key/value head (1: split, not replicated) */
+    ax_comm kv_group;             /* kv_copies > 1: the Y shards holding this rank's key/value head */
     int rms, swiglu, rope_on, bias;  /* the layer's kinds, from cfg.arch */
     float eps;                    /* of the norms */
     ax_rope rope;
@@ -142,7 +144,8 @@ ax_mat ax_gpt_lm_weight(const ax_gpt *m);
 ax_mat ax_gpt_gemm_input(const ax_gpt *m, const float *x, ax_bf16 *h, int rows, int cols);
 
 /* Sum gradients over the ranks that saw other rows (data for zchunk tensors,
- * whose Z reduction happened in backward; data x Z for the rest). */
+ * whose Z reduction happened in backward; data x Z for the rest), and those
+ * of replicated key/value heads over the Y shards holding copies. */
 void ax_gpt_grad_sync(ax_gpt *m);
 /* Global sum of squares of a flat per-rank vector laid out like the
  * parameters, each logical element counted once. */
