@@ -149,7 +149,7 @@ int main(int argc, char **argv) {
                               d, x, y, z, m.kv_copies > 1 ? " (key/value heads replicated)" : "", w0, wl, wn, wp);
         /* saved and loaded back: every rank's parameters, bit for bit */
         ax_gpt ml;
-        CHECK(ax_model_save(dir, &m) == 0, "grid %d,%d,%d,%d: save: %s", d, x, y, z, ax_err_msg());
+        CHECK(ax_model_save(dir, &m, 0, AX_ST_F32) == 0, "grid %d,%d,%d,%d: save: %s", d, x, y, z, ax_err_msg());
         ax_gpt_init(&ml, &cfg, &g);
         CHECK(ax_gpt_load(&ml, dir) == 0, "grid %d,%d,%d,%d: load: %s", d, x, y, z, ax_err_msg());
         CHECK(!memcmp(ml.params, m.params, m.n_local * sizeof(float)),

@@ -77,6 +77,9 @@ typedef struct {
     int goldfish_k, goldfish_h;         /* goldfish loss: drop 1/k of targets by a hash of h ids (k 0: off) */
     const char *recompute;              /* activations rebuilt in backward: "none" (default), "attn", "block" */
     const char *dtype;                  /* GEMM inputs: "fp32" (default) or "bf16" (fp32 master weights) */
+    int64_t max_shard_size;             /* the final model in shards of at most this many bytes when
+                                           larger, with model.safetensors.index.json (default 5e9) */
+    const char *export_dtype;           /* of the final model's tensors: "fp32" (default) or "bf16" */
 } ax_train_opts;
 
 void ax_train_defaults(ax_train_opts *o);

@@ -158,9 +158,13 @@ int ax_gpt_read_flat(ax_gpt *m, const ax_st_file *f, const char *prefix, float *
 /* The same from a checkpoint of one file or shards. Each rank reads only the
  * bytes of its own shards of each tensor (F32, F16 or BF16). */
 int ax_gpt_read_set(ax_gpt *m, const ax_st_set *set, const char *prefix, float *flat);
-/* Collective: gathers to world rank 0, which declares/writes the tensors. */
-void ax_gpt_declare(ax_gpt *m, ax_st_writer *w, const char *prefix);
-int ax_gpt_write_flat(ax_gpt *m, ax_st_writer *w, const float *flat);
+/* Parameters i0 .. i1-1 (table order) as file tensors of dtype t (F32 or
+ * BF16): world rank 0 declares them; write is collective, gathering to world
+ * rank 0, which writes. */
+void ax_gpt_declare(ax_gpt *m, ax_st_writer *w, const char *prefix, ax_st_dtype t, int i0, int i1);
+int ax_gpt_write_flat(ax_gpt *m, ax_st_writer *w, const float *flat, ax_st_dtype t, int i0, int i1);
+/* bytes parameter i takes in a file of dtype t (0: not present) */
+int64_t ax_gpt_file_bytes(const ax_gpt *m, int i, ax_st_dtype t);
 
 /* config.json (Hugging Face GPT2Config keys) */
 int ax_gpt_config_read(ax_gpt_config *c, const char *path);
