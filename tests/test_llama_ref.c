@@ -4,7 +4,9 @@
  * D,X,Y,Z" (the serial numbers on every one). The model has grouped-query
  * attention, an MLP width that is not 4x, untied embeddings, rope_theta 500
  * with Llama-3 scaling and a vocabulary no grid divides. Then greedy KV-cache
- * decoding must pick the tokens a full forward picks. */
+ * decoding must pick the tokens a full forward picks. "--fixture llama_mqa"
+ * (after --grid): 4 query heads over one key/value head, replicated on
+ * every Y shard when Y > 1. */
 #include "test.h"
 #include "model_check.h"
 #include "model/gpt.h"
@@ -18,10 +20,13 @@ static ax_grid g;
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     char path[1300], dir[1024];
-    ax_gpt_config cfg = ax_t_open_fixture(argc, argv, "llama_tiny", &g, &m, dir, sizeof dir);
-    CHECK(cfg.arch == AX_ARCH_LLAMA && cfg.n_kv_head == 2 && cfg.n_inner == 80 && cfg.untied && cfg.rope_factor == 4,
-          "config.json read as arch %d, kv heads %d, inner %d, untied %d, rope factor %g", cfg.arch, cfg.n_kv_head,
-          cfg.n_inner, cfg.untied, cfg.rope_factor);
+    const char *fixture = argc > 4 && !strcmp(argv[3], "--fixture") ? argv[4] : "llama_tiny";
+    int mqa = !strcmp(fixture, "llama_mqa");
+    ax_gpt_config cfg = ax_t_open_fixture(argc, argv, fixture, &g, &m, dir, sizeof dir);
+    CHECK(cfg.arch == AX_ARCH_LLAMA && cfg.n_kv_head == (mqa ? 1 : 2) && cfg.n_inner == (mqa ? 48 : 80) && cfg.untied &&
+          cfg.rope_factor == 4, "config.json read as arch %d, kv heads %d, inner %d, untied %d, rope factor %g", cfg.arch,
+          cfg.n_kv_head, cfg.n_inner, cfg.untied, cfg.rope_factor);
+    CHECK(m.kv_copies == (mqa ? g.gy : 1), "key/value head copies %d on G_y = %d", m.kv_copies, g.gy);
 
     ax_st_file ref;
     snprintf(path, sizeof path, "%s/ref.safetensors", dir);
@@ -67,7 +72,7 @@ int main(int argc, char **argv) {
     double gd = ax_t_worst_param_diff(&m, m.grads, want, tmp, NULL, &worst);
     CHECK(gd < 1e-4, "gradient rel diff %.3g (worst %s)", gd, worst);
     if (g.rank == 0)
-        printf("grid %d,%d,%d,%d: logits %.2g, loss %.8f (transformers %.8f), worst gradient %.2g (%s)\n", g.gd, g.gx,
+        printf("%s, grid %d,%d,%d,%d: logits %.2g, loss %.8f (transformers %.8f), worst gradient %.2g (%s)\n", fixture, g.gd, g.gx,
                g.gy, g.gz, el, lsum / (B * T), loss0, gd, worst);
 
     /* greedy decoding with the KV cache: each step's logits equal a full
