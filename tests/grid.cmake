@@ -21,3 +21,8 @@ ax_test(grid_equiv_6_llama test_grid_equiv 6 --arch llama)
 ax_test(grid_equiv_12_llama test_grid_equiv 12 --arch llama)
 ax_test_threads(grid_equiv_4_t2_llama test_grid_equiv 4 2 --arch llama)
 ax_test(grid_equiv_4_llama_bf16 test_grid_equiv 4 --arch llama --dtype bf16)
+# Two key/value heads for 24 query heads: replicated over Y on G_y = 4 and 8
+# (and 6), split on G_y = 2.
+ax_test(grid_equiv_4_llama_kv2 test_grid_equiv 4 --arch llama --kv 2)
+ax_test(grid_equiv_8_llama_kv2 test_grid_equiv 8 --arch llama --kv 2)
+ax_test(grid_equiv_6_llama_kv2 test_grid_equiv 6 --arch llama --kv 2)

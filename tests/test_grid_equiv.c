@@ -11,13 +11,20 @@
  *
  * With --arch llama the model is the Llama kind (RMSNorm, SwiGLU of width 72,
  * rotary positions, 12 key/value heads for the 24 query heads, no biases,
- * untied LM head). With --dtype bf16 everything runs in mixed precision, and the tolerances
+ * untied LM head); --kv N then sets the key/value heads (2: fewer than G_y
+ * on grids of Y = 4, 6, 8, 12, where each Y shard holds a copy of the one
+ * key/value head its query heads read, and the copies' gradients are summed).
+ * Every grid's trained model is saved and loaded back on the same grid: the
+ * same bits (so replicated copies stayed identical, too). With --dtype bf16 everything runs in mixed precision, and the tolerances
  * widen (see TOL below); the bf16 serial run is also checked to differ from
  * the fp32 one by what bf16 rounding gives, neither nothing nor much more. */
 #include "test.h"
 #include "model/gpt.h"
 #include "train/optim.h"
 #include "train/source.h"
+#include "train/checkpoint.h"
+#include "util/fileio.h"
+#include <unistd.h>
 #include "memo/goldfish.h"
 #include "util/err.h"
 
@@ -72,12 +79,20 @@ int main(int argc, char **argv) {
     int P, rank;
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int kv = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--kv")) kv = atoi(argv[i + 1]);
         if (!strcmp(argv[i], "--dtype") && ax_dtype_parse(argv[i + 1], &dt)) ax_err_exit(1);
         if (!strcmp(argv[i], "--arch") && !strcmp(argv[i + 1], "llama")) {
             cfg.arch = AX_ARCH_LLAMA; cfg.n_kv_head = 12; cfg.n_inner = 72; cfg.untied = 1; cfg.norm_eps = 1e-6f;
         }
     }
+    if (kv) cfg.n_kv_head = kv;
+    /* the round trip's directory, one name for all ranks */
+    char dir[64];
+    int pid = (int)getpid();
+    MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    snprintf(dir, sizeof dir, "/tmp/axonn_grid_equiv_%d", pid);
 
     /* the serial reference, as logical tensors */
     ax_grid g1; ax_gpt m1; double ref[STEPS], rnorm[STEPS];
@@ -110,7 +125,7 @@ int main(int argc, char **argv) {
         if (d * x * y * z != P) continue;
         ax_grid g; ax_gpt m; double got[STEPS], gnorm[STEPS];
         if (ax_grid_init(&g, MPI_COMM_WORLD, d, x, y, z)) ax_err_exit(0);
-        if (ax_gpt_check_grid(&cfg, &g)) {   /* e.g. Llama's 12 key/value heads on G_y = 8 */
+        if (ax_gpt_check_grid(&cfg, &g)) {   /* e.g. Llama's 12 key/value heads on G_y = 8, 2 on G_y = 3 */
             if (rank == 0) printf("grid %d,%d,%d,%d: skipped: %s\n", d, x, y, z, ax_err_msg());
             ax_grid_free(&g);
             continue;
@@ -130,8 +145,18 @@ int main(int argc, char **argv) {
         CHECK(wl < TOL, "grid %d,%d,%d,%d: losses differ by %.3g", d, x, y, z, wl);
         CHECK(wn < TOL, "grid %d,%d,%d,%d: gradient norms differ by %.3g", d, x, y, z, wn);
         CHECK(wp < TOL, "grid %d,%d,%d,%d: parameters differ by %.3g", d, x, y, z, wp);
-        if (rank == 0) printf("grid %d,%d,%d,%d: first step %.2g; loss %.2g, gradient norm %.2g, parameters %.2g\n",
-                              d, x, y, z, w0, wl, wn, wp);
+        if (rank == 0) printf("grid %d,%d,%d,%d%s: first step %.2g; loss %.2g, gradient norm %.2g, parameters %.2g\n",
+                              d, x, y, z, m.kv_copies > 1 ? " (key/value heads replicated)" : "", w0, wl, wn, wp);
+        /* saved and loaded back: every rank's parameters, bit for bit */
+        ax_gpt ml;
+        CHECK(ax_model_save(dir, &m, 0, AX_ST_F32) == 0, "grid %d,%d,%d,%d: save: %s", d, x, y, z, ax_err_msg());
+        ax_gpt_init(&ml, &cfg, &g);
+        CHECK(ax_gpt_load(&ml, dir) == 0, "grid %d,%d,%d,%d: load: %s", d, x, y, z, ax_err_msg());
+        CHECK(!memcmp(ml.params, m.params, m.n_local * sizeof(float)),
+              "grid %d,%d,%d,%d: saved and loaded parameters differ", d, x, y, z);
+        ax_gpt_free(&ml);
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) ax_remove_tree(dir);
         /* activation recomputation, attn and block by turns: the same bits */
         ax_recompute mode = ngrids % 2 ? AX_RECOMPUTE_BLOCK : AX_RECOMPUTE_ATTN;
         ax_gpt mr; double rl[STEPS], rn[STEPS];

@@ -163,7 +163,7 @@ static void run_case(const lcase *c, const char *grid) {
     int Mtot = g.gd * g.gz * c->mloc, row0 = (g.d * g.gz + g.z) * c->mloc;
     serial s = serial_layer(c, Mtot);
     ax_linear L;
-    ax_linear_init(&L, &g, c->in, c->out, c->out_pad, c->transposed, c->nparts, c->part);
+    ax_linear_init(&L, &g, c->in, c->out, c->out_pad, c->transposed, c->nparts, c->part, NULL);
     int in_l = L.in_l, out_l = L.out_l, in0 = (c->transposed ? g.y : g.x) * in_l;
     int *icol = ax_malloc(in_l * sizeof(int)), *ocol = ax_malloc(out_l * sizeof(int));
     for (int j = 0; j < in_l; j++) icol[j] = in0 + j;

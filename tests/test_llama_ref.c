@@ -4,12 +4,19 @@
  * D,X,Y,Z" (the serial numbers on every one). The model has grouped-query
  * attention, an MLP width that is not 4x, untied embeddings, rope_theta 500
  * with Llama-3 scaling and a vocabulary no grid divides. Then greedy KV-cache
- * decoding must pick the tokens a full forward picks. */
+ * decoding must pick the tokens a full forward picks. The checkpoint loaded
+ * on the grid and saved again holds the fixture's tensors bit for bit.
+ * "--fixture llama_mqa"
+ * (after --grid): 4 query heads over one key/value head, replicated on
+ * every Y shard when Y > 1. */
 #include "test.h"
 #include "model_check.h"
 #include "model/gpt.h"
 #include "model/gpt_decode.h"
 #include "train/optim.h"
+#include "train/checkpoint.h"
+#include "util/fileio.h"
+#include <unistd.h>
 #include "util/err.h"
 
 static ax_gpt m;
@@ -18,10 +25,37 @@ static ax_grid g;
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     char path[1300], dir[1024];
-    ax_gpt_config cfg = ax_t_open_fixture(argc, argv, "llama_tiny", &g, &m, dir, sizeof dir);
-    CHECK(cfg.arch == AX_ARCH_LLAMA && cfg.n_kv_head == 2 && cfg.n_inner == 80 && cfg.untied && cfg.rope_factor == 4,
-          "config.json read as arch %d, kv heads %d, inner %d, untied %d, rope factor %g", cfg.arch, cfg.n_kv_head,
-          cfg.n_inner, cfg.untied, cfg.rope_factor);
+    const char *fixture = argc > 4 && !strcmp(argv[3], "--fixture") ? argv[4] : "llama_tiny";
+    int mqa = !strcmp(fixture, "llama_mqa");
+    ax_gpt_config cfg = ax_t_open_fixture(argc, argv, fixture, &g, &m, dir, sizeof dir);
+    CHECK(cfg.arch == AX_ARCH_LLAMA && cfg.n_kv_head == (mqa ? 1 : 2) && cfg.n_inner == (mqa ? 48 : 80) && cfg.untied &&
+          cfg.rope_factor == 4, "config.json read as arch %d, kv heads %d, inner %d, untied %d, rope factor %g", cfg.arch,
+          cfg.n_kv_head, cfg.n_inner, cfg.untied, cfg.rope_factor);
+    CHECK(m.kv_copies == (mqa ? g.gy : 1), "key/value head copies %d on G_y = %d", m.kv_copies, g.gy);
+
+    /* loaded, then saved: the fixture's tensors, bit for bit */
+    char out[64];
+    int pid = (int)getpid();
+    MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    snprintf(out, sizeof out, "/tmp/axonn_llama_ref_%d", pid);
+    CHECK(ax_model_save(out, &m, 0, AX_ST_F32) == 0, "save: %s", ax_err_msg());
+    ax_st_file orig, saved;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (ax_st_open(&orig, path)) ax_err_exit(0);
+    snprintf(path, sizeof path, "%s/model.safetensors", out);
+    if (ax_st_open(&saved, path)) ax_err_exit(0);
+    int same_all = orig.n == saved.n;
+    for (int i = 0; i < orig.n; i++) {
+        const ax_st_tensor *a = &orig.t[i], *b = ax_st_find(&saved, a->name);
+        int same = b && b->end - b->begin == a->end - a->begin &&
+                   !memcmp(ax_st_data(&orig, a), ax_st_data(&saved, b), a->end - a->begin);
+        CHECK(same, "%s saved from grid %d,%d,%d,%d differs from the fixture", a->name, g.gd, g.gx, g.gy, g.gz);
+        same_all &= same;
+    }
+    CHECK(same_all, "the saved checkpoint has %d tensors, the fixture %d", saved.n, orig.n);
+    ax_st_close(&orig); ax_st_close(&saved);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (g.rank == 0) ax_remove_tree(out);
 
     ax_st_file ref;
     snprintf(path, sizeof path, "%s/ref.safetensors", dir);
@@ -67,7 +101,7 @@ int main(int argc, char **argv) {
     double gd = ax_t_worst_param_diff(&m, m.grads, want, tmp, NULL, &worst);
     CHECK(gd < 1e-4, "gradient rel diff %.3g (worst %s)", gd, worst);
     if (g.rank == 0)
-        printf("grid %d,%d,%d,%d: logits %.2g, loss %.8f (transformers %.8f), worst gradient %.2g (%s)\n", g.gd, g.gx,
+        printf("%s, grid %d,%d,%d,%d: logits %.2g, loss %.8f (transformers %.8f), worst gradient %.2g (%s)\n", fixture, g.gd, g.gx,
                g.gy, g.gz, el, lsum / (B * T), loss0, gd, worst);
 
     /* greedy decoding with the KV cache: each step's logits equal a full

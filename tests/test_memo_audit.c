@@ -56,7 +56,7 @@ int main(int argc, char **argv) {
     ax_memo_doc res[N];
     ax_memo_summary sum;
     int32_t gen[N * SUF];
-    ax_memo_audit(&m, docs, lens, N, SUF, 0, 4, res, gen, &sum, NULL, NULL);
+    ax_memo_audit(&m, docs, lens, NULL, N, SUF, 0, 4, res, gen, &sum, NULL, NULL);
     CHECK(sum.evaluated == N - 1 && res[6].skipped, "evaluated %d of %d", sum.evaluated, N);
     CHECK(sum.exact == N - 2, "exact matches %d, expected %d", sum.exact, N - 2);
     CHECK(!res[3].exact && fabs(res[3].match_frac - (SUF - 1.0) / SUF) < 1e-12, "changed token: match %.3f", res[3].match_frac);
@@ -65,7 +65,7 @@ int main(int argc, char **argv) {
         for (int s = 0; s < SUF; s++) gen_ok &= d == 3 ? 1 : gen[d * SUF + s] == docs[d][lens[d] - SUF + s];
     CHECK(gen_ok, "batched cached greedy decode differs from the naive one");
     /* --prefix: prompt of 2 tokens, reference the next SUF (not the document's end) */
-    ax_memo_audit(&m, docs, lens, 1, 2, 1, 4, res, gen, &sum, NULL, NULL);
+    ax_memo_audit(&m, docs, lens, NULL, 1, 2, 1, 4, res, gen, &sum, NULL, NULL);
     CHECK(sum.evaluated == 1 && res[0].prompt_len == 1, "prefix mode prompt length %d", res[0].prompt_len);
     for (int d = 0; d < N; d++) free(docs[d]);
     ax_gpt_free(&m);

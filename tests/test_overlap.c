@@ -70,7 +70,7 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--llama")) { cfg.arch = AX_ARCH_LLAMA; cfg.n_kv_head = 4; cfg.n_inner = 40; cfg.untied = 1; }
+        if (!strcmp(argv[i], "--llama")) { cfg.arch = AX_ARCH_LLAMA; cfg.n_kv_head = 2; cfg.n_inner = 40; cfg.untied = 1;   /* G_y = 4: replicated key/value heads */ }
     struct { const char *name; int flags, keep; ax_recompute mode; ax_dtype t; } cases[] = {
         {"oar", AX_OV_OAR, 0, AX_RECOMPUTE_NONE, AX_F32}, {"ors", AX_OV_ORS, 0, AX_RECOMPUTE_NONE, AX_F32},
         {"oag", AX_OV_OAG, 0, AX_RECOMPUTE_NONE, AX_F32}, {"dp", AX_OV_DP, 0, AX_RECOMPUTE_NONE, AX_F32},

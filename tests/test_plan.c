@@ -93,6 +93,7 @@ static void test_memory(int llama) {
     ax_machine mc;
     unit_machine(&mc);
     ax_plan_job j = small_job();
+    /* (4 key/value heads: replicated ones, fewer than Y, need real Y groups, not this test's fake grid) */
     if (llama) j.cfg = (ax_gpt_config){.n_layer = 2, .n_head = 8, .n_kv_head = 4, .n_embd = 32, .n_inner = 48,
                                        .block_size = 16, .vocab_size = 100, .arch = AX_ARCH_LLAMA, .untied = 1};
     int grids[][4] = {{1, 1, 1, 1}, {1, 2, 2, 1}, {2, 1, 1, 2}, {1, 2, 1, 4}, {1, 1, 4, 2}, {1, 4, 2, 1}};

@@ -5,11 +5,21 @@
  * whose Conv1D weights are stored transposed); the f32 shards load bitwise as
  * the single file, the bf16 and f16 shards bitwise as each other and within
  * bf16 rounding of it. On one rank: broken indexes and shards fail with one
- * line naming the file and tensor. */
+ * line naming the file and tensor.
+ *
+ * Export (ax_model_save): the fixtures saved from the grid as shards of at
+ * most 40 kB (several; the index names every tensor) load back bitwise, in
+ * bf16 as the rounded values; a later single-file save removes the shards
+ * and the index; a sharded save that fails on its second shard leaves no
+ * shard or index and the earlier model in place. */
 #define _GNU_SOURCE 1
 #include "test.h"
 #include "model/gpt.h"
+#include "train/checkpoint.h"
+#include "backend/bf16.h"
 #include "util/err.h"
+#include <glob.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <unistd.h>
 
@@ -81,6 +91,64 @@ static void test_shards(void) {
     for (size_t i = 0; i < n; i++) far += fabsf(bf[i] - one[i]) > fabsf(one[i]) * (1.0f / 256) + 1e-7f;
     CHECK(far == 0, "%d bf16 values further than bf16 rounding from the f32 ones", far);
     free(one); free(f32); free(bf); free(hf);
+    ax_gpt_free(&m);
+}
+
+/* ------------------------------------------------------------ export */
+
+static int count(const char *dir, const char *pattern) {
+    char pat[256];
+    glob_t gl;
+    snprintf(pat, sizeof pat, "%s/%s", dir, pattern);
+    int n = glob(pat, 0, NULL, &gl) == 0 ? (int)gl.gl_pathc : 0;
+    if (n) globfree(&gl);
+    return n;
+}
+
+static void test_export(const char *fixture) {
+    char dir[64];
+    int pid = (int)getpid();
+    MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    snprintf(dir, sizeof dir, "/tmp/axonn_export_%d", pid);
+    ax_gpt m;
+    init_model(&m, fixture);
+    size_t n = m.n_local;
+    float *want = ax_malloc(n * 4), *rounded = ax_malloc(n * 4);
+    load(&m, fixture, want);
+    for (size_t i = 0; i < n; i++) rounded[i] = ax_bf16_widen(ax_bf16_round(want[i]));
+
+    CHECK(ax_model_save(dir, &m, 40000, AX_ST_F32) == 0, "%s: sharded save: %s", fixture, ax_err_msg());
+    int nshards = count(dir, "model-*-of-*.safetensors");
+    CHECK(nshards >= 2 && count(dir, "model.safetensors.index.json") == 1 && count(dir, "model.safetensors") == 0,
+          "%s: expected shards and an index, found %d shards", fixture, nshards);
+    memset(m.params, 0, n * 4);
+    CHECK(ax_gpt_load(&m, dir) == 0 && memcmp(m.params, want, n * 4) == 0, "%s: sharded export loads back otherwise: %s",
+          fixture, ax_err_msg());
+    memcpy(m.params, want, n * 4);
+    CHECK(ax_model_save(dir, &m, 40000, AX_ST_BF16) == 0, "%s: bf16 save: %s", fixture, ax_err_msg());
+    CHECK(ax_gpt_load(&m, dir) == 0 && memcmp(m.params, rounded, n * 4) == 0, "%s: bf16 export is not the rounded model",
+          fixture);
+    memcpy(m.params, want, n * 4);
+    CHECK(ax_model_save(dir, &m, 0, AX_ST_F32) == 0, "%s: single save: %s", fixture, ax_err_msg());
+    CHECK(count(dir, "model-*-of-*.safetensors") == 0 && count(dir, "model.safetensors.index.json") == 0,
+          "%s: a single-file save left the earlier shards or index", fixture);
+    memset(m.params, 0, n * 4);
+    CHECK(ax_gpt_load(&m, dir) == 0 && memcmp(m.params, want, n * 4) == 0, "%s: single file loads back otherwise", fixture);
+
+    /* the second shard cannot be renamed into place (a directory holds its name) */
+    char blocker[128];
+    snprintf(blocker, sizeof blocker, "%s/model-00002-of-%05d.safetensors", dir, nshards);
+    MPI_Barrier(MPI_COMM_WORLD);         /* every rank has looked at the directory */
+    if (g.rank == 0) mkdir(blocker, 0755);
+    memset(m.params, 0, n * 4);
+    CHECK(ax_model_save(dir, &m, 40000, AX_ST_F32) != 0 && strstr(ax_err_msg(), "model-00002-of-"),
+          "%s: a failed shard is not reported: %s", fixture, ax_err_msg());
+    CHECK(count(dir, "model-*-of-*.safetensors") == 1 && count(dir, "model.safetensors.index.json") == 0,
+          "%s: a failed sharded save left shards or an index", fixture);
+    CHECK(ax_gpt_load(&m, dir) == 0 && memcmp(m.params, want, n * 4) == 0, "%s: the earlier model did not survive", fixture);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (g.rank == 0) { rmdir(blocker); ax_remove_tree(dir); }
+    free(want); free(rounded);
     ax_gpt_free(&m);
 }
 
@@ -177,6 +245,8 @@ int main(int argc, char **argv) {
     test_ranges("llama_tiny");
     test_ranges("gpt_tiny");
     test_shards();
+    test_export("llama_tiny");
+    test_export("gpt_tiny");
     if (g.size == 1) test_bad();
     ax_grid_free(&g);
     int rc = ax_test_done("st_shards");

@@ -81,6 +81,9 @@ typedef struct {
                                            comma list of oar, ors, oag, dp (SPEC §4) */
     int keep_gathered;                  /* keep Z-gathered weights from forward to backward */
     double bucket_mb;                   /* data-parallel gradient bucket, MiB (default 25) */
+    int64_t max_shard_size;             /* the final model in shards of at most this many bytes when
+                                           larger, with model.safetensors.index.json (default 5e9) */
+    const char *export_dtype;           /* of the final model's tensors: "fp32" (default) or "bf16" */
 } ax_train_opts;
 
 void ax_train_defaults(ax_train_opts *o);

@@ -42,6 +42,19 @@ static int set_value(ax_opt *o, const char *v, const char *src) {
         *(uint64_t *)o->dst = x;
         break;
     }
+    case AX_OPT_BYTES: {     /* as transformers' max_shard_size: 5GB = 5e9, 5GiB = 5 * 2^30 */
+        static const struct { const char *sfx; double mul; } units[] = {
+            {"", 1}, {"B", 1}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+            {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
+        double x = strtod(v, &end);
+        size_t u = 0;
+        while (u < sizeof units / sizeof *units && strcmp(end, units[u].sfx)) u++;
+        if (*v == 0 || end == v || errno || u == sizeof units / sizeof *units || !(x >= 0) || x * units[u].mul > 9e18)
+            return AX_ERR("%s--%s '%s': expected a size in bytes, optionally with KB, MB, GB, TB, KiB, MiB or GiB",
+                          src, o->name, v);
+        *(int64_t *)o->dst = (int64_t)(x * units[u].mul);
+        break;
+    }
     case AX_OPT_DOUBLE: {
         double x = strtod(v, &end);
         if (*v == 0 || *end || errno || !isfinite(x)) return AX_ERR("%s--%s '%s': expected a finite number", src, o->name, v);

@@ -8,7 +8,8 @@
 #define AX_CLI_ARGS_H
 #include <stdint.h>
 
-typedef enum { AX_OPT_INT, AX_OPT_DOUBLE, AX_OPT_STR, AX_OPT_FLAG, AX_OPT_U64, AX_OPT_GRID } ax_opt_type;
+/* AX_OPT_BYTES: an int64_t count of bytes, "5GB" (decimal units) or "512MiB" */
+typedef enum { AX_OPT_INT, AX_OPT_DOUBLE, AX_OPT_STR, AX_OPT_FLAG, AX_OPT_U64, AX_OPT_GRID, AX_OPT_BYTES } ax_opt_type;
 
 typedef struct {
     const char *name;      /* without the leading dashes */

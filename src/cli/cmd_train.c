@@ -32,6 +32,8 @@ int ax_cmd_train(int argc, char **argv) {
         {"out", AX_OPT_STR, &o.out, "DIR", "checkpoints, metrics.jsonl and the final model (default out)"},
         {"resume", AX_OPT_STR, &o.resume, "DIR|auto", "resume from a checkpoint, or the newest complete ckpt-* in DIR; auto: in --out, else start fresh"},
         {"metrics", AX_OPT_STR, &o.metrics, "FILE", "JSONL metrics (default DIR/metrics.jsonl)"},
+        {"max-shard-size", AX_OPT_BYTES, &o.max_shard_size, "SIZE", "the final model as shards of at most SIZE (e.g. 5GB, 500MiB) plus model.safetensors.index.json when larger (default 5GB, as transformers; 0: one file)"},
+        {"export-dtype", AX_OPT_STR, &o.export_dtype, "TYPE", "tensors of the final model: fp32 (default) or bf16 (checkpoints stay fp32)"},
         AX_CLI_MODEL_OPTS(mf),
         {"grid", AX_OPT_STR, &grid, "D,X,Y,Z|auto", "process grid; product = number of ranks (default 1,1,1,1); auto: the planner's first choice"},
         {"machine", AX_OPT_STR, &machine, "FILE|NAME", "machine description for --grid auto (axonn bench comm --out; default: an estimate)"},

@@ -1,4 +1,5 @@
 #include "cli/text.h"
+#include "model/gpt.h"
 #include "data/docs.h"
 #include "util/err.h"
 #include "util/fileio.h"
@@ -8,8 +9,9 @@
 
 int ax_cli_tokenizer(ax_tokenizer **t, const char *path, const char *beside) {
     if (path) return ax_tok_load(t, path);
-    char p[4200];
-    ax_dirname(beside, p, sizeof p);
+    char p[4200], st[4200], cfg[4200];
+    ax_gpt_model_paths(beside, st, cfg, sizeof cfg);   /* in a model directory, or beside a model file */
+    ax_dirname(cfg, p, sizeof p);
     strncat(p, "/tokenizer.json", sizeof p - strlen(p) - 1);
     if (!ax_file_exists(p))
         return AX_ERR("%s: no tokenizer.json beside it (give --tokenizer FILE)", beside);

@@ -47,8 +47,13 @@ int ax_gpt_check_grid(const ax_gpt_config *c, const ax_grid *g) {
         return AX_ERR("model: head size %d is odd (rotary embeddings rotate pairs)", C / c->n_head);
     if (c->n_head % g->gy)
         return AX_ERR("--grid: n_head %d is not divisible by G_y = %d (heads are split over Y)", c->n_head, g->gy);
-    if (KV % g->gy)
-        return AX_ERR("--grid: n_kv_head %d is not divisible by G_y = %d (key/value heads are split over Y)", KV, g->gy);
+    /* Split over Y, or (fewer than G_y) each replicated over G_y / KV shards.
+     * A shard's n_head / G_y query heads then read one key/value head: a
+     * group of n_head / KV = (n_head / G_y) (G_y / KV) query heads never
+     * straddles two shards. Any other count would give shards unequal heads. */
+    if (KV % g->gy && g->gy % KV)
+        return AX_ERR("--grid: n_kv_head %d and G_y = %d: one must divide the other (key/value heads are split "
+                      "over Y, or each replicated over G_y / n_kv_head Y shards)", KV, g->gy);
     if (inner(c) % g->gy)
         return AX_ERR("--grid: n_inner %d is not divisible by G_y = %d", inner(c), g->gy);
     if (C % g->gx)
@@ -143,14 +148,25 @@ int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g) {
     m->Vp = (int)round_up(c->vocab_size, 64 * g->gy);
     m->Vl = m->Vp / g->gy; m->v0 = g->y * m->Vl;
     m->Cx = C / g->gx; m->Cy = C / g->gy;
-    m->hd = C / H; m->Hl = H / g->gy; m->KVl = KV / g->gy;
+    m->hd = C / H; m->Hl = H / g->gy;
+    m->KVl = KV >= g->gy ? KV / g->gy : 1;
     int64_t qkv_parts[3] = {(int64_t)H * m->hd, (int64_t)KV * m->hd, (int64_t)KV * m->hd}, fc_parts[2] = {F, F};
-    ax_linear_init(&m->qkv, g, C, (H + 2 * KV) * m->hd, 0, 0, 3, qkv_parts);
-    ax_linear_init(&m->proj, g, C, C, 0, 1, 0, NULL);
-    if (m->swiglu) ax_linear_init(&m->fc, g, C, 2 * F, 0, 0, 2, fc_parts);
-    else ax_linear_init(&m->fc, g, C, F, 0, 0, 0, NULL);
-    ax_linear_init(&m->fcproj, g, F, C, 0, 1, 0, NULL);
-    ax_linear_init(&m->lmhead, g, C, c->vocab_size, m->Vp, 0, 0, NULL);
+    int64_t heads[3] = {m->hd, m->hd, m->hd};   /* q, k and v are cut only between heads */
+    ax_linear_init(&m->qkv, g, C, (H + 2 * KV) * m->hd, 0, 0, 3, qkv_parts, heads);
+    ax_linear_init(&m->proj, g, C, C, 0, 1, 0, NULL, NULL);
+    if (m->swiglu) ax_linear_init(&m->fc, g, C, 2 * F, 0, 0, 2, fc_parts, NULL);
+    else ax_linear_init(&m->fc, g, C, F, 0, 0, 0, NULL, NULL);
+    ax_linear_init(&m->fcproj, g, F, C, 0, 1, 0, NULL, NULL);
+    ax_linear_init(&m->lmhead, g, C, c->vocab_size, m->Vp, 0, 0, NULL, NULL);
+    /* fewer key/value heads than G_y: the Y shards holding copies of one head
+     * (consecutive y) sum their gradients; a subgroup of Y, split once */
+    int64_t lo, hi;
+    m->kv_copies = ax_shard_copies(&m->qkv.w, g, g->z, &lo, &hi);
+    if (m->kv_copies > 1) {
+        MPI_Comm kv;
+        AX_CHECK_MPI(MPI_Comm_split(g->Y.comm, g->y / m->kv_copies, g->y, &kv));
+        ax_comm_from(&m->kv_group, kv);
+    }
     if (m->rope_on) ax_rope_init(&m->rope, c, m->hd);
     build_table(m);
     m->params = ax_calloc(m->n_local, sizeof(float));
@@ -172,6 +188,7 @@ void ax_gpt_free(ax_gpt *m) {
     if (m->head_block != m->wte_block) { free(m->head_block); free(m->head_gblock); }
     free(m->wte_block); free(m->wte_gblock); free(m->params_h); free(m->head_block_h);
     ax_rope_free(&m->rope);
+    if (m->kv_copies > 1) ax_comm_free(&m->kv_group);
     ax_be()->free(m->act_mem); free(m->L);
     memset(m, 0, sizeof *m);
 }
@@ -491,17 +508,9 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
 }
 
 double ax_gpt_sumsq(ax_gpt *m, const float *flat) {
-    ax_grid *g = m->g;
     double s = 0;
-    for (int i = 0; i < m->np; i++) {
-        ax_param *p = &m->p[i];
-        int rep = ax_shard_replicated(&p->shard, g);
-        if (((rep & 1) && g->x) || ((rep & 2) && g->y) || ((rep & 4) && g->z)) continue;
-        const float *v = flat + p->offset;
-        double t = 0;
-        for (int64_t k = 0; k < p->numel; k++) t += (double)v[k] * v[k];
-        s += t;
-    }
-    ax_allreduce_f64(&g->tp, &s, 1);
+    for (int i = 0; i < m->np; i++)
+        if (m->p[i].present) s += ax_shard_sumsq(&m->p[i].shard, m->g, flat + m->p[i].offset);
+    ax_allreduce_f64(&m->g->tp, &s, 1);
     return s;
 }

@@ -93,6 +93,8 @@ typedef struct {
     int Vp, Vl, v0;               /* padded vocab, local vocab rows, first local row */
     int Cx, Cy, Hl, hd;           /* hidden per X shard, per Y shard, local heads, head size */
     int KVl;                      /* local key/value heads (Hl without grouped-query attention) */
+    int kv_copies;                /* Y shards holding each key/value head (1: split, not replicated) */
+    ax_comm kv_group;             /* kv_copies > 1: the Y shards holding this rank's key/value head */
     int rms, swiglu, rope_on, bias;  /* the layer's kinds, from cfg.arch */
     float eps;                    /* of the norms */
     ax_rope rope;
@@ -181,7 +183,8 @@ ax_mat ax_gpt_gemm_input(const ax_gpt *m, const float *x, ax_bf16 *h, int rows, 
 
 /* Sum gradients over the ranks that saw other rows (data for zchunk tensors,
  * whose Z reduction happened in backward; data x Z for the rest), bucket by
- * bucket. ax_gpt_grad_sync_begin before the last backward of a step lets
+ * bucket, and those of replicated key/value heads over the Y shards holding
+ * copies. ax_gpt_grad_sync_begin before the last backward of a step lets
  * that backward start each bucket as soon as it is final (AX_OV_DP);
  * ax_gpt_grad_sync starts the rest and waits for all. */
 void ax_gpt_grad_sync_begin(ax_gpt *m);
@@ -201,9 +204,13 @@ int ax_gpt_read_flat(ax_gpt *m, const ax_st_file *f, const char *prefix, float *
 /* The same from a checkpoint of one file or shards. Each rank reads only the
  * bytes of its own shards of each tensor (F32, F16 or BF16). */
 int ax_gpt_read_set(ax_gpt *m, const ax_st_set *set, const char *prefix, float *flat);
-/* Collective: gathers to world rank 0, which declares/writes the tensors. */
-void ax_gpt_declare(ax_gpt *m, ax_st_writer *w, const char *prefix);
-int ax_gpt_write_flat(ax_gpt *m, ax_st_writer *w, const float *flat);
+/* Parameters i0 .. i1-1 (table order) as file tensors of dtype t (F32 or
+ * BF16): world rank 0 declares them; write is collective, gathering to world
+ * rank 0, which writes. */
+void ax_gpt_declare(ax_gpt *m, ax_st_writer *w, const char *prefix, ax_st_dtype t, int i0, int i1);
+int ax_gpt_write_flat(ax_gpt *m, ax_st_writer *w, const float *flat, ax_st_dtype t, int i0, int i1);
+/* bytes parameter i takes in a file of dtype t (0: not present) */
+int64_t ax_gpt_file_bytes(const ax_gpt *m, int i, ax_st_dtype t);
 
 /* config.json (Hugging Face GPT2Config keys) */
 int ax_gpt_config_read(ax_gpt_config *c, const char *path);

@@ -2,6 +2,7 @@
 #include "model/gpt.h"
 #include "util/err.h"
 #include "util/fileio.h"
+#include "backend/bf16.h"
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,29 +161,35 @@ int ax_gpt_read_flat(ax_gpt *m, const ax_st_file *f, const char *prefix, float *
     return ax_gpt_read_set(m, &s, prefix, flat);
 }
 
-void ax_gpt_declare(ax_gpt *m, ax_st_writer *w, const char *prefix) {
+int64_t ax_gpt_file_bytes(const ax_gpt *m, int i, ax_st_dtype t) {
+    const ax_param *p = &m->p[i];
+    return p->present ? p->shard.rows * p->shard.cols * (int64_t)ax_st_dtype_size(t) : 0;
+}
+
+void ax_gpt_declare(ax_gpt *m, ax_st_writer *w, const char *prefix, ax_st_dtype t, int i0, int i1) {
     if (m->g->rank != 0) return;
-    for (int i = 0; i < m->np; i++) {
+    for (int i = i0; i < i1; i++) {
         const ax_param *p = &m->p[i];
         for (int s = 0; p->present && s < n_files(p); s++) {
             int64_t shape[2];
             int nd = hf_shape(p, file_rows(p, s), shape);
             char name[160];
             snprintf(name, sizeof name, "%s%s", prefix, file_name(p, s));
-            ax_st_writer_declare(w, name, AX_ST_F32, nd, shape);
+            ax_st_writer_declare(w, name, t, nd, shape);
         }
     }
 }
 
-int ax_gpt_write_flat(ax_gpt *m, ax_st_writer *w, const float *flat) {
+int ax_gpt_write_flat(ax_gpt *m, ax_st_writer *w, const float *flat, ax_st_dtype t, int i0, int i1) {
     ax_grid *g = m->g;
     if (g->d != 0) return 0;             /* data replicas hold the same values */
     int root = g->rank == 0, rc = 0;
     int64_t cap = max_logical(m), maxn = 0;
-    for (int i = 0; i < m->np; i++) maxn = m->p[i].numel > maxn ? m->p[i].numel : maxn;
+    for (int i = i0; i < i1; i++) maxn = m->p[i].numel > maxn ? m->p[i].numel : maxn;
     float *all = root ? ax_malloc(maxn * g->tp.size * sizeof(float)) : NULL;
     float *buf = root ? ax_calloc(cap, sizeof(float)) : NULL, *tbuf = root ? ax_malloc(cap * sizeof(float)) : NULL;
-    for (int i = 0; i < m->np; i++) {
+    uint16_t *hbuf = root && t == AX_ST_BF16 ? ax_malloc(cap * sizeof(uint16_t)) : NULL;
+    for (int i = i0; i < i1; i++) {
         ax_param *p = &m->p[i];
         if (!p->present) continue;
         AX_CHECK_MPI(MPI_Gather(flat + p->offset, (int)p->numel, MPI_FLOAT, all, (int)p->numel, MPI_FLOAT, 0, g->tp.comm));
@@ -195,10 +202,13 @@ int ax_gpt_write_flat(ax_gpt *m, ax_st_writer *w, const float *flat) {
             int64_t rows = file_rows(p, s), n = rows * p->shard.cols;
             const float *src = buf + row0 * p->shard.cols;
             if (p->hf_transposed) { transpose(tbuf, src, rows, p->shard.cols); src = tbuf; }
-            rc = ax_st_writer_write(w, src, n * sizeof(float));
+            if (hbuf) {          /* bf16 export: round to nearest even, as torch's .to(bfloat16) */
+                for (int64_t k = 0; k < n; k++) hbuf[k] = ax_bf16_round(src[k]);
+                rc = ax_st_writer_write(w, hbuf, n * sizeof(uint16_t));
+            } else rc = ax_st_writer_write(w, src, n * sizeof(float));
         }
     }
-    free(all); free(buf); free(tbuf);
+    free(all); free(buf); free(tbuf); free(hbuf);
     return rc;
 }
 

@@ -84,12 +84,30 @@ void ax_gpt_buckets_init(ax_gpt *m) {
     add_range(b, rL[1] > m->n_zchunk ? rL[1] : m->n_local, m->n_local, 0);
 }
 
+/* Replicated key/value heads: each copy's gradient holds only its own query
+ * heads' share; the sum over the copies makes every copy's the full one, so
+ * the copies stay identical through the update. Layers l0..l1, before their
+ * bucket's all-reduces (in whichever order the buckets start, the same sums). */
+static void sum_kv_copies(ax_gpt *m, int l0, int l1) {
+    for (int l = l0; m->kv_copies > 1 && l <= l1; l++)
+        for (int k = AX_P_QKVW; k <= AX_P_QKVB; k++) {
+            const ax_param *p = &m->p[AX_PID(l, k)];
+            int64_t lo, hi;
+            if (!p->present) continue;
+            ax_shard_copies(&p->shard, m->g, m->g->z, &lo, &hi);
+            ax_allreduce_f32(&m->kv_group, m->grads + p->offset + lo, (size_t)(hi - lo));
+        }
+}
+
 static void start_bucket(ax_gpt *m, ax_bucket *b) {
     for (int i = 0; i < b->n; i++) {
         float *g = m->grads + b->r[i].off;
         if (b->r[i].zchunk) ax_zscatter_complete_range(&m->ws.rs, g, g + b->r[i].len);
-        ax_iallreduce_f32(b->r[i].zchunk ? &m->g->data : &m->g->dz, g, (size_t)b->r[i].len, &b->req[i]);
     }
+    sum_kv_copies(m, b->l0, b->l1);                /* none in the rest (l0 > l1) */
+    for (int i = 0; i < b->n; i++)
+        ax_iallreduce_f32(b->r[i].zchunk ? &m->g->data : &m->g->dz, m->grads + b->r[i].off, (size_t)b->r[i].len,
+                          &b->req[i]);
     b->started = 1;
 }
 

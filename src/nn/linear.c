@@ -3,7 +3,7 @@
 #include <string.h>
 
 void ax_linear_init(ax_linear *L, ax_grid *g, int in, int out, int out_pad, int transposed, int nparts,
-                    const int64_t *part) {
+                    const int64_t *part, const int64_t *unit) {
     memset(L, 0, sizeof *L);
     L->in = in; L->out = out; L->out_pad = out_pad ? out_pad : out;
     L->transposed = transposed;
@@ -14,10 +14,14 @@ void ax_linear_init(ax_linear *L, ax_grid *g, int in, int out, int out_pad, int 
     if (nparts) {
         L->w.parts_axis = AX_PARTS_ROWS; L->b.parts_axis = AX_PARTS_COLS;
         L->w.nparts = L->b.nparts = nparts;
-        for (int i = 0; i < nparts; i++) L->w.part[i] = L->b.part[i] = part[i];
+        for (int i = 0; i < nparts; i++) {
+            L->w.part[i] = L->b.part[i] = part[i];
+            L->w.unit[i] = L->b.unit[i] = unit ? unit[i] : 0;
+        }
     }
-    L->in_l = in / (transposed ? g->gy : g->gx);
-    L->out_l = L->out_pad / (transposed ? g->gx : g->gy);
+    /* the weight block's shape: with replicated parts, more than out / G_y rows */
+    L->in_l = (int)ax_shard_block_cols(&L->w, g);
+    L->out_l = (int)ax_shard_block_rows(&L->w, g);
     L->fwd = transposed ? &g->Y : &g->X;
     L->bwd = transposed ? &g->X : &g->Y;
 }

@@ -5,8 +5,27 @@ static int axis_size(const ax_grid *g, int axis) { return axis == AX_AXIS_X ? g-
 static int axis_coord(int axis, int x, int y) { return axis == AX_AXIS_X ? x : axis == AX_AXIS_Y ? y : 0; }
 static int64_t rows_pad(const ax_shard *s) { return s->rows_pad ? s->rows_pad : s->rows; }
 
-int64_t ax_shard_block_rows(const ax_shard *s, const ax_grid *g) { return rows_pad(s) / axis_size(g, s->row_axis); }
-int64_t ax_shard_block_cols(const ax_shard *s, const ax_grid *g) { return s->cols / axis_size(g, s->col_axis); }
+/* Y blocks part i is cut into: G_y when its units split over Y, else one
+ * per unit, each held by G_y / units consecutive shards */
+static int64_t part_blocks(const ax_shard *s, const ax_grid *g, int i) {
+    int64_t n = s->part[i] / (s->unit[i] ? s->unit[i] : 1);
+    return n < g->gy ? n : g->gy;
+}
+static int64_t part_width(const ax_shard *s, const ax_grid *g, int i) { return s->part[i] / part_blocks(s, g, i); }
+static int part_copies(const ax_shard *s, const ax_grid *g, int i) { return g->gy / (int)part_blocks(s, g, i); }
+/* features of the parts axis on one Y shard */
+static int64_t parts_width(const ax_shard *s, const ax_grid *g) {
+    int64_t w = 0;
+    for (int i = 0; i < s->nparts; i++) w += part_width(s, g, i);
+    return w;
+}
+
+int64_t ax_shard_block_rows(const ax_shard *s, const ax_grid *g) {
+    return s->parts_axis == AX_PARTS_ROWS ? parts_width(s, g) : rows_pad(s) / axis_size(g, s->row_axis);
+}
+int64_t ax_shard_block_cols(const ax_shard *s, const ax_grid *g) {
+    return s->parts_axis == AX_PARTS_COLS ? parts_width(s, g) : s->cols / axis_size(g, s->col_axis);
+}
 int64_t ax_shard_block_numel(const ax_shard *s, const ax_grid *g) { return ax_shard_block_rows(s, g) * ax_shard_block_cols(s, g); }
 
 int64_t ax_shard_numel(const ax_shard *s, const ax_grid *g) {
@@ -24,19 +43,46 @@ int ax_shard_replicated(const ax_shard *s, const ax_grid *g) {
 }
 
 /* Logical feature of position p in the part-grouped order, where shard y
- * holds [part 0's y-th block | part 1's | ...]; *left: positions from p to
- * the end of its block. */
+ * holds [part 0's block | part 1's | ...] (block y, or y / copies of a
+ * replicated part); *left: positions from p to the end of its block. */
 static int64_t parts_unpermute(const ax_shard *s, const ax_grid *g, int64_t p, int64_t *left) {
-    int64_t w = 0;
-    for (int i = 0; i < s->nparts; i++) w += s->part[i] / g->gy;
-    int64_t y = p / w, r = p % w, first = 0;
+    int64_t w = parts_width(s, g), y = p / w, r = p % w, first = 0;
     for (int i = 0; i < s->nparts; i++) {
-        int64_t wi = s->part[i] / g->gy;
-        if (r < wi) { *left = wi - r; return first + y * wi + r; }
+        int64_t wi = part_width(s, g, i);
+        if (r < wi) { *left = wi - r; return first + y / part_copies(s, g, i) * wi + r; }
         r -= wi; first += s->part[i];
     }
     *left = 0;
     return -1;   /* unreachable: p is within the shard */
+}
+
+int ax_shard_copies(const ax_shard *s, const ax_grid *g, int z, int64_t *lo, int64_t *hi) {
+    int64_t a = -1, b = -1, off = 0;
+    int c = 1;
+    for (int i = 0; i < s->nparts; i++) {
+        int64_t wi = part_width(s, g, i);
+        if (part_copies(s, g, i) > 1) { if (a < 0) a = off; b = off + wi; c = part_copies(s, g, i); }
+        off += wi;
+    }
+    *lo = *hi = 0;
+    if (c == 1) return 1;
+    /* rows of parts span whole block rows; columns of parts are a vector's (one row) */
+    if (s->parts_axis == AX_PARTS_ROWS) { a *= ax_shard_block_cols(s, g); b *= ax_shard_block_cols(s, g); }
+    int64_t n = ax_shard_numel(s, g), base = s->zchunk ? z * n : 0;
+    a = a - base < 0 ? 0 : a - base; b = b - base > n ? n : b - base;
+    if (a < b) { *lo = a; *hi = b; }
+    return c;
+}
+
+double ax_shard_sumsq(const ax_shard *s, const ax_grid *g, const float *local) {
+    int rep = ax_shard_replicated(s, g);
+    if (((rep & 1) && g->x) || ((rep & 2) && g->y) || ((rep & 4) && g->z)) return 0;
+    int64_t lo, hi, n = ax_shard_numel(s, g);
+    if (g->y % ax_shard_copies(s, g, g->z, &lo, &hi) == 0) lo = hi = n;   /* the counted copy (or none replicated) */
+    double t = 0;
+    for (int64_t k = 0; k < lo; k++) t += (double)local[k] * local[k];
+    for (int64_t k = hi; k < n; k++) t += (double)local[k] * local[k];
+    return t;
 }
 
 int64_t ax_shard_logical_index(const ax_shard *s, const ax_grid *g, int x, int y, int z, int64_t i) {

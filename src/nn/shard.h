@@ -9,6 +9,12 @@
  * made of parts (the fused [q | k | v] features, or Llama's [gate | up]) is
  * reordered so that Y shard y holds [part 0's y-th block | part 1's | ...]:
  * whole heads of q, k and v, or the gate and up features one product needs.
+ * A part is made of units (unit[i] features: a head) that are never cut. A
+ * part of fewer units than G_y is replicated instead of split: it is cut into
+ * its units, and G_y / units consecutive Y shards hold each (grouped-query
+ * attention's k and v heads when there are fewer than G_y: shard y holds the
+ * one key/value head its query heads read). Such copies must receive the sum
+ * of their gradients (ax_shard_copies) and are counted once (ax_shard_sumsq).
  *
  *   ax_shard s = {.rows = 3*C, .cols = C, .row_axis = AX_AXIS_Y, .col_axis = AX_AXIS_X,
  *                 .zchunk = 1, .parts_axis = AX_PARTS_ROWS, .nparts = 3, .part = {C, C, C}};
@@ -30,7 +36,8 @@ typedef struct {
     int zchunk;
     int parts_axis;          /* which axis (split over Y) is made of parts */
     int nparts;
-    int64_t part[3];         /* logical features of each part, in order; each divisible by G_y */
+    int64_t part[3];         /* logical features of each part, in order */
+    int64_t unit[3];         /* features of a part's unit (0: 1); a part's units divide by G_y or divide G_y */
 } ax_shard;
 
 /* block shape on a rank */
@@ -39,8 +46,18 @@ int64_t ax_shard_block_cols(const ax_shard *s, const ax_grid *g);
 int64_t ax_shard_block_numel(const ax_shard *s, const ax_grid *g);
 /* elements stored per rank (a zchunk's padded length, or the block) */
 int64_t ax_shard_numel(const ax_shard *s, const ax_grid *g);
-/* Axes (bit 1 = X, 2 = Y, 4 = Z) over which identical copies are stored. */
+/* Axes (bit 1 = X, 2 = Y, 4 = Z) over which identical copies of the whole
+ * block are stored (replicated parts are not a whole axis: ax_shard_copies). */
 int ax_shard_replicated(const ax_shard *s, const ax_grid *g);
+/* Parts replicated over Y: each is held by the returned number of
+ * consecutive Y shards (1: no part is), in the local elements [*lo, *hi) of
+ * the rank at depth z (empty when its Z chunk holds none). Replicated parts
+ * are consecutive and equally replicated (k and v). */
+int ax_shard_copies(const ax_shard *s, const ax_grid *g, int z, int64_t *lo, int64_t *hi);
+/* Sum of squares of this rank's local elements that it counts for the grid,
+ * so that the sum over X x Y x Z counts every logical element once: only
+ * coordinate 0 of a replicated axis, and of each replicated part's copies. */
+double ax_shard_sumsq(const ax_shard *s, const ax_grid *g, const float *local);
 
 /* Logical flat index of local element i on the rank at (x, y, z), or -1 for padding. */
 int64_t ax_shard_logical_index(const ax_shard *s, const ax_grid *g, int x, int y, int z, int64_t i);

@@ -18,7 +18,8 @@ static const char *illegal(const ax_plan_job *j, const int g[4], char *buf, size
     int D = g[0], X = g[1], Y = g[2], Z = g[3];
     if (c->n_embd % c->n_head) snprintf(buf, n, "n_embd %d is not divisible by n_head %d", c->n_embd, c->n_head);
     else if (c->n_head % Y) snprintf(buf, n, "n_head %d is not divisible by Y = %d", c->n_head, Y);
-    else if (c->n_kv_head && c->n_kv_head % Y) snprintf(buf, n, "n_kv_head %d is not divisible by Y = %d", c->n_kv_head, Y);
+    else if (c->n_kv_head && c->n_kv_head % Y && Y % c->n_kv_head)
+        snprintf(buf, n, "n_kv_head %d and Y = %d: one must divide the other", c->n_kv_head, Y);
     else if (c->n_inner && c->n_inner % Y) snprintf(buf, n, "n_inner %d is not divisible by Y = %d", c->n_inner, Y);
     else if (c->n_embd % X) snprintf(buf, n, "n_embd %d is not divisible by X = %d", c->n_embd, X);
     else if (j->batch % j->grad_accum) snprintf(buf, n, "batch %d is not a multiple of grad_accum %d", j->batch, j->grad_accum);
@@ -69,7 +70,8 @@ void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machin
     int64_t C = cf->n_embd, L = cf->n_layer, T = j->seq, nh = cf->n_head, hd = C / nh;
     int llama = cf->arch == AX_ARCH_LLAMA, tables = cf->untied ? 2 : 1;
     int64_t KV = cf->n_kv_head ? cf->n_kv_head : nh, F = cf->n_inner ? cf->n_inner : 4 * C;
-    int64_t Q = (nh + 2 * KV) * hd, Fo = llama ? 2 * F : F;   /* fused q|k|v; the MLP's first FC ([gate|up] for SwiGLU) */
+    /* fused q|k|v (key/value heads fewer than Y: one copy per Y shard); the MLP's first FC ([gate|up] for SwiGLU) */
+    int64_t Q = (nh + 2 * (KV >= Y ? KV : Y)) * hd, Fo = llama ? 2 * F : F;
     int64_t Bl = j->batch / j->grad_accum / (D * Z), M = Bl * T;
     int64_t Vp = cdiv(cf->vocab_size, 64 * Y) * 64 * Y, Vl = Vp / Y, Cx = C / X, Cy = C / Y, Hl = nh / Y;
     int block = j->recompute == 2, attn = j->recompute != 0;

@@ -3,6 +3,7 @@
 #include "util/err.h"
 #include "util/fileio.h"
 #include <dirent.h>
+#include <glob.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -10,19 +11,25 @@
 #include <string.h>
 #include <unistd.h>
 
-static int write_tensors(const char *path, ax_gpt *m, const float *const *flats, const char *const *prefixes, int n) {
+/* Parameters i0 .. i1-1 of each of n flat vectors (names prefixed) into one
+ * safetensors file of dtype t; map (root, may be NULL) gets each tensor's
+ * name -> the file's base name. */
+static int write_tensors(const char *path, ax_gpt *m, const float *const *flats, const char *const *prefixes, int n,
+                         ax_st_dtype t, int i0, int i1, json_t *map) {
     ax_st_writer w;
     int rc = 0;
     if (m->g->rank == 0) {
         rc = ax_st_writer_init(&w, path);
         if (rc == 0) {
             ax_st_writer_meta(&w, "format", "pt");
-            for (int i = 0; i < n; i++) ax_gpt_declare(m, &w, prefixes[i]);
+            for (int i = 0; i < n; i++) ax_gpt_declare(m, &w, prefixes[i], t, i0, i1);
+            const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+            for (int k = 0; map && k < w.n; k++) json_object_set_new(map, w.t[k].name, json_string(base));
         }
     }
     if (ax_agree(m->g->world, rc)) return -1;
     for (int i = 0; i < n; i++) {
-        int r = ax_gpt_write_flat(m, &w, flats[i]);
+        int r = ax_gpt_write_flat(m, &w, flats[i], t, i0, i1);
         if (r && !rc) rc = r;
     }
     if (m->g->rank == 0) {
@@ -32,18 +39,82 @@ static int write_tensors(const char *path, ax_gpt *m, const float *const *flats,
     return ax_agree(m->g->world, rc);
 }
 
-int ax_model_save(const char *dir, ax_gpt *m) {
-    char path[4096];
-    int rc = 0;
-    if (m->g->rank == 0) rc = ax_mkdir_p(dir);
+/* Shard k of n as save_pretrained names it */
+static void shard_name(char *dst, size_t len, const char *dir, int k, int n) {
+    snprintf(dst, len, "%s/model-%05d-of-%05d.safetensors", dir, k + 1, n);
+}
+
+/* After a save committed: the files of a previous save of the other form (or
+ * shard count), which would otherwise be loaded instead (model.safetensors
+ * comes first) or lie about. */
+static void remove_stale(const char *dir, int nshards) {
+    char path[4200], keep[4200];
+    glob_t gl;
+    snprintf(path, sizeof path, "%s/model-*-of-*.safetensors", dir);
+    if (glob(path, 0, NULL, &gl) == 0) {
+        for (size_t i = 0; i < gl.gl_pathc; i++) {
+            int k, n;
+            const char *base = strrchr(gl.gl_pathv[i], '/') + 1;
+            if (sscanf(base, "model-%5d-of-%5d", &k, &n) == 2 && n == nshards && k >= 1 && k <= n) {
+                shard_name(keep, sizeof keep, dir, k - 1, n);
+                if (!strcmp(keep, gl.gl_pathv[i])) continue;
+            }
+            unlink(gl.gl_pathv[i]);
+        }
+        globfree(&gl);
+    }
+    snprintf(path, sizeof path, nshards > 1 ? "%s/model.safetensors" : "%s/model.safetensors.index.json", dir);
+    unlink(path);
+    ax_fsync_dir(dir);
+}
+
+int ax_model_save(const char *dir, ax_gpt *m, int64_t max_shard, ax_st_dtype t) {
+    char path[4200];
+    int rc = 0, root = m->g->rank == 0;
+    if (root) rc = ax_mkdir_p(dir);
     if (ax_agree(m->g->world, rc)) return -1;
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    /* shards of whole parameters in table order, a new one when the next
+     * parameter would pass max_shard (a larger parameter is a shard alone) */
+    int start[1024], n = 0;
+    int64_t cur = 0, total = 0;
+    for (int i = 0; i < m->np; i++) {
+        int64_t b = ax_gpt_file_bytes(m, i, t);
+        if (!b) continue;
+        if (n == 0 || (max_shard > 0 && cur > 0 && cur + b > max_shard)) {
+            if (n == (int)(sizeof start / sizeof *start))
+                return AX_ERR("--max-shard-size %lld: more than %d shards; expected a larger size",
+                              (long long)max_shard, n);
+            start[n++] = i; cur = 0;
+        }
+        cur += b; total += b;
+    }
     const float *f[] = {m->params};
     const char *p[] = {""};
-    AX_TRY(write_tensors(path, m, f, p, 1));
-    if (m->g->rank == 0) {
+    json_t *map = root && n > 1 ? json_object() : NULL;
+    for (int k = 0; k < n && rc == 0; k++) {
+        if (n == 1) snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        else shard_name(path, sizeof path, dir, k, n);
+        rc = write_tensors(path, m, f, p, 1, t, start[k], k + 1 < n ? start[k + 1] : m->np, map);
+    }
+    if (root && rc == 0 && n > 1) {   /* the index last: the checkpoint exists once it does */
+        json_t *j = json_pack("{s:{s:I}, s:o}", "metadata", "total_size", (json_int_t)total, "weight_map", map);
+        char *txt = json_dumps(j, JSON_INDENT(2));
+        json_decref(j);
+        map = NULL;
+        ax_outfile o;
+        snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+        rc = ax_out_open(&o, path);
+        if (rc == 0) rc = ax_out_write(&o, txt, strlen(txt));
+        if (rc == 0) rc = ax_out_commit(&o); else ax_out_abort(&o);
+        free(txt);
+    }
+    json_decref(map);
+    if (root && rc && n > 1)          /* nothing half-written: no shard without its index */
+        for (int k = 0; k < n; k++) { shard_name(path, sizeof path, dir, k, n); unlink(path); }
+    if (root && rc == 0) {
         snprintf(path, sizeof path, "%s/config.json", dir);
         rc = ax_gpt_config_write(&m->cfg, path);
+        if (rc == 0) remove_stale(dir, n);
     }
     return ax_agree(m->g->world, rc);
 }
@@ -106,11 +177,11 @@ int ax_ckpt_save(const char *dir, ax_gpt *m, const ax_adamw *o, const ax_ckpt_st
     int root = m->g->rank == 0, rc = 0;
     if (root) { remove_ckpt(tmp); rc = ax_mkdir_p(tmp); }
     AX_TRY(ax_agree(m->g->world, rc));
-    rc = ax_model_save(tmp, m);
+    rc = ax_model_save(tmp, m, 0, AX_ST_F32);   /* one file, fp32: resumes exactly */
     const float *f[] = {o->m, o->v};
     const char *p[] = {"opt.m.", "opt.v."};
     snprintf(path, sizeof path, "%s/optim.safetensors", tmp);
-    if (rc == 0) rc = write_tensors(path, m, f, p, 2);
+    if (rc == 0) rc = write_tensors(path, m, f, p, 2, AX_ST_F32, 0, m->np, NULL);
     if (root && rc == 0) {
         snprintf(path, sizeof path, "%s/state.json", tmp);
         rc = write_state(path, st);

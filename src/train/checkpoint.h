@@ -36,6 +36,11 @@ int ax_ckpt_resolve(const char *path, char *out, size_t n);
 /* After ckpt-<newest> is committed: removes interrupted writes and the complete
  * checkpoints of step <= newest beyond the `keep` newest (not collective). */
 int ax_ckpt_prune(const char *dir, int newest, int keep);
-/* Collective: model.safetensors + config.json into dir (created if needed). */
-int ax_model_save(const char *dir, ax_gpt *m);
+/* Collective: the parameters in Hugging Face form + config.json into dir
+ * (created if needed), as tensors of dtype t (F32 or BF16): model.safetensors,
+ * or, when they take more than max_shard bytes (0: no limit), shards
+ * model-0000k-of-0000n.safetensors of whole parameters and
+ * model.safetensors.index.json, written last (on failure no shard is left).
+ * Files of an earlier save of the other form are removed after. */
+int ax_model_save(const char *dir, ax_gpt *m, int64_t max_shard, ax_st_dtype t);
 #endif

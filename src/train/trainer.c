@@ -39,6 +39,8 @@ void ax_train_defaults(ax_train_opts *o) {
     o->dtype = "fp32";
     o->overlap = "all";
     o->bucket_mb = 25;
+    o->max_shard_size = 5000000000LL;   /* transformers' save_pretrained default, 5GB */
+    o->export_dtype = "fp32";
 }
 
 
@@ -70,6 +72,9 @@ static int parse_recompute(const char *s, ax_recompute *mode) {
 
 static int validate(const ax_train_opts *o, const ax_gpt_config *c, const ax_grid *g) {
     if (o->steps < 1) return AX_ERR("--steps %d: expected >= 1", o->steps);
+    if (strcmp(o->export_dtype, "fp32") && strcmp(o->export_dtype, "bf16"))
+        return AX_ERR("--export-dtype %s: expected fp32 or bf16", o->export_dtype);
+    if (o->max_shard_size < 0) return AX_ERR("--max-shard-size %lld: expected >= 0", (long long)o->max_shard_size);
     if (o->grad_accum < 1) return AX_ERR("--grad-accum %d: expected >= 1", o->grad_accum);
     if (o->batch < 1 || o->batch % o->grad_accum)
         return AX_ERR("--batch %d: expected a positive multiple of --grad-accum %d", o->batch, o->grad_accum);
@@ -402,8 +407,11 @@ static int loop(ax_run *r) {
             t_n, dt * 1e3, o->batch * o->seq / dt, flops / dt / 1e12, flops / dt / 1e12 / r->g.size, hflops / dt / 1e12);
     }
     if (o->out && end == o->steps) {
-        AX_TRY(ax_model_save(o->out, &r->m));
-        SAY(r, "model written to %s/model.safetensors (+ config.json)\n", o->out);
+        char index[4200];
+        AX_TRY(ax_model_save(o->out, &r->m, o->max_shard_size, strcmp(o->export_dtype, "bf16") ? AX_ST_F32 : AX_ST_BF16));
+        snprintf(index, sizeof index, "%s/model.safetensors.index.json", o->out);
+        SAY(r, "model written to %s/%s (%s, + config.json)\n", o->out,
+            ax_file_exists(index) ? "model.safetensors.index.json and its shards" : "model.safetensors", o->export_dtype);
     }
     return 0;
 }
