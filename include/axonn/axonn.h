@@ -77,6 +77,8 @@ typedef struct {
     int goldfish_k, goldfish_h;         /* goldfish loss: drop 1/k of targets by a hash of h ids (k 0: off) */
     const char *recompute;              /* activations rebuilt in backward: "none" (default), "attn", "block" */
     const char *dtype;                  /* GEMM inputs: "fp32" (default) or "bf16" (fp32 master weights) */
+    const char *gemm_tune;              /* GEMM layout tuning: "off" (default) or "on" */
+    const char *gemm_tune_cache;        /* its cache file; NULL: the default, "none": no file */
 } ax_train_opts;
 
 void ax_train_defaults(ax_train_opts *o);

@@ -1,5 +1,6 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu.h"
+#include "backend/gemm_tune.h"
 #include "util/err.h"
 #include <string.h>
 
@@ -31,5 +32,5 @@ void ax_gemm_batched(int batch, float alpha, ax_mat A, int transA, ax_mat B, int
         ax_fatal(__FILE__, __LINE__, "gemm: op(A) %dx%d, op(B) %dx%d, C %dx%d (ld %d, %d, %d) do not agree",
                  am, ak, bk, bn, C.rows, C.cols, A.ld, B.ld, C.ld);
     if (C.rows == 0 || C.cols == 0 || batch == 0) return;
-    current->gemm(batch, alpha, A, transA, B, transB, beta, C);
+    ax_gemm_tuned(current, batch, alpha, A, transA, B, transB, beta, C);
 }

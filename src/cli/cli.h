@@ -4,6 +4,7 @@
 #include "axonn/axonn.h"
 #include "grid/grid.h"
 #include "model/gpt.h"
+#include "train/bench.h"
 
 /* Each returns 0, 1 after --help, or -1 with the error recorded (train also
  * AX_TRAIN_DIVERGED: the command exits with status 3). */
@@ -14,6 +15,8 @@ int ax_cmd_prepare(int argc, char **argv);
 int ax_cmd_tokenizer(int argc, char **argv);
 int ax_cmd_memorize(int argc, char **argv);
 int ax_cmd_bench(int argc, char **argv);
+/* axonn bench gemm's table, or one JSON object (cmd_bench_gemm.c) */
+void ax_cli_print_bench_gemm(const ax_bench_gemm_result *g, int json);
 int ax_cmd_plan(int argc, char **argv);
 
 /* Builds (or finds in the cache) the default corpus; dir gets its directory

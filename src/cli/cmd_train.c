@@ -65,6 +65,8 @@ int ax_cmd_train(int argc, char **argv) {
         {"goldfish-h", AX_OPT_INT, &o.goldfish_h, "H", "goldfish context: hash of the H ids of the token stream ending at a target (default 13)", AX_RANGE('[',1,1e6,']')},
         {"backend", AX_OPT_STR, &backend, "NAME", "kernels: cpu (default; compiled backends in axonn --version)"},
         {"dtype", AX_OPT_STR, &o.dtype, "TYPE", "GEMM input precision: fp32 (default) or bf16 (fp32 accumulation, master weights, optimizer and reductions)"},
+        {"gemm-tune", AX_OPT_STR, &o.gemm_tune, "off|on", "time each GEMM's layouts on first use and keep the fastest (default off)"},
+        {"gemm-tune-cache", AX_OPT_STR, &o.gemm_tune_cache, "FILE", "the tuning cache (default $AXONN_GEMM_TUNE_CACHE, else $XDG_CACHE_HOME or ~/.cache /axonn/gemm-tune.json; none: no file)"},
         {"recompute", AX_OPT_STR, &o.recompute, "MODE", "activation recomputation: none (default), attn (attention outputs) or block (whole layers)"},
         {"quiet", AX_OPT_FLAG, &o.quiet, NULL, "no per-step lines"},
         {"profile", AX_OPT_FLAG, &o.profile, NULL, "report the share of step time in GEMMs and in each group's collectives"},

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE 1
 #include "axonn/axonn.h"
 #include "backend/backend.h"
+#include "backend/gemm_tune.h"
 #include "grid/grid.h"
 #include "model/gpt.h"
 #include "train/checkpoint.h"
@@ -37,6 +38,7 @@ void ax_train_defaults(ax_train_opts *o) {
     o->goldfish_h = 13;
     o->recompute = "none";
     o->dtype = "fp32";
+    o->gemm_tune = "off";
 }
 
 
@@ -148,6 +150,9 @@ int ax_run_setup(ax_run *r) {
     r->tty = r->root && isatty(1) && !getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMI_SIZE");
     set_threads(r);
     ax_be()->gemm_timing(o->profile);
+    int tune;
+    AX_TRY(ax_gemm_tune_parse(o->gemm_tune, &tune));
+    ax_gemm_tune_set(tune, o->gemm_tune_cache, r->root);
     ax_gpt_config cfg = o->model, want = o->model;
     ax_gpt_config_defaults(&want);
     char ckdir[4096] = "", path[4200];
@@ -237,6 +242,9 @@ int ax_run_setup(ax_run *r) {
         mc->vocab_size, mc->block_size, mc->untied ? " untied" : "", ax_gpt_num_params(mc) / 1e6);
     SAY(r, "precision: %s GEMM inputs, fp32 accumulation, master weights and reductions; GEMMs: %s\n",
         o->dtype, kernel);
+    if (strcmp(o->gemm_tune, "on") == 0)
+        SAY(r, "GEMM layout tuning: on, each new GEMM's layouts timed on first use; cache %s\n",
+            ax_gemm_tune_cache_path()[0] ? ax_gemm_tune_cache_path() : "none");
     if (emulated) SAY(r, "note: this CPU has no bf16 instructions, so bf16 is emulated (same numerics as bf16 "
                          "hardware, fp32 speed or slower)\n");
     if (o->goldfish_k) SAY(r, "goldfish loss: k = %d, h = %d (about 1/%d of targets left out)\n", o->goldfish_k, o->goldfish_h, o->goldfish_k);
