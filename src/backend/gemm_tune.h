@@ -44,9 +44,9 @@ int ax_gemm_tune_choice(const ax_backend *be, float alpha, ax_mat A, int transA,
 void ax_gemm_tuned(const ax_backend *be, int batch, float alpha, ax_mat A, int transA, ax_mat B, int transB,
                    float beta, ax_mat C);
 /* Times each layout on this problem (batch 1): one warm-up round, then rounds
- * rounds (0: 3, or 1 when a GEMM takes over 0.25 s), interleaved, the best of
- * each into sec (seconds; -1 for a layout the backend cannot run). Returns
- * the fastest, or stored unless another is 3% faster. With beta != 0, C is
+ * rounds (0: by the warm-up's time, 20 below 1.5 ms, 3 up to 0.25 s, 1
+ * above), interleaved, the best of each into sec (seconds; -1 for a layout the backend cannot run). Returns
+ * the fastest, or stored unless another is 5% faster. With beta != 0, C is
  * restored afterwards (it is an input); otherwise it holds some layout's result. */
 int ax_gemm_tune_time(const ax_backend *be, float alpha, ax_mat A, int transA, ax_mat B, int transB, float beta,
                       ax_mat C, int rounds, double sec[AX_GT_N]);

@@ -153,7 +153,7 @@ int ax_cmd_bench(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (gemm) {
         ax_bench_gemm_result g;
-        AX_TRY(ax_bench_gemm(&o, 3, json, MPI_COMM_WORLD, &g));
+        AX_TRY(ax_bench_gemm(&o, json, MPI_COMM_WORLD, &g));
         if (rank == 0) ax_cli_print_bench_gemm(&g, json);
         return 0;
     }

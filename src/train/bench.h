@@ -49,16 +49,16 @@ typedef struct {
 
 enum { AX_BENCH_GEMM_ROWS = 15 };
 typedef struct {
-    int ranks, threads, grid[4], rounds;
+    int ranks, threads, grid[4];
     const char *dtype, *kernel;
     ax_bench_gemm_row row[AX_BENCH_GEMM_ROWS];
     double step_stored_s, step_tuned_s;       /* sum over a step's calls */
 } ax_bench_gemm_result;
 
-/* Sets up the run of o (as ax_bench) and times each row's layouts, rounds
- * times after a warm-up, on every rank at once (they share the node in a
+/* Sets up the run of o (as ax_bench) and times each row's layouts as the
+ * tuner does (ax_gemm_tune_time), on every rank at once (they share the node in a
  * step); the figures are rank 0's. Collective over comm. */
-int ax_bench_gemm(const ax_train_opts *o, int rounds, int silent, MPI_Comm comm, ax_bench_gemm_result *res);
+int ax_bench_gemm(const ax_train_opts *o, int silent, MPI_Comm comm, ax_bench_gemm_result *res);
 
 /* FLOP/s of C (m x n) = A (m x k) B^T through the backend's GEMM, repeated
  * for at least min_s seconds after one warm-up call. Local (no MPI). */

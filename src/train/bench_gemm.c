@@ -27,7 +27,7 @@ static void *filled(const ax_backend *be, ax_dtype t, size_t n, float *tmp) {
     return p;
 }
 
-int ax_bench_gemm(const ax_train_opts *o, int rounds, int silent, MPI_Comm comm, ax_bench_gemm_result *res) {
+int ax_bench_gemm(const ax_train_opts *o, int silent, MPI_Comm comm, ax_bench_gemm_result *res) {
     ax_train_opts a = *o;
     a.out = NULL; a.metrics = NULL; a.resume = NULL; a.save_every = 0; a.steps = 1;
     ax_run r;
@@ -39,7 +39,7 @@ int ax_bench_gemm(const ax_train_opts *o, int rounds, int silent, MPI_Comm comm,
     ax_dtype t = r.m.dtype;
     int emulated;
     memset(res, 0, sizeof *res);
-    res->ranks = r.g.size; res->threads = be->threads(); res->rounds = rounds;
+    res->ranks = r.g.size; res->threads = be->threads();
     res->grid[0] = r.g.gd; res->grid[1] = r.g.gx; res->grid[2] = r.g.gy; res->grid[3] = r.g.gz;
     res->dtype = ax_dtype_name(t); res->kernel = be->gemm_kernel(t, &emulated);
     model_rows(&r, res);
@@ -57,7 +57,7 @@ int ax_bench_gemm(const ax_train_opts *o, int rounds, int silent, MPI_Comm comm,
         ax_mat A = w->tA ? ax_mat_of(pa, t, w->k, w->m) : ax_mat_of(pa, t, w->m, w->k);
         ax_mat B = w->tB ? ax_mat_of(pb, t, w->n, w->k) : ax_mat_of(pb, t, w->k, w->n);
         MPI_Barrier(r.g.world);
-        w->chosen = ax_gemm_tune_time(be, 1.0f, A, w->tA, B, w->tB, w->beta, ax_mat_f32(c, w->m, w->n), rounds, w->sec);
+        w->chosen = ax_gemm_tune_time(be, 1.0f, A, w->tA, B, w->tB, w->beta, ax_mat_f32(c, w->m, w->n), 0, w->sec);
         res->step_stored_s += w->per_step * w->sec[AX_GT_STORED];
         res->step_tuned_s += w->per_step * w->sec[w->chosen];
     }
