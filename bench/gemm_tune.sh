@@ -3,7 +3,7 @@
 # `axonn bench gemm` (every layout of each GEMM of a step, the chosen one and
 # its gain), the first-use cost of tuning (a 3-iteration bench with an empty
 # cache against one with tuning off), then the step time with --gemm-tune off
-# and on (the cache filled), interleaved, --reps times.
+# and on (the cache filled), interleaved in alternating order, --reps times.
 #
 #   bash bench/gemm_tune.sh [--config tiny|small] [--iters N] [--reps R] [--dtype fp32|bf16]
 set -euo pipefail
@@ -50,9 +50,10 @@ echo "- chosen layouts in the cache: $(python3 -c 'import json,sys,collections; 
 echo
 echo "| rep | ms/iter off | ms/iter on (cached) | gain |"
 echo "|---|---|---|---|"
-for r in $(seq "$REPS"); do
-  "$AXONN" bench "${OPTS[@]}" --iters "$ITERS" --gemm-tune off --json >"$TMP/off.json" 2>/dev/null
-  "$AXONN" bench "${OPTS[@]}" --iters "$ITERS" --gemm-tune on --gemm-tune-cache "$CACHE" --json >"$TMP/on.json" 2>/dev/null
+for r in $(seq "$REPS"); do   # the order alternates, so a load that rises or falls favours neither
+  for t in $([ $((r % 2)) = 1 ] && echo off on || echo on off); do
+    "$AXONN" bench "${OPTS[@]}" --iters "$ITERS" --gemm-tune "$t" --gemm-tune-cache "$CACHE" --json >"$TMP/$t.json" 2>/dev/null
+  done
   a=$(ms "$TMP/off.json") b=$(ms "$TMP/on.json")
   echo "| $r | $a | $b | $(python3 -c "print('%+.1f%%' % (100 * ($a / $b - 1)))") |"
 done

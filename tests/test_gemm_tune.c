@@ -3,7 +3,8 @@
  * Layouts: each one, forced in turn, against the untuned GEMM (the stored
  * layout through the backend) on every transpose pair, fp32 and bf16 inputs,
  * fp32 and bf16 outputs, alpha, beta 0 and 1, leading dimensions wider than
- * the rows (the padding must stay untouched) and K past OpenBLAS's K-block.
+ * the rows (the padding must stay untouched), K past OpenBLAS's K-block and a C
+ * large enough for the threaded transpose (run with 1 and 2 threads).
  * Tolerance, element by element: every layout forms the same fp32 products
  * (bf16 products are exact in fp32) and adds the same K + 1 terms (beta C
  * among them) in fp32, only in another order (the kernel's k-blocking, and
@@ -87,9 +88,10 @@ static void layout_case(int L, int tA, int tB, ax_dtype ti, ax_dtype to, float a
 }
 
 static void layouts(void) {
-    int shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 65}, {40, 24, 700}};
+    /* K past a K-block; C large enough for the threaded transpose */
+    int shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 65}, {40, 24, 700}, {300, 260, 24}};
     for (int L = 0; L < AX_GT_N; L++)
-        for (int s = 0; s < 4; s++)
+        for (int s = 0; s < 5; s++)
             for (int t = 0; t < 4; t++)
                 for (int d = 0; d < 3; d++) {
                     ax_dtype ti = d ? AX_BF16 : AX_F32, to = d == 2 ? AX_BF16 : AX_F32;

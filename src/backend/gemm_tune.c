@@ -130,14 +130,7 @@ int ax_gemm_tune_choice(const ax_backend *be, float alpha, ax_mat A, int tA, ax_
             if (st.e[i].from_file) { st.e[i].from_file = 0; st.hits++; }
             return st.e[i].layout;
         }
-    if (st.n == st.cap) {
-        st.cap = st.cap ? 2 * st.cap : 32;
-        ax_gt_entry *e = ax_malloc(st.cap * sizeof *e);
-        if (st.n) memcpy(e, st.e, st.n * sizeof *e);
-        free(st.e);
-        st.e = e;
-    }
-    ax_gt_entry *e = &st.e[st.n++];
+    ax_gt_entry *e = ax_gt_push(&st.e, &st.n, &st.cap);
     e->k = k; e->from_file = 0;
     st.timed++;
     e->layout = ax_gemm_tune_time(be, alpha, A, tA, B, tB, beta, C, 0, e->sec);

@@ -99,6 +99,17 @@ static int parse_entry(json_t *j, const ax_backend *be, ax_gt_entry *o) {
     return !strcmp(mach, machine()) && !strcmp(bk, be->name) && !strcmp(lib, library(be));
 }
 
+ax_gt_entry *ax_gt_push(ax_gt_entry **e, int *n, int *cap) {
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 32;
+        ax_gt_entry *g = ax_malloc(*cap * sizeof *g);
+        if (*n) memcpy(g, *e, *n * sizeof *g);
+        free(*e);
+        *e = g;
+    }
+    return &(*e)[(*n)++];
+}
+
 int ax_gt_cache_load(const char *path, const ax_backend *be, ax_gt_entry **e, int *n, int *cap) {
     json_t *root, *arr = read_entries(path, &root);
     if (!arr) return -1;
@@ -110,15 +121,8 @@ int ax_gt_cache_load(const char *path, const ax_backend *be, ax_gt_entry **e, in
         int mine = parse_entry(j, be, &o);
         if (mine < 0) { rc = AX_ERR("%s: entry %zu is malformed", path, i); break; }
         if (!mine) continue;
-        if (*n == *cap) {
-            *cap = *cap ? 2 * *cap : 32;
-            ax_gt_entry *g = ax_malloc(*cap * sizeof *g);
-            if (*n) memcpy(g, *e, *n * sizeof *g);
-            free(*e);
-            *e = g;
-        }
         o.from_file = 1;
-        (*e)[(*n)++] = o;
+        *ax_gt_push(e, n, cap) = o;
     }
     json_decref(arr);
     json_decref(root);

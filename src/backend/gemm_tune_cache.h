@@ -7,6 +7,8 @@
 typedef struct { int m, n, k, tA, tB, threads; ax_dtype ta, tb, tc; } ax_gt_key;
 typedef struct { ax_gt_key k; int layout, from_file; double sec[AX_GT_N]; } ax_gt_entry;   /* from_file: loaded, not yet looked up */
 
+/* a new last entry of the table e (n used, capacity cap), grown by doubling */
+ax_gt_entry *ax_gt_push(ax_gt_entry **e, int *n, int *cap);
 /* The entries of path made on this machine, backend and libraries, appended
  * to *e (n of them, capacity *cap). A missing file holds none. Returns -1
  * with one line in ax_err_msg when the file is unreadable or not a cache. */
