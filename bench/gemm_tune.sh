@@ -56,6 +56,13 @@ for r in $(seq "$REPS"); do   # the order alternates, so a load that rises or fa
   done
   a=$(ms "$TMP/off.json") b=$(ms "$TMP/on.json")
   echo "| $r | $a | $b | $(python3 -c "print('%+.1f%%' % (100 * ($a / $b - 1)))") |"
+  echo "$a $b" >>"$TMP/steps"
 done
+python3 - "$TMP/steps" <<'PY'
+import statistics as st, sys
+off, on = zip(*(map(float, l.split()) for l in open(sys.argv[1])))
+for name, f in (("best", min), ("median", st.median)):
+    print("| %s | %.1f | %.1f | %+.1f%% |" % (name, f(off), f(on), 100 * (f(off) / f(on) - 1)))
+PY
 echo
 echo "- load after: $(cut -d' ' -f1-3 /proc/loadavg)"
