@@ -68,6 +68,12 @@ if "$BIN" plan --ranks 8 --machine perlmutter "${MODEL[@]}" >p.txt 2>&1 && grep 
    && grep -q "n_head 4 is not divisible by Y = 8" p.txt && grep -q "smallest rank count" p.txt
 then ok "plan text: ranking and reasons"; else bad "plan text"; cat p.txt; fi
 
+# --top K --run: the top grids timed in the same job, measured beside predicted
+if "${MPI[@]}" -np 2 "$BIN" plan --ranks 2 "${TINY[@]}" --top 2 --run --iters 3 --json >pr.json 2>pr.err && python3 -c "
+import json; p = json.load(open('pr.json')); r = p['ranked']
+assert len(r) == 2 and all(g['measured_step_ms'] > 0 and g['step_ms'] > 0 for g in r), r"
+then ok "plan --top 2 --run: measured beside predicted"; else bad "plan --run"; cat pr.err; head -c 600 pr.json; fi
+
 # --grid auto: the planner's choice, said in one line
 if "${MPI[@]}" -np 2 "$BIN" train --synthetic "${TINY[@]}" --steps 2 --grid auto --machine m.json --quiet --out o >t.out 2>&1 \
    && grep -q "^grid auto: D=. X=. Y=. Z=., the planner's first" t.out && grep -q "model written" t.out
@@ -93,5 +99,6 @@ expect2 plan_missing_field "missing.json: missing field \"memory_bandwidth\"" pl
 expect2 plan_fits_nothing "--ranks 2: no grid of 2 ranks runs this model.*needs .* GiB per rank" \
   plan --ranks 2 --machine cpu --preset axonn-640b
 expect2 plan_model_preset "--preset 'gpt9'" plan --ranks 2 --preset gpt9
+expect2 plan_run_ranks "--run: 1 ranks, expected --ranks 4 \(run under mpirun -np 4\)" plan --ranks 4 "${MODEL[@]}" --run
 expect2 grid_auto_none "--grid auto: no grid of 1 ranks" bench --preset axonn-80b --grid auto --machine cpu
 finish cli_bench

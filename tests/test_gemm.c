@@ -10,6 +10,12 @@
  * one rounding (2^-8 relative) plus the fp32 slack (1e-5 of the rms result:
  * where terms cancel, fp32 accumulation error is large next to the result).
  *
+ * Tiling: while communication is in flight, a single-threaded ax_gemm cuts a
+ * long GEMM into bands of C's rows and polls between them; each
+ * layout and dtype must give the bits of the uncut
+ * call (the sum over k is never split), also when the poll reports nothing
+ * left halfway. With 2 threads it must not cut (and keep the bits).
+ *
  * Casts: bf16 rounding against a definition independent of the bit trick
  * (the nearer of the two neighbouring bf16 values, ties to the even one),
  * plus infinities, NaN, overflow to infinity and denormals. */
@@ -96,6 +102,43 @@ static void gemm_path(const char *path, ax_gemm_path p, int bf16) {
     ax_cpu_gemm_force(AX_GEMM_AUTO);
 }
 
+static int polls, polls_busy;   /* a fake poll: busy for polls_busy calls */
+static int fake_poll(void) { return ++polls <= polls_busy; }
+
+static void tiled(const char *path, ax_gemm_path p, int threads) {
+    ax_cpu_gemm_force(p);
+    int was = ax_be()->threads();
+    ax_be()->set_threads(threads);
+    int shapes[][3] = {{517, 96, 256}, {300, 701, 128}};
+    for (int s = 0; s < 2; s++)
+        for (int t = 0; t < 4; t++)
+            for (int d = 0; d < 3; d++)
+                for (int busy = 2; busy <= 1000; busy += 998) {
+                    ax_dtype ti = d ? AX_BF16 : AX_F32, to = d == 2 ? AX_BF16 : AX_F32;
+                    int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], tA = t & 1, tB = t >> 1;
+                    ax_mat A = tA ? make(ti, 1, K, M, 1) : make(ti, 1, M, K, 1);
+                    ax_mat B = tB ? make(ti, 1, N, K, 2) : make(ti, 1, K, N, 2);
+                    ax_mat C1 = make(to, 1, M, N, 3), C2 = C1;
+                    size_t bytes = (size_t)C1.stride * ax_dtype_size(to);
+                    C2.data = ax_malloc(bytes + 4);
+                    memcpy(C2.data, C1.data, bytes);
+                    ax_backend_set_progress(NULL);
+                    ax_gemm(0.5f, A, tA, B, tB, 1.0f, C1);
+                    polls = 0; polls_busy = busy;
+                    ax_backend_set_progress(fake_poll);
+                    ax_gemm(0.5f, A, tA, B, tB, 1.0f, C2);
+                    ax_backend_set_progress(NULL);
+                    int cut = threads == 1 ? polls >= 3 : polls == 1;   /* 1 before, then one per tile */
+                    CHECK(!memcmp(C1.data, C2.data, bytes) && cut, "%s tiled gemm %c%c %s->%s M %d N %d K %d busy %d: "
+                          "%s (%d polls)", path, tA ? 'T' : 'N', tB ? 'T' : 'N', ax_dtype_name(ti), ax_dtype_name(to),
+                          M, N, K, busy, cut ? "bits differ from one call" : threads == 1 ? "not cut into tiles" :
+                          "cut with 2 threads", polls);
+                    free(A.data); free(B.data); free(C1.data); free(C2.data);
+                }
+    ax_be()->set_threads(was);
+    ax_cpu_gemm_force(AX_GEMM_AUTO);
+}
+
 /* the nearer bf16 neighbour of x, ties to the even mantissa, from doubles */
 static uint16_t round_ref(float x) {
     uint32_t u; memcpy(&u, &x, 4);
@@ -141,10 +184,13 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     casts();
     gemm_path("OpenBLAS", AX_GEMM_BLAS, 1);
+    tiled("OpenBLAS", AX_GEMM_BLAS, 1);
+    tiled("OpenBLAS", AX_GEMM_BLAS, 2);
     int emulated;
     const char *k = ax_cpu_gemm_kernel(AX_BF16, &emulated);
     if (ax_dnnl_available()) {
         gemm_path("oneDNN", AX_GEMM_DNNL, ax_dnnl_bf16_kernel() != NULL);
+        if (ax_dnnl_bf16_kernel()) tiled("oneDNN", AX_GEMM_DNNL, 1);
         printf("gemm: oneDNN %s checked in fp32%s\n", ax_dnnl_version(),
                ax_dnnl_bf16_kernel() ? " and bf16" : "; its bf16 matmul SKIPPED (none for this CPU)");
     } else printf("gemm: oneDNN SKIPPED (not in this build)\n");

@@ -19,7 +19,8 @@
  * Every case runs in fp32 and in bf16. Under bf16 the serial layer reads W, X
  * and dY rounded to bf16 (db the fp32 dY): the layer must round dY itself, and
  * gather the bf16 weight chunks over Z; products of bf16 values are exact in
- * fp32, so the tolerance stays the fp32 one. */
+ * fp32, so the tolerance stays the fp32 one. Both dtypes run again with the
+ * backward's collectives left in flight (OAR, ORS), completed afterwards. */
 #include "test.h"
 #include "backend/bf16.h"
 #include "grid/grid.h"
@@ -34,6 +35,7 @@
 
 static ax_grid g;
 static ax_dtype dt;                    /* of the GEMM inputs in the case running */
+static int overlap;                    /* dX all-reduce and dW reduce-scatter left in flight (OAR, ORS) */
 static ax_rng sizes = {SEED, 99, 0};   /* identical sequence on every rank */
 
 typedef struct {
@@ -171,8 +173,10 @@ static void run_case(const lcase *c, const char *grid) {
     float *chunk = zeros(nw), *bias = zeros(nb);
     ax_shard_extract(&L.w, &g, s.W, chunk);
     ax_shard_extract(&L.b, &g, s.b, bias);
-    ax_linear_ws ws = {NULL, NULL, NULL};
-    if (g.gz > 1) { ws.wblock = garbage(nw * g.gz); ws.gblock = garbage(nw * g.gz); ws.gchunk = garbage(nw * g.gz); }
+    ax_linear_ws ws;
+    ax_linear_ws_init(&ws, &g, (const ax_linear *[]){&L}, 1, 2, 0);
+    ws.oar = ws.ors = overlap;
+    float *wblock = g.gz > 1 ? garbage(nw * g.gz) : NULL;
 
     float *x = zeros((long)c->mloc * in_l), *dy = zeros((long)c->mloc * out_l), *y = garbage((long)c->mloc * out_l);
     float *ey = zeros((long)c->mloc * out_l), *dx = garbage((long)c->mloc * in_l), *edx = zeros((long)c->mloc * in_l);
@@ -186,11 +190,13 @@ static void run_case(const lcase *c, const char *grid) {
     ax_bf16 *dy_cast = ax_calloc((long)c->mloc * out_l + 1, 2);
     ax_be()->cast(chunk_h, AX_BF16, chunk, AX_F32, nw);
     ax_be()->cast(x_h, AX_BF16, x, AX_F32, (size_t)c->mloc * in_l);
-    ax_mat W = ax_linear_weight(&L, &g, dt == AX_BF16 ? (void *)chunk_h : (void *)chunk, dt, ws.wblock);
+    ax_mat W = ax_linear_weight(&L, &g, dt == AX_BF16 ? (void *)chunk_h : (void *)chunk, dt, wblock);
     ax_mat X = ax_mat_of(dt == AX_BF16 ? (void *)x_h : (void *)x, dt, c->mloc, in_l);
     ax_linear_forward(&L, W, c->bias ? bias : NULL, X, y);
     float *dw = zeros(nw), *db = zeros(nb);
     ax_linear_backward(&L, &g, W, X, dy, dx, dw, c->bias ? db : NULL, &ws, dy_cast);
+    ax_zscatter_drain(&ws.rs);
+    ax_linear_ws_free(&ws);
     free(chunk_h); free(x_h); free(dy_cast);
     /* as the model does: db is replicated over X (non-transposed) but its rows
      * were split over data x Z; dW was already reduce-scattered over Z */
@@ -205,11 +211,11 @@ static void run_case(const lcase *c, const char *grid) {
                    ax_t_reldiff(fW, s.dW, (long)c->out * c->in), c->bias ? ax_t_reldiff(fb, s.db, c->out) : 0};
     const char *what[4] = {"forward y", "dX", "dW", "db"};
     for (int k = 0; k < 4; k++)
-        CHECK(e[k] < TOL, "grid %s, %s %s (in %d out %d pad %d parts %d mloc %d): %s rel diff %.3g",
-              grid, ax_dtype_name(dt), c->name, c->in, c->out, c->out_pad, c->nparts, c->mloc, what[k], e[k]);
+        CHECK(e[k] < TOL, "grid %s, %s%s %s (in %d out %d pad %d parts %d mloc %d): %s rel diff %.3g",
+              grid, ax_dtype_name(dt), overlap ? " overlapped" : "", c->name, c->in, c->out, c->out_pad, c->nparts, c->mloc, what[k], e[k]);
     CHECK(padding_zero(&L.w, dw), "grid %s, %s: dW chunk padding is not zero", grid, c->name);
 
-    float *all[] = {chunk, bias, ws.wblock, ws.gblock, ws.gchunk, x, dy, y, ey, dx, edx, dw, db, fW, fb};
+    float *all[] = {chunk, bias, wblock, x, dy, y, ey, dx, edx, dw, db, fW, fb};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
     free(icol); free(ocol);
     serial_free(&s);
@@ -258,8 +264,9 @@ static void run_grid(int D, int X, int Y, int Z) {
     if (ax_grid_init(&g, MPI_COMM_WORLD, D, X, Y, Z)) ax_err_exit(1);
     char grid[48];
     snprintf(grid, sizeof grid, "%d,%d,%d,%d", D, X, Y, Z);
-    for (int t = 0; t < 2; t++) {
-        dt = t ? AX_BF16 : AX_F32;
+    for (int t = 0; t < 4; t++) {
+        dt = t & 1 ? AX_BF16 : AX_F32;
+        overlap = t >> 1;
         lcase c;
         c = plain("non-transposed, chunk padding", 0, 1); run_case(&c, grid);
         c = plain("transposed, chunk padding", 1, 1); run_case(&c, grid);

@@ -475,10 +475,11 @@ static void test_linear(int transposed) {
     long nw = ax_shard_numel(&c.L.w, &g);
     c.w = randn(nw, 0.5); c.b = randn(OUT, 1.0); c.x = randn(M * IN, 1.0); c.R = randn(M * OUT, 1.0);
     c.y = filled(M * OUT, 0);
-    ax_linear_ws ws = {filled(nw, 0), filled(nw, 0), filled(nw, 0)};
+    ax_linear_ws ws;
+    ax_linear_ws_init(&ws, &g, (const ax_linear *[]){&c.L}, 1, 1, 0);
     float *bw = randn(nw, 1.0), *bb = randn(OUT, 1.0);   /* += bases */
     float *dw = copy_of(bw, nw), *db = copy_of(bb, OUT), *dx = filled(M * IN, GARBAGE);
-    ax_linear_backward(&c.L, &g, ax_linear_weight(&c.L, &g, c.w, AX_F32, ws.wblock), ax_mat_f32(c.x, M, IN), c.R,
+    ax_linear_backward(&c.L, &g, ax_linear_weight(&c.L, &g, c.w, AX_F32, NULL), ax_mat_f32(c.x, M, IN), c.R,
                        dx, dw, db, &ws, NULL);
     float *aw = added(dw, bw, nw), *ab = added(db, bb, OUT);
     char name[3][32];
@@ -486,7 +487,8 @@ static void test_linear(int transposed) {
     fd_check(name[0], lin_loss, &c, c.x, dx, M * IN);
     fd_check(name[1], lin_loss, &c, c.w, aw, nw);
     fd_check(name[2], lin_loss, &c, c.b, ab, OUT);
-    float *all[] = {c.w, c.b, c.x, c.R, c.y, ws.wblock, ws.gblock, ws.gchunk, bw, bb, dw, db, dx, aw, ab};
+    ax_linear_ws_free(&ws);
+    float *all[] = {c.w, c.b, c.x, c.R, c.y, bw, bb, dw, db, dx, aw, ab};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
 }
 

@@ -88,31 +88,36 @@ static void test_volumes(void) {
     }
 }
 
-static void test_memory(void) {
+/* GPT-2, and the Llama kind with grouped-query attention, SwiGLU and an untied head */
+static void test_memory(int llama) {
     ax_machine mc;
     unit_machine(&mc);
     ax_plan_job j = small_job();
+    if (llama) j.cfg = (ax_gpt_config){.n_layer = 2, .n_head = 8, .n_kv_head = 4, .n_embd = 32, .n_inner = 48,
+                                       .block_size = 16, .vocab_size = 100, .arch = AX_ARCH_LLAMA, .untied = 1};
     int grids[][4] = {{1, 1, 1, 1}, {1, 2, 2, 1}, {2, 1, 1, 2}, {1, 2, 1, 4}, {1, 1, 4, 2}, {1, 4, 2, 1}};
     for (size_t t = 0; t < sizeof grids / sizeof *grids; t++)
         for (int rc = 0; rc < 3; rc++) {
             const int *g = grids[t];
             j.recompute = rc;
+            j.ov_flags = rc == 1 ? 0 : 15; j.keep_gathered = rc == 2;   /* overlap buffers: none, all, all kept */
             ax_plan_cost c;
             ax_plan_estimate(&j, g, &mc, &c);
             ax_grid fg; ax_gpt m;
             fake_grid(&fg, g);
             CHECK(ax_gpt_init(&m, &j.cfg, &fg) == 0, "init: %s", ax_err_msg());
             ax_gpt_set_recompute(&m, (ax_recompute)rc);
+            ax_gpt_set_overlap(&m, j.ov_flags, j.keep_gathered, 0);
             int Bl = j.batch / (g[0] * g[3]);
             ax_gpt_alloc_acts(&m, Bl, j.seq);
             /* the planner leaves out the attention kernel's per-thread scratch */
             double scratch = 4.0 * m.att_threads * ax_be()->attention_scratch(j.seq);
-            CHECK(c.n_local == m.n_local, "grid %d,%d,%d,%d: %lld parameters, allocated %lld", g[0], g[1], g[2], g[3],
-                  (long long)c.n_local, (long long)m.n_local);
-            CHECK(c.ws_bytes == m.ws_bytes, "grid %d,%d,%d,%d: workspace %g, allocated %g", g[0], g[1], g[2], g[3],
+            CHECK(c.n_local == m.n_local, "%s grid %d,%d,%d,%d: %lld parameters, allocated %lld", llama ? "llama" : "gpt2",
+                  g[0], g[1], g[2], g[3], (long long)c.n_local, (long long)m.n_local);
+            CHECK(c.ws_bytes == m.ws_bytes, "%s grid %d,%d,%d,%d: workspace %g, allocated %g", llama ? "llama" : "gpt2", g[0], g[1], g[2], g[3],
                   c.ws_bytes, m.ws_bytes);
-            CHECK(c.act_bytes == m.act_bytes - scratch, "grid %d,%d,%d,%d recompute %d: activations %g, allocated %g",
-                  g[0], g[1], g[2], g[3], rc, c.act_bytes, m.act_bytes - scratch);
+            CHECK(c.act_bytes == m.act_bytes - scratch, "%s grid %d,%d,%d,%d recompute %d: activations %g, allocated %g",
+                  llama ? "llama" : "gpt2", g[0], g[1], g[2], g[3], rc, c.act_bytes, m.act_bytes - scratch);
             CHECK(c.mem_bytes == 4 * 4.0 * m.n_local + c.act_bytes + c.ws_bytes, "total memory");
             ax_gpt_free(&m);
         }
@@ -195,11 +200,46 @@ static void test_flops(void) {
           ax_model_flops(&ll, 3, 32), 3 * 3 * 32 * fwd);
 }
 
+/* The overlap model: nothing hidden with none; with each overlap something,
+ * never more than the communication or the compute, exposed = total - hidden;
+ * kept gathers drop the backward Z gathers' bytes (forward's stay). */
+static void test_overlap(void) {
+    ax_machine mc;
+    unit_machine(&mc);
+    ax_plan_job j = small_job();
+    int g[4] = {2, 1, 2, 2};
+    ax_plan_cost none, c;
+    j.ov_flags = 0;
+    ax_plan_estimate(&j, g, &mc, &none);
+    CHECK(none.hidden_s == 0 && none.exposed_s == none.comm_total_s, "overlap none hides %g", none.hidden_s);
+    double prev = 0;
+    int sets[] = {1, 2, 4, 8, 15};
+    for (int k = 0; k < 5; k++) {
+        j.ov_flags = sets[k];
+        ax_plan_estimate(&j, g, &mc, &c);
+        CHECK(c.hidden_s > 0 && c.hidden_s <= fmin(c.comm_total_s, c.compute_s) &&
+              fabs(c.exposed_s - (c.comm_total_s - c.hidden_s)) < 1e-12 && c.comm_total_s == none.comm_total_s,
+              "overlap %d: hidden %g of %g (compute %g), exposed %g", sets[k], c.hidden_s, c.comm_total_s, c.compute_s,
+              c.exposed_s);
+        if (sets[k] == 15) CHECK(c.hidden_s >= prev, "all hides less (%g) than dp alone (%g)", c.hidden_s, prev);
+        prev = c.hidden_s;
+    }
+    j.keep_gathered = 1;
+    ax_plan_estimate(&j, g, &mc, &c);
+    double wz = 0;   /* the FC weights' gather per layer and micro-batch, in bytes: one of the two fewer */
+    int64_t C = 32, blk[4] = {3 * C * C / 2, C * C / 2, 4 * C * C / 2, 4 * C * C / 2};   /* / Y */
+    for (int i = 0; i < 4; i++) wz += 0.5 * blk[i] * 4;
+    CHECK(fabs(none.comm_bytes[AX_PG_Z] - c.comm_bytes[AX_PG_Z] - 2 * wz) < 1e-6,
+          "kept gathers: Z bytes %g, expected %g fewer than %g", c.comm_bytes[AX_PG_Z], 2 * wz, none.comm_bytes[AX_PG_Z]);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     test_flops();
+    test_overlap();
     test_volumes();
-    test_memory();
+    test_memory(0);
+    test_memory(1);
     test_rejects_and_ranking();
     test_fit_and_files();
     int rc = ax_test_done("plan");

@@ -77,6 +77,10 @@ typedef struct {
     int goldfish_k, goldfish_h;         /* goldfish loss: drop 1/k of targets by a hash of h ids (k 0: off) */
     const char *recompute;              /* activations rebuilt in backward: "none" (default), "attn", "block" */
     const char *dtype;                  /* GEMM inputs: "fp32" (default) or "bf16" (fp32 master weights) */
+    const char *overlap;                /* communication behind compute: "all" (default), "none", or a
+                                           comma list of oar, ors, oag, dp (SPEC §4) */
+    int keep_gathered;                  /* keep Z-gathered weights from forward to backward */
+    double bucket_mb;                   /* data-parallel gradient bucket, MiB (default 25) */
     const char *gemm_tune;              /* GEMM layout tuning: "off" (default) or "on" */
     const char *gemm_tune_cache;        /* its cache file; NULL: the default, "none": no file */
 } ax_train_opts;

@@ -2,6 +2,7 @@
 #include "backend/cpu/cpu.h"
 #include "backend/gemm_tune.h"
 #include "util/err.h"
+#include <math.h>
 #include <string.h>
 
 static const ax_backend *const compiled[] = {&ax_cpu_backend};
@@ -25,6 +26,46 @@ int ax_dtype_parse(const char *s, ax_dtype *t) {
     return AX_ERR("--dtype %s: expected fp32 or bf16", s);
 }
 
+static int (*progress)(void);
+
+void ax_backend_set_progress(int (*poll)(void)) { progress = poll; }
+
+/* Row-major element offset of (r, c) of M, as a pointer of M's dtype */
+static void *at(ax_mat M, int r, int c) {
+    return (char *)M.data + ((size_t)r * M.ld + c) * ax_dtype_size(M.dtype);
+}
+
+/* Below this many multiply-adds a GEMM is not cut: the tests between tiles
+ * would cost more than the communication gains (about 50 us of compute).
+ * Tiles are bands of C's rows starting at multiples of 96: a BLAS kernel
+ * works in blocks of a few rows from the start of a call and takes the
+ * remainder with other kernels, which sum in another order; bands aligned
+ * to every such block size (4..48) compute each element as the whole call
+ * does. Measured with OpenBLAS: any other cut, or a cut of the columns,
+ * changes bits. */
+#define TILE_MIN_MACS 2e6
+#define TILE_MAX 16
+#define TILE_ALIGN 96
+
+/* One GEMM as bands of C's rows, testing the collectives in flight after
+ * each: MPI moves a non-blocking collective only inside MPI calls. Once
+ * nothing is in flight the rest runs as one call; the bits do not depend on
+ * where the cuts fall. */
+static void gemm_tiled(float alpha, ax_mat A, int transA, ax_mat B, int transB, float beta, ax_mat C, int K) {
+    int tiles = (int)fmin((double)C.rows * C.cols * K / TILE_MIN_MACS, TILE_MAX);
+    int step = tiles < 2 ? C.rows : ((C.rows + tiles - 1) / tiles + TILE_ALIGN - 1) / TILE_ALIGN * TILE_ALIGN;
+    for (int o = 0; o < C.rows;) {
+        int n = C.rows - o < step ? C.rows - o : step;
+        ax_mat a = A, c = C;   /* rows o.. of C and of op(A) */
+        a.data = transA ? at(A, 0, o) : at(A, o, 0);
+        if (transA) a.cols = n; else a.rows = n;
+        c.data = at(C, o, 0); c.rows = n;
+        current->gemm(1, alpha, a, transA, B, transB, beta, c);
+        o += n;
+        if (!progress()) step = C.rows;
+    }
+}
+
 void ax_gemm_batched(int batch, float alpha, ax_mat A, int transA, ax_mat B, int transB, float beta, ax_mat C) {
     int am = transA ? A.cols : A.rows, ak = transA ? A.rows : A.cols;
     int bk = transB ? B.cols : B.rows, bn = transB ? B.rows : B.cols;
@@ -32,5 +73,10 @@ void ax_gemm_batched(int batch, float alpha, ax_mat A, int transA, ax_mat B, int
         ax_fatal(__FILE__, __LINE__, "gemm: op(A) %dx%d, op(B) %dx%d, C %dx%d (ld %d, %d, %d) do not agree",
                  am, ak, bk, bn, C.rows, C.cols, A.ld, B.ld, C.ld);
     if (C.rows == 0 || C.cols == 0 || batch == 0) return;
-    ax_gemm_tuned(current, batch, alpha, A, transA, B, transB, beta, C);
+    /* cut only single-threaded GEMMs: a threaded BLAS call splits C among its
+     * threads by the call's shape, so a tile's bits would differ from the
+     * whole call's (measured with OpenBLAS); there each GEMM polls once */
+    if (progress && progress() && batch == 1 && current->threads() == 1)
+        gemm_tiled(alpha, A, transA, B, transB, beta, C, ak);
+    else ax_gemm_tuned(current, batch, alpha, A, transA, B, transB, beta, C);
 }

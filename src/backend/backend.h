@@ -126,6 +126,11 @@ static inline void ax_gemm(float alpha, ax_mat A, int transA, ax_mat B, int tran
     ax_gemm_batched(1, alpha, A, transA, B, transB, beta, C);
 }
 
+/* poll() tests the communication in flight and returns how much is left;
+ * while some is, ax_gemm cuts a long GEMM into tiles and polls between them
+ * (the bits of C do not change). Set by src/comm, which the backend does not know. */
+void ax_backend_set_progress(int (*poll)(void));
+
 /* The backend in use (the CPU one unless ax_backend_use chose another). */
 const ax_backend *ax_be(void);
 /* Selects a compiled backend by name; fails with one line naming the compiled ones. */

@@ -24,8 +24,8 @@ int ax_cmd_plan(int argc, char **argv);
 int ax_default_corpus(char *dir, size_t n);
 /* A few samples of OUT/model.safetensors from short prompts (tokenizer.json beside it). */
 int ax_cli_show_samples(const char *out);
-/* Named model sizes: tiny, small, gpt2, gpt2-medium, gpt2-large, gpt2-xl, and the
- * AxoNN GPT sizes axonn-5b ... axonn-640b. */
+/* Named model sizes: tiny, small, gpt2, gpt2-medium, gpt2-large, gpt2-xl, the
+ * AxoNN GPT sizes axonn-5b ... axonn-640b, and Llama 3's (llama-3.2-1b ... llama-3.1-405b). */
 int ax_cli_preset(const char *name, ax_gpt_config *c);
 /* the global batch (sequences) and sequence length published with a preset; 0 if none */
 void ax_cli_preset_job(const char *name, int *batch, int *seq);
@@ -40,7 +40,7 @@ void ax_cli_threads(int n);
  * options entries writing into a ax_cli_model_flags. */
 typedef struct { const char *preset, *arch; ax_gpt_config c; } ax_cli_model_flags;
 #define AX_CLI_MODEL_OPTS(f) \
-    {"preset", AX_OPT_STR, &(f).preset, "NAME", "model size: tiny (default), small, gpt2, gpt2-medium, gpt2-large, gpt2-xl, axonn-5b ... axonn-640b"}, \
+    {"preset", AX_OPT_STR, &(f).preset, "NAME", "model size: tiny (default), small, gpt2, gpt2-medium, gpt2-large, gpt2-xl, axonn-5b ... axonn-640b, llama-3.2-1b, llama-3.2-3b, llama-3.1-8b, llama-3.1-70b, llama-3.1-405b"}, \
     {"arch", AX_OPT_STR, &(f).arch, "NAME", "architecture of a new model: gpt2 (default) or llama (RMSNorm, SwiGLU, rotary, no biases)"}, \
     {"n-layer", AX_OPT_INT, &(f).c.n_layer, "N", "transformer blocks", AX_RANGE('[',1,1000,']')}, \
     {"n-head", AX_OPT_INT, &(f).c.n_head, "N", "attention heads", AX_RANGE('[',1,1024,']')}, \
@@ -51,6 +51,15 @@ typedef struct { const char *preset, *arch; ax_gpt_config c; } ax_cli_model_flag
     {"vocab-size", AX_OPT_INT, &(f).c.vocab_size, "N", "vocabulary size", AX_RANGE('[',1,16777216,']')}, \
     {"untied", AX_OPT_FLAG, &(f).c.untied, NULL, "llama: an LM head of its own, not the token table"}, \
     {"rope-theta", AX_OPT_DOUBLE, &(f).c.rope_theta, "X", "llama: rotary base (default 10000)", AX_RANGE('(',0,1e12,']')}
+/* How a step runs, shared by train and bench (o: an ax_train_opts). */
+#define AX_CLI_STEP_OPTS(o) \
+    {"dtype", AX_OPT_STR, &(o).dtype, "TYPE", "GEMM input precision: fp32 (default) or bf16 (fp32 accumulation, master weights, optimizer and reductions)"}, \
+    {"recompute", AX_OPT_STR, &(o).recompute, "MODE", "activation recomputation: none (default), attn (attention outputs) or block (whole layers)"}, \
+    {"overlap", AX_OPT_STR, &(o).overlap, "LIST", "communication behind compute: all (default), none, or a comma list of oar (dX all-reduce), ors (dW reduce-scatter), oag (weight all-gather prefetch), dp (bucketed data-parallel all-reduce)"}, \
+    {"keep-gathered", AX_OPT_FLAG, &(o).keep_gathered, NULL, "keep the weights gathered over Z from forward to backward (memory for communication)"}, \
+    {"bucket-mb", AX_OPT_DOUBLE, &(o).bucket_mb, "MB", "gradient bucket of the data-parallel all-reduce, MiB (default 25)", AX_RANGE('(',0,1e6,']')}, \
+    {"gemm-tune", AX_OPT_STR, &(o).gemm_tune, "off|on", "time each GEMM's layouts on first use and keep the fastest (default off)"}, \
+    {"gemm-tune-cache", AX_OPT_STR, &(o).gemm_tune_cache, "FILE", "the tuning cache (default $AXONN_GEMM_TUNE_CACHE, else $XDG_CACHE_HOME or ~/.cache /axonn/gemm-tune.json; none: no file)"}
 /* model = the preset, then --arch and the size flags given. from_file (--init,
  * or --resume of a directory): none may be given, config.json says. */
 int ax_cli_model_options(const ax_opt *opts, const ax_cli_model_flags *f, int from_file, ax_gpt_config *model);

@@ -26,8 +26,9 @@ static const char *usage =
 
 static void print_text(const ax_bench_result *b) {
     double ms = b->step_s * 1e3, P = b->ranks;
-    printf("bench: %d ranks, grid D=%d X=%d Y=%d Z=%d, %d threads/rank, %s, gemm-tune %s; %d iterations, mean of the last %d\n",
-           b->ranks, b->grid[0], b->grid[1], b->grid[2], b->grid[3], b->threads, b->dtype, b->gemm_tune, b->iters, b->timed);
+    printf("bench: %d ranks, grid D=%d X=%d Y=%d Z=%d, %d threads/rank, %s, overlap %s%s, gemm-tune %s; %d iterations, "
+           "mean of the last %d\n", b->ranks, b->grid[0], b->grid[1], b->grid[2], b->grid[3], b->threads, b->dtype,
+           b->overlap, b->keep_gathered ? " (gathered weights kept)" : "", b->gemm_tune, b->iters, b->timed);
     printf("  %.2f ms/iteration (min %.2f, max %.2f), %.0f tokens/s (%.0f tokens per iteration)\n", ms,
            b->step_min_s * 1e3, b->step_max_s * 1e3, b->tokens / b->step_s, b->tokens);
     printf("  model FLOP/s %.4g total, %.4g per rank (72 B s l h^2 (1 + s/6h + V/12hl), no recompute counted)\n",
@@ -52,12 +53,14 @@ static void print_json(const ax_bench_result *b) {
         json_object_set_new(groups, ax_bench_group_names[i], json_real(b->comm_s[i] * 1e3));
         comm += b->comm_s[i];
     }
-    json_t *j = json_pack("{s:i, s:[i,i,i,i], s:i, s:{s:i, s:i, s:i, s:i, s:i}, s:i, s:i, s:i, s:s, s:s, s:s, s:i, s:i}",
+    json_t *j = json_pack("{s:i, s:[i,i,i,i], s:i, s:{s:i, s:i, s:i, s:i, s:i}, s:i, s:i, s:i, s:s, s:s, s:s, s:b, s:s, s:i, s:i}",
         "ranks", b->ranks, "grid", b->grid[0], b->grid[1], b->grid[2], b->grid[3], "threads_per_rank", b->threads,
         "model", "n_layer", b->cfg.n_layer, "n_head", b->cfg.n_head, "n_embd", b->cfg.n_embd,
         "n_positions", b->cfg.block_size, "vocab_size", b->cfg.vocab_size,
         "batch", b->batch, "seq", b->seq, "grad_accum", b->grad_accum, "recompute", b->recompute,
-        "dtype", b->dtype, "gemm_tune", b->gemm_tune, "iters", b->iters, "timed_iters", b->timed);
+        "dtype", b->dtype, "overlap", b->overlap, "keep_gathered", b->keep_gathered, "gemm_tune", b->gemm_tune,
+        "iters", b->iters,
+        "timed_iters", b->timed);
     json_t *split = json_pack("{s:f, s:f, s:f, s:f, s:f}", "compute", b->compute_s * 1e3, "gemm", b->gemm_s * 1e3,
                               "optimizer", b->optim_s * 1e3, "data", b->data_s * 1e3, "comm_total", comm * 1e3);
     json_object_set_new(split, "comm", groups);
@@ -131,10 +134,7 @@ int ax_cmd_bench(int argc, char **argv) {
         {"batch", AX_OPT_INT, &o.batch, "N", "global batch in sequences per step (default 8)", AX_RANGE('[',1,1048576,']')},
         {"seq", AX_OPT_INT, &o.seq, "T", "tokens per sequence (default: n_positions)", AX_RANGE('[',1,1048576,']')},
         {"grad-accum", AX_OPT_INT, &o.grad_accum, "N", "micro-batches per step (default 1)", AX_RANGE('[',1,65536,']')},
-        {"gemm-tune", AX_OPT_STR, &o.gemm_tune, "off|on", "time each GEMM's layouts on first use and keep the fastest (default off)"},
-        {"gemm-tune-cache", AX_OPT_STR, &o.gemm_tune_cache, "FILE", "the tuning cache (default $AXONN_GEMM_TUNE_CACHE, else $XDG_CACHE_HOME or ~/.cache /axonn/gemm-tune.json; none: no file)"},
-        {"recompute", AX_OPT_STR, &o.recompute, "MODE", "activation recomputation: none, attn or block"},
-        {"dtype", AX_OPT_STR, &o.dtype, "TYPE", "GEMM input precision: fp32 (default) or bf16"},
+        AX_CLI_STEP_OPTS(o),
         {"threads", AX_OPT_INT, &o.threads, "N", "OpenMP/BLAS threads per rank (default: cores / ranks per node)", AX_RANGE('[',0,1024,']')},
         {"seed", AX_OPT_U64, &o.seed, "N", "initialisation seed (default 1337)"},
         {"backend", AX_OPT_STR, &backend, "NAME", "kernels: cpu (default)"},

@@ -1,6 +1,8 @@
 /* axonn plan: every grid of P ranks, ranked by the performance model. */
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "train/bench.h"
+#include "train/flops.h"
 #include "util/err.h"
 #include <jansson.h>
 #include <stdio.h>
@@ -8,40 +10,46 @@
 #include <string.h>
 
 static const char *usage =
-    "usage: axonn plan --ranks P [--machine FILE|NAME] [model and batch options] [--json] [--top K]\n\n"
+    "usage: axonn plan --ranks P [--machine FILE|NAME] [model and batch options] [--json] [--top K]\n"
+    "       mpirun -np P axonn plan --ranks P ... --top K --run [--iters N]\n\n"
     "Predicts the step time and memory per rank of every (D, X, Y, Z) with D*X*Y*Z = P for the\n"
     "model, ranks the grids that divide it and fit in memory, and says why the others do not.\n"
     "--machine takes a description written by 'axonn bench comm --out FILE' or a preset:\n"
     "perlmutter, frontier, alps, h100x8, h200x8, cpu (default: cpu, a rough estimate).\n"
-    "Model presets: those of axonn train and axonn-5b ... axonn-640b (with their batch and sequence).";
+    "Model presets: those of axonn train and axonn-5b ... axonn-640b (with their batch and sequence).\n"
+    "--run (under mpirun with P ranks) times the top K grids with axonn bench and prints the\n"
+    "measured step beside the predicted one.";
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-static json_t *cost_json(const ax_plan_cost *c) {
+/* measured[i] > 0: the step of ranked grid i timed by --run */
+static json_t *cost_json(const ax_plan_cost *c, double measured) {
     json_t *g = json_object(), *b = json_object(), *inter = json_object();
     for (int i = 0; i < AX_PG_N; i++) {
         json_object_set_new(g, ax_plan_group_names[i], json_real(c->comm_s[i] * 1e3));
         json_object_set_new(b, ax_plan_group_names[i], json_real(c->comm_bytes[i]));
         json_object_set_new(inter, ax_plan_group_names[i], json_boolean(c->inter[i]));
     }
-    json_t *j = json_pack("{s:[i,i,i,i], s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:f, s:f}",
+    json_t *j = json_pack("{s:[i,i,i,i], s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:f, s:f}",
         "grid", c->grid[0], c->grid[1], c->grid[2], c->grid[3], "step_ms", c->step_s * 1e3,
         "compute_ms", c->compute_s * 1e3, "gemm_ms", c->gemm_s * 1e3, "attention_ms", c->attn_s * 1e3,
         "elementwise_ms", c->elem_s * 1e3, "optimizer_ms", c->optim_s * 1e3, "comm_total_ms", c->comm_total_s * 1e3,
-        "comm_exposed_ms", c->exposed_s * 1e3, "params_per_rank", (json_int_t)c->n_local,
+        "comm_hidden_ms", c->hidden_s * 1e3, "comm_exposed_ms", c->exposed_s * 1e3, "params_per_rank", (json_int_t)c->n_local,
         "param_bytes", c->param_bytes, "activation_bytes", c->act_bytes, "workspace_bytes", c->ws_bytes,
         "memory_bytes", c->mem_bytes);
     json_object_set_new(j, "comm_ms", g);
     json_object_set_new(j, "comm_bytes", b);
     json_object_set_new(j, "spans_nodes", inter);
+    if (measured > 0) json_object_set_new(j, "measured_step_ms", json_real(measured * 1e3));
     return j;
 }
 
-static void print_json(const ax_plan *p, const ax_plan_job *jb, const ax_machine *m, int top, int min_ranks) {
+static void print_json(const ax_plan *p, const ax_plan_job *jb, const ax_machine *m, int top, int min_ranks,
+                       const double *measured) {
     json_t *ranked = json_array(), *rej = json_array();
     for (int i = 0; i < p->n; i++) {
         const ax_plan_cost *c = &p->c[i];
-        if (i < p->nfit) { if (i < top) json_array_append_new(ranked, cost_json(c)); continue; }
+        if (i < p->nfit) { if (i < top) json_array_append_new(ranked, cost_json(c, measured ? measured[i] : 0)); continue; }
         json_array_append_new(rej, json_pack("{s:[i,i,i,i], s:s, s:b}", "grid", c->grid[0], c->grid[1], c->grid[2],
                                              c->grid[3], "reason", c->why, "divides", c->legal));
     }
@@ -50,7 +58,9 @@ static void print_json(const ax_plan *p, const ax_plan_job *jb, const ax_machine
         "model", "n_layer", jb->cfg.n_layer, "n_head", jb->cfg.n_head, "n_embd", jb->cfg.n_embd,
         "n_positions", jb->cfg.block_size, "vocab_size", jb->cfg.vocab_size,
         "batch", jb->batch, "seq", jb->seq, "grad_accum", jb->grad_accum, "recompute", jb->recompute,
-        "activation_bytes_per_element", jb->act_bytes, "overlap", jb->overlap, "grids", p->n, "runnable", p->nfit);
+        "activation_bytes_per_element", jb->act_bytes, "hidden_share", jb->overlap, "grids", p->n, "runnable", p->nfit);
+    json_object_set_new(j, "model_flops_per_step", json_real(ax_model_flops(&jb->cfg, jb->batch, jb->seq)));
+    json_object_set_new(j, "hardware_flops_per_step", json_real(ax_hardware_flops(&jb->cfg, jb->batch, jb->seq)));
     json_object_set_new(j, "ranked", ranked);
     json_object_set_new(j, "rejected", rej);
     json_object_set_new(j, "min_ranks", min_ranks ? json_integer(min_ranks) : json_null());
@@ -60,15 +70,16 @@ static void print_json(const ax_plan *p, const ax_plan_job *jb, const ax_machine
     json_decref(j);
 }
 
-static void print_text(const ax_plan *p, const ax_plan_job *jb, const ax_machine *m, int top, int min_ranks) {
+static void print_text(const ax_plan *p, const ax_plan_job *jb, const ax_machine *m, int top, int min_ranks,
+                       const double *measured) {
     static const char *modes[] = {"none", "attn", "block"};
     printf("plan: %d ranks on %s [%s]\n", p->P, m->name, m->source);
     printf("model L=%d H=%d C=%d V=%d (%.3g parameters); batch %d x %d tokens in %d micro-batches; recompute %s; "
-           "%d-byte activations; overlap %.0f%%\n", jb->cfg.n_layer, jb->cfg.n_head, jb->cfg.n_embd,
+           "%d-byte activations; hidden communication %.0f%%\n", jb->cfg.n_layer, jb->cfg.n_head, jb->cfg.n_embd,
            jb->cfg.vocab_size, (double)ax_gpt_num_params(&jb->cfg), jb->batch, jb->seq, jb->grad_accum,
            modes[jb->recompute], jb->act_bytes, 100 * jb->overlap);
-    printf("%4s %-16s %10s %10s %10s %10s %9s  %-40s %8s\n", "rank", "D,X,Y,Z", "step ms", "compute", "GEMM", "exposed",
-           "optim", "comm ms: X Y Z data data_z xyz (* spans nodes)", "GiB/rank");
+    printf("%4s %-16s %10s %10s %10s %10s %9s  %-40s %8s%s\n", "rank", "D,X,Y,Z", "step ms", "compute", "GEMM", "exposed",
+           "optim", "comm ms: X Y Z data data_z xyz (* spans nodes)", "GiB/rank", measured ? "  measured ms (ratio)" : "");
     for (int i = 0; i < p->nfit && i < top; i++) {
         const ax_plan_cost *c = &p->c[i];
         char g[32], cm[160] = "";
@@ -76,8 +87,10 @@ static void print_text(const ax_plan *p, const ax_plan_job *jb, const ax_machine
         for (int k = 0; k < AX_PG_N; k++)
             snprintf(cm + strlen(cm), sizeof cm - strlen(cm), "%s%.3g%s", k ? " " : "", c->comm_s[k] * 1e3,
                      c->inter[k] ? "*" : "");
-        printf("%4d %-16s %10.3f %10.3f %10.3f %10.3f %9.3f  %-40s %8.4g\n", i + 1, g, c->step_s * 1e3,
+        printf("%4d %-16s %10.3f %10.3f %10.3f %10.3f %9.3f  %-40s %8.4g", i + 1, g, c->step_s * 1e3,
                c->compute_s * 1e3, c->gemm_s * 1e3, c->exposed_s * 1e3, c->optim_s * 1e3, cm, c->mem_bytes / GIB);
+        if (measured) printf("  %10.3f (%.2f)", measured[i] * 1e3, measured[i] / c->step_s);
+        printf("\n");
     }
     if (p->nfit > top) printf("(%d more runnable grids; --top K shows more)\n", p->nfit - top);
     if (p->n > p->nfit) printf("not runnable (%d):\n", p->n - p->nfit);
@@ -87,13 +100,31 @@ static void print_text(const ax_plan *p, const ax_plan_job *jb, const ax_machine
     else printf("no rank count up to 65536 has a grid that fits\n");
 }
 
+/* --run: each of the top grids timed by axonn bench in this job (every grid has P ranks) */
+static int run_top(const ax_train_opts *o, const ax_plan *p, int top, int iters, double **measured) {
+    int size;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size != p->P) return AX_ERR("--run: %d ranks, expected --ranks %d (run under mpirun -np %d)", size, p->P, p->P);
+    int n = p->nfit < top ? p->nfit : top;
+    *measured = ax_calloc(n > 0 ? n : 1, sizeof(double));
+    for (int i = 0; i < n; i++) {
+        ax_train_opts b = *o;
+        memcpy(b.grid, p->c[i].grid, sizeof b.grid);
+        b.quiet = 1;
+        ax_bench_result r;
+        AX_TRY(ax_bench(&b, iters, 1, MPI_COMM_WORLD, &r));
+        (*measured)[i] = r.step_s;
+    }
+    return 0;
+}
+
 int ax_cmd_plan(int argc, char **argv) {
     ax_train_opts o;
     ax_train_defaults(&o);
     o.batch = 0;
     const char *machine = NULL, *dtype = "fp32";
     ax_cli_model_flags mf = {0};
-    int ranks = 0, json = 0, top = 10;
+    int ranks = 0, json = 0, top = 10, run = 0, iters = 10;
     double overlap = 0;
     ax_opt opts[] = {
         {"ranks", AX_OPT_INT, &ranks, "P", "rank count (required)", AX_RANGE('[',1,1048576,']')},
@@ -105,9 +136,14 @@ int ax_cmd_plan(int argc, char **argv) {
         {"grad-accum", AX_OPT_INT, &o.grad_accum, "N", "micro-batches per step (default 1)", AX_RANGE('[',1,65536,']')},
         {"recompute", AX_OPT_STR, &o.recompute, "MODE", "activation recomputation: none, attn or block"},
         {"dtype", AX_OPT_STR, &dtype, "T", "activation and communication dtype: fp32 (default) or bf16"},
-        {"overlap", AX_OPT_DOUBLE, &overlap, "F", "share of communication hidden behind compute (default 0: none is implemented)", AX_RANGE('[',0,1,']')},
+        {"hidden", AX_OPT_DOUBLE, &overlap, "F", "share of communication the time model takes as hidden behind compute (default 0)", AX_RANGE('[',0,1,']')},
+        {"overlap", AX_OPT_STR, &o.overlap, "LIST", "the run's --overlap (its buffers count in memory; default all)"},
+        {"keep-gathered", AX_OPT_FLAG, &o.keep_gathered, NULL, "the run's --keep-gathered (one gathered weight per FC layer kept)"},
         {"top", AX_OPT_INT, &top, "K", "ranked grids shown (default 10)", AX_RANGE('[',1,1e6,']')},
         {"json", AX_OPT_FLAG, &json, NULL, "one JSON object: ranked grids, rejected ones with reasons, min_ranks"},
+        {"run", AX_OPT_FLAG, &run, NULL, "time the top K grids with axonn bench (under mpirun with P ranks)"},
+        {"iters", AX_OPT_INT, &iters, "N", "--run: iterations per grid (default 10; the first two not timed)", AX_RANGE('[',3,1e6,']')},
+        {"threads", AX_OPT_INT, &o.threads, "N", "--run: OpenMP/BLAS threads per rank (default: cores / ranks per node)", AX_RANGE('[',0,1024,']')},
         {NULL},
     };
     int rc = ax_args_parse(opts, argc, argv, 2, usage, NULL, NULL, 0);
@@ -140,8 +176,15 @@ int ax_cmd_plan(int argc, char **argv) {
         ax_plan_free(&p);
         return rc;
     }
-    if (json) print_json(&p, &j, &m, top, min_ranks);
-    else print_text(&p, &j, &m, top, min_ranks);
+    double *measured = NULL;
+    if (run) rc = run_top(&o, &p, top, iters, &measured);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rc == 0 && rank == 0) {
+        if (json) print_json(&p, &j, &m, top, min_ranks, measured);
+        else print_text(&p, &j, &m, top, min_ranks, measured);
+    }
+    free(measured);
     ax_plan_free(&p);
-    return 0;
+    return rc;
 }

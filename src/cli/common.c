@@ -24,11 +24,23 @@ int ax_cli_preset(const char *name, ax_gpt_config *c) {
         {"axonn-160b", {84, 96, 12288, 2048, 51200}},
         {"axonn-320b", {96, 128, 16384, 2048, 51200}},
         {"axonn-640b", {192, 128, 16384, 2048, 51200}},
+        /* Llama 3 sizes as their config.json publish them (as recalled, see
+         * docs/planner.md), n_positions cut to the 8192 of pre-training */
+#define LLAMA3(l, h, kv, c, f, sep, fac) {.n_layer = l, .n_head = h, .n_embd = c, .block_size = 8192, \
+        .vocab_size = 128256, .arch = AX_ARCH_LLAMA, .n_kv_head = kv, .n_inner = f, .untied = sep, .norm_eps = 1e-5f, \
+        .rope_theta = 500000, .rope_factor = fac, .rope_low_freq = 1, .rope_high_freq = 4, .rope_orig_pos = 8192}
+        {"llama-3.2-1b", LLAMA3(16, 32, 8, 2048, 8192, 0, 32)},
+        {"llama-3.2-3b", LLAMA3(28, 24, 8, 3072, 8192, 0, 32)},
+        {"llama-3.1-8b", LLAMA3(32, 32, 8, 4096, 14336, 1, 8)},
+        {"llama-3.1-70b", LLAMA3(80, 64, 8, 8192, 28672, 1, 8)},
+        {"llama-3.1-405b", LLAMA3(126, 128, 8, 16384, 53248, 1, 8)},
+#undef LLAMA3
     };
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
         if (strcmp(name, p[i].name) == 0) { *c = p[i].c; return 0; }
-    return AX_ERR("--preset '%s': expected tiny, small, gpt2, gpt2-medium, gpt2-large, gpt2-xl or axonn-5b, -10b, "
-                  "-20b, -40b, -60b, -80b, -160b, -320b, -640b", name);
+    return AX_ERR("--preset '%s': expected tiny, small, gpt2, gpt2-medium, gpt2-large, gpt2-xl, axonn-5b, -10b, "
+                  "-20b, -40b, -60b, -80b, -160b, -320b, -640b, llama-3.2-1b, llama-3.2-3b, llama-3.1-8b, -70b or -405b",
+                  name);
 }
 
 void ax_cli_preset_job(const char *name, int *batch, int *seq) {

@@ -1,6 +1,7 @@
 /* What train, bench and plan share: the model from a preset and size flags,
  * the job the planner needs, the machine description, and --grid auto. */
 #include "cli/cli.h"
+#include "model/gpt.h"
 #include "plan/plan.h"
 #include "util/err.h"
 #include "util/fileio.h"
@@ -56,6 +57,8 @@ int ax_cli_plan_job(const ax_train_opts *o, ax_plan_job *j) {
     j->recompute = -1;
     for (int i = 0; i < 3; i++) if (!strcmp(o->recompute, modes[i])) j->recompute = i;
     if (j->recompute < 0) return AX_ERR("--recompute %s: expected none, attn or block", o->recompute);
+    AX_TRY(ax_overlap_parse(o->overlap, &j->ov_flags));
+    j->keep_gathered = o->keep_gathered;
     if (j->seq > o->model.block_size)
         return AX_ERR("--seq %d: expected 1..%d (the model's n_positions)", j->seq, o->model.block_size);
     return 0;

@@ -6,10 +6,38 @@
 
 static size_t chunk_max = INT_MAX;
 
+/* Every non-blocking collective in flight, so that ax_progress can move them
+ * all along from between pieces of compute. */
+#define AX_INFLIGHT_MAX 512
+static ax_req *inflight[AX_INFLIGHT_MAX];
+static int n_inflight;
+
+static void inflight_add(ax_req *r) {
+    if (n_inflight == AX_INFLIGHT_MAX) ax_fatal(__FILE__, __LINE__, "more than %d collectives in flight", AX_INFLIGHT_MAX);
+    inflight[n_inflight++] = r;
+}
+
+static void inflight_remove(ax_req *r) {
+    for (int i = 0; i < n_inflight; i++)
+        if (inflight[i] == r) { inflight[i] = inflight[--n_inflight]; return; }
+}
+
+int ax_progress(void) {
+    for (int i = 0; i < n_inflight;) {
+        ax_req *r = inflight[i];
+        int done = 0;
+        AX_CHECK_MPI(MPI_Testall(r->n, r->r, &done, MPI_STATUSES_IGNORE));
+        if (done) { r->n = 0; inflight[i] = inflight[--n_inflight]; }
+        else i++;
+    }
+    return n_inflight;
+}
+
 void ax_comm_set_chunk(size_t n) { chunk_max = n > 0 && n <= INT_MAX ? n : INT_MAX; }
 
 void ax_comm_from(ax_comm *c, MPI_Comm comm) {
     memset(c, 0, sizeof *c);
+    ax_backend_set_progress(ax_progress);   /* long GEMMs drive the collectives in flight */
     c->comm = comm;
     MPI_Comm_size(comm, &c->size);
     MPI_Comm_rank(comm, &c->rank);
@@ -105,6 +133,7 @@ static void coll(ax_comm *c, const ax_coll *k, const void *send, void *recv, siz
         part(c, k, send, recv, o, n - o < chunk ? n - o : chunk, n, r ? &r->r[r->n++] : NULL);
     c->seconds += MPI_Wtime() - t;
     c->bytes += (double)k->width * n * (k->kind == AX_RS ? c->size : 1);
+    if (r) inflight_add(r);
 }
 
 static const ax_coll sum_f32 = {AX_AR, MPI_FLOAT, 4, MPI_SUM}, sum_f64 = {AX_AR, MPI_DOUBLE, 8, MPI_SUM},
@@ -128,13 +157,14 @@ void ax_wait(ax_req *r) {
     AX_CHECK_MPI(MPI_Waitall(r->n, r->r, MPI_STATUSES_IGNORE));
     r->c->seconds += MPI_Wtime() - t;
     r->n = 0;
+    inflight_remove(r);
 }
 
 int ax_test(ax_req *r) {
     if (!r->n) return 1;
     int done = 0;
     AX_CHECK_MPI(MPI_Testall(r->n, r->r, &done, MPI_STATUSES_IGNORE));
-    if (done) r->n = 0;
+    if (done) { r->n = 0; inflight_remove(r); }
     return done;
 }
 

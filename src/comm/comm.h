@@ -12,8 +12,11 @@
  *   ax_wait(&r);                                 // complete; time counted as blocked
  *
  * MPI progresses a non-blocking collective only inside MPI calls (Open MPI has
- * no progress thread by default): ax_test() between pieces of compute is the
- * way to move it along. OpenMP threads never call MPI (MPI_THREAD_FUNNELED). */
+ * no progress thread by default). ax_progress() tests every collective in
+ * flight; the backend calls it between the tiles of a long GEMM (backend.h:
+ * ax_backend_set_progress), so communication started before a GEMM advances
+ * while it runs. OpenMP threads never call MPI (MPI_THREAD_FUNNELED). An
+ * ax_req stays at one address from its start to its completion. */
 #ifndef AX_COMM_COMM_H
 #define AX_COMM_COMM_H
 #include <mpi.h>
@@ -62,4 +65,6 @@ void ax_iallgather_bf16(ax_comm *c, const ax_bf16 *send, ax_bf16 *recv, size_t n
 void ax_wait(ax_req *r);
 /* 1 when complete (then as after ax_wait); drives MPI's progress either way */
 int ax_test(ax_req *r);
+/* Tests every collective in flight; returns how many are still in flight. */
+int ax_progress(void);
 #endif

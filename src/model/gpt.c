@@ -155,29 +155,20 @@ int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g) {
     build_table(m);
     m->params = ax_calloc(m->n_local, sizeof(float));
     m->grads = ax_calloc(m->n_local, sizeof(float));
-    int64_t cap = 0;
-    ax_linear *all[] = {&m->qkv, &m->proj, &m->fc, &m->fcproj};
-    for (int i = 0; i < 4; i++) {
-        int64_t n = ax_shard_numel(&all[i]->w, g) * g->gz;
-        cap = n > cap ? n : cap;
-    }
     if (g->gz > 1) {
-        int64_t nw = ax_shard_numel(&m->lmhead.w, g), tables = c->untied ? 2 : 1;
-        m->ws.wblock = ax_calloc(cap, sizeof(float));
-        m->ws.gblock = ax_calloc(cap, sizeof(float));
-        m->ws.gchunk = ax_calloc(nw > cap ? nw : cap, sizeof(float));
+        int64_t nw = ax_shard_numel(&m->lmhead.w, g);
         m->wte_block = ax_calloc(nw * g->gz, sizeof(float));
         m->wte_gblock = ax_calloc(nw * g->gz, sizeof(float));
         m->head_block = c->untied ? ax_calloc(nw * g->gz, sizeof(float)) : m->wte_block;
         m->head_gblock = c->untied ? ax_calloc(nw * g->gz, sizeof(float)) : m->wte_gblock;
-        m->ws_bytes = 4.0 * (2 * cap + (nw > cap ? nw : cap) + 2 * tables * nw * g->gz);
     }
+    ax_gpt_set_overlap(m, 0, 0, 0);
     return 0;
 }
 
 void ax_gpt_free(ax_gpt *m) {
     free(m->p); free(m->params); free(m->grads);
-    free(m->ws.wblock); free(m->ws.gblock); free(m->ws.gchunk);
+    ax_linear_ws_free(&m->ws); ax_zfetch_free(&m->wf); free(m->buckets);
     if (m->head_block != m->wte_block) { free(m->head_block); free(m->head_gblock); }
     free(m->wte_block); free(m->wte_gblock); free(m->params_h); free(m->head_block_h);
     ax_rope_free(&m->rope);
@@ -259,6 +250,36 @@ void ax_gpt_set_dtype(ax_gpt *m, ax_dtype t) {
         m->params_h = ax_calloc(m->n_zchunk ? m->n_zchunk : 1, sizeof(ax_bf16));
         if (m->g->gz > 1) m->head_block_h = ax_calloc(ax_shard_numel(&m->lmhead.w, m->g) * m->g->gz, sizeof(ax_bf16));
     }
+    ax_gpt_set_overlap(m, m->overlap, m->keep_gathered, m->bucket_bytes);   /* gathers in the new dtype */
+}
+
+/* the FC weights in execution order; a weight's prefetch key is 4 l + index */
+static const int fc_ids[4] = {AX_P_QKVW, AX_P_PROJW, AX_P_FCW, AX_P_FCPW};
+enum { AX_PHASE_FWD, AX_PHASE_BWD, AX_PHASE_RECOMPUTE };
+
+static const ax_linear *fc_layer(const ax_gpt *m, int i) {
+    const ax_linear *all[4] = {&m->qkv, &m->proj, &m->fc, &m->fcproj};
+    return all[i];
+}
+
+void ax_gpt_set_overlap(ax_gpt *m, int flags, int keep_gathered, int64_t bucket_bytes) {
+    ax_grid *g = m->g;
+    m->overlap = flags; m->keep_gathered = keep_gathered;
+    m->bucket_bytes = bucket_bytes > 0 ? bucket_bytes : 25 << 20;
+    ax_linear_ws_free(&m->ws); ax_zfetch_free(&m->wf);
+    const ax_linear *fcs[4] = {&m->qkv, &m->proj, &m->fc, &m->fcproj};
+    int64_t nw = ax_shard_numel(&m->lmhead.w, g);
+    /* one reduce-scatter slot per FC of a layer: a layer's complete while the next one computes */
+    ax_linear_ws_init(&m->ws, g, fcs, 4, flags & AX_OV_ORS ? 4 : 1, nw);
+    m->ws.oar = !!(flags & AX_OV_OAR); m->ws.ors = !!(flags & AX_OV_ORS);
+    size_t cap = 0;
+    for (int i = 0; i < 4; i++)
+        if ((size_t)(ax_shard_numel(&fcs[i]->w, g) * g->gz) > cap) cap = (size_t)(ax_shard_numel(&fcs[i]->w, g) * g->gz);
+    int nbuf = keep_gathered ? 4 * m->cfg.n_layer : flags & AX_OV_OAG ? 2 : 1;
+    ax_zfetch_init(&m->wf, g, m->dtype, cap, nbuf, keep_gathered);
+    m->ws_bytes = ax_zscatter_bytes(&m->ws.rs) + ax_zfetch_bytes(&m->wf) +
+                  (g->gz > 1 ? 4.0 * 2 * (m->cfg.untied ? 2 : 1) * nw * g->gz : 0);
+    ax_gpt_buckets_init(m);
 }
 
 void ax_gpt_alloc_acts(ax_gpt *m, int B, int T) {
@@ -302,11 +323,36 @@ static ax_mat saved_input(const ax_gpt *m, const float *x, const ax_bf16 *h, int
     return m->dtype == AX_F32 ? ax_mat_f32(x, rows, cols) : ax_mat_of(h, AX_BF16, rows, cols);
 }
 
-/* layer l's weight k, gathered over Z, in the dtype the GEMMs read */
-static ax_mat layer_weight(ax_gpt *m, const ax_linear *L, int l, int k) {
-    int64_t off = m->p[AX_PID(l, k)].offset;
-    const void *chunk = m->dtype == AX_BF16 ? (void *)(m->params_h + off) : (void *)(m->params + off);
-    return ax_linear_weight(L, m->g, chunk, m->dtype, m->ws.wblock);
+/* The weight after FC i of layer l in this phase's order: forward order, or
+ * reversed in backward, where under block recomputation each layer's
+ * forward runs again first. 0: none. */
+static int next_fc(const ax_gpt *m, int l, int i, int *nl, int *ni) {
+    *nl = l;
+    if (m->phase != AX_PHASE_BWD) {
+        if (i < 3) { *ni = i + 1; return 1; }
+        if (m->phase == AX_PHASE_RECOMPUTE) { *ni = 3; return 1; }   /* its backward starts with it */
+        *nl = l + 1; *ni = 0;
+        return l + 1 < m->cfg.n_layer;
+    }
+    if (i > 0) { *ni = i - 1; return 1; }
+    *nl = l - 1; *ni = m->recompute == AX_RECOMPUTE_BLOCK ? 0 : 3;
+    return l > 0;
+}
+
+static const void *fc_chunk(const ax_gpt *m, int l, int i) {
+    int64_t off = m->p[AX_PID(l, fc_ids[i])].offset;
+    return m->dtype == AX_BF16 ? (const void *)(m->params_h + off) : (const void *)(m->params + off);
+}
+
+/* FC i of layer l, gathered over Z in the dtype the GEMMs read; with OAG the
+ * next weight's gather starts now, to run behind this one's GEMMs */
+static ax_mat layer_weight(ax_gpt *m, int l, int i) {
+    const ax_linear *L = fc_layer(m, i);
+    ax_mat W = ax_zfetch_get(&m->wf, 4 * l + i, fc_chunk(m, l, i), ax_shard_numel(&L->w, m->g), L->out_l, L->in_l);
+    int nl, ni;
+    if ((m->overlap & AX_OV_OAG) && next_fc(m, l, i, &nl, &ni))
+        ax_zfetch_start(&m->wf, 4 * nl + ni, fc_chunk(m, nl, ni), ax_shard_numel(&fc_layer(m, ni)->w, m->g));
+    return W;
 }
 
 /* the architecture's norm: LayerNorm (weight, bias) or RMSNorm (weight) */
@@ -332,17 +378,17 @@ void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, in
 #define P(k) ax_gpt_param(m, AX_PID(l, k))
 #define IN(x, L) ax_gpt_gemm_input(m, a->x, a->x##_h, M, (L).in_l)
     norm_forward(m, a->ln1, a->ln1_mean, a->ln1_rstd, h, P(AX_P_LN1W), P(AX_P_LN1B), M, scratch);
-    ax_linear_forward(&m->qkv, layer_weight(m, &m->qkv, l, AX_P_QKVW), P(AX_P_QKVB), IN(ln1, m->qkv), a->qkv);
+    ax_linear_forward(&m->qkv, layer_weight(m, l, 0), P(AX_P_QKVB), IN(ln1, m->qkv), a->qkv);
     if (m->rope_on) ax_rope_forward(&m->rope, a->qkv, m->qkv.out_l, M, T, pos, m->Hl + m->KVl);   /* q and k heads */
     if (attend) attend(ctx, m, l, a);
     else ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->att_scratch, m->att_threads);
-    ax_linear_forward(&m->proj, layer_weight(m, &m->proj, l, AX_P_PROJW), P(AX_P_PROJB), IN(atty, m->proj), a->res2);
+    ax_linear_forward(&m->proj, layer_weight(m, l, 1), P(AX_P_PROJB), IN(atty, m->proj), a->res2);
     ax_add_inplace(a->res2, h, (size_t)M * Cx);
     norm_forward(m, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(AX_P_LN2W), P(AX_P_LN2B), M, scratch);
-    ax_linear_forward(&m->fc, layer_weight(m, &m->fc, l, AX_P_FCW), P(AX_P_FCB), IN(ln2, m->fc), a->fch);
+    ax_linear_forward(&m->fc, layer_weight(m, l, 2), P(AX_P_FCB), IN(ln2, m->fc), a->fch);
     if (m->swiglu) ax_swiglu_forward(a->fch_gelu, a->fch, M, m->fcproj.in_l);
     else ax_gelu_forward(a->fch_gelu, a->fch, (size_t)M * m->fc.out_l);
-    ax_linear_forward(&m->fcproj, layer_weight(m, &m->fcproj, l, AX_P_FCPW), P(AX_P_FCPB), IN(fch_gelu, m->fcproj), a->res3);
+    ax_linear_forward(&m->fcproj, layer_weight(m, l, 3), P(AX_P_FCPB), IN(fch_gelu, m->fcproj), a->res3);
     ax_add_inplace(a->res3, a->res2, (size_t)M * Cx);
 #undef IN
 #undef P
@@ -353,6 +399,8 @@ double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, 
     ax_gpt_alloc_acts(m, Bl, T);
     ax_grid *g = m->g;
     int M = Bl * T, Cx = m->Cx;
+    m->phase = AX_PHASE_FWD;
+    ax_zfetch_reset(&m->wf);                       /* the weights may have changed since the last gather */
     if (m->dtype == AX_BF16) ax_be()->cast(m->params_h, AX_BF16, m->params, AX_F32, m->n_zchunk);
     const float *wte = ax_gpt_wte(m);
     ax_embedding_forward(&g->Y, m->encoded, inputs, NULL, wte, ax_gpt_param(m, 1), M, T, m->v0, m->Vl, Cx);
@@ -380,6 +428,7 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
      * full block to reduce-scatter over Z when Gz > 1 */
     float *dhead = g->gz == 1 ? ax_gpt_grad(m, untied ? AX_PID_HEAD(m) : 0) : m->head_gblock;
     float *dwte = g->gz == 1 ? ax_gpt_grad(m, 0) : m->wte_gblock;
+    ax_zscatter_drain(&m->ws.rs);               /* the last micro-batch's, before their blocks are reused */
     if (g->gz > 1) {
         memset(dwte, 0, nt * g->gz * sizeof(float));
         if (untied) memset(dhead, 0, nt * g->gz * sizeof(float));
@@ -398,8 +447,11 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
         const float *h = l ? m->L[l - 1].res3 : m->encoded;
         /* shared buffers hold the last layer's activations after forward; the
          * others are rebuilt, bit for bit, from what was kept */
-        if (m->recompute == AX_RECOMPUTE_BLOCK && l < m->cfg.n_layer - 1)
+        if (m->recompute == AX_RECOMPUTE_BLOCK && l < m->cfg.n_layer - 1) {
+            m->phase = AX_PHASE_RECOMPUTE;
             ax_gpt_layer_forward(m, l, a, h, Bl, T, NULL, m->scratch, NULL, NULL);
+        }
+        m->phase = AX_PHASE_BWD;
         if (m->recompute == AX_RECOMPUTE_ATTN && l < m->cfg.n_layer - 1) {
             ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->att_scratch, m->att_threads);
             ax_gpt_gemm_input(m, a->atty, a->atty_h, M, m->proj.in_l);
@@ -408,23 +460,24 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
 #define G(k) ax_gpt_grad(m, AX_PID(l, k))
 #define IN(x, L) saved_input(m, a->x, a->x##_h, M, (L).in_l)
         /* MLP: res3 = res2 + fcproj(act(fc(norm2(res2)))) */
-        ax_linear_backward(&m->fcproj, g, layer_weight(m, &m->fcproj, l, AX_P_FCPW), IN(fch_gelu, m->fcproj),
+        ax_linear_backward(&m->fcproj, g, layer_weight(m, l, 3), IN(fch_gelu, m->fcproj),
                            m->dres, m->s1, G(AX_P_FCPW), G(AX_P_FCPB), &m->ws, m->dy_h);
         float *dfc = m->s1, *dln2 = m->s2;         /* the MLP hidden's gradient, then the norm output's */
         if (m->swiglu) { ax_swiglu_backward(m->s2, a->fch, m->s1, M, m->fcproj.in_l); dfc = m->s2; dln2 = m->s1; }
         else ax_gelu_backward(m->s1, a->fch, m->s1, (size_t)M * m->fc.out_l);
-        ax_linear_backward(&m->fc, g, layer_weight(m, &m->fc, l, AX_P_FCW), IN(ln2, m->fc),
+        ax_linear_backward(&m->fc, g, layer_weight(m, l, 2), IN(ln2, m->fc),
                            dfc, dln2, G(AX_P_FCW), G(AX_P_FCB), &m->ws, m->dy_h);
         norm_backward(m, m->dres, G(AX_P_LN2W), G(AX_P_LN2B), dln2, a->res2, P(AX_P_LN2W), a->ln2_mean, a->ln2_rstd, M);
         /* attention: res2 = h + proj(attend(rope(qkv(norm1(h))))) */
-        ax_linear_backward(&m->proj, g, layer_weight(m, &m->proj, l, AX_P_PROJW), IN(atty, m->proj),
+        ax_linear_backward(&m->proj, g, layer_weight(m, l, 1), IN(atty, m->proj),
                            m->dres, m->s1, G(AX_P_PROJW), G(AX_P_PROJB), &m->ws, m->dy_h);
         ax_attention_backward(m->s2, m->s1, a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->att_scratch,
                               m->att_threads);
         if (m->rope_on) ax_rope_backward(&m->rope, m->s2, m->qkv.out_l, M, T, NULL, m->Hl + m->KVl);
-        ax_linear_backward(&m->qkv, g, layer_weight(m, &m->qkv, l, AX_P_QKVW), IN(ln1, m->qkv),
+        ax_linear_backward(&m->qkv, g, layer_weight(m, l, 0), IN(ln1, m->qkv),
                            m->s2, m->s1, G(AX_P_QKVW), G(AX_P_QKVB), &m->ws, m->dy_h);
         norm_backward(m, m->dres, G(AX_P_LN1W), G(AX_P_LN1B), m->s1, h, P(AX_P_LN1W), a->ln1_mean, a->ln1_rstd, M);
+        ax_gpt_buckets_layer_done(m, l);
 #undef IN
 #undef P
 #undef G
@@ -434,14 +487,7 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
         ax_linear_reduce_grad(&m->lmhead, g, dwte, ax_gpt_grad(m, 0), &m->ws);
         if (untied) ax_linear_reduce_grad(&m->lmhead, g, dhead, ax_gpt_grad(m, AX_PID_HEAD(m)), &m->ws);
     }
-}
-
-void ax_gpt_grad_sync(ax_gpt *m) {
-    ax_req a, b;                  /* the two regions' reductions in flight together */
-    ax_iallreduce_f32(&m->g->data, m->grads, m->n_zchunk, &a);
-    ax_iallreduce_f32(&m->g->dz, m->grads + m->n_zchunk, m->n_local - m->n_zchunk, &b);
-    ax_wait(&a);
-    ax_wait(&b);
+    ax_gpt_buckets_layer_done(m, -1);   /* the lowest layers' bucket (its reduce-scatters had the embedding's time) */
 }
 
 double ax_gpt_sumsq(ax_gpt *m, const float *flat) {

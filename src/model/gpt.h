@@ -62,6 +62,31 @@ typedef struct {
  * backward. Results are bitwise the same in every mode. */
 typedef enum { AX_RECOMPUTE_NONE, AX_RECOMPUTE_ATTN, AX_RECOMPUTE_BLOCK } ax_recompute;
 
+/* Communication left running behind compute (SPEC §4), each switchable:
+ * OAR the backward dX all-reduces during the dW GEMMs; ORS the Z
+ * reduce-scatters of weight gradients until their buffers are reused or the
+ * gradients are needed; OAG each FC weight's Z all-gather one weight ahead in
+ * execution order (reversed in backward); DP each bucket of layers'
+ * data-parallel (and data x Z) all-reduce as soon as backward has finished
+ * those layers. The same collectives run on the same buffers in every
+ * setting, so the results are the same bits. */
+enum { AX_OV_OAR = 1, AX_OV_ORS = 2, AX_OV_OAG = 4, AX_OV_DP = 8, AX_OV_ALL = 15 };
+/* "none", "all" or a comma list of oar, ors, oag, dp */
+int ax_overlap_parse(const char *s, int *flags);
+/* the flags as "oar,ors,oag,dp" / "none" into buf */
+const char *ax_overlap_name(int flags, char *buf, size_t n);
+
+/* Gradient buckets: a range of layers (or the rest: embeddings, final norm,
+ * LM head), reduced by up to four all-reduces (the zchunk region over data,
+ * the replicated one over data x Z; the rest has two pieces of each). */
+typedef struct {
+    int l0, l1;                  /* layers [l0, l1]; l0 > l1: the rest */
+    int n;
+    struct { int64_t off, len; int zchunk; } r[4];
+    ax_req req[4];
+    int started;
+} ax_bucket;
+
 typedef struct {
     ax_gpt_config cfg;
     ax_grid *g;
@@ -78,10 +103,17 @@ typedef struct {
     ax_bf16 *params_h;            /* bf16: the zchunk region (wte, FC weights) rounded, per forward */
     ax_bf16 *head_block_h;        /* bf16, Gz > 1: the gathered LM head weight rounded */
     ax_linear qkv, proj, fc, fcproj, lmhead;
-    ax_linear_ws ws;
+    ax_linear_ws ws;              /* weight-gradient reduce-scatters over Z */
+    ax_zfetch wf;                 /* the FC weights gathered over Z */
+    int overlap, keep_gathered;   /* AX_OV_* */
+    int phase;                    /* forward, backward or a layer's recomputation: orders the prefetch */
+    ax_bucket *buckets; int nbuckets;
+    int64_t bucket_bytes;
+    int sync_armed;               /* the next backward starts the buckets (DP) */
+    int64_t buckets_early;        /* buckets started inside backward (statistics) */
     float *wte_block, *wte_gblock; /* gathered token table and its gradient (Gz > 1) */
     float *head_block, *head_gblock; /* the same for an untied LM head (Gz > 1) */
-    double ws_bytes;              /* the Z gather/scatter buffers above and in ws */
+    double ws_bytes;              /* the Z gather/scatter buffers above, in ws and wf */
     /* activations */
     int cap_B, cap_T;
     float *act_mem;
@@ -109,6 +141,10 @@ void ax_gpt_set_recompute(ax_gpt *m, ax_recompute mode);
  * bf16 weights and activations and accumulate in fp32; parameters, gradients,
  * reductions, LayerNorm, attention softmax and the loss stay fp32. */
 void ax_gpt_set_dtype(ax_gpt *m, ax_dtype t);
+/* Overlap flags (AX_OV_*; none after init), keeping gathered weights from
+ * forward to backward, and the gradient bucket size in bytes (0: 25 MiB).
+ * Allocates the buffers they need; call after ax_gpt_set_dtype. */
+void ax_gpt_set_overlap(ax_gpt *m, int flags, int keep_gathered, int64_t bucket_bytes);
 /* NULL for a slot the architecture lacks */
 static inline float *ax_gpt_param(ax_gpt *m, int id) { return m->p[id].present ? m->params + m->p[id].offset : NULL; }
 static inline float *ax_gpt_grad(ax_gpt *m, int id) { return m->p[id].present ? m->grads + m->p[id].offset : NULL; }
@@ -132,6 +168,8 @@ void ax_gpt_final_norm(ax_gpt *m, float *out, float *mean, float *rstd, const fl
  * dscale != 0 the logits buffer holds dloss/dlogits scaled by dscale. */
 double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights,
                       int Bl, int T, float dscale);
+/* Gradients accumulate into m->grads; they are final after ax_gpt_grad_sync
+ * (reduce-scatters over Z may still be in flight when backward returns). */
 void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T);
 /* the token table's (Vl, Cx) block, gathered over Z when Gz > 1; also
  * gathers an untied LM head, and under bf16 rounds the head's weight */
@@ -142,8 +180,16 @@ ax_mat ax_gpt_lm_weight(const ax_gpt *m);
 ax_mat ax_gpt_gemm_input(const ax_gpt *m, const float *x, ax_bf16 *h, int rows, int cols);
 
 /* Sum gradients over the ranks that saw other rows (data for zchunk tensors,
- * whose Z reduction happened in backward; data x Z for the rest). */
+ * whose Z reduction happened in backward; data x Z for the rest), bucket by
+ * bucket. ax_gpt_grad_sync_begin before the last backward of a step lets
+ * that backward start each bucket as soon as it is final (AX_OV_DP);
+ * ax_gpt_grad_sync starts the rest and waits for all. */
+void ax_gpt_grad_sync_begin(ax_gpt *m);
 void ax_gpt_grad_sync(ax_gpt *m);
+/* Between gpt.c and gpt_sync.c: the buckets of the current bucket size, and
+ * backward's signal that layer l is done (-1: all layers and the embedding). */
+void ax_gpt_buckets_init(ax_gpt *m);
+void ax_gpt_buckets_layer_done(ax_gpt *m, int l);
 /* Global sum of squares of a flat per-rank vector laid out like the
  * parameters, each logical element counted once. */
 double ax_gpt_sumsq(ax_gpt *m, const float *flat);

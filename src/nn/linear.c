@@ -40,11 +40,22 @@ void ax_linear_forward(const ax_linear *L, ax_mat W, const float *bias, ax_mat x
     if (bias) ax_be()->bias_add(y, bias, M, L->out_l);
 }
 
+void ax_linear_ws_init(ax_linear_ws *ws, ax_grid *g, const ax_linear *const *layers, int nl, int slots,
+                       int64_t chunk_min) {
+    size_t cap = 0, chunk = (size_t)chunk_min;
+    for (int i = 0; i < nl; i++) {
+        size_t n = (size_t)ax_shard_numel(&layers[i]->w, g);
+        if (n * g->gz > cap) cap = n * g->gz;
+        if (n > chunk) chunk = n;
+    }
+    memset(ws, 0, sizeof *ws);
+    ax_zscatter_init(&ws->rs, g, slots, cap, chunk);
+}
+
+void ax_linear_ws_free(ax_linear_ws *ws) { ax_zscatter_free(&ws->rs); }
+
 void ax_linear_reduce_grad(const ax_linear *L, ax_grid *g, float *gblock, float *dw_chunk, ax_linear_ws *ws) {
-    int64_t n = ax_shard_numel(&L->w, g), nb = ax_shard_block_numel(&L->w, g);
-    memset(gblock + nb, 0, (size_t)(n * g->gz - nb) * sizeof(float));   /* chunk padding */
-    ax_reduce_scatter_f32(&g->Z, gblock, ws->gchunk, n);
-    for (int64_t i = 0; i < n; i++) dw_chunk[i] += ws->gchunk[i];
+    ax_zscatter_start(&ws->rs, gblock, ax_shard_block_numel(&L->w, g), ax_shard_numel(&L->w, g), dw_chunk, ws->ors);
 }
 
 void ax_linear_backward(const ax_linear *L, ax_grid *g, ax_mat W, ax_mat x, const float *dy, float *dx,
@@ -55,15 +66,19 @@ void ax_linear_backward(const ax_linear *L, ax_grid *g, ax_mat W, ax_mat x, cons
         ax_be()->cast(dy_cast, AX_BF16, dy, AX_F32, (size_t)M * out);
         d = ax_mat_of(dy_cast, AX_BF16, M, out);
     }
+    ax_req r;
     if (dx) {
         ax_gemm(1.0f, d, 0, W, 0, 0.0f, ax_mat_f32(dx, M, in));
-        ax_allreduce_f32(L->bwd, dx, (size_t)M * in);
+        ax_iallreduce_f32(L->bwd, dx, (size_t)M * in, &r);
+        if (!ws->oar) ax_wait(&r);
     }
     if (g->gz == 1) {
         ax_gemm(1.0f, d, 1, x, 0, 1.0f, ax_mat_f32(dw_chunk, out, in));
     } else {
-        ax_gemm(1.0f, d, 1, x, 0, 0.0f, ax_mat_f32(ws->gblock, out, in));
-        ax_linear_reduce_grad(L, g, ws->gblock, dw_chunk, ws);
+        float *block = ax_zscatter_block(&ws->rs);
+        ax_gemm(1.0f, d, 1, x, 0, 0.0f, ax_mat_f32(block, out, in));
+        ax_linear_reduce_grad(L, g, block, dw_chunk, ws);
     }
     if (dbias) ax_be()->bias_grad(dbias, dy, M, out);
+    if (dx) ax_wait(&r);
 }

@@ -11,14 +11,17 @@
  * outputs, reductions and gradients stay fp32.
  *
  *   ax_linear fc; ax_linear_init(&fc, g, C, 4*C, 0, 0, 0, NULL);
- *   ax_mat W = ax_linear_weight(&fc, g, w_chunk, AX_F32, ws.wblock);   // (out_l, in_l)
+ *   ax_linear_ws ws; ax_linear_ws_init(&ws, g, (const ax_linear *[]){&fc}, 1, 1, 0);
+ *   ax_mat W = ax_linear_weight(&fc, g, w_chunk, AX_F32, wblock);      // (out_l, in_l)
  *   ax_linear_forward(&fc, W, b, ax_mat_f32(x, M, fc.in_l), y);        // y (M, out_l)
  *   ax_linear_backward(&fc, g, W, ax_mat_f32(x, M, fc.in_l), dy, dx, dw_chunk, db, &ws, NULL);
+ *   ax_zscatter_drain(&ws.rs);                                         // dw_chunk final
  */
 #ifndef AX_NN_LINEAR_H
 #define AX_NN_LINEAR_H
 #include "grid/grid.h"
 #include "nn/shard.h"
+#include "nn/zcomm.h"
 
 typedef struct {
     int in, out, out_pad;   /* logical sizes (out_pad: padded rows, e.g. the vocabulary) */
@@ -28,25 +31,36 @@ typedef struct {
     ax_comm *fwd, *bwd;     /* all-reduce groups: forward output, backward dX */
 } ax_linear;
 
-/* Scratch shared by all layers: a gathered weight block (of either dtype), a
- * weight-gradient block and a gradient chunk, each sized for the largest layer. */
-typedef struct { void *wblock; float *gblock, *gchunk; } ax_linear_ws;
+/* What backward shares across layers: the weight-gradient reduce-scatters
+ * over Z (nn/zcomm.h) and which communication it leaves running behind
+ * compute. oar: the dX all-reduce runs during the dW GEMM (SPEC §4 OAR);
+ * ors: reduce-scatters complete when their slot is next needed, or at
+ * ax_zscatter_drain (ORS). Results are the same bits either way. */
+typedef struct { ax_zscatter rs; int oar, ors; } ax_linear_ws;
 
 /* nparts > 0: the output features are nparts parts of part[i] features
  * (summing to out), grouped per Y shard (nn/shard.h): the fused [q|k|v] of
  * whole heads, or [gate|up]. */
 void ax_linear_init(ax_linear *L, ax_grid *g, int in, int out, int out_pad, int transposed, int nparts,
                     const int64_t *part);
+/* slots of reduce-scatter, each for the largest of the layers' blocks, and
+ * chunks of at least chunk_min (blocks the caller reduces from its own
+ * buffers, like the embedding's) */
+void ax_linear_ws_init(ax_linear_ws *ws, ax_grid *g, const ax_linear *const *layers, int nl, int slots,
+                       int64_t chunk_min);
+void ax_linear_ws_free(ax_linear_ws *ws);
 /* The gathered (out_l, in_l) block of a chunk of dtype t: the chunk itself
- * when Gz = 1, else gathered into wblock. */
+ * when Gz = 1, else gathered (blocking) into wblock. */
 ax_mat ax_linear_weight(const ax_linear *L, ax_grid *g, const void *chunk, ax_dtype t, void *wblock);
 /* y (M, out_l) = x (M, in_l) W^T, all-reduced, + bias (NULL: none); M = x.rows */
 void ax_linear_forward(const ax_linear *L, ax_mat W, const float *bias, ax_mat x, float *y);
 /* dx (M, in_l) = dy W (all-reduced; NULL: not needed); dw_chunk += this rank's
- * chunk of the Z-reduced dy^T x; dbias += column sums of dy. When W is bf16,
- * the GEMMs read dy rounded into dy_cast (M * out_l bf16). */
+ * chunk of the Z-reduced dy^T x (final after the reduce-scatter completes,
+ * see ax_linear_ws); dbias += column sums of dy. When W is bf16, the GEMMs
+ * read dy rounded into dy_cast (M * out_l bf16). */
 void ax_linear_backward(const ax_linear *L, ax_grid *g, ax_mat W, ax_mat x, const float *dy, float *dx,
                         float *dw_chunk, float *dbias, ax_linear_ws *ws, ax_bf16 *dy_cast);
-/* dw_chunk += Z-reduce-scatter of a full gradient block gblock (out_l, in_l). */
+/* dw_chunk += Z-reduce-scatter of a full gradient block gblock (out_l, in_l),
+ * which stays in use until the reduce-scatter completes. */
 void ax_linear_reduce_grad(const ax_linear *L, ax_grid *g, float *gblock, float *dw_chunk, ax_linear_ws *ws);
 #endif

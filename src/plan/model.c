@@ -7,6 +7,7 @@ const char *const ax_plan_group_names[AX_PG_N] = {"X", "Y", "Z", "data", "data_z
 void ax_plan_job_defaults(ax_plan_job *j) {
     memset(j, 0, sizeof *j);
     j->grad_accum = 1; j->act_bytes = 4; j->mem_reserve = 0.1;
+    j->ov_flags = 15;                                  /* AX_OV_ALL, as axonn train */
 }
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -17,6 +18,8 @@ static const char *illegal(const ax_plan_job *j, const int g[4], char *buf, size
     int D = g[0], X = g[1], Y = g[2], Z = g[3];
     if (c->n_embd % c->n_head) snprintf(buf, n, "n_embd %d is not divisible by n_head %d", c->n_embd, c->n_head);
     else if (c->n_head % Y) snprintf(buf, n, "n_head %d is not divisible by Y = %d", c->n_head, Y);
+    else if (c->n_kv_head && c->n_kv_head % Y) snprintf(buf, n, "n_kv_head %d is not divisible by Y = %d", c->n_kv_head, Y);
+    else if (c->n_inner && c->n_inner % Y) snprintf(buf, n, "n_inner %d is not divisible by Y = %d", c->n_inner, Y);
     else if (c->n_embd % X) snprintf(buf, n, "n_embd %d is not divisible by X = %d", c->n_embd, X);
     else if (j->batch % j->grad_accum) snprintf(buf, n, "batch %d is not a multiple of grad_accum %d", j->batch, j->grad_accum);
     else if ((j->batch / j->grad_accum) % (D * Z))
@@ -31,16 +34,23 @@ static int spans(int s, int p, int P, int R) { return p > 1 && P > R && !(s * p 
 
 typedef struct { const ax_machine *m; ax_plan_cost *c; double scale; } ax_acc;   /* scale: repetitions */
 
-static void coll(ax_acc *a, int group, int op, int p, double elems, double bytes_per) {
-    if (p <= 1 || elems <= 0) return;
+/* each returns the seconds it added */
+static double coll(ax_acc *a, int group, int op, int p, double elems, double bytes_per) {
+    if (p <= 1 || elems <= 0) return 0;
     double f = (op == AX_COLL_AR ? 2.0 : 1.0) * (p - 1) / p, bytes = f * elems * bytes_per;
-    a->c->comm_s[group] += a->scale * ax_machine_coll(a->m, op, p, a->c->inter[group], bytes);
+    double t = a->scale * ax_machine_coll(a->m, op, p, a->c->inter[group], bytes);
+    a->c->comm_s[group] += t;
     a->c->comm_bytes[group] += a->scale * bytes;
+    return t;
 }
 
-static void gemm(ax_acc *a, double M, double N, double K) {
-    a->c->gemm_s += a->scale * ax_machine_gemm(a->m, 2.0 * M * N * K);
+static double gemm(ax_acc *a, double M, double N, double K) {
+    double t = a->scale * ax_machine_gemm(a->m, 2.0 * M * N * K);
+    a->c->gemm_s += t;
+    return t;
 }
+
+static double fmin2(double a, double b) { return a < b ? a : b; }
 
 /* one FC layer on one micro-batch of M rows: forward (with_fwd), backward */
 typedef struct { int64_t in, out; int transposed; } ax_fc;
@@ -57,27 +67,36 @@ void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machin
     const ax_gpt_config *cf = &j->cfg;
     int D = g[0], X = g[1], Y = g[2], Z = g[3], P = D * X * Y * Z, R = m->ranks_per_node;
     int64_t C = cf->n_embd, L = cf->n_layer, T = j->seq, nh = cf->n_head, hd = C / nh;
+    int llama = cf->arch == AX_ARCH_LLAMA, tables = cf->untied ? 2 : 1;
+    int64_t KV = cf->n_kv_head ? cf->n_kv_head : nh, F = cf->n_inner ? cf->n_inner : 4 * C;
+    int64_t Q = (nh + 2 * KV) * hd, Fo = llama ? 2 * F : F;   /* fused q|k|v; the MLP's first FC ([gate|up] for SwiGLU) */
     int64_t Bl = j->batch / j->grad_accum / (D * Z), M = Bl * T;
     int64_t Vp = cdiv(cf->vocab_size, 64 * Y) * 64 * Y, Vl = Vp / Y, Cx = C / X, Cy = C / Y, Hl = nh / Y;
     int block = j->recompute == 2, attn = j->recompute != 0;
     double ab = j->act_bytes;
     /* ---- memory, as model/gpt.c lays it out ---- */
-    ax_fc fcs[4] = {{C, 3 * C, 0}, {C, C, 1}, {C, 4 * C, 0}, {4 * C, C, 1}};
+    ax_fc fcs[4] = {{C, Q, 0}, {C, C, 1}, {C, Fo, 0}, {F, C, 1}};
     int64_t zchunk = 0, cap = 0, nw = cdiv(Vl * Cx, Z);
     for (int i = 0; i < 4; i++) {
         int64_t blk = fcs[i].out / (fcs[i].transposed ? X : Y) * (fcs[i].in / (fcs[i].transposed ? Y : X));
         zchunk += cdiv(blk, Z);
         if (cdiv(blk, Z) * Z > cap) cap = cdiv(blk, Z) * Z;
     }
-    zchunk = zchunk * L + nw;
-    int64_t repl = (int64_t)cf->block_size * Cx + L * (4 * Cx + 3 * Cy + Cx + 4 * Cy + Cx) + 2 * Cx;
+    zchunk = zchunk * L + tables * nw;
+    /* GPT-2: positions, per layer two LayerNorms and four biases, the final LayerNorm; Llama: RMSNorm weights only */
+    int64_t repl = llama ? L * 2 * Cx + Cx : (int64_t)cf->block_size * Cx + L * (4 * Cx + Q / Y + Cx + F / Y + Cx) + 2 * Cx;
     c->n_local = zchunk + repl;
     c->param_bytes = 4.0 * c->n_local;
-    c->ws_bytes = Z > 1 ? 4.0 * (2 * cap + (nw > cap ? nw : cap) + 2 * nw * Z) : 0;
-    int64_t wide = 4 * Cy > Cx ? 4 * Cy : Cx;
+    /* nn/zcomm.h: gather buffers (1, 2 with prefetch, one per FC kept) in the GEMMs'
+     * dtype, reduce-scatter slots (1, 4 with ORS) of a block and a chunk; the token table's two blocks */
+    int64_t nbuf = j->keep_gathered ? 4 * L : j->ov_flags & 4 ? 2 : 1, slots = j->ov_flags & 2 ? 4 : 1;
+    int64_t chunk = cap / Z > nw ? cap / Z : nw;
+    c->ws_bytes = Z > 1 ? ab * nbuf * cap + 4.0 * (slots * (cap + chunk) + 2 * tables * nw * Z) : 0;
+    int64_t wide = Cx > Q / Y ? Cx : Q / Y;
+    if (Fo / Y > wide) wide = Fo / Y;
     int64_t kept = block ? 1 : L, kept_attn = attn ? 1 : L;
     double acts = M * Cx                                               /* encoded */
-        + kept * (double)(M * Cx + 2 * M + 3 * M * Cy + M * Cx + M * Cx + 2 * M + 8 * M * Cy)   /* ln1..fch_gelu */
+        + kept * (double)(M * Cx + 2 * M + M * Q / Y + M * Cx + M * Cx + 2 * M + M * Fo / Y + M * F / Y)   /* ln1..fch_gelu */
         + kept_attn * (double)(Bl * Hl * T + M * Cy)                   /* lse, atty */
         + L * (double)(M * Cx)                                         /* res3 */
         + M * Cx + 2 * M + M * Vl + M + M * Cx + 2 * M * wide + 4 * M; /* lnf, logits, losses, dres, s1, s2, scratch */
@@ -95,6 +114,14 @@ void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machin
     /* ---- one micro-batch, repeated accum times ---- */
     ax_acc a = {m, c, j->grad_accum};
     double elem = 0;   /* bytes through the elementwise kernels */
+    /* Overlap (model/gpt.h AX_OV_*): a collective left in flight hides behind
+     * the compute it runs with, up to that compute's time: OAG a weight's
+     * gather behind the GEMMs of the weight before it (taken as its own),
+     * OAR the dX all-reduce behind the dW GEMM, ORS the reduce-scatter behind
+     * the next FC's backward GEMMs (taken as its own), DP the gradient
+     * all-reduces behind the backward of the layers still to run. */
+    int oag = j->ov_flags & 4, oar = j->ov_flags & 1, ors = j->ov_flags & 2, dp = j->ov_flags & 8;
+    double hidden = 0, bwd = 0;
     for (int pass = 0; pass < 2; pass++) {
         /* pass 0: forward and backward of every layer; pass 1: the forward rerun of block recomputation (L-1 layers) */
         if (pass == 1 && !block) break;
@@ -105,14 +132,23 @@ void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machin
             int pf = f->transposed ? Y : X, pb = f->transposed ? X : Y;
             double in_l = f->in / (f->transposed ? Y : X), out_l = f->out / (f->transposed ? X : Y);
             double wblk = in_l * out_l;
-            gemm(&a, M, out_l, in_l);
-            coll(&a, AX_PG_Z, AX_COLL_AG, Z, wblk, ab);                  /* gather the weight */
+            double tf = gemm(&a, M, out_l, in_l);
+            if (!(pass && j->keep_gathered)) {                           /* kept from forward: no gather */
+                double tg = coll(&a, AX_PG_Z, AX_COLL_AG, Z, wblk, ab);  /* gather the weight */
+                if (oag) hidden += fmin2(tg, tf);
+            }
             coll(&a, fx, AX_COLL_AR, pf, M * out_l, ab);                /* forward partial sums */
             if (pass) continue;
-            gemm(&a, M, in_l, out_l); gemm(&a, out_l, in_l, M);         /* dX, dW */
-            coll(&a, AX_PG_Z, AX_COLL_AG, Z, wblk, ab);                  /* gathered again */
-            coll(&a, bx, AX_COLL_AR, pb, M * in_l, ab);                 /* dX partial sums */
-            coll(&a, AX_PG_Z, AX_COLL_RS, Z, wblk, 4);                  /* dW to its chunk owner */
+            double tdx = gemm(&a, M, in_l, out_l), tdw = gemm(&a, out_l, in_l, M);   /* dX, dW */
+            bwd += tdx + tdw;
+            if (!j->keep_gathered) {
+                double tg = coll(&a, AX_PG_Z, AX_COLL_AG, Z, wblk, ab);  /* gathered again */
+                if (oag) hidden += fmin2(tg, tdx + tdw);
+            }
+            double tar = coll(&a, bx, AX_COLL_AR, pb, M * in_l, ab);    /* dX partial sums */
+            if (oar) hidden += fmin2(tar, tdw);
+            double trs = coll(&a, AX_PG_Z, AX_COLL_RS, Z, wblk, 4);     /* dW to its chunk owner */
+            if (ors) hidden += fmin2(trs, tdx + tdw);
             if (Z > 1) elem += a.scale * 12.0 * cdiv((int64_t)wblk, Z); /* chunk accumulation */
         }
         /* LayerNorm statistics: two per row, over X; twice per layer (backward again) */
@@ -121,9 +157,9 @@ void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machin
         elem += a.scale * ab * M * (pass ? 14.0 * Cx + 22.0 * Cy : 24.0 * Cx + 41.0 * Cy);
     }
     if (attn && !block) c->attn_s += j->grad_accum * (double)(L - 1) * Bl * Hl * 2.0 * T * T * hd / m->attn_flops;
-    /* embedding, final LayerNorm, LM head (tied wte, gathered once per forward), loss */
+    /* embedding, final norm, LM head (the token table, and an untied head, gathered once per forward), loss */
     a.scale = j->grad_accum;
-    coll(&a, AX_PG_Z, AX_COLL_AG, Z, (double)Vl * Cx, ab);
+    for (int t = 0; t < tables; t++) coll(&a, AX_PG_Z, AX_COLL_AG, Z, (double)Vl * Cx, ab);
     coll(&a, AX_PG_Y, AX_COLL_AR, Y, (double)M * Cx, ab);              /* embedding rows over the vocabulary */
     for (int k = 0; k < 2; k++) coll(&a, AX_PG_X, AX_COLL_AR, X, 2.0 * M, 4);
     gemm(&a, M, Vl, Cx); gemm(&a, M, Cx, Vl); gemm(&a, Vl, Cx, M);
@@ -131,21 +167,24 @@ void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machin
     coll(&a, AX_PG_Y, AX_COLL_AR, Y, (double)M, 4);                    /* loss: row max */
     coll(&a, AX_PG_Y, AX_COLL_AR, Y, 2.0 * M, 4);                      /* sum of exponentials, target logit */
     coll(&a, AX_PG_Y, AX_COLL_AR, Y, (double)M * Cx, ab);              /* LM head dX */
-    coll(&a, AX_PG_Z, AX_COLL_RS, Z, (double)Vl * Cx, 4);
-    elem += a.scale * (ab * (4.0 * M * Vl + 17.0 * M * Cx) + (Z > 1 ? 12.0 * nw : 0));
+    for (int t = 0; t < tables; t++) coll(&a, AX_PG_Z, AX_COLL_RS, Z, (double)Vl * Cx, 4);
+    elem += a.scale * (ab * (4.0 * M * Vl + 17.0 * M * Cx) + (Z > 1 ? 12.0 * tables * nw : 0));
     /* once per step: token count and loss over data x Z, gradients, the norm */
     a.scale = 1;
     coll(&a, AX_PG_DZ, AX_COLL_AR, D * Z, 2, 8);
     coll(&a, AX_PG_DZ, AX_COLL_AR, D * Z, 1, 8);
-    coll(&a, AX_PG_DATA, AX_COLL_AR, D, (double)zchunk, 4);
-    coll(&a, AX_PG_DZ, AX_COLL_AR, D * Z, (double)repl, 4);
+    double tdp = coll(&a, AX_PG_DATA, AX_COLL_AR, D, (double)zchunk, 4) + coll(&a, AX_PG_DZ, AX_COLL_AR, D * Z, (double)repl, 4);
+    if (dp) hidden += fmin2(tdp * (L - 1) / L, bwd / j->grad_accum * (L - 1) / L);   /* the last bucket waits */
     coll(&a, AX_PG_TP, AX_COLL_AR, X * Y * Z, 1, 8);
     c->elem_s = elem / m->mem_bw;
     /* AdamW reads w, g, m, v and writes w, m, v; the norm reads g; the gradients are zeroed */
     c->optim_s = c->n_local * (m->optim_s_per_param > 0 ? m->optim_s_per_param : 36.0 / m->mem_bw);
     c->compute_s = c->gemm_s + c->attn_s + c->elem_s;
     for (int i = 0; i < AX_PG_N; i++) c->comm_total_s += c->comm_s[i];
+    /* the hidden share of what is left (a what-if), the overlaps' windows capped by the compute */
     double ov = j->overlap < 0 ? 0 : j->overlap > 1 ? 1 : j->overlap;
-    c->exposed_s = (1 - ov) * c->comm_total_s;
+    hidden = fmin2(hidden, fmin2(c->compute_s, c->comm_total_s));
+    c->hidden_s = hidden;
+    c->exposed_s = (1 - ov) * (c->comm_total_s - hidden);
     c->step_s = c->compute_s + c->exposed_s + c->optim_s;
 }

@@ -32,6 +32,7 @@ typedef struct {
     int recompute;                /* ax_recompute: 0 none, 1 attn, 2 block */
     int act_bytes;                /* bytes per activation element (and per communicated one): 4 fp32, 2 bf16 */
     double overlap;               /* share of communication hidden behind compute (0..1) */
+    int ov_flags, keep_gathered;  /* the trainer's --overlap (AX_OV_*, default all) and --keep-gathered: their buffers */
     double mem_reserve;           /* share of memory kept free for the runtime (default 0.1) */
 } ax_plan_job;
 
@@ -45,7 +46,7 @@ typedef struct {
     int fits;                    /* and its memory fits */
     char why[200];               /* why not, when !legal or !fits */
     double step_s, compute_s, gemm_s, attn_s, elem_s, optim_s;
-    double comm_s[AX_PG_N], comm_total_s, exposed_s;
+    double comm_s[AX_PG_N], comm_total_s, hidden_s, exposed_s;   /* hidden by the overlaps in force */
     int inter[AX_PG_N];          /* the group spans nodes */
     double comm_bytes[AX_PG_N];  /* per rank per step */
     int64_t n_local;             /* parameters per rank */

@@ -18,7 +18,8 @@ typedef struct {
     int ranks, threads, grid[4];
     ax_gpt_config cfg;
     int batch, seq, grad_accum;
-    const char *recompute, *dtype, *gemm_tune;
+    const char *recompute, *dtype, *overlap, *gemm_tune;
+    int keep_gathered;
     int iters, timed;                 /* timed = iters - 2 */
     /* seconds per iteration: the step is the slowest rank's (mean, min, max
      * over the timed iterations); its parts are means over ranks, so they sum

@@ -54,6 +54,7 @@ void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const 
         }
         loss += ax_gpt_forward(m, in, tg, weights ? weights + (int64_t)a * M : NULL, Bl, T,
                                ntok > 0 ? (float)(1.0 / ntok) : 0.0f);
+        if (a == accum - 1) ax_gpt_grad_sync_begin(m);   /* its backward may start the reductions */
         ax_gpt_backward(m, in, Bl, T);
     }
     ax_gpt_grad_sync(m);

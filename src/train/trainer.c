@@ -39,6 +39,8 @@ void ax_train_defaults(ax_train_opts *o) {
     o->recompute = "none";
     o->dtype = "fp32";
     o->gemm_tune = "off";
+    o->overlap = "all";
+    o->bucket_mb = 25;
 }
 
 
@@ -102,7 +104,7 @@ static void print_memory(ax_run *r) {
     double a = r->m.act_bytes * mib;
     double w = r->m.ws_bytes * mib;
     SAY(r, "memory per rank: parameters %.1f MiB, gradients %.1f, AdamW %.1f, activations %.1f (recompute %s), "
-           "gather buffers %.1f: %.1f MiB\n", p, p, 2 * p, a, r->o->recompute, w, 4 * p + a + w);
+           "Z gather/scatter buffers %.1f: %.1f MiB\n", p, p, 2 * p, a, r->o->recompute, w, 4 * p + a + w);
 }
 
 /* Which checkpoint to start from. Rank 0 looks and every rank takes its path
@@ -187,8 +189,10 @@ int ax_run_setup(ax_run *r) {
     ax_recompute recompute = AX_RECOMPUTE_NONE;
     AX_TRY(parse_recompute(o->recompute, &recompute));
     ax_dtype dtype;
-    int emulated;
+    int emulated, overlap;
     AX_TRY(ax_dtype_parse(o->dtype, &dtype));
+    AX_TRY(ax_overlap_parse(o->overlap, &overlap));
+    if (!(o->bucket_mb > 0)) return AX_ERR("--bucket-mb %g: expected a positive size", o->bucket_mb);
     const char *kernel = ax_be()->gemm_kernel(dtype, &emulated);
     if (!kernel)
         return AX_ERR("--dtype %s: this build of the %s backend has no %s GEMMs (built without oneDNN: install "
@@ -196,6 +200,7 @@ int ax_run_setup(ax_run *r) {
     AX_TRY(ax_gpt_init(&r->m, &cfg, &r->g));
     ax_gpt_set_recompute(&r->m, recompute);
     ax_gpt_set_dtype(&r->m, dtype);
+    ax_gpt_set_overlap(&r->m, overlap, o->keep_gathered, (int64_t)(o->bucket_mb * (1 << 20)));
     ax_adamw_init(&r->opt, r->m.n_local);
     if (r->resumed) AX_TRY(ax_agree(w, ax_ckpt_load(ckdir, &r->m, &r->opt)));
     else if (o->init) AX_TRY(ax_agree(w, ax_gpt_load(&r->m, o->init)));
@@ -242,6 +247,9 @@ int ax_run_setup(ax_run *r) {
         mc->vocab_size, mc->block_size, mc->untied ? " untied" : "", ax_gpt_num_params(mc) / 1e6);
     SAY(r, "precision: %s GEMM inputs, fp32 accumulation, master weights and reductions; GEMMs: %s\n",
         o->dtype, kernel);
+    char ov[32];
+    SAY(r, "overlap: %s%s; gradient buckets of %.3g MiB (%d)\n", ax_overlap_name(overlap, ov, sizeof ov),
+        o->keep_gathered ? ", gathered weights kept for backward" : "", o->bucket_mb, r->m.nbuckets);
     if (strcmp(o->gemm_tune, "on") == 0)
         SAY(r, "GEMM layout tuning: on, each new GEMM's layouts timed on first use; cache %s\n",
             ax_gemm_tune_cache_path()[0] ? ax_gemm_tune_cache_path() : "none");
