@@ -84,6 +84,8 @@ typedef struct {
     int64_t max_shard_size;             /* the final model in shards of at most this many bytes when
                                            larger, with model.safetensors.index.json (default 5e9) */
     const char *export_dtype;           /* of the final model's tensors: "fp32" (default) or "bf16" */
+    const char *gemm_tune;              /* GEMM layout tuning: "off" (default) or "on" */
+    const char *gemm_tune_cache;        /* its cache file; NULL: the default, "none": no file */
 } ax_train_opts;
 
 void ax_train_defaults(ax_train_opts *o);

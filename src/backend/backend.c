@@ -1,5 +1,6 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu.h"
+#include "backend/gemm_tune.h"
 #include "util/err.h"
 #include <math.h>
 #include <string.h>
@@ -77,5 +78,5 @@ void ax_gemm_batched(int batch, float alpha, ax_mat A, int transA, ax_mat B, int
      * whole call's (measured with OpenBLAS); there each GEMM polls once */
     if (progress && progress() && batch == 1 && current->threads() == 1)
         gemm_tiled(alpha, A, transA, B, transB, beta, C, ak);
-    else current->gemm(batch, alpha, A, transA, B, transB, beta, C);
+    else ax_gemm_tuned(current, batch, alpha, A, transA, B, transB, beta, C);
 }

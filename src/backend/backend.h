@@ -64,6 +64,9 @@ typedef struct ax_backend {
     void (*gemm_stats)(double *seconds, double *flops);
     /* dst = src converted; to bf16 rounds to nearest even (NaN stays NaN) */
     void (*cast)(void *dst, ax_dtype dt, const void *src, ax_dtype st, size_t n);
+    /* optional (GEMM layout tuning): dst (src.cols x src.rows) = src^T + beta dst,
+     * converted to dst's dtype; beta 0: dst is not read */
+    void (*transpose)(ax_mat dst, ax_mat src, float beta);
 
     /* LayerNorm over rows split in columns: x, out (M, Cl), C = all columns */
     void (*layernorm_forward)(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
@@ -115,8 +118,9 @@ typedef struct ax_backend {
                   float c1, float c2, float lr, float eps, float decay);
 } ax_backend;
 
-/* C = alpha op(A) op(B) + beta C on the backend in use; aborts, naming the
- * shapes, when they do not agree. */
+/* C = alpha op(A) op(B) + beta C on the backend in use, in the layout the
+ * tuner chose (backend/gemm_tune.h); aborts, naming the shapes, when they do
+ * not agree. */
 void ax_gemm_batched(int batch, float alpha, ax_mat A, int transA, ax_mat B, int transB, float beta, ax_mat C);
 static inline void ax_gemm(float alpha, ax_mat A, int transA, ax_mat B, int transB, float beta, ax_mat C) {
     ax_gemm_batched(1, alpha, A, transA, B, transB, beta, C);

@@ -4,6 +4,7 @@
 #include "axonn/axonn.h"
 #include "grid/grid.h"
 #include "model/gpt.h"
+#include "train/bench.h"
 
 /* Each returns 0, 1 after --help, or -1 with the error recorded (train also
  * AX_TRAIN_DIVERGED: the command exits with status 3). */
@@ -14,6 +15,8 @@ int ax_cmd_prepare(int argc, char **argv);
 int ax_cmd_tokenizer(int argc, char **argv);
 int ax_cmd_memorize(int argc, char **argv);
 int ax_cmd_bench(int argc, char **argv);
+/* axonn bench gemm's table, or one JSON object (cmd_bench_gemm.c) */
+void ax_cli_print_bench_gemm(const ax_bench_gemm_result *g, int json);
 int ax_cmd_plan(int argc, char **argv);
 
 /* Builds (or finds in the cache) the default corpus; dir gets its directory
@@ -54,7 +57,9 @@ typedef struct { const char *preset, *arch; ax_gpt_config c; } ax_cli_model_flag
     {"recompute", AX_OPT_STR, &(o).recompute, "MODE", "activation recomputation: none (default), attn (attention outputs) or block (whole layers)"}, \
     {"overlap", AX_OPT_STR, &(o).overlap, "LIST", "communication behind compute: all (default), none, or a comma list of oar (dX all-reduce), ors (dW reduce-scatter), oag (weight all-gather prefetch), dp (bucketed data-parallel all-reduce)"}, \
     {"keep-gathered", AX_OPT_FLAG, &(o).keep_gathered, NULL, "keep the weights gathered over Z from forward to backward (memory for communication)"}, \
-    {"bucket-mb", AX_OPT_DOUBLE, &(o).bucket_mb, "MB", "gradient bucket of the data-parallel all-reduce, MiB (default 25)", AX_RANGE('(',0,1e6,']')}
+    {"bucket-mb", AX_OPT_DOUBLE, &(o).bucket_mb, "MB", "gradient bucket of the data-parallel all-reduce, MiB (default 25)", AX_RANGE('(',0,1e6,']')}, \
+    {"gemm-tune", AX_OPT_STR, &(o).gemm_tune, "off|on", "time each GEMM's layouts on first use and keep the fastest (default off)"}, \
+    {"gemm-tune-cache", AX_OPT_STR, &(o).gemm_tune_cache, "FILE", "the tuning cache (default $AXONN_GEMM_TUNE_CACHE, else $XDG_CACHE_HOME or ~/.cache /axonn/gemm-tune.json; none: no file)"}
 /* model = the preset, then --arch and the size flags given. from_file (--init,
  * or --resume of a directory): none may be given, config.json says. */
 int ax_cli_model_options(const ax_opt *opts, const ax_cli_model_flags *f, int from_file, ax_gpt_config *model);

@@ -13,19 +13,22 @@
 
 static const char *usage =
     "usage: [mpirun -np P] axonn bench [options]\n"
-    "       [mpirun -np P] axonn bench comm [--out FILE] [options]\n\n"
+    "       [mpirun -np P] axonn bench comm [--out FILE] [options]\n"
+    "       [mpirun -np P] axonn bench gemm [options]\n\n"
     "Times --iters training steps (model and batch options as in axonn train; synthetic\n"
     "tokens unless --data) and reports the mean of all but the first two: ms per\n"
     "iteration, tokens/s, model and hardware FLOP/s (SPEC 5), the share of a GEMM ceiling\n"
     "measured in the same run, and the time split into compute, blocked communication per\n"
     "group, optimizer and data. 'bench comm' measures collectives, GEMMs and kernels\n"
-    "into a machine description for axonn plan (--help after 'comm' lists its options).";
+    "into a machine description for axonn plan (--help after 'comm' lists its options).\n"
+    "'bench gemm' times each layout of the step's local GEMMs (forward, dX, dW of every\n"
+    "layer; --gemm-tune's candidates) and prints the layout the tuner keeps and its gain.";
 
 static void print_text(const ax_bench_result *b) {
     double ms = b->step_s * 1e3, P = b->ranks;
-    printf("bench: %d ranks, grid D=%d X=%d Y=%d Z=%d, %d threads/rank, %s, overlap %s%s; %d iterations, mean of the last %d\n",
-           b->ranks, b->grid[0], b->grid[1], b->grid[2], b->grid[3], b->threads, b->dtype, b->overlap,
-           b->keep_gathered ? " (gathered weights kept)" : "", b->iters, b->timed);
+    printf("bench: %d ranks, grid D=%d X=%d Y=%d Z=%d, %d threads/rank, %s, overlap %s%s, gemm-tune %s; %d iterations, "
+           "mean of the last %d\n", b->ranks, b->grid[0], b->grid[1], b->grid[2], b->grid[3], b->threads, b->dtype,
+           b->overlap, b->keep_gathered ? " (gathered weights kept)" : "", b->gemm_tune, b->iters, b->timed);
     printf("  %.2f ms/iteration (min %.2f, max %.2f), %.0f tokens/s (%.0f tokens per iteration)\n", ms,
            b->step_min_s * 1e3, b->step_max_s * 1e3, b->tokens / b->step_s, b->tokens);
     printf("  model FLOP/s %.4g total, %.4g per rank (72 B s l h^2 (1 + s/6h + V/12hl), no recompute counted)\n",
@@ -50,12 +53,13 @@ static void print_json(const ax_bench_result *b) {
         json_object_set_new(groups, ax_bench_group_names[i], json_real(b->comm_s[i] * 1e3));
         comm += b->comm_s[i];
     }
-    json_t *j = json_pack("{s:i, s:[i,i,i,i], s:i, s:{s:i, s:i, s:i, s:i, s:i}, s:i, s:i, s:i, s:s, s:s, s:s, s:b, s:i, s:i}",
+    json_t *j = json_pack("{s:i, s:[i,i,i,i], s:i, s:{s:i, s:i, s:i, s:i, s:i}, s:i, s:i, s:i, s:s, s:s, s:s, s:b, s:s, s:i, s:i}",
         "ranks", b->ranks, "grid", b->grid[0], b->grid[1], b->grid[2], b->grid[3], "threads_per_rank", b->threads,
         "model", "n_layer", b->cfg.n_layer, "n_head", b->cfg.n_head, "n_embd", b->cfg.n_embd,
         "n_positions", b->cfg.block_size, "vocab_size", b->cfg.vocab_size,
         "batch", b->batch, "seq", b->seq, "grad_accum", b->grad_accum, "recompute", b->recompute,
-        "dtype", b->dtype, "overlap", b->overlap, "keep_gathered", b->keep_gathered, "iters", b->iters,
+        "dtype", b->dtype, "overlap", b->overlap, "keep_gathered", b->keep_gathered, "gemm_tune", b->gemm_tune,
+        "iters", b->iters,
         "timed_iters", b->timed);
     json_t *split = json_pack("{s:f, s:f, s:f, s:f, s:f}", "compute", b->compute_s * 1e3, "gemm", b->gemm_s * 1e3,
                               "optimizer", b->optim_s * 1e3, "data", b->data_s * 1e3, "comm_total", comm * 1e3);
@@ -114,6 +118,7 @@ static int bench_comm(int argc, char **argv) {
 
 int ax_cmd_bench(int argc, char **argv) {
     if (argc > 2 && strcmp(argv[2], "comm") == 0) return bench_comm(argc, argv);
+    int gemm = argc > 2 && strcmp(argv[2], "gemm") == 0;
     ax_train_opts o;
     ax_train_defaults(&o);
     const char *backend = "cpu", *grid = NULL, *machine = NULL;
@@ -137,17 +142,23 @@ int ax_cmd_bench(int argc, char **argv) {
         {"json", AX_OPT_FLAG, &json, NULL, "print one JSON object with every field instead of text"},
         {NULL},
     };
-    int rc = ax_args_parse(opts, argc, argv, 2, usage, NULL, NULL, 0);
+    int rc = ax_args_parse(opts, argc, argv, 2 + gemm, usage, NULL, NULL, 0);
     if (rc) return rc;
     AX_TRY(ax_backend_use(backend));
     AX_TRY(ax_cli_model_options(opts, &mf, o.init != NULL, &o.model));
     if (o.init) AX_TRY(ax_cli_init_config(o.init, &o.model));
     o.quiet = 1;
     AX_TRY(ax_cli_grid_option(grid, machine, &o, MPI_COMM_WORLD, o.grid));
-    ax_bench_result b;
-    AX_TRY(ax_bench(&o, iters, json, MPI_COMM_WORLD, &b));
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (gemm) {
+        ax_bench_gemm_result g;
+        AX_TRY(ax_bench_gemm(&o, json, MPI_COMM_WORLD, &g));
+        if (rank == 0) ax_cli_print_bench_gemm(&g, json);
+        return 0;
+    }
+    ax_bench_result b;
+    AX_TRY(ax_bench(&o, iters, json, MPI_COMM_WORLD, &b));
     if (rank == 0) { if (json) print_json(&b); else print_text(&b); }
     return 0;
 }

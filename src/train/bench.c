@@ -62,6 +62,7 @@ int ax_bench(const ax_train_opts *o, int iters, int silent, MPI_Comm comm, ax_be
     res->cfg = r.m.cfg; res->batch = ro->batch; res->seq = ro->seq; res->grad_accum = ro->grad_accum;
     res->recompute = o->recompute;
     res->dtype = o->dtype; res->overlap = o->overlap; res->keep_gathered = o->keep_gathered;
+    res->gemm_tune = o->gemm_tune;
     res->iters = iters; res->timed = iters - 2;
     res->tokens = (double)ro->batch * ro->seq;
     res->model_flops = ax_model_flops(&r.m.cfg, ro->batch, ro->seq);

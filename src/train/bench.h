@@ -7,6 +7,7 @@
 #define AX_TRAIN_BENCH_H
 #include "axonn/axonn.h"
 #include "backend/backend.h"
+#include "backend/gemm_tune.h"
 
 /* groups whose blocked time is reported: X, Y, Z (with its all-gather twin),
  * data, data x Z (replicated gradients, token counts), X x Y x Z (norm) */
@@ -17,7 +18,7 @@ typedef struct {
     int ranks, threads, grid[4];
     ax_gpt_config cfg;
     int batch, seq, grad_accum;
-    const char *recompute, *dtype, *overlap;
+    const char *recompute, *dtype, *overlap, *gemm_tune;
     int keep_gathered;
     int iters, timed;                 /* timed = iters - 2 */
     /* seconds per iteration: the step is the slowest rank's (mean, min, max
@@ -34,6 +35,31 @@ typedef struct {
 /* Sets up the run of o (o->out, checkpoints and metrics are ignored) and times
  * iters >= 3 steps. silent: no start-up lines. Collective over comm. */
 int ax_bench(const ax_train_opts *o, int iters, int silent, MPI_Comm comm, ax_bench_result *res);
+
+/* axonn bench gemm: each local GEMM of a training step (forward, dX and dW of
+ * the block's qkv, proj, fc, fcproj and the LM head), every tuner layout timed
+ * (backend/gemm_tune.h) on operands of its shape. */
+typedef struct {
+    const char *layer, *pass;        /* "qkv" ... "lmhead"; "forward", "dX", "dW" */
+    int m, n, k, tA, tB;
+    float beta;                      /* 1 where the gradient accumulates */
+    int per_step;                    /* calls per step: layers x micro-batches, or micro-batches */
+    double sec[AX_GT_N];             /* best of the timed rounds; -1: layout not available */
+    int chosen;
+} ax_bench_gemm_row;
+
+enum { AX_BENCH_GEMM_ROWS = 15 };
+typedef struct {
+    int ranks, threads, grid[4];
+    const char *dtype, *kernel;
+    ax_bench_gemm_row row[AX_BENCH_GEMM_ROWS];
+    double step_stored_s, step_tuned_s;       /* sum over a step's calls */
+} ax_bench_gemm_result;
+
+/* Sets up the run of o (as ax_bench) and times each row's layouts as the
+ * tuner does (ax_gemm_tune_time), on every rank at once (they share the node in a
+ * step); the figures are rank 0's. Collective over comm. */
+int ax_bench_gemm(const ax_train_opts *o, int silent, MPI_Comm comm, ax_bench_gemm_result *res);
 
 /* FLOP/s of C (m x n) = A (m x k) B^T through the backend's GEMM, repeated
  * for at least min_s seconds after one warm-up call. Local (no MPI). */

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE 1
 #include "axonn/axonn.h"
 #include "backend/backend.h"
+#include "backend/gemm_tune.h"
 #include "grid/grid.h"
 #include "model/gpt.h"
 #include "train/checkpoint.h"
@@ -37,6 +38,7 @@ void ax_train_defaults(ax_train_opts *o) {
     o->goldfish_h = 13;
     o->recompute = "none";
     o->dtype = "fp32";
+    o->gemm_tune = "off";
     o->overlap = "all";
     o->bucket_mb = 25;
     o->max_shard_size = 5000000000LL;   /* transformers' save_pretrained default, 5GB */
@@ -155,6 +157,9 @@ int ax_run_setup(ax_run *r) {
     r->tty = r->root && isatty(1) && !getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMI_SIZE");
     set_threads(r);
     ax_be()->gemm_timing(o->profile);
+    int tune;
+    AX_TRY(ax_gemm_tune_parse(o->gemm_tune, &tune));
+    ax_gemm_tune_set(tune, o->gemm_tune_cache, r->root);
     ax_gpt_config cfg = o->model, want = o->model;
     ax_gpt_config_defaults(&want);
     char ckdir[4096] = "", path[4200];
@@ -250,6 +255,9 @@ int ax_run_setup(ax_run *r) {
     char ov[32];
     SAY(r, "overlap: %s%s; gradient buckets of %.3g MiB (%d)\n", ax_overlap_name(overlap, ov, sizeof ov),
         o->keep_gathered ? ", gathered weights kept for backward" : "", o->bucket_mb, r->m.nbuckets);
+    if (strcmp(o->gemm_tune, "on") == 0)
+        SAY(r, "GEMM layout tuning: on, each new GEMM's layouts timed on first use; cache %s\n",
+            ax_gemm_tune_cache_path()[0] ? ax_gemm_tune_cache_path() : "none");
     if (emulated) SAY(r, "note: this CPU has no bf16 instructions, so bf16 is emulated (same numerics as bf16 "
                          "hardware, fp32 speed or slower)\n");
     if (o->goldfish_k) SAY(r, "goldfish loss: k = %d, h = %d (about 1/%d of targets left out)\n", o->goldfish_k, o->goldfish_h, o->goldfish_k);

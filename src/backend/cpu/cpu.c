@@ -11,6 +11,7 @@ const ax_backend ax_cpu_backend = {
     .alloc = cpu_alloc, .free = free,
     .gemm = ax_cpu_gemm, .gemm_kernel = ax_cpu_gemm_kernel,
     .gemm_timing = ax_cpu_gemm_timing, .gemm_stats = ax_cpu_gemm_stats, .cast = ax_cpu_cast,
+    .transpose = ax_cpu_transpose,
     .layernorm_forward = ax_cpu_layernorm_forward, .layernorm_backward = ax_cpu_layernorm_backward,
     .rmsnorm_forward = ax_cpu_rmsnorm_forward, .rmsnorm_backward = ax_cpu_rmsnorm_backward,
     .swiglu_forward = ax_cpu_swiglu_forward, .swiglu_backward = ax_cpu_swiglu_backward, .rope = ax_cpu_rope,

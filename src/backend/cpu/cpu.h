@@ -27,6 +27,7 @@ const char *ax_dnnl_version(void);
 const char *ax_dnnl_isa(void);
 const char *ax_dnnl_bf16_kernel(void);   /* NULL: no native bf16 matmul on this CPU */
 void ax_cpu_cast(void *dst, ax_dtype dt, const void *src, ax_dtype st, size_t n);
+void ax_cpu_transpose(ax_mat dst, ax_mat src, float beta);
 void ax_cpu_gemm_timing(int on);
 void ax_cpu_gemm_stats(double *seconds, double *flops);
 void ax_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,

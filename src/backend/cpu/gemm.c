@@ -93,7 +93,9 @@ void ax_cpu_gemm(int batch, float alpha, ax_mat A, int tA, ax_mat B, int tB, flo
 const char *ax_cpu_gemm_kernel(ax_dtype t, int *emulated) {
     static char f32[96], bf16[192];
     *emulated = 0;
-    snprintf(f32, sizeof f32, "OpenBLAS %s sgemm", openblas_get_corename());
+    char version[32] = "";   /* the config string starts "OpenBLAS 0.3.21 ..." */
+    sscanf(openblas_get_config(), "OpenBLAS %31s", version);
+    snprintf(f32, sizeof f32, "OpenBLAS %s %s sgemm", version, openblas_get_corename());
     if (t == AX_F32) return f32;
     if (!ax_dnnl_available()) return NULL;
     const char *k = ax_dnnl_bf16_kernel();
