@@ -19,6 +19,9 @@ void *ax_cuda_alloc(size_t bytes);
 void ax_cuda_free(void *p);
 void ax_cuda_set_threads(int n);
 int ax_cuda_threads(void);
+/* the backend's one compute stream (a cudaStream_t); src/comm/nccl.c orders
+ * its collectives after the work queued on it */
+struct CUstream_st *ax_cuda_stream(void);
 /* "NVIDIA H200 (sm_90, 139 GiB)" of the bound device */
 const char *ax_cuda_device_name(void);
 void ax_cuda_gemm(int batch, float alpha, ax_mat A, int transA, ax_mat B, int transB, float beta, ax_mat C);
@@ -70,8 +73,6 @@ int ax_err_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #define AX_CHECK_CUDA(call) do { cudaError_t ax_e_ = (call); if (ax_e_ != cudaSuccess) \
     ax_fatal(__FILE__, __LINE__, "%s: %s (%s)", #call, cudaGetErrorString(ax_e_), cudaGetErrorName(ax_e_)); } while (0)
-/* the backend's one compute stream */
-cudaStream_t ax_cuda_stream(void);
 /* after a kernel entry's launches: launch errors, then the stream drained */
 void ax_cuda_done(const char *file, int line);
 #define AX_CUDA_DONE() ax_cuda_done(__FILE__, __LINE__)
