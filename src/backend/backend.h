@@ -56,10 +56,13 @@ typedef struct ax_backend {
     void (*set_threads)(int n);
     int (*threads)(void);
     /* memory the kernels work on, zero-filled; aborts when out of memory.
-     * The host may read and write it between kernel calls (CUDA: managed
-     * memory; every kernel entry returns with its results complete). */
+     * On a device backend it is device memory: the host reaches it through
+     * copy only, and kernels, reducers included, see device pointers. */
     void *(*alloc)(size_t bytes);
     void (*free)(void *p);
+    /* bytes from src to dst, either of them host or this backend's memory;
+     * complete on return */
+    void (*copy)(void *dst, const void *src, size_t bytes);
 
     /* C = alpha op(A) op(B) + beta C for each of batch matrices; op(A) is A or
      * A^T, C.rows x K, op(B) K x C.cols; accumulation in fp32 whatever the

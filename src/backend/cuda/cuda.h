@@ -2,10 +2,10 @@
  * and, for the .cu files, the error checks and launch helpers they share.
  *
  * Every entry queues its kernels on one stream and returns with them
- * complete (ax_cuda_done): the layers above read results through the host
- * between calls, and a kernel's reducer (an MPI collective on the host, over
- * managed memory) needs the partial sums in place. The asynchronous form is
- * the overlap issue's business; correctness comes first here. */
+ * complete (ax_cuda_done): a kernel's reducer (NCCL, src/comm/nccl.c) and the
+ * layers above, which copy results to the host, expect finished work. Leaving
+ * the stream running across entries is the overlap issue's business;
+ * correctness comes first here. */
 #ifndef AX_BACKEND_CUDA_CUDA_H
 #define AX_BACKEND_CUDA_CUDA_H
 #include "backend/backend.h"
@@ -17,6 +17,7 @@ int ax_cuda_open(void);
 void ax_cuda_bind(int local_rank);
 void *ax_cuda_alloc(size_t bytes);
 void ax_cuda_free(void *p);
+void ax_cuda_copy(void *dst, const void *src, size_t bytes);
 void ax_cuda_set_threads(int n);
 int ax_cuda_threads(void);
 /* the backend's one compute stream (a cudaStream_t); src/comm/nccl.c orders

@@ -1,7 +1,7 @@
-/* The device, its stream and its memory. Memory is managed (cudaMallocManaged):
- * the layers, the tests and the reducers read and write it through host
- * pointers between kernel calls, as they do on the CPU, and the kernels run on
- * it where it lives. Allocated once per buffer, zero-filled, like the CPU side. */
+/* The device, its stream and its memory: plain device memory (cudaMalloc,
+ * not managed memory, which can hang a GPU asked for more than it has free),
+ * allocated once per buffer and zero-filled like the CPU side; the host
+ * reaches it through ax_cuda_copy. */
 #include "backend/cuda/cuda.h"
 #include <stdio.h>
 
@@ -52,9 +52,13 @@ void ax_cuda_done(const char *file, int line) {
 void *ax_cuda_alloc(size_t bytes) {
     void *p;
     if (device < 0) ax_cuda_bind(0);
-    cudaError_t e = cudaMallocManaged(&p, bytes ? bytes : 1, cudaMemAttachGlobal);
-    if (e != cudaSuccess)
-        ax_fatal(__FILE__, __LINE__, "cudaMallocManaged(%zu bytes): %s", bytes, cudaGetErrorString(e));
+    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        size_t fr = 0, tot = 0;
+        cudaMemGetInfo(&fr, &tot);
+        ax_fatal(__FILE__, __LINE__, "cudaMalloc(%zu bytes): %s (%zu of %zu bytes free)", bytes, cudaGetErrorString(e),
+                 fr, tot);
+    }
     AX_CHECK_CUDA(cudaMemsetAsync(p, 0, bytes ? bytes : 1, stream));
     AX_CHECK_CUDA(cudaStreamSynchronize(stream));
     return p;
@@ -62,6 +66,12 @@ void *ax_cuda_alloc(size_t bytes) {
 
 void ax_cuda_free(void *p) {
     if (p) AX_CHECK_CUDA(cudaFree(p));
+}
+
+void ax_cuda_copy(void *dst, const void *src, size_t bytes) {
+    if (!bytes) return;
+    AX_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, ax_cuda_stream()));
+    AX_CHECK_CUDA(cudaStreamSynchronize(ax_cuda_stream()));
 }
 
 void *ax_cuda_tmp(int slot, size_t bytes) {

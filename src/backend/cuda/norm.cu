@@ -1,6 +1,6 @@
 /* LayerNorm and RMSNorm over rows split in columns: one block per row for the
- * row sums, the group's reducer between passes (on the host, over managed
- * memory), per-element bodies from backend/kmath.h. Parameter gradients: one
+ * row sums, the group's reducer between passes (NCCL, on device memory),
+ * per-element bodies from backend/kmath.h. Parameter gradients: one
  * thread per column walks the rows in order, so the sums are deterministic. */
 #include "backend/cuda/cuda.h"
 #include "backend/kmath.h"
