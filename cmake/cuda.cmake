@@ -53,5 +53,6 @@ function(ax_cuda_link target)
   target_compile_definitions(${target} PUBLIC AX_HAVE_CUDA)
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall --expt-relaxed-constexpr>)
   target_include_directories(${target} PRIVATE ${AX_NCCL_INCLUDE})
-  target_link_libraries(${target} PUBLIC CUDA::cudart CUDA::cublasLt ${AX_NCCL_LIB} stdc++)
+  # the runtime statically: a GPU machine then needs only cuBLASLt and NCCL beside the driver
+  target_link_libraries(${target} PUBLIC CUDA::cudart_static CUDA::cublasLt ${AX_NCCL_LIB} stdc++)
 endfunction()
