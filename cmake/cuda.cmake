@@ -12,7 +12,7 @@ if(NOT AXONN_CUDA STREQUAL "OFF")
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)   # not on PATH in a plain shell
   endif()
   check_language(CUDA)
-  if(CMAKE_CUDA_COMPILER)
+  if(CMAKE_CUDA_COMPILER AND EXISTS "${CMAKE_CUDA_COMPILER}")
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
       set(CMAKE_CUDA_ARCHITECTURES "80-real;90-real;90-virtual")
     endif()
