@@ -93,9 +93,16 @@ build() {
   echo "no MPI/jansson/PCRE2/xxHash development files here: the Release binaries of .gpu-pack (commit $(cat "$PACK/commit" 2>/dev/null))"
   [ -x "$PACK/bin/axonn" ] || { echo "no .gpu-pack/bin: run 'scripts/gpu_check.sh pack' where the toolkit is, and carry .gpu-pack"; return 1; }
   local P=/tmp/axonn-prefix
-  rm -rf "$P"; mkdir -p "$P"
-  for f in "$PACK"/debs/*.deb; do dpkg -x "$f" "$P" || return 1; done
-  echo "unpacked $(ls "$PACK"/debs | wc -l) packages into $P"
+  if ! cmp -s "$PACK/commit" "$P/.pack-commit"; then      # once per pack
+    rm -rf "$P"; mkdir -p "$P"
+    for f in "$PACK"/debs/*.deb; do dpkg -x "$f" "$P" || return 1; done
+    cp "$PACK/commit" "$P/.pack-commit"
+  fi
+  echo "$(ls "$PACK"/debs | wc -l) packages unpacked in $P"
+  # PMIx finds its components and help files only at its built-in path (no
+  # relocation variable worked): a link there, made only where nothing is
+  local px=/usr/lib/x86_64-linux-gnu/pmix2
+  if [ ! -e "$px" ]; then ln -s "$P$px" "$px" && echo "linked $px -> $P$px"; fi
 }
 
 # library paths: the prefix's, then the toolkit's and PyTorch's cuBLASLt and NCCL
