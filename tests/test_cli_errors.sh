@@ -131,7 +131,16 @@ expect_err batch_vs_accum 0 "--batch|--grad-accum" -- train "${TINY[@]}" --steps
 expect_err seq_gt_block 0 "--seq" -- train "${TINY[@]}" --steps 2 --seq 32 --out "$W/o9"
 expect_err recompute_unknown 0 "--recompute.*none, attn or block" -- train "${TINY[@]}" --steps 2 --recompute some --out "$W/o9r"
 expect_err dtype_unknown 0 "--dtype fp16: expected fp32 or bf16" -- train "${TINY[@]}" --steps 2 --dtype fp16 --out "$W/o9d"
-expect_err backend_unknown 0 "--backend cuda.*compiled backends" -- train "${TINY[@]}" --steps 2 --backend cuda --out "$W/o9b"
+expect_err backend_unknown 0 "--backend nosuch.*compiled backends" -- train "${TINY[@]}" --steps 2 --backend nosuch --out "$W/o9b"
+# a build with the CUDA backend on a machine without a GPU: one line, exit 2;
+# without the backend compiled, the unknown-backend line
+if ! "$BIN" --version | grep -q 'backends:.*cuda'; then
+  expect_err backend_cuda_absent 0 "--backend cuda.*compiled backends" -- train "${TINY[@]}" --steps 2 --backend cuda --out "$W/o9c"
+elif ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+  expect_err backend_cuda_no_gpu 0 "--backend cuda: no usable CUDA device" -- train "${TINY[@]}" --steps 2 --backend cuda --out "$W/o9c"
+else
+  echo "SKIP backend_cuda_no_gpu: this machine has a GPU"
+fi
 
 # ---------------------------------------------------------------- option values
 # zero, negative, non-finite and absurd values: one line naming the option and

@@ -1,20 +1,38 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu.h"
 #include "backend/gemm_tune.h"
+#ifdef AX_HAVE_CUDA
+#include "backend/cuda/cuda_table.h"
+#endif
 #include "util/err.h"
 #include <math.h>
 #include <string.h>
 
-static const ax_backend *const compiled[] = {&ax_cpu_backend};
+static const ax_backend *const compiled[] = {
+    &ax_cpu_backend,
+#ifdef AX_HAVE_CUDA
+    &ax_cuda_backend,
+#endif
+};
 static const ax_backend *current = &ax_cpu_backend;
 
 const ax_backend *ax_be(void) { return current; }
 
-const char *ax_backend_names(void) { return "cpu"; }
+const char *ax_backend_names(void) {
+#ifdef AX_HAVE_CUDA
+    return "cpu, cuda";
+#else
+    return "cpu";
+#endif
+}
 
 int ax_backend_use(const char *name) {
     for (size_t i = 0; i < sizeof compiled / sizeof *compiled; i++)
-        if (!strcmp(compiled[i]->name, name)) { current = compiled[i]; return 0; }
+        if (!strcmp(compiled[i]->name, name)) {
+            if (compiled[i]->open && compiled[i]->open() != 0) return -1;
+            current = compiled[i];
+            return 0;
+        }
     return AX_ERR("--backend %s: expected one of the compiled backends (%s)", name, ax_backend_names());
 }
 

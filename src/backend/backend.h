@@ -33,7 +33,8 @@ int ax_dtype_parse(const char *s, ax_dtype *t);
  * strided batch, matrix i starts i * stride elements after data. */
 typedef struct { void *data; ax_dtype dtype; int rows, cols, ld; int64_t stride; } ax_mat;
 static inline ax_mat ax_mat_of(const void *p, ax_dtype t, int rows, int cols) {
-    return (ax_mat){(void *)p, t, rows, cols, cols, (int64_t)rows * cols};
+    ax_mat m = {(void *)p, t, rows, cols, cols, (int64_t)rows * cols};   /* no compound literal: nvcc reads this too */
+    return m;
 }
 static inline ax_mat ax_mat_f32(const float *p, int rows, int cols) { return ax_mat_of(p, AX_F32, rows, cols); }
 
@@ -45,12 +46,23 @@ typedef struct {
 
 typedef struct ax_backend {
     const char *name;
+    /* optional: checks this machine can run the backend (a GPU is present);
+     * fails with one line saying why. Called by ax_backend_use. */
+    int (*open)(void);
+    /* optional: picks this rank's device among those of its node (one GPU per
+     * rank, by node-local rank); before any alloc */
+    void (*bind)(int local_rank);
     /* threads of this rank's kernels */
     void (*set_threads)(int n);
     int (*threads)(void);
-    /* memory the kernels work on, zero-filled; aborts when out of memory */
+    /* memory the kernels work on, zero-filled; aborts when out of memory.
+     * On a device backend it is device memory: the host reaches it through
+     * copy only, and kernels, reducers included, see device pointers. */
     void *(*alloc)(size_t bytes);
     void (*free)(void *p);
+    /* bytes from src to dst, either of them host or this backend's memory;
+     * complete on return */
+    void (*copy)(void *dst, const void *src, size_t bytes);
 
     /* C = alpha op(A) op(B) + beta C for each of batch matrices; op(A) is A or
      * A^T, C.rows x K, op(B) K x C.cols; accumulation in fp32 whatever the

@@ -137,7 +137,7 @@ int ax_cmd_bench(int argc, char **argv) {
         AX_CLI_STEP_OPTS(o),
         {"threads", AX_OPT_INT, &o.threads, "N", "OpenMP/BLAS threads per rank (default: cores / ranks per node)", AX_RANGE('[',0,1024,']')},
         {"seed", AX_OPT_U64, &o.seed, "N", "initialisation seed (default 1337)"},
-        {"backend", AX_OPT_STR, &backend, "NAME", "kernels: cpu (default)"},
+        {"backend", AX_OPT_STR, &backend, "NAME", "kernels: cpu (default) or cuda (compiled backends in axonn --version)"},
         {"iters", AX_OPT_INT, &iters, "N", "iterations (default 10; the first two are not timed)", AX_RANGE('[',3,1e6,']')},
         {"json", AX_OPT_FLAG, &json, NULL, "print one JSON object with every field instead of text"},
         {NULL},

@@ -65,7 +65,7 @@ int ax_cmd_train(int argc, char **argv) {
         {"threads", AX_OPT_INT, &o.threads, "N", "OpenMP/BLAS threads per rank (default: cores / ranks per node)", AX_RANGE('[',0,1024,']')},
         {"goldfish-k", AX_OPT_INT, &o.goldfish_k, "K", "goldfish loss: leave out about 1/K of target tokens (0: off)", AX_RANGE('[',0,1e6,']')},
         {"goldfish-h", AX_OPT_INT, &o.goldfish_h, "H", "goldfish context: hash of the H ids of the token stream ending at a target (default 13)", AX_RANGE('[',1,1e6,']')},
-        {"backend", AX_OPT_STR, &backend, "NAME", "kernels: cpu (default; compiled backends in axonn --version)"},
+        {"backend", AX_OPT_STR, &backend, "NAME", "kernels: cpu (default) or cuda (compiled backends in axonn --version)"},
         AX_CLI_STEP_OPTS(o),
         {"quiet", AX_OPT_FLAG, &o.quiet, NULL, "no per-step lines"},
         {"profile", AX_OPT_FLAG, &o.profile, NULL, "report the share of step time in GEMMs and in each group's collectives"},

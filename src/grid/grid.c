@@ -1,4 +1,7 @@
 #include "grid/grid.h"
+#ifdef AX_HAVE_CUDA
+#include "comm/nccl.h"
+#endif
 #include "util/err.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,10 +40,16 @@ int ax_grid_init(ax_grid *g, MPI_Comm user, int gd, int gx, int gy, int gz) {
     split(g, &g->data, ((z * gy + y) * gx + x), d);
     split(g, &g->dz, y * gx + x, d * gz + z);
     split(g, &g->tp, d, (z * gy + y) * gx + x);
+#ifdef AX_HAVE_CUDA
+    if (ax_be()->bind) return ax_nccl_init(g);   /* a GPU backend: NCCL beside the MPI groups */
+#endif
     return 0;
 }
 
 void ax_grid_free(ax_grid *g) {
+#ifdef AX_HAVE_CUDA
+    ax_nccl_free(g);
+#endif
     ax_comm *all[] = {&g->X, &g->Y, &g->Z, &g->Zg, &g->data, &g->dz, &g->tp};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) ax_comm_free(all[i]);
     if (g->world != MPI_COMM_NULL && g->world) MPI_Comm_free(&g->world);

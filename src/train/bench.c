@@ -15,8 +15,12 @@ double ax_gemm_rate(ax_dtype t, int m, int n, int k, double min_s) {
     float *a32 = be->alloc(na * sizeof(float)), *b32 = be->alloc(nb * sizeof(float));
     void *a = be->alloc(na * w), *b = be->alloc(nb * w);
     float *c = be->alloc((size_t)m * n * sizeof(float));
-    for (size_t i = 0; i < na; i++) a32[i] = (float)(i % 7) * 0.125f;
-    for (size_t i = 0; i < nb; i++) b32[i] = (float)(i % 5) * 0.25f;
+    float *h = ax_malloc((na > nb ? na : nb) * sizeof(float));   /* filled here, sent to the backend's memory */
+    for (size_t i = 0; i < na; i++) h[i] = (float)(i % 7) * 0.125f;
+    be->copy(a32, h, na * sizeof(float));
+    for (size_t i = 0; i < nb; i++) h[i] = (float)(i % 5) * 0.25f;
+    be->copy(b32, h, nb * sizeof(float));
+    free(h);
     be->cast(a, t, a32, AX_F32, na);
     be->cast(b, t, b32, AX_F32, nb);
     ax_mat A = ax_mat_of(a, t, m, k), B = ax_mat_of(b, t, n, k), C = ax_mat_f32(c, m, n);

@@ -245,9 +245,9 @@ int ax_run_setup(ax_run *r) {
     }
     AX_TRY(ax_agree(w, rc));
     const ax_gpt_config *mc = &r->m.cfg;   /* defaults resolved */
-    SAY(r, "axonn: %d ranks, grid D=%d X=%d Y=%d Z=%d, backend %s, %d threads/rank; model %s L=%d H=%d KV=%d C=%d F=%d "
+    SAY(r, "axonn: %d ranks, grid D=%d X=%d Y=%d Z=%d, backend %s (compiled: %s), %d threads/rank; model %s L=%d H=%d KV=%d C=%d F=%d "
            "V=%d T=%d%s (%.2fM parameters)\n",
-        r->g.size, r->g.gd, r->g.gx, r->g.gy, r->g.gz, ax_be()->name, ax_be()->threads(),
+        r->g.size, r->g.gd, r->g.gx, r->g.gy, r->g.gz, ax_be()->name, ax_backend_names(), ax_be()->threads(),
         mc->arch == AX_ARCH_LLAMA ? "llama" : "gpt2", mc->n_layer, mc->n_head, mc->n_kv_head, mc->n_embd, mc->n_inner,
         mc->vocab_size, mc->block_size, mc->untied ? " untied" : "", ax_gpt_num_params(mc) / 1e6);
     SAY(r, "precision: %s GEMM inputs, fp32 accumulation, master weights and reductions; GEMMs: %s\n",

@@ -4,7 +4,7 @@
  * the forward each query tile, is one unit of work for one thread, so results
  * do not depend on the thread count. */
 #include "backend/cpu/cpu.h"
-#include "backend/cpu/vmath.h"
+#include "backend/kmath.h"
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -19,7 +19,7 @@ static inline int visible(int i, int j0, int nk) { return i - j0 + 1 < nk ? i - 
 void ax_cpu_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
                               float *scratch, int nthr) {
     int Cl = Hl * hd, ld = (Hl + 2 * KVl) * hd, nt = (T + TL - 1) / TL, grp = Hl / KVl;
-    float scale = 1.0f / sqrtf((float)hd);
+    float scale = ax_attn_scale(hd);
     #pragma omp parallel for schedule(dynamic, 1) num_threads(nthr)
     for (int u = 0; u < B * Hl * nt; u++) {
         int bh = u / nt, i0 = (u % nt) * TL, b = bh / Hl, h = bh % Hl, nq = T - i0 < TL ? T - i0 : TL;
@@ -36,10 +36,10 @@ void ax_cpu_attention_forward(float *out, float *lse, const float *qkv, int B, i
                 int lim = visible(i0 + r, j0, nk);
                 for (int j = 0; j < lim; j++) m = s[j] > m ? s[j] : m;
                 #pragma omp simd reduction(+ : add)
-                for (int j = 0; j < lim; j++) { s[j] = ax_expf(s[j] - m); add += s[j]; }
+                for (int j = 0; j < lim; j++) { s[j] = ax_softmax_p(s[j], m); add += s[j]; }
                 for (int j = lim; j < nk; j++) s[j] = 0.0f;
                 if (m > mx[r] && mx[r] != -INFINITY) {
-                    float c = ax_expf(mx[r] - m), *orow = o + (size_t)r * Cl;
+                    float c = ax_softmax_rescale(mx[r], m), *orow = o + (size_t)r * Cl;
                     sum[r] *= c;
                     for (int e = 0; e < hd; e++) orow[e] *= c;
                 }
@@ -50,7 +50,7 @@ void ax_cpu_attention_forward(float *out, float *lse, const float *qkv, int B, i
         for (int r = 0; r < nq; r++) {
             float inv = 1.0f / sum[r], *orow = o + (size_t)r * Cl;
             for (int e = 0; e < hd; e++) orow[e] *= inv;
-            lse[(size_t)bh * T + i0 + r] = mx[r] + logf(sum[r]);
+            lse[(size_t)bh * T + i0 + r] = ax_lse(mx[r], sum[r]);
         }
     }
 }
@@ -58,7 +58,7 @@ void ax_cpu_attention_forward(float *out, float *lse, const float *qkv, int B, i
 void ax_cpu_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
                            int B, int T, int Hl, int KVl, int hd, float *scratch, int nthr) {
     int Cl = Hl * hd, ld = (Hl + 2 * KVl) * hd, grp = Hl / KVl;
-    float scale = 1.0f / sqrtf((float)hd);
+    float scale = ax_attn_scale(hd);
     #pragma omp parallel for schedule(dynamic, 1) num_threads(nthr)
     for (int bk = 0; bk < B * KVl; bk++) {
       int b = bk / KVl, kh = bk % KVl;
@@ -92,7 +92,7 @@ void ax_cpu_attention_backward(float *dqkv, const float *dout, const float *out,
                     float *p = P + (size_t)r * TL, l = ls[i0 + r];
                     int lim = visible(i0 + r, j0, nk);
                     #pragma omp simd
-                    for (int j = 0; j < lim; j++) p[j] = ax_expf(p[j] - l);
+                    for (int j = 0; j < lim; j++) p[j] = ax_softmax_p(p[j], l);
                     for (int j = lim; j < nk; j++) p[j] = 0.0f;
                 }
                 ax_cpu_sgemm(1, 0, nk, hd, nq, 1.0f, P, TL, dOi, Cl, 1.0f, dv + (size_t)j0 * ld, ld);  /* dv += p^T dO */
@@ -100,7 +100,7 @@ void ax_cpu_attention_backward(float *dqkv, const float *dout, const float *out,
                 for (int r = 0; r < nq; r++) {                                          /* softmax backward */
                     float *p = P + (size_t)r * TL, *dp = dP + (size_t)r * TL, d = D[i0 + r];
                     #pragma omp simd
-                    for (int j = 0; j < nk; j++) dp[j] = p[j] * (dp[j] - d) * scale;
+                    for (int j = 0; j < nk; j++) dp[j] = ax_softmax_ds(p[j], dp[j], d, scale);
                 }
                 ax_cpu_sgemm(0, 0, nq, hd, nk, 1.0f, dP, TL, kj, ld, 1.0f, dq + (size_t)i0 * ld, ld);  /* dq += ds k */
                 ax_cpu_sgemm(1, 0, nk, hd, nq, 1.0f, dP, TL, qi, ld, 1.0f, dk + (size_t)j0 * ld, ld);  /* dk += ds^T q */
@@ -113,7 +113,7 @@ void ax_cpu_attention_backward(float *dqkv, const float *dout, const float *out,
 void ax_cpu_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len,
                              int nb, int Hl, int KVl, int hd, int Tmax) {
     int Cl = Hl * hd, ld = (Hl + 2 * KVl) * hd, grp = Hl / KVl;
-    float scale = 1.0f / sqrtf((float)hd);
+    float scale = ax_attn_scale(hd);
     #pragma omp parallel for schedule(static)
     for (int bk = 0; bk < nb * KVl; bk++) {        /* append each row's new key and value */
         int b = bk / KVl, kh = bk % KVl;
@@ -133,7 +133,7 @@ void ax_cpu_attention_decode(float *out, const float *qkv, float *kc, float *vc,
             s[j] = d * scale;
             mx = s[j] > mx ? s[j] : mx;
         }
-        for (int j = 0; j < n; j++) { s[j] = ax_expf(s[j] - mx); sum += s[j]; }
+        for (int j = 0; j < n; j++) { s[j] = ax_softmax_p(s[j], mx); sum += s[j]; }
         float *o = out + (size_t)b * Cl + h * hd;
         for (int e = 0; e < hd; e++) o[e] = 0;
         for (int j = 0; j < n; j++) {

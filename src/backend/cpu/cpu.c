@@ -2,13 +2,15 @@
 #include "backend/cpu/cpu.h"
 #include "util/err.h"
 #include <stdlib.h>
+#include <string.h>
 
 static void *cpu_alloc(size_t bytes) { return ax_calloc(bytes ? bytes : 1, 1); }
+static void cpu_copy(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
 
 const ax_backend ax_cpu_backend = {
     .name = "cpu",
     .set_threads = ax_cpu_set_threads, .threads = ax_cpu_threads,
-    .alloc = cpu_alloc, .free = free,
+    .alloc = cpu_alloc, .free = free, .copy = cpu_copy,
     .gemm = ax_cpu_gemm, .gemm_kernel = ax_cpu_gemm_kernel,
     .gemm_timing = ax_cpu_gemm_timing, .gemm_stats = ax_cpu_gemm_stats, .cast = ax_cpu_cast,
     .transpose = ax_cpu_transpose,

@@ -2,6 +2,7 @@
  * then centred squares (RMSNorm: squares), each completed by the group's
  * reducer (two passes for LayerNorm, as stable as the serial formula). */
 #include "backend/cpu/cpu.h"
+#include "backend/kmath.h"
 #include <math.h>
 #include <omp.h>
 
@@ -27,9 +28,9 @@ void ax_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float 
     for (int i = 0; i < M; i++) {
         const float *r = x + (size_t)i * Cl;
         float *o = out + (size_t)i * Cl, m = mean[i];
-        float rs = 1.0f / sqrtf(scratch[i] / C + eps);
+        float rs = ax_norm_rstd(scratch[i], C, eps);
         rstd[i] = rs;
-        for (int j = 0; j < Cl; j++) o[j] = (r[j] - m) * rs * w[j] + b[j];
+        for (int j = 0; j < Cl; j++) o[j] = ax_layernorm(r[j], m, rs, w[j], b[j]);
     }
 }
 
@@ -43,7 +44,7 @@ void ax_cpu_layernorm_backward(float *dx, float *dw, float *db, const float *dou
         float m = mean[i], rs = rstd[i], s1 = 0, s2 = 0;
         for (int j = 0; j < Cl; j++) {
             float dxh = d[j] * w[j];
-            s1 += dxh; s2 += dxh * (r[j] - m) * rs;
+            s1 += dxh; s2 += ax_layernorm_s2(dxh, r[j], m, rs);
         }
         scratch[2 * i] = s1; scratch[2 * i + 1] = s2;
     }
@@ -53,10 +54,7 @@ void ax_cpu_layernorm_backward(float *dx, float *dw, float *db, const float *dou
         const float *r = x + (size_t)i * Cl, *d = dout + (size_t)i * Cl;
         float *o = dx + (size_t)i * Cl;
         float m = mean[i], rs = rstd[i], a = scratch[2 * i] / C, c = scratch[2 * i + 1] / C;
-        for (int j = 0; j < Cl; j++) {
-            float xh = (r[j] - m) * rs;
-            o[j] += rs * (d[j] * w[j] - a - xh * c);
-        }
+        for (int j = 0; j < Cl; j++) o[j] += ax_layernorm_dx(r[j], d[j], w[j], m, rs, a, c);
     }
     /* parameter gradients: threads own column ranges and walk the rows in
      * order, so access is contiguous and the sums deterministic */
@@ -67,7 +65,7 @@ void ax_cpu_layernorm_backward(float *dx, float *dw, float *db, const float *dou
         for (int i = 0; i < M; i++) {
             const float *r = x + (size_t)i * Cl, *d = dout + (size_t)i * Cl;
             float m = mean[i], rs = rstd[i];
-            for (int j = c0; j < c1; j++) { dw[j] += d[j] * (r[j] - m) * rs; db[j] += d[j]; }
+            for (int j = c0; j < c1; j++) { dw[j] += ax_layernorm_dw(d[j], r[j], m, rs); db[j] += d[j]; }
         }
     }
 }
@@ -84,15 +82,14 @@ void ax_cpu_rmsnorm_forward(float *out, float *rstd, const float *x, const float
     #pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
         const float *r = x + (size_t)i * Cl;
-        float *o = out + (size_t)i * Cl, rs = 1.0f / sqrtf(rstd[i] / C + eps);
+        float *o = out + (size_t)i * Cl, rs = ax_norm_rstd(rstd[i], C, eps);
         rstd[i] = rs;
-        for (int j = 0; j < Cl; j++) o[j] = r[j] * rs * w[j];
+        for (int j = 0; j < Cl; j++) o[j] = ax_rmsnorm(r[j], rs, w[j]);
     }
 }
 
 void ax_cpu_rmsnorm_backward(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
                              int M, int Cl, int C, float *scratch, const ax_reducer *X) {
-    /* y = x r w with r = (mean x^2 + eps)^-1/2: dx = r (dout w - x r^2 mean(dout w x)) */
     #pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
         const float *r = x + (size_t)i * Cl, *d = dout + (size_t)i * Cl;
@@ -104,8 +101,8 @@ void ax_cpu_rmsnorm_backward(float *dx, float *dw, const float *dout, const floa
     #pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
         const float *r = x + (size_t)i * Cl, *d = dout + (size_t)i * Cl;
-        float *o = dx + (size_t)i * Cl, rs = rstd[i], c = scratch[i] / C * rs * rs;
-        for (int j = 0; j < Cl; j++) o[j] += rs * (d[j] * w[j] - r[j] * c);
+        float *o = dx + (size_t)i * Cl, rs = rstd[i], c = ax_rmsnorm_c(scratch[i], C, rs);
+        for (int j = 0; j < Cl; j++) o[j] += ax_rmsnorm_dx(r[j], d[j], w[j], rs, c);
     }
     #pragma omp parallel
     {
@@ -114,7 +111,7 @@ void ax_cpu_rmsnorm_backward(float *dx, float *dw, const float *dout, const floa
         for (int i = 0; i < M; i++) {
             const float *r = x + (size_t)i * Cl, *d = dout + (size_t)i * Cl;
             float rs = rstd[i];
-            for (int j = c0; j < c1; j++) dw[j] += d[j] * r[j] * rs;
+            for (int j = c0; j < c1; j++) dw[j] += ax_rmsnorm_dw(d[j], r[j], rs);
         }
     }
 }

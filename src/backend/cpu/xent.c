@@ -1,7 +1,7 @@
 /* Vocabulary-parallel cross-entropy: row max, sum of exponentials and target
  * logit completed over the group, then the loss and (optionally) its gradient. */
 #include "backend/cpu/cpu.h"
-#include "backend/cpu/vmath.h"
+#include "backend/kmath.h"
 #include <math.h>
 
 void ax_cpu_xent(float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
@@ -31,13 +31,13 @@ void ax_cpu_xent(float *logits, float *losses, const int32_t *targets, const flo
     Y->sum(Y->ctx, st, 2 * (size_t)M);
     #pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
-        float lse = mx[i] + logf(st[2 * i]);
-        losses[i] = lse - st[2 * i + 1];
+        float lse = ax_lse(mx[i], st[2 * i]);
+        losses[i] = ax_xent_loss(lse, st[2 * i + 1]);
         if (dscale == 0.0f) continue;
         float *r = logits + (size_t)i * Vl, w = weight ? weight[i] * dscale : dscale;
         int t = targets[i] - v0;
         #pragma omp simd
-        for (int j = 0; j < nv; j++) r[j] = w * ax_expf(r[j] - lse);
+        for (int j = 0; j < nv; j++) r[j] = ax_xent_grad(r[j], lse, w);
         for (int j = nv; j < Vl; j++) r[j] = 0.0f;
         if (t >= 0 && t < nv) r[t] -= w;
     }

@@ -1,0 +1,115 @@
+/* The CUDA backend's entries (see backend/backend.h for what each computes)
+ * and, for the .cu files, the error checks and launch helpers they share.
+ *
+ * Every entry queues its kernels on one stream and returns with them
+ * complete (ax_cuda_done): a kernel's reducer (NCCL, src/comm/nccl.c) and the
+ * layers above, which copy results to the host, expect finished work. Leaving
+ * the stream running across entries is the overlap issue's business;
+ * correctness comes first here. */
+#ifndef AX_BACKEND_CUDA_CUDA_H
+#define AX_BACKEND_CUDA_CUDA_H
+#include "backend/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+int ax_cuda_open(void);
+void ax_cuda_bind(int local_rank);
+void *ax_cuda_alloc(size_t bytes);
+void ax_cuda_free(void *p);
+void ax_cuda_copy(void *dst, const void *src, size_t bytes);
+void ax_cuda_set_threads(int n);
+int ax_cuda_threads(void);
+/* the backend's one compute stream (a cudaStream_t); src/comm/nccl.c orders
+ * its collectives after the work queued on it */
+struct CUstream_st *ax_cuda_stream(void);
+/* "NVIDIA H200 (sm_90, 139 GiB)" of the bound device */
+const char *ax_cuda_device_name(void);
+void ax_cuda_gemm(int batch, float alpha, ax_mat A, int transA, ax_mat B, int transB, float beta, ax_mat C);
+const char *ax_cuda_gemm_kernel(ax_dtype t, int *emulated);
+void ax_cuda_gemm_timing(int on);
+void ax_cuda_gemm_stats(double *seconds, double *flops);
+void ax_cuda_cast(void *dst, ax_dtype dt, const void *src, ax_dtype st, size_t n);
+void ax_cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
+                               int M, int Cl, int C, float eps, float *scratch, const ax_reducer *X);
+void ax_cuda_layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
+                                const float *mean, const float *rstd, int M, int Cl, int C, float *scratch,
+                                const ax_reducer *X);
+void ax_cuda_rmsnorm_forward(float *out, float *rstd, const float *x, const float *w, int M, int Cl, int C, float eps,
+                             const ax_reducer *X);
+void ax_cuda_rmsnorm_backward(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
+                              int M, int Cl, int C, float *scratch, const ax_reducer *X);
+void ax_cuda_gelu_forward(float *out, const float *x, size_t n);
+void ax_cuda_gelu_backward(float *dx, const float *x, const float *dout, size_t n);
+void ax_cuda_swiglu_forward(float *out, const float *gu, int M, int F);
+void ax_cuda_swiglu_backward(float *dgu, const float *gu, const float *dout, int M, int F);
+void ax_cuda_rope(float *x, int ld, int M, int T, const int32_t *pos, int nh, int hd, const float *cs, float sign);
+void ax_cuda_add(float *y, const float *x, size_t n);
+void ax_cuda_bias_add(float *y, const float *bias, int M, int n);
+void ax_cuda_bias_grad(float *db, const float *dy, int M, int n);
+void ax_cuda_embedding_forward(float *out, const int32_t *tokens, const int32_t *pos, const float *wte, const float *wpe,
+                               int M, int T, int v0, int Vl, int Cl, const ax_reducer *Y);
+void ax_cuda_embedding_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens, const int32_t *pos,
+                                int M, int T, int v0, int Vl, int Cl);
+void ax_cuda_xent(float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
+                  int V, float dscale, float *scratch, const ax_reducer *Y);
+size_t ax_cuda_attention_scratch(int T);
+void ax_cuda_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
+                               float *scratch, int nthr);
+void ax_cuda_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
+                                int B, int T, int Hl, int KVl, int hd, float *scratch, int nthr);
+void ax_cuda_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len,
+                              int nb, int Hl, int KVl, int hd, int Tmax);
+void ax_cuda_adamw(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2,
+                   float c1, float c2, float lr, float eps, float decay);
+/* from util/err.h, which the .cu files do not include (it brings in mpi.h) */
+void ax_fatal(const char *file, int line, const char *fmt, ...) __attribute__((noreturn, format(printf, 3, 4)));
+int ax_err_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#ifdef __cplusplus
+}
+#endif
+
+#ifdef __CUDACC__
+#include <cuda_runtime.h>
+
+#define AX_CHECK_CUDA(call) do { cudaError_t ax_e_ = (call); if (ax_e_ != cudaSuccess) \
+    ax_fatal(__FILE__, __LINE__, "%s: %s (%s)", #call, cudaGetErrorString(ax_e_), cudaGetErrorName(ax_e_)); } while (0)
+/* after a kernel entry's launches: launch errors, then the stream drained */
+void ax_cuda_done(const char *file, int line);
+#define AX_CUDA_DONE() ax_cuda_done(__FILE__, __LINE__)
+/* a device buffer for a kernel's own temporaries, grown on first use to the
+ * largest request of its slot and then reused (no cudaMalloc per step) */
+enum { AX_CUDA_TMP_GEMM_A, AX_CUDA_TMP_GEMM_B, AX_CUDA_TMP_GEMM_C, AX_CUDA_TMP_ATTN, AX_CUDA_TMP_SLOTS };
+void *ax_cuda_tmp(int slot, size_t bytes);
+
+static inline unsigned ax_cuda_blocks(size_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }
+
+/* sum and max over a block of blockDim.x threads (a multiple of 32); every thread gets the result */
+__device__ inline float ax_warp_sum(float v) {
+    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ inline float ax_warp_max(float v) {
+    for (int o = 16; o; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+__device__ inline float ax_block_sum(float v) {
+    __shared__ float sh[32];
+    v = ax_warp_sum(v);
+    __syncthreads();                    /* sh may still be read by a previous call */
+    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = v;
+    __syncthreads();
+    v = threadIdx.x % 32 < blockDim.x / 32 ? sh[threadIdx.x % 32] : 0.0f;
+    return ax_warp_sum(v);
+}
+__device__ inline float ax_block_max(float v) {
+    __shared__ float sh[32];
+    v = ax_warp_max(v);
+    __syncthreads();
+    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = v;
+    __syncthreads();
+    v = threadIdx.x % 32 < blockDim.x / 32 ? sh[threadIdx.x % 32] : -INFINITY;
+    return ax_warp_max(v);
+}
+#endif
+#endif

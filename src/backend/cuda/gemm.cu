@@ -1,0 +1,186 @@
+/* GEMMs through cuBLASLt: fp32 accumulation always (CUBLAS_COMPUTE_32F, no
+ * TF32), bf16 x bf16 -> fp32 or bf16 and fp32 x fp32 -> fp32 natively. Other
+ * dtype mixes are brought to one of those: a bf16 operand beside an fp32 one
+ * is widened (exactly) to fp32, an fp32 product for a bf16 C is computed in
+ * fp32 and rounded once, as the CPU backend does.
+ *
+ * Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the row-major
+ * buffers, read as column-major, are already the transposes, so Lt's "A" is our
+ * B and its "B" our A, with the same transpose flags.
+ *
+ * A plan (descriptors, layouts and the heuristic's algorithm) is made once per
+ * shape, layout, dtypes and operand alignment, and kept; one workspace serves all. */
+#include "backend/cuda/cuda.h"
+#include "backend/kmath.h"
+#include <cublasLt.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define AX_CHECK_CUBLAS(call) do { cublasStatus_t ax_s_ = (call); if (ax_s_ != CUBLAS_STATUS_SUCCESS) \
+    ax_fatal(__FILE__, __LINE__, "%s: %s", #call, cublasLtGetStatusString(ax_s_)); } while (0)
+
+#define WORKSPACE (32u << 20)   /* what Lt's heuristic may use; Hopper kernels want up to 32 MiB */
+#define PLANS 128
+
+typedef struct {
+    int ta, tb, m, n, k, lda, ldb, ldc, batch, dta, dtb, dtc, align;
+    int64_t sa, sb, sc;
+} plan_key;
+
+typedef struct {
+    plan_key key;
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulAlgo_t algo;
+} plan;
+
+static cublasLtHandle_t lt;
+static void *workspace;
+static plan plans[PLANS];
+static int nplans, next_evict;
+static int timing_on;
+static double g_seconds, g_flops;
+
+static cudaDataType_t cuda_type(ax_dtype t) { return t == AX_BF16 ? CUDA_R_16BF : CUDA_R_32F; }
+
+/* the largest power of two (up to 256) dividing every operand address */
+static int alignment(const void *a, const void *b, const void *c) {
+    uintptr_t u = (uintptr_t)a | (uintptr_t)b | (uintptr_t)c | 256;
+    return (int)(u & -u);
+}
+
+static cublasLtMatrixLayout_t layout(ax_dtype t, int rows, int cols, int ld, int batch, int64_t stride) {
+    cublasLtMatrixLayout_t l;
+    AX_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&l, cuda_type(t), rows, cols, ld));
+    if (batch > 1) {
+        AX_CHECK_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch));
+        AX_CHECK_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+    }
+    return l;
+}
+
+static void plan_free(plan *p) {
+    cublasLtMatrixLayoutDestroy(p->la); cublasLtMatrixLayoutDestroy(p->lb); cublasLtMatrixLayoutDestroy(p->lc);
+    cublasLtMatmulDescDestroy(p->op);
+}
+
+static plan *plan_get(const plan_key *k) {
+    for (int i = 0; i < nplans; i++)
+        if (!memcmp(&plans[i].key, k, sizeof *k)) return &plans[i];
+    if (!lt) {
+        AX_CHECK_CUBLAS(cublasLtCreate(&lt));
+        AX_CHECK_CUDA(cudaMalloc(&workspace, WORKSPACE));
+    }
+    plan *p;
+    if (nplans < PLANS) p = &plans[nplans++];
+    else { p = &plans[next_evict]; next_evict = (next_evict + 1) % PLANS; plan_free(p); }
+    p->key = *k;
+    AX_CHECK_CUBLAS(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t ta = k->tb ? CUBLAS_OP_T : CUBLAS_OP_N, tb = k->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    AX_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    AX_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    /* Lt's A = our B (stored B.cols x B.rows column-major), its B = our A */
+    int brows = k->tb ? k->n : k->k, bcols = k->tb ? k->k : k->n;   /* our B as stored, row-major */
+    int arows = k->ta ? k->k : k->m, acols = k->ta ? k->m : k->k;
+    p->la = layout((ax_dtype)k->dtb, bcols, brows, k->ldb, k->batch, k->sb);
+    p->lb = layout((ax_dtype)k->dta, acols, arows, k->lda, k->batch, k->sa);
+    p->lc = layout((ax_dtype)k->dtc, k->n, k->m, k->ldc, k->batch, k->sc);
+    cublasLtMatmulPreference_t pref;
+    AX_CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+    size_t ws = WORKSPACE;
+    uint32_t al = (uint32_t)k->align;
+    AX_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    AX_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al, sizeof al));
+    AX_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al, sizeof al));
+    AX_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al, sizeof al));
+    AX_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al, sizeof al));
+    cublasLtMatmulHeuristicResult_t r;
+    int found = 0;
+    AX_CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(lt, p->op, p->la, p->lb, p->lc, p->lc, pref, 1, &r, &found));
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (!found)
+        ax_fatal(__FILE__, __LINE__, "cuBLASLt: no algorithm for %s %s x %s %s -> %s, C %dx%d, K %d, batch %d, alignment %d",
+                 k->dta == AX_BF16 ? "bf16" : "fp32", k->ta ? "T" : "N", k->dtb == AX_BF16 ? "bf16" : "fp32",
+                 k->tb ? "T" : "N", k->dtc == AX_BF16 ? "bf16" : "fp32", k->m, k->n, k->k, k->batch, k->align);
+    p->algo = r.algo;
+    return p;
+}
+
+static void lt_matmul(int batch, float alpha, ax_mat A, int ta, ax_mat B, int tb, float beta, ax_mat C) {
+    plan_key k;
+    memset(&k, 0, sizeof k);            /* padding too: keys compare with memcmp */
+    k.ta = ta; k.tb = tb; k.m = C.rows; k.n = C.cols; k.k = ta ? A.rows : A.cols;
+    k.lda = A.ld; k.ldb = B.ld; k.ldc = C.ld; k.batch = batch;
+    k.dta = A.dtype; k.dtb = B.dtype; k.dtc = C.dtype;
+    k.sa = batch > 1 ? A.stride : 0; k.sb = batch > 1 ? B.stride : 0; k.sc = batch > 1 ? C.stride : 0;
+    k.align = alignment(A.data, B.data, C.data);
+    plan *p = plan_get(&k);
+    AX_CHECK_CUBLAS(cublasLtMatmul(lt, p->op, &alpha, B.data, p->la, A.data, p->lb, &beta, C.data, p->lc,
+                                   C.data, p->lc, &p->algo, workspace, WORKSPACE, ax_cuda_stream()));
+}
+
+/* dst (rows x cols, dense) = m widened to fp32, for each of batch matrices */
+__global__ static void widen(float *dst, const uint16_t *src, int rows, int cols, int ld, int64_t stride, int batch) {
+    size_t per = (size_t)rows * cols, n = per * batch;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        size_t b = i / per, r = i % per / cols, c = i % cols;
+        dst[i] = ax_bf16_widen(src[b * stride + r * ld + c]);
+    }
+}
+
+__global__ static void round_into(uint16_t *dst, const float *src, int rows, int cols, int ld, int64_t stride, int batch) {
+    size_t per = (size_t)rows * cols, n = per * batch;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        size_t b = i / per, r = i % per / cols, c = i % cols;
+        dst[b * stride + r * ld + c] = ax_bf16_round(src[i]);
+    }
+}
+
+static unsigned grid_of(size_t n) { size_t b = (n + 255) / 256; return (unsigned)(b < 65535 ? b : 65535); }
+
+static ax_mat as_f32(ax_mat m, int batch, int slot) {
+    if (m.dtype == AX_F32) return m;
+    size_t n = (size_t)m.rows * m.cols * batch;
+    float *d = (float *)ax_cuda_tmp(slot, n * sizeof(float));
+    widen<<<grid_of(n), 256, 0, ax_cuda_stream()>>>(d, (const uint16_t *)m.data, m.rows, m.cols, m.ld, m.stride, batch);
+    ax_mat w = ax_mat_f32(d, m.rows, m.cols);
+    return w;
+}
+
+void ax_cuda_gemm(int batch, float alpha, ax_mat A, int ta, ax_mat B, int tb, float beta, ax_mat C) {
+    struct timespec t0;
+    if (timing_on) clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (A.dtype == AX_BF16 && B.dtype == AX_BF16) {
+        lt_matmul(batch, alpha, A, ta, B, tb, beta, C);
+    } else {
+        ax_mat a = as_f32(A, batch, AX_CUDA_TMP_GEMM_A), b = as_f32(B, batch, AX_CUDA_TMP_GEMM_B);
+        if (C.dtype == AX_F32) lt_matmul(batch, alpha, a, ta, b, tb, beta, C);
+        else {
+            ax_mat c = beta != 0.0f ? as_f32(C, batch, AX_CUDA_TMP_GEMM_C)
+                : ax_mat_f32((float *)ax_cuda_tmp(AX_CUDA_TMP_GEMM_C, (size_t)C.rows * C.cols * batch * 4), C.rows, C.cols);
+            lt_matmul(batch, alpha, a, ta, b, tb, beta, c);
+            size_t n = (size_t)C.rows * C.cols * batch;
+            round_into<<<grid_of(n), 256, 0, ax_cuda_stream()>>>((uint16_t *)C.data, (const float *)c.data, C.rows,
+                                                                 C.cols, C.ld, C.stride, batch);
+        }
+    }
+    AX_CUDA_DONE();
+    if (timing_on) {
+        struct timespec t1;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        g_seconds += (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
+        g_flops += 2.0 * batch * C.rows * C.cols * (ta ? A.rows : A.cols);
+    }
+}
+
+const char *ax_cuda_gemm_kernel(ax_dtype t, int *emulated) {
+    static char s[2][400];
+    *emulated = 0;
+    snprintf(s[t], sizeof s[t], "cuBLASLt %zu %s, fp32 accumulation, on %s", cublasLtGetVersion(),
+             t == AX_BF16 ? "bf16" : "fp32 (no TF32)", ax_cuda_device_name());
+    return s[t];
+}
+
+void ax_cuda_gemm_timing(int on) { timing_on = on; g_seconds = g_flops = 0; }
+void ax_cuda_gemm_stats(double *seconds, double *flops) { *seconds = g_seconds; *flops = g_flops; }

@@ -1,0 +1,155 @@
+/* LayerNorm and RMSNorm over rows split in columns: one block per row for the
+ * row sums, the group's reducer between passes (NCCL, on device memory),
+ * per-element bodies from backend/kmath.h. Parameter gradients: one
+ * thread per column walks the rows in order, so the sums are deterministic. */
+#include "backend/cuda/cuda.h"
+#include "backend/kmath.h"
+
+#define NT 256
+
+__global__ static void row_sum(float *s, const float *x, int Cl) {
+    const float *r = x + (size_t)blockIdx.x * Cl;
+    float a = 0;
+    for (int j = threadIdx.x; j < Cl; j += NT) a += r[j];
+    a = ax_block_sum(a);
+    if (threadIdx.x == 0) s[blockIdx.x] = a;
+}
+
+/* mean = sum / C in place; sq = sum of centred squares */
+__global__ static void ln_centred(float *mean, float *sq, const float *x, int Cl, int C) {
+    const float *r = x + (size_t)blockIdx.x * Cl;
+    float m = mean[blockIdx.x] / C, a = 0;
+    for (int j = threadIdx.x; j < Cl; j += NT) { float d = r[j] - m; a += d * d; }
+    a = ax_block_sum(a);                /* its barriers order every read of mean before the write */
+    if (threadIdx.x == 0) { mean[blockIdx.x] = m; sq[blockIdx.x] = a; }
+}
+
+__global__ static void ln_out(float *out, float *rstd, const float *x, const float *w, const float *b,
+                              const float *mean, const float *sq, int Cl, int C, float eps) {
+    size_t o = (size_t)blockIdx.x * Cl;
+    float m = mean[blockIdx.x], rs = ax_norm_rstd(sq[blockIdx.x], C, eps);
+    if (threadIdx.x == 0) rstd[blockIdx.x] = rs;
+    for (int j = threadIdx.x; j < Cl; j += NT) out[o + j] = ax_layernorm(x[o + j], m, rs, w[j], b[j]);
+}
+
+void ax_cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
+                               int M, int Cl, int C, float eps, float *scratch, const ax_reducer *X) {
+    if (M == 0) return;
+    cudaStream_t s = ax_cuda_stream();
+    row_sum<<<M, NT, 0, s>>>(mean, x, Cl);
+    AX_CUDA_DONE();
+    X->sum(X->ctx, mean, M);
+    ln_centred<<<M, NT, 0, s>>>(mean, scratch, x, Cl, C);
+    AX_CUDA_DONE();
+    X->sum(X->ctx, scratch, M);
+    ln_out<<<M, NT, 0, s>>>(out, rstd, x, w, b, mean, scratch, Cl, C, eps);
+    AX_CUDA_DONE();
+}
+
+__global__ static void ln_back_sums(float *s12, const float *dout, const float *x, const float *w, const float *mean,
+                                    const float *rstd, int Cl) {
+    size_t o = (size_t)blockIdx.x * Cl;
+    float m = mean[blockIdx.x], rs = rstd[blockIdx.x], s1 = 0, s2 = 0;
+    for (int j = threadIdx.x; j < Cl; j += NT) {
+        float dxh = dout[o + j] * w[j];
+        s1 += dxh; s2 += ax_layernorm_s2(dxh, x[o + j], m, rs);
+    }
+    s1 = ax_block_sum(s1);
+    s2 = ax_block_sum(s2);
+    if (threadIdx.x == 0) { s12[2 * blockIdx.x] = s1; s12[2 * blockIdx.x + 1] = s2; }
+}
+
+__global__ static void ln_back_dx(float *dx, const float *dout, const float *x, const float *w, const float *mean,
+                                  const float *rstd, const float *s12, int Cl, int C) {
+    size_t o = (size_t)blockIdx.x * Cl;
+    float m = mean[blockIdx.x], rs = rstd[blockIdx.x], a = s12[2 * blockIdx.x] / C, c = s12[2 * blockIdx.x + 1] / C;
+    for (int j = threadIdx.x; j < Cl; j += NT) dx[o + j] += ax_layernorm_dx(x[o + j], dout[o + j], w[j], m, rs, a, c);
+}
+
+__global__ static void ln_back_params(float *dw, float *db, const float *dout, const float *x, const float *mean,
+                                      const float *rstd, int M, int Cl) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= Cl) return;
+    float gw = 0, gb = 0;
+    for (int i = 0; i < M; i++) {
+        float d = dout[(size_t)i * Cl + j];
+        gw += ax_layernorm_dw(d, x[(size_t)i * Cl + j], mean[i], rstd[i]);
+        gb += d;
+    }
+    dw[j] += gw; db[j] += gb;
+}
+
+void ax_cuda_layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
+                                const float *mean, const float *rstd, int M, int Cl, int C, float *scratch,
+                                const ax_reducer *X) {
+    if (M == 0) return;
+    cudaStream_t s = ax_cuda_stream();
+    ln_back_sums<<<M, NT, 0, s>>>(scratch, dout, x, w, mean, rstd, Cl);
+    AX_CUDA_DONE();
+    X->sum(X->ctx, scratch, 2 * (size_t)M);
+    ln_back_dx<<<M, NT, 0, s>>>(dx, dout, x, w, mean, rstd, scratch, Cl, C);
+    ln_back_params<<<ax_cuda_blocks(Cl, 128), 128, 0, s>>>(dw, db, dout, x, mean, rstd, M, Cl);
+    AX_CUDA_DONE();
+}
+
+__global__ static void row_sumsq(float *s, const float *x, int Cl) {
+    const float *r = x + (size_t)blockIdx.x * Cl;
+    float a = 0;
+    for (int j = threadIdx.x; j < Cl; j += NT) a += r[j] * r[j];
+    a = ax_block_sum(a);
+    if (threadIdx.x == 0) s[blockIdx.x] = a;
+}
+
+__global__ static void rms_out(float *out, float *rstd, const float *x, const float *w, int Cl, int C, float eps) {
+    size_t o = (size_t)blockIdx.x * Cl;
+    float rs = ax_norm_rstd(rstd[blockIdx.x], C, eps);
+    __syncthreads();                    /* every thread has read the sum before it becomes rstd */
+    if (threadIdx.x == 0) rstd[blockIdx.x] = rs;
+    for (int j = threadIdx.x; j < Cl; j += NT) out[o + j] = ax_rmsnorm(x[o + j], rs, w[j]);
+}
+
+void ax_cuda_rmsnorm_forward(float *out, float *rstd, const float *x, const float *w, int M, int Cl, int C, float eps,
+                             const ax_reducer *X) {
+    if (M == 0) return;
+    cudaStream_t s = ax_cuda_stream();
+    row_sumsq<<<M, NT, 0, s>>>(rstd, x, Cl);
+    AX_CUDA_DONE();
+    X->sum(X->ctx, rstd, M);
+    rms_out<<<M, NT, 0, s>>>(out, rstd, x, w, Cl, C, eps);
+    AX_CUDA_DONE();
+}
+
+__global__ static void rms_back_sum(float *sc, const float *dout, const float *x, const float *w, int Cl) {
+    size_t o = (size_t)blockIdx.x * Cl;
+    float a = 0;
+    for (int j = threadIdx.x; j < Cl; j += NT) a += dout[o + j] * w[j] * x[o + j];
+    a = ax_block_sum(a);
+    if (threadIdx.x == 0) sc[blockIdx.x] = a;
+}
+
+__global__ static void rms_back_dx(float *dx, const float *dout, const float *x, const float *w, const float *rstd,
+                                   const float *sc, int Cl, int C) {
+    size_t o = (size_t)blockIdx.x * Cl;
+    float rs = rstd[blockIdx.x], c = ax_rmsnorm_c(sc[blockIdx.x], C, rs);
+    for (int j = threadIdx.x; j < Cl; j += NT) dx[o + j] += ax_rmsnorm_dx(x[o + j], dout[o + j], w[j], rs, c);
+}
+
+__global__ static void rms_back_dw(float *dw, const float *dout, const float *x, const float *rstd, int M, int Cl) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= Cl) return;
+    float g = 0;
+    for (int i = 0; i < M; i++) g += ax_rmsnorm_dw(dout[(size_t)i * Cl + j], x[(size_t)i * Cl + j], rstd[i]);
+    dw[j] += g;
+}
+
+void ax_cuda_rmsnorm_backward(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
+                              int M, int Cl, int C, float *scratch, const ax_reducer *X) {
+    if (M == 0) return;
+    cudaStream_t s = ax_cuda_stream();
+    rms_back_sum<<<M, NT, 0, s>>>(scratch, dout, x, w, Cl);
+    AX_CUDA_DONE();
+    X->sum(X->ctx, scratch, M);
+    rms_back_dx<<<M, NT, 0, s>>>(dx, dout, x, w, rstd, scratch, Cl, C);
+    rms_back_dw<<<ax_cuda_blocks(Cl, 128), 128, 0, s>>>(dw, dout, x, rstd, M, Cl);
+    AX_CUDA_DONE();
+}

@@ -1,0 +1,133 @@
+/* Elementwise and per-column kernels: GELU, SwiGLU, rotary embeddings,
+ * residual add, bias, AdamW, casts. A thread per element (grid-stride), the
+ * element's arithmetic from backend/kmath.h. */
+#include "backend/cuda/cuda.h"
+#include "backend/kmath.h"
+
+#define NT 256
+#define EACH(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+
+static unsigned grid_of(size_t n) { size_t b = (n + NT - 1) / NT; return (unsigned)(b < 65535 * 8 ? b : 65535 * 8); }
+
+__global__ static void gelu_fwd(float *out, const float *x, size_t n) { EACH(i, n) out[i] = ax_gelu(x[i]); }
+__global__ static void gelu_bwd(float *dx, const float *x, const float *dout, size_t n) {
+    EACH(i, n) dx[i] = ax_gelu_grad(x[i], dout[i]);
+}
+
+void ax_cuda_gelu_forward(float *out, const float *x, size_t n) {
+    if (!n) return;
+    gelu_fwd<<<grid_of(n), NT, 0, ax_cuda_stream()>>>(out, x, n);
+    AX_CUDA_DONE();
+}
+
+void ax_cuda_gelu_backward(float *dx, const float *x, const float *dout, size_t n) {
+    if (!n) return;
+    gelu_bwd<<<grid_of(n), NT, 0, ax_cuda_stream()>>>(dx, x, dout, n);
+    AX_CUDA_DONE();
+}
+
+__global__ static void swiglu_fwd(float *out, const float *gu, int F, size_t n) {
+    EACH(k, n) {
+        size_t i = k / F, j = k % F;
+        out[k] = ax_swiglu(gu[i * 2 * F + j], gu[i * 2 * F + F + j]);
+    }
+}
+
+__global__ static void swiglu_bwd(float *dgu, const float *gu, const float *dout, int F, size_t n) {
+    EACH(k, n) {
+        size_t i = k / F, j = k % F;
+        ax_swiglu_grad(gu[i * 2 * F + j], gu[i * 2 * F + F + j], dout[k], &dgu[i * 2 * F + j], &dgu[i * 2 * F + F + j]);
+    }
+}
+
+void ax_cuda_swiglu_forward(float *out, const float *gu, int M, int F) {
+    size_t n = (size_t)M * F;
+    if (!n) return;
+    swiglu_fwd<<<grid_of(n), NT, 0, ax_cuda_stream()>>>(out, gu, F, n);
+    AX_CUDA_DONE();
+}
+
+void ax_cuda_swiglu_backward(float *dgu, const float *gu, const float *dout, int M, int F) {
+    size_t n = (size_t)M * F;
+    if (!n) return;
+    swiglu_bwd<<<grid_of(n), NT, 0, ax_cuda_stream()>>>(dgu, gu, dout, F, n);
+    AX_CUDA_DONE();
+}
+
+/* one thread per rotated pair: (row, head, frequency) */
+__global__ static void rope_k(float *x, int ld, int T, const int32_t *pos, int nh, int hd, const float *cs,
+                              float sign, size_t n) {
+    int half = hd / 2;
+    EACH(t, n) {
+        size_t i = t / ((size_t)nh * half);
+        int h = (int)(t / half % nh), k = (int)(t % half);
+        const float *c = cs + (size_t)(pos ? pos[i] : (int)(i % T)) * hd;
+        float *a = x + i * ld + (size_t)h * hd;
+        ax_rope_pair(&a[k], &a[k + half], c[2 * k], sign * c[2 * k + 1]);
+    }
+}
+
+void ax_cuda_rope(float *x, int ld, int M, int T, const int32_t *pos, int nh, int hd, const float *cs, float sign) {
+    size_t n = (size_t)M * nh * (hd / 2);
+    if (!n) return;
+    rope_k<<<grid_of(n), NT, 0, ax_cuda_stream()>>>(x, ld, T, pos, nh, hd, cs, sign, n);
+    AX_CUDA_DONE();
+}
+
+__global__ static void add_k(float *y, const float *x, size_t n) { EACH(i, n) y[i] += x[i]; }
+__global__ static void bias_add_k(float *y, const float *bias, int m, size_t n) { EACH(i, n) y[i] += bias[i % m]; }
+
+void ax_cuda_add(float *y, const float *x, size_t n) {
+    if (!n) return;
+    add_k<<<grid_of(n), NT, 0, ax_cuda_stream()>>>(y, x, n);
+    AX_CUDA_DONE();
+}
+
+void ax_cuda_bias_add(float *y, const float *bias, int M, int n) {
+    size_t t = (size_t)M * n;
+    if (!t) return;
+    bias_add_k<<<grid_of(t), NT, 0, ax_cuda_stream()>>>(y, bias, n, t);
+    AX_CUDA_DONE();
+}
+
+/* a thread per column walks the rows in order: deterministic sums */
+__global__ static void bias_grad_k(float *db, const float *dy, int M, int n) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n) return;
+    float s = 0;
+    for (int i = 0; i < M; i++) s += dy[(size_t)i * n + j];
+    db[j] += s;
+}
+
+void ax_cuda_bias_grad(float *db, const float *dy, int M, int n) {
+    if (!n || !M) return;
+    bias_grad_k<<<ax_cuda_blocks(n, 128), 128, 0, ax_cuda_stream()>>>(db, dy, M, n);
+    AX_CUDA_DONE();
+}
+
+__global__ static void adamw_k(float *w, const float *g, float *m, float *v, size_t n, float gscale, float b1, float b2,
+                               float c1, float c2, float lr, float eps, float decay) {
+    EACH(k, n) ax_adamw_elem(&w[k], g[k], &m[k], &v[k], gscale, b1, b2, c1, c2, lr, eps, decay);
+}
+
+void ax_cuda_adamw(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2,
+                   float c1, float c2, float lr, float eps, float decay) {
+    if (n <= 0) return;
+    adamw_k<<<grid_of((size_t)n), NT, 0, ax_cuda_stream()>>>(w, g, m, v, (size_t)n, gscale, b1, b2, c1, c2, lr, eps, decay);
+    AX_CUDA_DONE();
+}
+
+__global__ static void to_bf16(uint16_t *d, const float *s, size_t n) { EACH(i, n) d[i] = ax_bf16_round(s[i]); }
+__global__ static void to_f32(float *d, const uint16_t *s, size_t n) { EACH(i, n) d[i] = ax_bf16_widen(s[i]); }
+
+void ax_cuda_cast(void *dst, ax_dtype dt, const void *src, ax_dtype st, size_t n) {
+    if (!n) return;
+    if (dt == st) {
+        if (dst != src) AX_CHECK_CUDA(cudaMemcpyAsync(dst, src, n * ax_dtype_size(dt), cudaMemcpyDefault, ax_cuda_stream()));
+    } else if (dt == AX_BF16) {
+        to_bf16<<<grid_of(n), NT, 0, ax_cuda_stream()>>>((uint16_t *)dst, (const float *)src, n);
+    } else {
+        to_f32<<<grid_of(n), NT, 0, ax_cuda_stream()>>>((float *)dst, (const uint16_t *)src, n);
+    }
+    AX_CUDA_DONE();
+}

@@ -1,0 +1,57 @@
+/* Vocabulary-parallel cross-entropy, one block per row: max, then sum of
+ * exponentials and target logit, each completed over the vocabulary group by
+ * its reducer; then the loss and, when dscale != 0, the gradient in place. */
+#include "backend/cuda/cuda.h"
+#include "backend/kmath.h"
+
+#define NT 512
+
+__global__ static void row_max(float *mx, const float *logits, int Vl, int nv) {
+    const float *r = logits + (size_t)blockIdx.x * Vl;
+    float m = -INFINITY;
+    for (int j = threadIdx.x; j < nv; j += NT) m = fmaxf(m, r[j]);
+    m = ax_block_max(m);
+    if (threadIdx.x == 0) mx[blockIdx.x] = m;
+}
+
+__global__ static void row_sum_exp(float *st, const float *mx, const float *logits, const int32_t *targets,
+                                   int Vl, int v0, int nv) {
+    const float *r = logits + (size_t)blockIdx.x * Vl;
+    float m = mx[blockIdx.x], s = 0;
+    for (int j = threadIdx.x; j < nv; j += NT) s += ax_expf(r[j] - m);
+    s = ax_block_sum(s);
+    if (threadIdx.x == 0) {
+        int t = targets[blockIdx.x] - v0;
+        st[2 * blockIdx.x] = s;
+        st[2 * blockIdx.x + 1] = t >= 0 && t < nv ? r[t] : 0.0f;
+    }
+}
+
+__global__ static void loss_grad(float *logits, float *losses, const float *mx, const float *st, const int32_t *targets,
+                                 const float *weight, int Vl, int v0, int nv, float dscale) {
+    int i = blockIdx.x;
+    float lse = ax_lse(mx[i], st[2 * i]);
+    if (threadIdx.x == 0) losses[i] = ax_xent_loss(lse, st[2 * i + 1]);
+    if (dscale == 0.0f) return;
+    float *r = logits + (size_t)i * Vl, w = weight ? weight[i] * dscale : dscale;
+    int t = targets[i] - v0;
+    for (int j = threadIdx.x; j < Vl; j += NT)
+        r[j] = j < nv ? ax_xent_grad(r[j], lse, w) - (j == t ? w : 0.0f) : 0.0f;
+}
+
+void ax_cuda_xent(float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
+                  int V, float dscale, float *scratch, const ax_reducer *Y) {
+    int nv = V - v0 < Vl ? V - v0 : Vl;     /* valid columns here */
+    if (nv < 0) nv = 0;
+    if (M == 0) return;
+    float *mx = scratch, *st = scratch + M;
+    cudaStream_t s = ax_cuda_stream();
+    row_max<<<M, NT, 0, s>>>(mx, logits, Vl, nv);
+    AX_CUDA_DONE();
+    Y->max(Y->ctx, mx, M);
+    row_sum_exp<<<M, NT, 0, s>>>(st, mx, logits, targets, Vl, v0, nv);
+    AX_CUDA_DONE();
+    Y->sum(Y->ctx, st, 2 * (size_t)M);
+    loss_grad<<<M, NT, 0, s>>>(logits, losses, mx, st, targets, weight, Vl, v0, nv, dscale);
+    AX_CUDA_DONE();
+}

@@ -1,0 +1,274 @@
+/* backend_cmp (label gpu): every kernel of the CUDA backend against the CPU
+ * backend on the same inputs, forward and backward, printed as a table of
+ * normalised max errors, max|gpu - cpu| / max|cpu|, against each op's stated
+ * tolerance. fp32 kernels differ only in summation order, fused multiply-adds
+ * and the math library (1e-5 .. 1e-4); bf16 GEMMs multiply the same bf16
+ * products with fp32 accumulation in another order (1e-5 for an fp32 result,
+ * 8e-3 ~ two bf16 ulps where the result is rounded to bf16); casts are exact.
+ * Without a CUDA build or a device it prints SKIP and exits 77. */
+#include "backend/backend.h"
+#include "backend/cpu/cpu.h"
+#include "backend/kmath.h"
+#include "test.h"
+#ifdef AX_HAVE_CUDA
+#include "backend/cuda/cuda_table.h"
+#include "util/err.h"
+
+static const ax_backend *C_, *G_;
+static uint64_t rng = 88172645463325252ull;
+
+static float uniform(float lo, float hi) {
+    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+    return lo + (hi - lo) * (float)((rng >> 40) / 16777216.0);
+}
+
+/* the CPU buffer, the GPU one and a host mirror of the GPU one (h, filled by
+ * got() for reading); inputs are written in c and sent to g by put() */
+typedef struct { void *c, *g, *h; size_t bytes; } pair;
+
+static pair mk(size_t bytes) {
+    pair p = {C_->alloc(bytes), G_->alloc(bytes), ax_calloc(bytes ? bytes : 1, 1), bytes};
+    return p;
+}
+static void put(pair p) { G_->copy(p.g, p.c, p.bytes); }
+static void got(pair p) { G_->copy(p.h, p.g, p.bytes); }
+static pair randf(size_t n, float lo, float hi) {
+    pair p = mk(n * 4);
+    for (size_t i = 0; i < n; i++) ((float *)p.c)[i] = uniform(lo, hi);
+    put(p);
+    return p;
+}
+static pair randi(size_t n, int lo, int hi) {
+    pair p = mk(n * 4);
+    for (size_t i = 0; i < n; i++) ((int32_t *)p.c)[i] = lo + (int)(uniform(0, 1) * (hi - lo)) % (hi - lo);
+    put(p);
+    return p;
+}
+static pair randh(size_t n) {
+    pair p = mk(n * 2);
+    for (size_t i = 0; i < n; i++) ((uint16_t *)p.c)[i] = ax_bf16_round(uniform(-1, 1));
+    put(p);
+    return p;
+}
+static void drop(pair p) { C_->free(p.c); G_->free(p.g); free(p.h); }
+#define F(p) ((float *)(p).c)
+#define G(p) ((float *)(p).g)
+
+static void row(const char *op, const char *shape, pair p, int bf16, double tol) {
+    size_t n = p.bytes / (bf16 ? 2 : 4);
+    double err = 0, ref = 0;
+    got(p);
+    for (size_t i = 0; i < n; i++) {
+        double c = bf16 ? ax_bf16_widen(((uint16_t *)p.c)[i]) : F(p)[i];
+        double g = bf16 ? ax_bf16_widen(((uint16_t *)p.h)[i]) : ((float *)p.h)[i];
+        double d = fabs(g - c);
+        if (!(d <= err)) err = d;           /* NaN counts as the worst */
+        if (fabs(c) > ref) ref = fabs(c);
+    }
+    double e = err / (ref > 1e-30 ? ref : 1.0);
+    int ok = e <= tol;
+    printf("%-24s %-30s %10.2e %8.0e  %s\n", op, shape, e, tol, ok ? "ok" : "FAIL");
+    CHECK(ok, "%s %s: error %.3g > tolerance %.3g", op, shape, e, tol);
+}
+
+static void none(void *ctx, float *buf, size_t n) { (void)ctx; (void)buf; (void)n; }
+static const ax_reducer solo = {none, none, NULL};
+
+static void gemms(void) {
+    int M = 192, N = 160, K = 320;
+    for (int t = 0; t < 4; t++) {
+        int ta = t & 1, tb = t >> 1;
+        pair a = randf((size_t)M * K, -1, 1), b = randf((size_t)K * N, -1, 1), c = randf((size_t)M * N, -1, 1);
+        pair ah = randh((size_t)M * K), bh = randh((size_t)K * N), ch = mk((size_t)M * N * 2);
+        const ax_backend *be[2] = {C_, G_};
+        for (int s = 0; s < 2; s++) {
+            void *A = s ? a.g : a.c, *B = s ? b.g : b.c, *Cc = s ? c.g : c.c;
+            void *Ah = s ? ah.g : ah.c, *Bh = s ? bh.g : bh.c, *Ch = s ? ch.g : ch.c;
+            int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+            be[s]->gemm(1, 0.5f, ax_mat_of(A, AX_F32, ar, ac), ta, ax_mat_of(B, AX_F32, br, bc), tb, 1.0f,
+                        ax_mat_of(Cc, AX_F32, M, N));
+            be[s]->gemm(1, 1.0f, ax_mat_of(Ah, AX_BF16, ar, ac), ta, ax_mat_of(Bh, AX_BF16, br, bc), tb, 0.0f,
+                        ax_mat_of(Ch, AX_BF16, M, N));
+        }
+        char sh[64];
+        snprintf(sh, sizeof sh, "%dx%dx%d %s%s", M, N, K, ta ? "T" : "N", tb ? "T" : "N");
+        row("gemm fp32 beta=1", sh, c, 0, 1e-5);
+        row("gemm bf16->bf16", sh, ch, 1, 8e-3);
+        drop(a); drop(b); drop(c); drop(ah); drop(bh); drop(ch);
+    }
+    /* strided batch, bf16 inputs into fp32, a leading dimension wider than the matrix */
+    int bt = 3;
+    pair a = randh((size_t)bt * 64 * 96), b = randh((size_t)bt * 80 * 96), c = mk((size_t)bt * 64 * 128 * 4);
+    for (int s = 0; s < 2; s++) {
+        ax_mat A = ax_mat_of(s ? a.g : a.c, AX_BF16, 64, 96), B = ax_mat_of(s ? b.g : b.c, AX_BF16, 80, 96);
+        ax_mat Cm = ax_mat_of(s ? c.g : c.c, AX_F32, 64, 80);
+        B.stride = 80 * 96; Cm.ld = 128; Cm.stride = 64 * 128;
+        (s ? G_ : C_)->gemm(bt, 1.0f, A, 0, B, 1, 0.0f, Cm);
+    }
+    row("gemm bf16->fp32 batched", "3 x 64x80x96 NT, ldc 128", c, 0, 1e-5);
+    drop(a); drop(b); drop(c);
+    /* mixed: fp32 A, bf16 B */
+    pair x = randf(48 * 64, -1, 1), w = randh(64 * 32), y = mk(48 * 32 * 4);
+    C_->gemm(1, 1.0f, ax_mat_of(x.c, AX_F32, 48, 64), 0, ax_mat_of(w.c, AX_BF16, 64, 32), 0, 0.0f, ax_mat_of(y.c, AX_F32, 48, 32));
+    G_->gemm(1, 1.0f, ax_mat_of(x.g, AX_F32, 48, 64), 0, ax_mat_of(w.g, AX_BF16, 64, 32), 0, 0.0f, ax_mat_of(y.g, AX_F32, 48, 32));
+    row("gemm fp32 x bf16", "48x32x64 NN", y, 0, 1e-5);
+    drop(x); drop(w); drop(y);
+}
+
+static void casts(void) {
+    size_t n = 100003;
+    pair x = randf(n, -1e3f, 1e3f), h = mk(n * 2), back = mk(n * 4);
+    C_->cast(h.c, AX_BF16, x.c, AX_F32, n); G_->cast(h.g, AX_BF16, x.g, AX_F32, n);
+    row("cast fp32->bf16", "100003", h, 1, 0);
+    C_->cast(back.c, AX_F32, h.c, AX_BF16, n); G_->cast(back.g, AX_F32, h.g, AX_BF16, n);
+    row("cast bf16->fp32", "100003", back, 0, 0);
+    drop(x); drop(h); drop(back);
+}
+
+static void norms(void) {
+    int M = 96, C = 768;
+    size_t n = (size_t)M * C;
+    pair x = randf(n, -2, 2), w = randf(C, 0.5f, 1.5f), b = randf(C, -0.5f, 0.5f), out = mk(n * 4);
+    pair mean = mk(M * 4), rstd = mk(M * 4), sc = mk(2 * M * 4);
+    C_->layernorm_forward(F(out), F(mean), F(rstd), F(x), F(w), F(b), M, C, C, 1e-5f, F(sc), &solo);
+    G_->layernorm_forward(G(out), G(mean), G(rstd), G(x), G(w), G(b), M, C, C, 1e-5f, G(sc), &solo);
+    row("layernorm fwd out", "96x768", out, 0, 1e-5);
+    row("layernorm fwd rstd", "96", rstd, 0, 1e-5);
+    pair d = randf(n, -1, 1), dx = randf(n, -1, 1), dw = randf(C, -1, 1), db = randf(C, -1, 1);
+    C_->layernorm_backward(F(dx), F(dw), F(db), F(d), F(x), F(w), F(mean), F(rstd), M, C, C, F(sc), &solo);
+    G_->layernorm_backward(G(dx), G(dw), G(db), G(d), G(x), G(w), G(mean), G(rstd), M, C, C, G(sc), &solo);
+    row("layernorm bwd dx", "96x768", dx, 0, 1e-5);
+    row("layernorm bwd dw", "768", dw, 0, 1e-5);
+    row("layernorm bwd db", "768", db, 0, 1e-5);
+    C_->rmsnorm_forward(F(out), F(rstd), F(x), F(w), M, C, C, 1e-5f, &solo);
+    G_->rmsnorm_forward(G(out), G(rstd), G(x), G(w), M, C, C, 1e-5f, &solo);
+    row("rmsnorm fwd out", "96x768", out, 0, 1e-5);
+    C_->rmsnorm_backward(F(dx), F(dw), F(d), F(x), F(w), F(rstd), M, C, C, F(sc), &solo);
+    G_->rmsnorm_backward(G(dx), G(dw), G(d), G(x), G(w), G(rstd), M, C, C, G(sc), &solo);
+    row("rmsnorm bwd dx", "96x768", dx, 0, 1e-5);
+    row("rmsnorm bwd dw", "768", dw, 0, 1e-5);
+    drop(x); drop(w); drop(b); drop(out); drop(mean); drop(rstd); drop(sc); drop(d); drop(dx); drop(dw); drop(db);
+}
+
+static void pointwise(void) {
+    size_t n = 300007;
+    pair x = randf(n, -6, 6), d = randf(n, -1, 1), o = mk(n * 4), g = mk(n * 4);
+    C_->gelu_forward(F(o), F(x), n); G_->gelu_forward(G(o), G(x), n);
+    row("gelu fwd", "300007", o, 0, 1e-6);
+    C_->gelu_backward(F(g), F(x), F(d), n); G_->gelu_backward(G(g), G(x), G(d), n);
+    row("gelu bwd", "300007", g, 0, 1e-6);
+    int M = 64, Fd = 1000;
+    pair gu = randf((size_t)M * 2 * Fd, -5, 5), so = mk((size_t)M * Fd * 4), dso = randf((size_t)M * Fd, -1, 1);
+    pair dgu = mk((size_t)M * 2 * Fd * 4);
+    C_->swiglu_forward(F(so), F(gu), M, Fd); G_->swiglu_forward(G(so), G(gu), M, Fd);
+    row("swiglu fwd", "64x1000", so, 0, 1e-6);
+    C_->swiglu_backward(F(dgu), F(gu), F(dso), M, Fd); G_->swiglu_backward(G(dgu), G(gu), G(dso), M, Fd);
+    row("swiglu bwd", "64x1000", dgu, 0, 1e-6);
+    int T = 40, nh = 3, hd = 64, ld = 5 * hd, Mr = 2 * T;
+    pair cs = randf((size_t)T * hd, -1, 1), xr = randf((size_t)Mr * ld, -1, 1), pos = randi(Mr, 0, T);
+    C_->rope(F(xr), ld, Mr, T, NULL, nh, hd, F(cs), 1.0f); G_->rope(G(xr), ld, Mr, T, NULL, nh, hd, G(cs), 1.0f);
+    row("rope fwd", "80 rows, 3x64 of 320", xr, 0, 1e-6);
+    C_->rope(F(xr), ld, Mr, T, pos.c, nh, hd, F(cs), -1.0f); G_->rope(G(xr), ld, Mr, T, pos.g, nh, hd, G(cs), -1.0f);
+    row("rope bwd (positions)", "80 rows, 3x64 of 320", xr, 0, 1e-6);
+    C_->add(F(o), F(d), n); G_->add(G(o), G(d), n);
+    row("add", "300007", o, 0, 0);
+    int R = 301, Cn = 997;
+    pair y = randf((size_t)R * Cn, -1, 1), bias = randf(Cn, -1, 1), dbias = randf(Cn, -1, 1);
+    C_->bias_add(F(y), F(bias), R, Cn); G_->bias_add(G(y), G(bias), R, Cn);
+    row("bias_add", "301x997", y, 0, 0);
+    C_->bias_grad(F(dbias), F(y), R, Cn); G_->bias_grad(G(dbias), G(y), R, Cn);
+    row("bias_grad", "301x997", dbias, 0, 1e-6);
+    pair w = randf(n, -1, 1), gr = randf(n, -1, 1), m = randf(n, -0.1f, 0.1f), v = randf(n, 0, 0.01f);
+    for (int s = 0; s < 3; s++) {
+        C_->adamw(F(w), F(gr), F(m), F(v), (int64_t)n, 0.5f, 0.9f, 0.95f, 0.5f, 0.3f, 1e-3f, 1e-8f, 0.999f);
+        G_->adamw(G(w), G(gr), G(m), G(v), (int64_t)n, 0.5f, 0.9f, 0.95f, 0.5f, 0.3f, 1e-3f, 1e-8f, 0.999f);
+    }
+    row("adamw w (3 steps)", "300007", w, 0, 1e-6);
+    row("adamw v", "300007", v, 0, 1e-6);
+    drop(x); drop(d); drop(o); drop(g); drop(gu); drop(so); drop(dso); drop(dgu); drop(cs); drop(xr); drop(pos);
+    drop(y); drop(bias); drop(dbias); drop(w); drop(gr); drop(m); drop(v);
+}
+
+static void vocab(void) {
+    int M = 128, T = 32, Vl = 500, Cl = 64, v0 = 250;
+    pair tok = randi(M, 0, 1000), wte = randf((size_t)Vl * Cl, -1, 1), wpe = randf((size_t)T * Cl, -1, 1);
+    pair out = mk((size_t)M * Cl * 4), d = randf((size_t)M * Cl, -1, 1), dwte = mk((size_t)Vl * Cl * 4), dwpe = mk((size_t)T * Cl * 4);
+    C_->embedding_forward(F(out), tok.c, NULL, F(wte), F(wpe), M, T, v0, Vl, Cl, &solo);
+    G_->embedding_forward(G(out), tok.g, NULL, G(wte), G(wpe), M, T, v0, Vl, Cl, &solo);
+    row("embedding fwd", "128 tokens, 500x64 of 1000", out, 0, 0);
+    C_->embedding_backward(F(dwte), F(dwpe), F(d), tok.c, NULL, M, T, v0, Vl, Cl);
+    G_->embedding_backward(G(dwte), G(dwpe), G(d), tok.g, NULL, M, T, v0, Vl, Cl);
+    row("embedding bwd dwte", "500x64", dwte, 0, 0);
+    row("embedding bwd dwpe", "32x64", dwpe, 0, 0);
+    int Mx = 64, V = 4000, Vx = 4096;               /* the last 96 columns are padding */
+    pair logits = randf((size_t)Mx * Vx, -8, 8), tg = randi(Mx, 0, V), wt = randf(Mx, 0, 1), loss = mk(Mx * 4), sc = mk(3 * Mx * 4);
+    C_->xent(F(logits), F(loss), tg.c, F(wt), Mx, Vx, 0, V, 1.0f / Mx, F(sc), &solo);
+    G_->xent(G(logits), G(loss), tg.g, G(wt), Mx, Vx, 0, V, 1.0f / Mx, G(sc), &solo);
+    row("xent loss", "64 x 4000 (4096)", loss, 0, 1e-5);
+    row("xent dlogits", "64 x 4000 (4096)", logits, 0, 1e-5);
+    drop(tok); drop(wte); drop(wpe); drop(out); drop(d); drop(dwte); drop(dwpe);
+    drop(logits); drop(tg); drop(wt); drop(loss); drop(sc);
+}
+
+static void attention(int B, int T, int Hl, int KVl, int hd) {
+    int ld = (Hl + 2 * KVl) * hd, Cl = Hl * hd, nthr = C_->threads();
+    size_t nq = (size_t)B * T * ld, no = (size_t)B * T * Cl;
+    pair qkv = randf(nq, -1, 1), out = mk(no * 4), lse = mk((size_t)B * Hl * T * 4), dout = randf(no, -1, 1);
+    pair dqkv = mk(nq * 4), sc = mk(C_->attention_scratch(T) * nthr * 4 + 4);
+    C_->attention_forward(F(out), F(lse), F(qkv), B, T, Hl, KVl, hd, F(sc), nthr);
+    G_->attention_forward(G(out), G(lse), G(qkv), B, T, Hl, KVl, hd, G(sc), G_->threads());
+    char sh[64];
+    snprintf(sh, sizeof sh, "B%d T%d H%d KV%d hd%d", B, T, Hl, KVl, hd);
+    row("attention fwd out", sh, out, 0, 1e-5);
+    row("attention fwd lse", sh, lse, 0, 1e-5);
+    C_->attention_backward(F(dqkv), F(dout), F(out), F(lse), F(qkv), B, T, Hl, KVl, hd, F(sc), nthr);
+    G_->attention_backward(G(dqkv), G(dout), G(out), G(lse), G(qkv), B, T, Hl, KVl, hd, G(sc), G_->threads());
+    row("attention bwd dqkv", sh, dqkv, 0, 1e-4);
+    drop(qkv); drop(out); drop(lse); drop(dout); drop(dqkv); drop(sc);
+}
+
+static void decode(void) {
+    int nb = 3, Hl = 4, KVl = 2, hd = 64, Tmax = 40, ld = (Hl + 2 * KVl) * hd;
+    pair qkv = randf((size_t)nb * ld, -1, 1), kc = randf((size_t)nb * KVl * Tmax * hd, -1, 1);
+    pair vc = randf((size_t)nb * KVl * Tmax * hd, -1, 1), out = mk((size_t)nb * Hl * hd * 4), len = mk(nb * 4);
+    int l[3] = {0, 5, 39};
+    memcpy(len.c, l, sizeof l);
+    put(len);
+    C_->attention_decode(F(out), F(qkv), F(kc), F(vc), len.c, nb, Hl, KVl, hd, Tmax);
+    G_->attention_decode(G(out), G(qkv), G(kc), G(vc), len.g, nb, Hl, KVl, hd, Tmax);
+    row("attention_decode out", "3 rows, len 0/5/39, GQA 4/2", out, 0, 1e-5);
+    row("attention_decode kcache", "3x2x40x64", kc, 0, 0);
+    drop(qkv); drop(kc); drop(vc); drop(out); drop(len);
+}
+#endif
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    setvbuf(stdout, NULL, _IONBF, 0);   /* the table so far survives a crash */
+#ifndef AX_HAVE_CUDA
+    printf("SKIP backend_cmp: built without the CUDA backend\n");
+    MPI_Finalize();
+    return 77;
+#else
+    if (ax_backend_use("cuda") != 0) {
+        printf("SKIP backend_cmp: %s\n", ax_err_msg());
+        MPI_Finalize();
+        return 77;
+    }
+    C_ = &ax_cpu_backend; G_ = &ax_cuda_backend;
+    printf("CUDA backend vs CPU backend on %s\n", ax_cuda_backend.gemm_kernel(AX_BF16, &(int){0}));
+    printf("%-24s %-30s %10s %8s\n", "op", "shape", "max err", "tol");
+    gemms();
+    casts();
+    norms();
+    pointwise();
+    vocab();
+    attention(2, 100, 4, 2, 64);
+    attention(1, 64, 2, 2, 128);
+    attention(2, 33, 4, 4, 8);
+    decode();
+    int rc = ax_test_done("backend_cmp");
+    MPI_Finalize();
+    return rc;
+#endif
+}
