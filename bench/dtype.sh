@@ -19,13 +19,8 @@ while [ $# -gt 0 ]; do
     *) echo "dtype.sh: unknown option $1 (expected --config, --iters, --torch-bf16-steps, --axonn, --python)" >&2; exit 2 ;;
   esac; shift
 done
-case $CONFIG in
-  tiny)  set -- 256 128 4 4 128 8 ;;
-  small) set -- 50257 256 12 12 768 4 ;;
-  *) echo "dtype.sh: --config $CONFIG: expected tiny or small" >&2; exit 2 ;;
-esac
-V=$1 T=$2 L=$3 H=$4 C=$5 B=$6
-MODEL=(--vocab-size "$V" --block-size "$T" --n-layer "$L" --n-head "$H" --n-embd "$C" --batch "$B" --seq "$T")
+. "$ROOT/bench/lib.sh"
+bench_config "$CONFIG"
 echo "# fp32 vs bf16: $CONFIG (V=$V T=$T L=$L H=$H C=$C B=$B), $THREADS threads"
 echo
 echo "- date: $(date -u +%FT%TZ); commit $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"

@@ -16,15 +16,10 @@ while [ $# -gt 0 ]; do
     *) echo "gemm_tune.sh: unknown option $1 (expected --config, --iters, --reps, --dtype, --axonn)" >&2; exit 2 ;;
   esac; shift
 done
-case $CONFIG in
-  tiny)  set -- 256 128 4 4 128 8 ;;
-  small) set -- 50257 256 12 12 768 4 ;;
-  *) echo "gemm_tune.sh: --config $CONFIG: expected tiny or small" >&2; exit 2 ;;
-esac
-V=$1 T=$2 L=$3 H=$4 C=$5 B=$6
+. "$ROOT/bench/lib.sh"
+bench_config "$CONFIG"
 export OMP_NUM_THREADS=$THREADS OMP_WAIT_POLICY=passive
-OPTS=(--vocab-size "$V" --block-size "$T" --n-layer "$L" --n-head "$H" --n-embd "$C" --batch "$B"
-     --seq "$T" --threads "$THREADS" --dtype "$DTYPE")
+OPTS=("${MODEL[@]}" --threads "$THREADS" --dtype "$DTYPE")
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 CACHE=$TMP/gemm-tune.json

@@ -19,13 +19,9 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-case $CONFIG in
-  tiny)  set -- 256 128 4 4 128 8 ;;
-  small) set -- 50257 256 12 12 768 4 ;;
-  *) echo "overlap.sh: --config $CONFIG: expected tiny or small" >&2; exit 2 ;;
-esac
-V=$1 T=$2 L=$3 H=$4 C=$5 B=$6
-MODEL=(--vocab-size "$V" --block-size "$T" --n-layer "$L" --n-head "$H" --n-embd "$C" --batch "$B" --seq "$T" --iters "$ITERS" --json)
+. "$ROOT/bench/lib.sh"
+bench_config "$CONFIG"
+MODEL+=(--iters "$ITERS" --json)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=passive
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
