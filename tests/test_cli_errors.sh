@@ -131,6 +131,8 @@ expect_err batch_vs_accum 0 "--batch|--grad-accum" -- train "${TINY[@]}" --steps
 expect_err seq_gt_block 0 "--seq" -- train "${TINY[@]}" --steps 2 --seq 32 --out "$W/o9"
 expect_err recompute_unknown 0 "--recompute.*none, attn or block" -- train "${TINY[@]}" --steps 2 --recompute some --out "$W/o9r"
 expect_err dtype_unknown 0 "--dtype fp16: expected fp32 or bf16" -- train "${TINY[@]}" --steps 2 --dtype fp16 --out "$W/o9d"
+expect_err overlap_unknown 0 "--overlap oar,xyz: expected none, all or a comma list of oar, ors, oag, dp" -- train "${TINY[@]}" --steps 2 --overlap oar,xyz --out "$W/o9o"
+expect_err bucket_zero 0 "--bucket-mb" -- train "${TINY[@]}" --steps 2 --bucket-mb 0 --out "$W/o9b"
 expect_err backend_unknown 0 "--backend nosuch.*compiled backends" -- train "${TINY[@]}" --steps 2 --backend nosuch --out "$W/o9b"
 # a build with the CUDA backend on a machine without a GPU: one line, exit 2;
 # without the backend compiled, the unknown-backend line
