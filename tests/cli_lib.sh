@@ -18,4 +18,12 @@ fi
 pass=0; fail=0
 ok()  { echo "ok   - $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL - $*"; fail=$((fail + 1)); }
+# run NAME NP ARGS...: axonn ARGS on NP ranks (1: no launcher), output in $W/NAME.log; a failure is reported
+run() {
+  local name=$1 np=$2; shift 2
+  if [ "$np" = 1 ]; then "$BIN" "$@" >"$W/$name.log" 2>&1; else timeout 300 "${MPI[@]}" -np "$np" "$BIN" "$@" >"$W/$name.log" 2>&1; fi
+  local rc=$?
+  [ $rc = 0 ] || { bad "$name: exit $rc"; tail -n 5 "$W/$name.log" | sed 's/^/       | /'; }
+  return $rc
+}
 finish() { echo "$1: $pass passed, $fail failed"; [ "$fail" = 0 ]; exit $?; }

@@ -15,13 +15,6 @@
 REF=$(cd "$(dirname "$0")" && pwd)/ref
 SFT=$FIX/instruct/sft.jsonl TOK=$FIX/llama3/tokenizer.json
 
-run() {  # run NAME NP ARGS...
-  local name=$1 np=$2; shift 2
-  if [ "$np" = 1 ]; then "$BIN" "$@" >"$W/$name.log" 2>&1; else timeout 300 "${MPI[@]}" -np "$np" "$BIN" "$@" >"$W/$name.log" 2>&1; fi
-  local rc=$?
-  [ $rc = 0 ] || { bad "$name: exit $rc"; tail -n 5 "$W/$name.log" | sed 's/^/       | /'; }
-  return $rc
-}
 
 # expected supervised tokens per step: every example once per step (batch 11, no shuffle)
 expect=$(python3 - "$FIX/instruct/ref.json" "$REF" <<'PY'

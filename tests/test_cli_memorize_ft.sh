@@ -23,13 +23,6 @@
 . "$(dirname "$0")/cli_lib.sh"
 SFT=$FIX/instruct/sft.jsonl TOK=$FIX/llama3/tokenizer.json
 
-run() {  # run NAME NP ARGS...
-  local name=$1 np=$2; shift 2
-  if [ "$np" = 1 ]; then "$BIN" "$@" >"$W/$name.log" 2>&1; else timeout 300 "${MPI[@]}" -np "$np" "$BIN" "$@" >"$W/$name.log" 2>&1; fi
-  local rc=$?
-  [ $rc = 0 ] || { bad "$name: exit $rc"; tail -n 5 "$W/$name.log" | sed 's/^/       | /'; }
-  return $rc
-}
 # the JSON object of a memorize --json log (its last line)
 field() { tail -n 1 "$1" | python3 -c "import json,sys; j=json.load(sys.stdin); print($2)"; }
 
