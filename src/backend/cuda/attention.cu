@@ -32,6 +32,28 @@ __device__ static float dot(const float *a, const float *b, int hd) {
     return d;
 }
 
+/* One tile of the online softmax for a query row held by a warp: this lane's
+ * score s (of a key kept when valid), the running max m and sum l, and the
+ * accumulators o (NC per lane) over the tile's nk value rows at V (stride hd).
+ * Training's forward and KV-cache decoding share it. */
+__device__ static void online_tile(float s, int valid, float &m, float &l, float *o, const float *V, int nk, int hd,
+                                   int lane) {
+    float mn = fmaxf(m, ax_warp_max(s));
+    float c = m == -INFINITY ? 0.0f : ax_softmax_rescale(m, mn);
+    float p = valid ? ax_softmax_p(s, mn) : 0.0f;
+    l = l * c + ax_warp_sum(p);
+    m = mn;
+#pragma unroll
+    for (int q = 0; q < NC; q++) o[q] *= c;
+    for (int jj = 0; jj < nk; jj++) {
+        float pj = __shfl_sync(0xffffffffu, p, jj);
+#pragma unroll
+        for (int q = 0; q < NC; q++)
+            if (lane + 32 * q < hd) o[q] += pj * V[jj * hd + lane + 32 * q];
+    }
+}
+
+
 __global__ static void fwd(float *out, float *lse, const float *qkv, int T, int Hl, int KVl, int hd) {
     extern __shared__ float sm[];
     float *Ks = sm, *Vs = Ks + TK * (hd + 1), *Qs = Vs + TK * hd;
@@ -49,19 +71,7 @@ __global__ static void fwd(float *out, float *lse, const float *qkv, int T, int 
         if (i >= T || j0 > i) continue;                 /* warp-uniform */
         int j = j0 + lane, nk = min(TK, i - j0 + 1);
         float s = j <= i ? scale * dot(Qs + w * hd, Ks + lane * (hd + 1), hd) : -INFINITY;
-        float mn = fmaxf(m, ax_warp_max(s));
-        float c = m == -INFINITY ? 0.0f : ax_softmax_rescale(m, mn);
-        float p = j <= i ? ax_softmax_p(s, mn) : 0.0f;
-        l = l * c + ax_warp_sum(p);
-        m = mn;
-#pragma unroll
-        for (int q = 0; q < NC; q++) o[q] *= c;
-        for (int jj = 0; jj < nk; jj++) {
-            float pj = __shfl_sync(0xffffffffu, p, jj);
-#pragma unroll
-            for (int q = 0; q < NC; q++)
-                if (lane + 32 * q < hd) o[q] += pj * Vs[jj * hd + lane + 32 * q];
-        }
+        online_tile(s, j <= i, m, l, o, Vs, nk, hd, lane);
     }
     if (i >= T) return;
     float inv = 1.0f / l, *orow = out + ((size_t)b * T + i) * Cl + h * hd;
@@ -213,19 +223,7 @@ __global__ static void decode(float *out, const float *qkv, const float *kc, con
     for (int j0 = 0; j0 < n; j0 += TK) {
         int j = j0 + lane, nk = min(TK, n - j0);
         float s = j < n ? dot(q, k + (size_t)j * hd, hd) * scale : -INFINITY;
-        float mn = fmaxf(m, ax_warp_max(s));
-        float c = m == -INFINITY ? 0.0f : ax_softmax_rescale(m, mn);
-        float p = j < n ? ax_softmax_p(s, mn) : 0.0f;
-        l = l * c + ax_warp_sum(p);
-        m = mn;
-#pragma unroll
-        for (int qq = 0; qq < NC; qq++) o[qq] *= c;
-        for (int jj = 0; jj < nk; jj++) {
-            float pj = __shfl_sync(0xffffffffu, p, jj);
-#pragma unroll
-            for (int qq = 0; qq < NC; qq++)
-                if (lane + 32 * qq < hd) o[qq] += pj * v[(size_t)(j0 + jj) * hd + lane + 32 * qq];
-        }
+        online_tile(s, j < n, m, l, o, v + (size_t)j0 * hd, nk, hd, lane);
     }
     float *orow = out + (size_t)b * Hl * hd + h * hd;
 #pragma unroll
