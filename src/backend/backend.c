@@ -60,7 +60,10 @@ static void *at(ax_mat M, int r, int c) {
  * remainder with other kernels, which sum in another order; bands aligned
  * to every such block size (4..48) compute each element as the whole call
  * does. Measured with OpenBLAS: any other cut, or a cut of the columns,
- * changes bits. */
+ * changes bits. A band of only a few rows may go to another kernel
+ * altogether (measured: oneDNN 2.6's fp32 matmul on AVX-512 sums a 12-row
+ * call in another order), so the last band takes the remainder: one to two
+ * steps long. */
 #define TILE_MIN_MACS 2e6
 #define TILE_MAX 16
 #define TILE_ALIGN 96
@@ -73,7 +76,7 @@ static void gemm_tiled(float alpha, ax_mat A, int transA, ax_mat B, int transB, 
     int tiles = (int)fmin((double)C.rows * C.cols * K / TILE_MIN_MACS, TILE_MAX);
     int step = tiles < 2 ? C.rows : ((C.rows + tiles - 1) / tiles + TILE_ALIGN - 1) / TILE_ALIGN * TILE_ALIGN;
     for (int o = 0; o < C.rows;) {
-        int n = C.rows - o < step ? C.rows - o : step;
+        int n = C.rows - o < 2 * step ? C.rows - o : step;
         ax_mat a = A, c = C;   /* rows o.. of C and of op(A) */
         a.data = transA ? at(A, 0, o) : at(A, o, 0);
         if (transA) a.cols = n; else a.rows = n;
