@@ -29,14 +29,16 @@ int main(int argc, char **argv) {
     }
     ax_grid g;
     CHECK(ax_grid_init(&g, MPI_COMM_WORLD, P, 1, 1, 1) == 0, "grid");
-    CHECK(ax_nccl_has(&g.data) && ax_nccl_has(&g.X), "every group has a communicator");
+    CHECK(g.data.nccl && g.X.nccl && g.tp.nccl, "every group has a communicator");
     size_t n = 1 << 20;
     const ax_backend *be = ax_be();
     float *h = malloc(n * 4 * P), *a = be->alloc(n * 4), *all = be->alloc(n * 4 * P), *rs = be->alloc(n * 4);
     for (size_t i = 0; i < n; i++) h[i] = (float)(i % 1000) + g.rank;
     be->copy(a, h, n * 4);
-    ax_nccl_iallreduce_f32(&g.data, a, n);
-    ax_nccl_wait(&g.data);
+    /* the NCCL layer itself (comm.c skips groups of one), joined, then read
+     * back through the compute stream */
+    ax_nccl_coll(&g.data, AX_NCCL_SUM, 0, a, a, n);
+    ax_nccl_join(&g.data);
     be->copy(h, a, n * 4);
     double bad = 0;
     for (size_t i = 0; i < n; i++) {
@@ -44,15 +46,22 @@ int main(int argc, char **argv) {
         if (fabs(h[i] - want) > bad) bad = fabs(h[i] - want);
     }
     CHECK(bad == 0, "allreduce over data: max error %g", bad);
-    ax_nccl_iallgather_f32(&g.data, a, all, n);
-    ax_nccl_wait(&g.data);
+    ax_nccl_coll(&g.data, AX_NCCL_GATHER, 0, a, all, n);
+    ax_nccl_join(&g.data);
     float first, head;
     be->copy(&first, all, 4);
     CHECK(first == h[0], "allgather: block 0 is rank 0's (%g, %g)", first, h[0]);
-    ax_nccl_ireduce_scatter_f32(&g.data, all, rs, n / P);
-    ax_nccl_wait(&g.data);
+    ax_nccl_coll(&g.data, AX_NCCL_SCATTER, 0, all, rs, n / P);
+    ax_nccl_join(&g.data);
     be->copy(&head, rs, 4);
     CHECK(head == P * h[(size_t)g.rank * (n / P)], "reduce-scatter: %g", head);
+    CHECK(ax_nccl_done(&g.data), "the stream's collectives are done once read back");
+    /* through comm.c: the same calls as on the CPU, non-blocking, then ax_wait */
+    ax_req q;
+    ax_iallreduce_f32(&g.data, a, n, &q);
+    ax_wait(&q);
+    be->copy(&head, a, 4);
+    CHECK(head == P * h[0], "ax_iallreduce_f32 on the device: %g", head);
     ax_reducer r = ax_comm_reducer(&g.X);
     float v[4] = {1, 2, 3, 4};
     float *dv = be->alloc(sizeof v);
@@ -60,6 +69,10 @@ int main(int argc, char **argv) {
     r.sum(r.ctx, dv, 4);
     be->copy(v, dv, sizeof v);
     CHECK(v[3] == 4.0f * g.gx, "reducer over X: %g", v[3]);
+    ax_comm sub;
+    ax_comm_split(&g.data, 0, g.rank, &sub);
+    CHECK(sub.nccl != NULL, "a group split from one with NCCL has NCCL");
+    ax_comm_free(&sub);
     be->free(a); be->free(all); be->free(rs); be->free(dv); free(h);
     ax_grid_free(&g);
     int rc = ax_test_done("nccl");

@@ -6,6 +6,7 @@
 #endif
 #include "util/err.h"
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const ax_backend *const compiled[] = {
@@ -17,6 +18,20 @@ static const ax_backend *const compiled[] = {
 static const ax_backend *current = &ax_cpu_backend;
 
 const ax_backend *ax_be(void) { return current; }
+void ax_backend_install(const ax_backend *b) { current = b; }
+
+void *ax_host_view(void *p, size_t bytes, int read) {
+    if (current->host_memory) return p;
+    void *h = ax_malloc(bytes ? bytes : 1);
+    if (read) current->copy(h, p, bytes);
+    return h;
+}
+
+void ax_host_release(void *view, void *p, size_t bytes, int write) {
+    if (view == p) return;
+    if (write) current->copy(p, view, bytes);
+    free(view);
+}
 
 const char *ax_backend_names(void) {
 #ifdef AX_HAVE_CUDA

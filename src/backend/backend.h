@@ -63,6 +63,13 @@ typedef struct ax_backend {
     /* bytes from src to dst, either of them host or this backend's memory;
      * complete on return */
     void (*copy)(void *dst, const void *src, size_t bytes);
+    /* 1: alloc's memory is the host's (the CPU backend), so the host may read
+     * and write it directly; 0: only through copy (ax_host_view) */
+    int host_memory;
+    /* bytes of the backend's memory at p set to zero */
+    void (*zero)(void *p, size_t bytes);
+    /* sum of x[i]^2 in double (the gradient norm), complete on return */
+    double (*sumsq)(const float *x, size_t n);
 
     /* C = alpha op(A) op(B) + beta C for each of batch matrices; op(A) is A or
      * A^T, C.rows x K, op(B) K x C.cols; accumulation in fp32 whatever the
@@ -143,10 +150,19 @@ static inline void ax_gemm(float alpha, ax_mat A, int transA, ax_mat B, int tran
  * (the bits of C do not change). Set by src/comm, which the backend does not know. */
 void ax_backend_set_progress(int (*poll)(void));
 
+/* Host access, outside the step loop, to bytes of the backend's memory at p:
+ * p itself where that memory is the host's, else a host copy (filled from p
+ * when read). ax_host_release writes the copy back when write, and frees it.
+ *   float *h = ax_host_view(m->params, n * 4, 0);  ...fill h...;  ax_host_release(h, m->params, n * 4, 1); */
+void *ax_host_view(void *p, size_t bytes, int read);
+void ax_host_release(void *view, void *p, size_t bytes, int write);
+
 /* The backend in use (the CPU one unless ax_backend_use chose another). */
 const ax_backend *ax_be(void);
 /* Selects a compiled backend by name; fails with one line naming the compiled ones. */
 int ax_backend_use(const char *name);
+/* Makes b the backend in use without opening it (tests wrap the CPU backend). */
+void ax_backend_install(const ax_backend *b);
 /* The compiled backends, e.g. "cpu". */
 const char *ax_backend_names(void);
 #endif

@@ -46,7 +46,19 @@ void ax_comm_from(ax_comm *c, MPI_Comm comm) {
     MPI_Comm_rank(comm, &c->rank);
 }
 
+void ax_comm_split(const ax_comm *parent, int color, int key, ax_comm *c) {
+    MPI_Comm sub;
+    AX_CHECK_MPI(MPI_Comm_split(parent->comm, color, key, &sub));
+    ax_comm_from(c, sub);
+#ifdef AX_HAVE_CUDA
+    if (parent->nccl) ax_nccl_attach(c);
+#endif
+}
+
 void ax_comm_free(ax_comm *c) {
+#ifdef AX_HAVE_CUDA
+    if (c->nccl) ax_nccl_detach(c);
+#endif
     if (c->comm != MPI_COMM_NULL) MPI_Comm_free(&c->comm);
     c->comm = MPI_COMM_NULL;
 }
@@ -122,12 +134,23 @@ static void part(ax_comm *c, const ax_coll *k, const void *send, void *recv, siz
 
 /* r NULL: blocking, parts of chunk_max; else at most AX_REQ_PARTS parts */
 static void coll(ax_comm *c, const ax_coll *k, const void *send, void *recv, size_t n, ax_req *r) {
-    if (r) { r->c = c; r->n = 0; }
+    if (r) { r->c = c; r->n = 0; r->queued = 0; }
     if (c->size == 1) {
-        if (k->kind != AX_AR && recv != send) memcpy(recv, send, n * (size_t)k->width);
+        if (k->kind != AX_AR && recv != send) ax_be()->copy(recv, send, n * (size_t)k->width);
         return;
     }
     if (n == 0) return;
+#ifdef AX_HAVE_CUDA
+    if (c->nccl && k->el != MPI_DOUBLE) {          /* the backend's memory: NCCL, queued on the device */
+        ax_nccl_coll(c, k->kind == AX_AR ? (k->op == MPI_MAX ? AX_NCCL_MAX : AX_NCCL_SUM)
+                        : k->kind == AX_AG ? AX_NCCL_GATHER : AX_NCCL_SCATTER,
+                     k->width == 2, send, recv, n);
+        c->bytes += (double)k->width * n * (k->kind == AX_RS ? c->size : 1);
+        if (r) r->queued = 1;
+        else ax_nccl_join(c);
+        return;
+    }
+#endif
     size_t chunk = chunk_max;
     if (r && chunk < (n + AX_REQ_PARTS - 1) / AX_REQ_PARTS) chunk = (n + AX_REQ_PARTS - 1) / AX_REQ_PARTS;
     if (chunk > INT_MAX) ax_fatal(__FILE__, __LINE__, "non-blocking collective of %zu elements is too large", n);
@@ -155,6 +178,9 @@ void ax_ireduce_scatter_f32(ax_comm *c, const float *send, float *recv, size_t n
 void ax_iallgather_bf16(ax_comm *c, const ax_bf16 *send, ax_bf16 *recv, size_t n, ax_req *r) { coll(c, &gather_bf16, send, recv, n, r); }
 
 void ax_wait(ax_req *r) {
+#ifdef AX_HAVE_CUDA
+    if (r->queued) { ax_nccl_join(r->c); r->queued = 0; return; }
+#endif
     if (!r->n) return;
     double t = MPI_Wtime();
     AX_CHECK_MPI(MPI_Waitall(r->n, r->r, MPI_STATUSES_IGNORE));
@@ -164,6 +190,13 @@ void ax_wait(ax_req *r) {
 }
 
 int ax_test(ax_req *r) {
+#ifdef AX_HAVE_CUDA
+    if (r->queued) {
+        if (!ax_nccl_done(r->c)) return 0;
+        ax_wait(r);
+        return 1;
+    }
+#endif
     if (!r->n) return 1;
     int done = 0;
     AX_CHECK_MPI(MPI_Testall(r->n, r->r, &done, MPI_STATUSES_IGNORE));
@@ -174,10 +207,5 @@ int ax_test(ax_req *r) {
 static void reduce_sum(void *c, float *buf, size_t n) { ax_allreduce_f32(c, buf, n); }
 static void reduce_max(void *c, float *buf, size_t n) { ax_allreduce_max_f32(c, buf, n); }
 
-ax_reducer ax_comm_reducer(ax_comm *c) {
-#ifdef AX_HAVE_CUDA
-    ax_reducer r;
-    if (ax_nccl_reducer(c, &r)) return r;   /* the GPU backend's partial sums go through NCCL */
-#endif
-    return (ax_reducer){reduce_sum, reduce_max, c};
-}
+/* blocking: under NCCL the kernels queued next see the result */
+ax_reducer ax_comm_reducer(ax_comm *c) { return (ax_reducer){reduce_sum, reduce_max, c}; }

@@ -16,7 +16,12 @@
  * flight; the backend calls it between the tiles of a long GEMM (backend.h:
  * ax_backend_set_progress), so communication started before a GEMM advances
  * while it runs. OpenMP threads never call MPI (MPI_THREAD_FUNNELED). An
- * ax_req stays at one address from its start to its completion. */
+ * ax_req stays at one address from its start to its completion.
+ *
+ * Under a GPU backend a group with an NCCL communicator (comm/nccl.h) runs
+ * its float and bf16 collectives there, queued on the device behind the
+ * kernels already queued, on the backend's memory; the same calls, the same
+ * layouts. */
 #ifndef AX_COMM_COMM_H
 #define AX_COMM_COMM_H
 #include <mpi.h>
@@ -28,6 +33,9 @@ typedef struct {
     int size, rank;
     double seconds;   /* time spent blocked in this group's collectives */
     double bytes;     /* bytes each rank contributed */
+    /* the group's NCCL communicator (comm/nccl.h) under a GPU backend: its
+     * float and bf16 collectives run there, on the backend's memory; NULL: MPI */
+    struct ax_nccl_comm *nccl;
 } ax_comm;
 
 #define AX_REQ_PARTS 16
@@ -37,14 +45,19 @@ typedef struct {
     ax_comm *c;
     int n;
     MPI_Request r[AX_REQ_PARTS];
+    int queued;       /* an NCCL collective queued on the group's stream */
 } ax_req;
 
 void ax_comm_from(ax_comm *c, MPI_Comm comm);   /* takes ownership */
+/* the ranks of parent with the same colour, ordered by key (MPI_Comm_split);
+ * with NCCL where parent has it */
+void ax_comm_split(const ax_comm *parent, int color, int key, ax_comm *c);
 void ax_comm_free(ax_comm *c);
 /* Largest element count of one MPI call (default INT_MAX); tests lower it. */
 void ax_comm_set_chunk(size_t n);
 
 void ax_allreduce_f32(ax_comm *c, float *buf, size_t n);
+/* on host memory always (MPI): the control plane's sums (token counts, the loss) */
 void ax_allreduce_f64(ax_comm *c, double *buf, size_t n);
 void ax_allreduce_max_f32(ax_comm *c, float *buf, size_t n);
 /* recv (size*n) = concatenation of each rank's send (n) in rank order */
@@ -62,6 +75,8 @@ void ax_iallreduce_f32(ax_comm *c, float *buf, size_t n, ax_req *r);
 void ax_iallgather_f32(ax_comm *c, const float *send, float *recv, size_t n, ax_req *r);
 void ax_ireduce_scatter_f32(ax_comm *c, const float *send, float *recv, size_t n, ax_req *r);
 void ax_iallgather_bf16(ax_comm *c, const ax_bf16 *send, ax_bf16 *recv, size_t n, ax_req *r);
+/* MPI: returns when complete. NCCL: the backend's later kernels wait for it
+ * on the device; the host goes on (it sees the result through copy). */
 void ax_wait(ax_req *r);
 /* 1 when complete (then as after ax_wait); drives MPI's progress either way */
 int ax_test(ax_req *r);

@@ -47,9 +47,6 @@ int ax_grid_init(ax_grid *g, MPI_Comm user, int gd, int gx, int gy, int gz) {
 }
 
 void ax_grid_free(ax_grid *g) {
-#ifdef AX_HAVE_CUDA
-    ax_nccl_free(g);
-#endif
     ax_comm *all[] = {&g->X, &g->Y, &g->Z, &g->Zg, &g->data, &g->dz, &g->tp};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) ax_comm_free(all[i]);
     if (g->world != MPI_COMM_NULL && g->world) MPI_Comm_free(&g->world);

@@ -162,34 +162,32 @@ int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g) {
      * (consecutive y) sum their gradients; a subgroup of Y, split once */
     int64_t lo, hi;
     m->kv_copies = ax_shard_copies(&m->qkv.w, g, g->z, &lo, &hi);
-    if (m->kv_copies > 1) {
-        MPI_Comm kv;
-        AX_CHECK_MPI(MPI_Comm_split(g->Y.comm, g->y / m->kv_copies, g->y, &kv));
-        ax_comm_from(&m->kv_group, kv);
-    }
+    if (m->kv_copies > 1) ax_comm_split(&g->Y, g->y / m->kv_copies, g->y, &m->kv_group);
     if (m->rope_on) ax_rope_init(&m->rope, c, m->hd);
     build_table(m);
-    m->params = ax_calloc(m->n_local, sizeof(float));
-    m->grads = ax_calloc(m->n_local, sizeof(float));
+    const ax_backend *be = ax_be();
+    m->params = be->alloc(m->n_local * sizeof(float));
+    m->grads = be->alloc(m->n_local * sizeof(float));
     if (g->gz > 1) {
-        int64_t nw = ax_shard_numel(&m->lmhead.w, g);
-        m->wte_block = ax_calloc(nw * g->gz, sizeof(float));
-        m->wte_gblock = ax_calloc(nw * g->gz, sizeof(float));
-        m->head_block = c->untied ? ax_calloc(nw * g->gz, sizeof(float)) : m->wte_block;
-        m->head_gblock = c->untied ? ax_calloc(nw * g->gz, sizeof(float)) : m->wte_gblock;
+        size_t nb = ax_shard_numel(&m->lmhead.w, g) * g->gz * sizeof(float);
+        m->wte_block = be->alloc(nb);
+        m->wte_gblock = be->alloc(nb);
+        m->head_block = c->untied ? be->alloc(nb) : m->wte_block;
+        m->head_gblock = c->untied ? be->alloc(nb) : m->wte_gblock;
     }
     ax_gpt_set_overlap(m, 0, 0, 0);
     return 0;
 }
 
 void ax_gpt_free(ax_gpt *m) {
-    free(m->p); free(m->params); free(m->grads);
+    const ax_backend *be = ax_be();
+    free(m->p); be->free(m->params); be->free(m->grads);
     ax_linear_ws_free(&m->ws); ax_zfetch_free(&m->wf); free(m->buckets);
-    if (m->head_block != m->wte_block) { free(m->head_block); free(m->head_gblock); }
-    free(m->wte_block); free(m->wte_gblock); free(m->params_h); free(m->head_block_h);
+    if (m->head_block != m->wte_block) { be->free(m->head_block); be->free(m->head_gblock); }
+    be->free(m->wte_block); be->free(m->wte_gblock); be->free(m->params_h); be->free(m->head_block_h);
     ax_rope_free(&m->rope);
     if (m->kv_copies > 1) ax_comm_free(&m->kv_group);
-    ax_be()->free(m->act_mem); free(m->L);
+    be->free(m->act_mem); free(m->L); free(m->host_losses);
     memset(m, 0, sizeof *m);
 }
 
@@ -199,9 +197,10 @@ void ax_gpt_free(ax_gpt *m) {
  * j): grid-independent. */
 void ax_gpt_init_random(ax_gpt *m, uint64_t seed) {
     ax_grid *g = m->g;
+    float *params = ax_host_view(m->params, m->n_local * sizeof(float), 0);
     for (int i = 0; i < m->np; i++) {
         ax_param *p = &m->p[i];
-        float *dst = m->params + p->offset;
+        float *dst = params + p->offset;
         for (int64_t k = 0; k < p->numel; k++) {
             int64_t j = ax_shard_logical_index(&p->shard, g, g->x, g->y, g->z, k);
             if (j < 0) dst[k] = 0;
@@ -209,6 +208,7 @@ void ax_gpt_init_random(ax_gpt *m, uint64_t seed) {
             else dst[k] = p->init_one ? 1.0f : 0.0f;
         }
     }
+    ax_host_release(params, m->params, m->n_local * sizeof(float), 1);
 }
 
 /* Lays the activations out from base (NULL: only counts) and returns their
@@ -247,6 +247,9 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
     m->dres = TAKE(M * Cx); m->s1 = TAKE(M * wide); m->s2 = TAKE(M * wide);
     m->scratch = TAKE(4 * M);
     m->att_scratch = TAKE((int64_t)m->att_threads * ax_attention_scratch(T));
+    if (!ax_be()->host_memory) {                   /* the micro-batch, sent where the kernels read */
+        m->dev_inputs = (int32_t *)TAKE(M); m->dev_targets = (int32_t *)TAKE(M); m->dev_weights = TAKE(M);
+    }
 #undef LAYERS
 #undef TAKE_H
 #undef TAKE
@@ -264,8 +267,8 @@ void ax_gpt_set_dtype(ax_gpt *m, ax_dtype t) {
     m->dtype = t;
     m->cap_B = m->cap_T = 0;
     if (t == AX_BF16 && !m->params_h) {
-        m->params_h = ax_calloc(m->n_zchunk ? m->n_zchunk : 1, sizeof(ax_bf16));
-        if (m->g->gz > 1) m->head_block_h = ax_calloc(ax_shard_numel(&m->lmhead.w, m->g) * m->g->gz, sizeof(ax_bf16));
+        m->params_h = ax_be()->alloc((m->n_zchunk ? m->n_zchunk : 1) * sizeof(ax_bf16));
+        if (m->g->gz > 1) m->head_block_h = ax_be()->alloc(ax_shard_numel(&m->lmhead.w, m->g) * m->g->gz * sizeof(ax_bf16));
     }
     ax_gpt_set_overlap(m, m->overlap, m->keep_gathered, m->bucket_bytes);   /* gathers in the new dtype */
 }
@@ -306,6 +309,8 @@ void ax_gpt_alloc_acts(ax_gpt *m, int B, int T) {
     /* attention scratch for the threads of this moment; attention never runs more */
     m->att_threads = ax_be()->threads();
     m->L = ax_calloc(m->cfg.n_layer, sizeof(ax_layer_acts));
+    free(m->host_losses);
+    m->host_losses = ax_be()->host_memory ? NULL : ax_calloc((size_t)B * T, sizeof(float));
     int64_t total = layout_acts(m, B, T, NULL);
     m->act_mem = ax_be()->alloc(total * sizeof(float));
     m->act_bytes = 4.0 * total;
@@ -411,11 +416,20 @@ void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, in
 #undef P
 }
 
+/* a host array of the micro-batch where the kernels read it: itself on a
+ * backend of host memory, else copied into the backend's buffer dev */
+static const void *to_kernels(void *dev, const void *host, size_t bytes) {
+    if (!host || ax_be()->host_memory) return host;
+    ax_be()->copy(dev, host, bytes);
+    return dev;
+}
+
 double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights,
                       int Bl, int T, float dscale) {
     ax_gpt_alloc_acts(m, Bl, T);
     ax_grid *g = m->g;
     int M = Bl * T, Cx = m->Cx;
+    inputs = to_kernels(m->dev_inputs, inputs, (size_t)M * sizeof(int32_t));
     m->phase = AX_PHASE_FWD;
     ax_zfetch_reset(&m->wf);                       /* the weights may have changed since the last gather */
     if (m->dtype == AX_BF16) ax_be()->cast(m->params_h, AX_BF16, m->params, AX_F32, m->n_zchunk);
@@ -429,10 +443,13 @@ double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, 
     ax_gpt_final_norm(m, m->lnf, m->lnf_mean, m->lnf_rstd, h, M, m->scratch);
     ax_linear_forward(&m->lmhead, ax_gpt_lm_weight(m), NULL, ax_gpt_gemm_input(m, m->lnf, m->lnf_h, M, Cx), m->logits);
     if (!targets) return 0.0;
-    ax_xent_forward_backward(&g->Y, m->logits, m->losses, targets, weights, M, m->Vl, m->v0,
+    ax_xent_forward_backward(&g->Y, m->logits, m->losses, to_kernels(m->dev_targets, targets, (size_t)M * 4),
+                             to_kernels(m->dev_weights, weights, (size_t)M * 4), M, m->Vl, m->v0,
                              m->cfg.vocab_size, dscale, m->scratch);
+    const float *losses = m->losses;
+    if (m->host_losses) { ax_be()->copy(m->host_losses, m->losses, (size_t)M * sizeof(float)); losses = m->host_losses; }
     double sum = 0;
-    for (int i = 0; i < M; i++) sum += (double)(weights ? weights[i] : 1.0f) * m->losses[i];
+    for (int i = 0; i < M; i++) sum += (double)(weights ? weights[i] : 1.0f) * losses[i];
     return sum;
 }
 
@@ -445,10 +462,11 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
      * full block to reduce-scatter over Z when Gz > 1 */
     float *dhead = g->gz == 1 ? ax_gpt_grad(m, untied ? AX_PID_HEAD(m) : 0) : m->head_gblock;
     float *dwte = g->gz == 1 ? ax_gpt_grad(m, 0) : m->wte_gblock;
+    inputs = to_kernels(m->dev_inputs, inputs, (size_t)M * sizeof(int32_t));
     ax_zscatter_drain(&m->ws.rs);               /* the last micro-batch's, before their blocks are reused */
     if (g->gz > 1) {
-        memset(dwte, 0, nt * g->gz * sizeof(float));
-        if (untied) memset(dhead, 0, nt * g->gz * sizeof(float));
+        ax_be()->zero(dwte, nt * g->gz * sizeof(float));
+        if (untied) ax_be()->zero(dhead, nt * g->gz * sizeof(float));
     }
     /* LM head: dlogits are in m->logits */
     ax_mat dl = ax_gpt_gemm_input(m, m->logits, m->dy_h, M, m->Vl);
@@ -456,7 +474,7 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
     ax_allreduce_f32(&g->Y, m->s1, (size_t)M * Cx);
     ax_gemm(1.0f, dl, 1, saved_input(m, m->lnf, m->lnf_h, M, Cx), 0, 1.0f, ax_mat_f32(dhead, m->Vl, Cx));
     const float *hlast = m->L[m->cfg.n_layer - 1].res3;
-    memset(m->dres, 0, (size_t)M * Cx * sizeof(float));
+    ax_be()->zero(m->dres, (size_t)M * Cx * sizeof(float));
     norm_backward(m, m->dres, ax_gpt_grad(m, AX_PID_LNFW(m)), ax_gpt_grad(m, AX_PID_LNFB(m)), m->s1, hlast,
                   ax_gpt_param(m, AX_PID_LNFW(m)), m->lnf_mean, m->lnf_rstd, M);
     for (int l = m->cfg.n_layer - 1; l >= 0; l--) {

@@ -124,6 +124,10 @@ typedef struct {
     ax_layer_acts *L;
     float *dres, *s1, *s2, *scratch, *att_scratch;
     ax_bf16 *lnf_h, *dy_h;        /* bf16: final LayerNorm output; a backward GEMM's dy rounded */
+    /* a backend of its own memory (a GPU): the micro-batch's tokens, targets
+     * and weights sent there, and the per-token losses brought back */
+    int32_t *dev_inputs, *dev_targets;
+    float *dev_weights, *host_losses;
     int att_threads;              /* threads att_scratch is sized for */
     ax_recompute recompute;       /* NONE after init; KV-cache decoding needs NONE */
 } ax_gpt;
@@ -199,7 +203,9 @@ double ax_gpt_sumsq(ax_gpt *m, const float *flat);
 
 /* Parameter I/O in the logical Hugging Face layout. A tensor named
  * prefix + p->name is read into / written from the flat vector (params or an
- * optimizer state). Reads accept an extra "transformer." prefix. */
+ * optimizer state: n_local floats of the backend's memory, reached through
+ * ax_host_view). Reads accept an extra "transformer." prefix; a failed read
+ * leaves the vector unchanged. */
 int ax_gpt_read_flat(ax_gpt *m, const ax_st_file *f, const char *prefix, float *flat);
 /* The same from a checkpoint of one file or shards. Each rank reads only the
  * bytes of its own shards of each tensor (F32, F16 or BF16). */

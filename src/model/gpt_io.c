@@ -145,14 +145,18 @@ static int read_transposed(const ax_param *p, const ax_grid *g, const src_tensor
 
 int ax_gpt_read_set(ax_gpt *m, const ax_st_set *set, const char *prefix, float *flat) {
     const char *arch = m->cfg.arch == AX_ARCH_LLAMA ? "Llama" : "GPT-2";
-    for (int i = 0; i < m->np; i++) {
+    size_t bytes = m->n_local * sizeof(float);
+    float *h = ax_host_view(flat, bytes, 0);     /* every element is read from the file */
+    int rc = 0;
+    for (int i = 0; i < m->np && rc == 0; i++) {
         const ax_param *p = &m->p[i];
         if (!p->present) continue;
         src_tensors src;
-        AX_TRY(find_sources(p, set, prefix, arch, &src));
-        AX_TRY((p->hf_transposed ? read_transposed : read_rows)(p, m->g, &src, flat + p->offset));
+        rc = find_sources(p, set, prefix, arch, &src);
+        if (rc == 0) rc = (p->hf_transposed ? read_transposed : read_rows)(p, m->g, &src, h + p->offset);
     }
-    return 0;
+    ax_host_release(h, flat, bytes, rc == 0);    /* a failed read leaves flat as it was */
+    return rc;
 }
 
 int ax_gpt_read_flat(ax_gpt *m, const ax_st_file *f, const char *prefix, float *flat) {
@@ -189,10 +193,11 @@ int ax_gpt_write_flat(ax_gpt *m, ax_st_writer *w, const float *flat, ax_st_dtype
     float *all = root ? ax_malloc(maxn * g->tp.size * sizeof(float)) : NULL;
     float *buf = root ? ax_calloc(cap, sizeof(float)) : NULL, *tbuf = root ? ax_malloc(cap * sizeof(float)) : NULL;
     uint16_t *hbuf = root && t == AX_ST_BF16 ? ax_malloc(cap * sizeof(uint16_t)) : NULL;
+    const float *local = ax_host_view((float *)flat, m->n_local * sizeof(float), 1);
     for (int i = i0; i < i1; i++) {
         ax_param *p = &m->p[i];
         if (!p->present) continue;
-        AX_CHECK_MPI(MPI_Gather(flat + p->offset, (int)p->numel, MPI_FLOAT, all, (int)p->numel, MPI_FLOAT, 0, g->tp.comm));
+        AX_CHECK_MPI(MPI_Gather(local + p->offset, (int)p->numel, MPI_FLOAT, all, (int)p->numel, MPI_FLOAT, 0, g->tp.comm));
         if (!root || rc) continue;
         for (int r = 0; r < g->tp.size; r++) {
             int x = r % g->gx, y = (r / g->gx) % g->gy, z = r / (g->gx * g->gy);
@@ -209,6 +214,7 @@ int ax_gpt_write_flat(ax_gpt *m, ax_st_writer *w, const float *flat, ax_st_dtype
         }
     }
     free(all); free(buf); free(tbuf); free(hbuf);
+    ax_host_release((float *)local, (float *)flat, m->n_local * sizeof(float), 0);
     return rc;
 }
 

@@ -24,18 +24,21 @@ void ax_rope_freqs(const ax_gpt_config *c, int hd, double *f) {
 
 void ax_rope_init(ax_rope *r, const ax_gpt_config *c, int hd) {
     r->hd = hd; r->npos = c->block_size;
-    r->cs = ax_malloc((size_t)r->npos * hd * sizeof(float));
+    size_t bytes = (size_t)r->npos * hd * sizeof(float);
+    r->cs = ax_be()->alloc(bytes);                 /* where the kernels read it */
+    float *cs = ax_host_view(r->cs, bytes, 0);
     double *f = ax_malloc(hd / 2 * sizeof(double));
     ax_rope_freqs(c, hd, f);
     for (int p = 0; p < r->npos; p++)
         for (int k = 0; k < hd / 2; k++) {
-            r->cs[((size_t)p * hd / 2 + k) * 2] = (float)cos(p * f[k]);
-            r->cs[((size_t)p * hd / 2 + k) * 2 + 1] = (float)sin(p * f[k]);
+            cs[((size_t)p * hd / 2 + k) * 2] = (float)cos(p * f[k]);
+            cs[((size_t)p * hd / 2 + k) * 2 + 1] = (float)sin(p * f[k]);
         }
     free(f);
+    ax_host_release(cs, r->cs, bytes, 1);
 }
 
-void ax_rope_free(ax_rope *r) { free(r->cs); r->cs = NULL; }
+void ax_rope_free(ax_rope *r) { ax_be()->free(r->cs); r->cs = NULL; }
 
 void ax_rope_forward(const ax_rope *r, float *x, int ld, int M, int T, const int32_t *pos, int nh) {
     ax_be()->rope(x, ld, M, T, pos, nh, r->hd, r->cs, 1.0f);

@@ -1,4 +1,5 @@
 #include "nn/shard.h"
+#include "backend/backend.h"
 #include <string.h>
 
 static int axis_size(const ax_grid *g, int axis) { return axis == AX_AXIS_X ? g->gx : axis == AX_AXIS_Y ? g->gy : 1; }
@@ -79,10 +80,7 @@ double ax_shard_sumsq(const ax_shard *s, const ax_grid *g, const float *local) {
     if (((rep & 1) && g->x) || ((rep & 2) && g->y) || ((rep & 4) && g->z)) return 0;
     int64_t lo, hi, n = ax_shard_numel(s, g);
     if (g->y % ax_shard_copies(s, g, g->z, &lo, &hi) == 0) lo = hi = n;   /* the counted copy (or none replicated) */
-    double t = 0;
-    for (int64_t k = 0; k < lo; k++) t += (double)local[k] * local[k];
-    for (int64_t k = hi; k < n; k++) t += (double)local[k] * local[k];
-    return t;
+    return ax_be()->sumsq(local, (size_t)lo) + ax_be()->sumsq(local + hi, (size_t)(n - hi));
 }
 
 int64_t ax_shard_logical_index(const ax_shard *s, const ax_grid *g, int x, int y, int z, int64_t i) {

@@ -11,12 +11,12 @@ void ax_zfetch_init(ax_zfetch *f, ax_grid *g, ax_dtype t, size_t cap, int nbuf, 
     f->buf = ax_calloc(f->nbuf, sizeof(void *));
     f->key = ax_calloc(f->nbuf, sizeof(int));
     f->req = ax_calloc(f->nbuf, sizeof(ax_req));
-    for (int i = 0; i < f->nbuf; i++) { f->buf[i] = ax_calloc(cap, ax_dtype_size(t)); f->key[i] = -1; }
+    for (int i = 0; i < f->nbuf; i++) { f->buf[i] = ax_be()->alloc(cap * ax_dtype_size(t)); f->key[i] = -1; }
 }
 
 void ax_zfetch_free(ax_zfetch *f) {
     ax_zfetch_reset(f);
-    for (int i = 0; i < f->nbuf; i++) free(f->buf[i]);
+    for (int i = 0; i < f->nbuf; i++) ax_be()->free(f->buf[i]);
     free(f->buf); free(f->key); free(f->req);
     memset(f, 0, sizeof *f);
 }
@@ -62,14 +62,14 @@ void ax_zscatter_init(ax_zscatter *z, ax_grid *g, int n, size_t cap, size_t chun
     z->n = n; z->cap = cap; z->chunk_cap = chunk_cap;
     z->s = ax_calloc(n, sizeof *z->s);
     for (int i = 0; i < n; i++) {
-        z->s[i].block = ax_calloc(cap, sizeof(float));
-        z->s[i].chunk = ax_calloc(chunk_cap, sizeof(float));
+        z->s[i].block = ax_be()->alloc(cap * sizeof(float));
+        z->s[i].chunk = ax_be()->alloc(chunk_cap * sizeof(float));
     }
 }
 
 void ax_zscatter_free(ax_zscatter *z) {
     ax_zscatter_drain(z);
-    for (int i = 0; i < z->n; i++) { free(z->s[i].block); free(z->s[i].chunk); }
+    for (int i = 0; i < z->n; i++) { ax_be()->free(z->s[i].block); ax_be()->free(z->s[i].chunk); }
     free(z->s);
     memset(z, 0, sizeof *z);
 }
@@ -77,9 +77,7 @@ void ax_zscatter_free(ax_zscatter *z) {
 static void complete(ax_zscatter *z, int i) {
     if (!z->s[i].dst) return;
     ax_wait(&z->s[i].req);
-    float *d = z->s[i].dst;
-    const float *c = z->s[i].chunk;
-    for (int64_t k = 0; k < z->s[i].len; k++) d[k] += c[k];
+    ax_be()->add(z->s[i].dst, z->s[i].chunk, (size_t)z->s[i].len);
     z->s[i].dst = NULL;
 }
 
@@ -94,7 +92,7 @@ void ax_zscatter_start(ax_zscatter *z, float *block, int64_t nb, int64_t n, floa
         ax_fatal(__FILE__, __LINE__, "zscatter: a chunk of %lld elements, slots of %zu", (long long)n, z->chunk_cap);
     complete(z, i);
     z->next = (i + 1) % z->n;
-    memset(block + nb, 0, (size_t)(n * gz - nb) * sizeof(float));   /* the chunks' padding */
+    ax_be()->zero(block + nb, (size_t)(n * gz - nb) * sizeof(float));   /* the chunks' padding */
     ax_ireduce_scatter_f32(z->Z, block, z->s[i].chunk, (size_t)n, &z->s[i].req);
     z->s[i].dst = dw_chunk; z->s[i].len = n;
     if (defer) z->deferred++;

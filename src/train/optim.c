@@ -7,11 +7,11 @@
 
 void ax_adamw_init(ax_adamw *o, int64_t n) {
     o->n = n;
-    o->m = ax_calloc(n, sizeof(float));
-    o->v = ax_calloc(n, sizeof(float));
+    o->m = ax_be()->alloc(n * sizeof(float));
+    o->v = ax_be()->alloc(n * sizeof(float));
 }
 
-void ax_adamw_free(ax_adamw *o) { free(o->m); free(o->v); memset(o, 0, sizeof *o); }
+void ax_adamw_free(ax_adamw *o) { ax_be()->free(o->m); ax_be()->free(o->v); memset(o, 0, sizeof *o); }
 
 void ax_adamw_update(ax_adamw *o, ax_gpt *m, const ax_hparams *h, double lr, int64_t t, float gscale) {
     float b1 = (float)h->beta1, b2 = (float)h->beta2, eps = (float)h->eps;
@@ -44,7 +44,7 @@ void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const 
     double ntok = 0;
     for (int i = 0; i < accum * M; i++) ntok += weights ? weights[i] : 1.0;
     ax_allreduce_f64(&g->dz, &ntok, 1);
-    memset(m->grads, 0, m->n_local * sizeof(float));
+    ax_be()->zero(m->grads, m->n_local * sizeof(float));
     double loss = 0;
     for (int a = 0; a < accum; a++) {
         for (int b = 0; b < Bl; b++) {

@@ -6,11 +6,19 @@
 
 static void *cpu_alloc(size_t bytes) { return ax_calloc(bytes ? bytes : 1, 1); }
 static void cpu_copy(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
+static void cpu_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
+/* accumulated in order, in one double */
+static double cpu_sumsq(const float *x, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
+    return s;
+}
 
 const ax_backend ax_cpu_backend = {
     .name = "cpu",
     .set_threads = ax_cpu_set_threads, .threads = ax_cpu_threads,
     .alloc = cpu_alloc, .free = free, .copy = cpu_copy,
+    .host_memory = 1, .zero = cpu_zero, .sumsq = cpu_sumsq,
     .gemm = ax_cpu_gemm, .gemm_kernel = ax_cpu_gemm_kernel,
     .gemm_timing = ax_cpu_gemm_timing, .gemm_stats = ax_cpu_gemm_stats, .cast = ax_cpu_cast,
     .transpose = ax_cpu_transpose,

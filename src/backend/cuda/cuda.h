@@ -1,11 +1,10 @@
 /* The CUDA backend's entries (see backend/backend.h for what each computes)
  * and, for the .cu files, the error checks and launch helpers they share.
  *
- * Every entry queues its kernels on one stream and returns with them
- * complete (ax_cuda_done): a kernel's reducer (NCCL, src/comm/nccl.c) and the
- * layers above, which copy results to the host, expect finished work. Leaving
- * the stream running across entries is the overlap issue's business;
- * correctness comes first here. */
+ * Every entry queues its kernels on one stream and returns without waiting
+ * for them (ax_cuda_done): the device runs them in order, a kernel's reducer
+ * and every collective are queued behind them (src/comm/nccl.c), and the
+ * host sees results only through copy, which drains the stream. */
 #ifndef AX_BACKEND_CUDA_CUDA_H
 #define AX_BACKEND_CUDA_CUDA_H
 #include "backend/backend.h"
@@ -18,6 +17,8 @@ void ax_cuda_bind(int local_rank);
 void *ax_cuda_alloc(size_t bytes);
 void ax_cuda_free(void *p);
 void ax_cuda_copy(void *dst, const void *src, size_t bytes);
+void ax_cuda_zero(void *p, size_t bytes);
+double ax_cuda_sumsq(const float *x, size_t n);
 void ax_cuda_set_threads(int n);
 int ax_cuda_threads(void);
 /* the backend's one compute stream (a cudaStream_t); src/comm/nccl.c orders
@@ -74,12 +75,14 @@ int ax_err_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #define AX_CHECK_CUDA(call) do { cudaError_t ax_e_ = (call); if (ax_e_ != cudaSuccess) \
     ax_fatal(__FILE__, __LINE__, "%s: %s (%s)", #call, cudaGetErrorString(ax_e_), cudaGetErrorName(ax_e_)); } while (0)
-/* after a kernel entry's launches: launch errors, then the stream drained */
+/* after a kernel entry's launches: launch errors (the stream drained too
+ * under AXONN_CUDA_SYNC=1) */
 void ax_cuda_done(const char *file, int line);
 #define AX_CUDA_DONE() ax_cuda_done(__FILE__, __LINE__)
 /* a device buffer for a kernel's own temporaries, grown on first use to the
  * largest request of its slot and then reused (no cudaMalloc per step) */
-enum { AX_CUDA_TMP_GEMM_A, AX_CUDA_TMP_GEMM_B, AX_CUDA_TMP_GEMM_C, AX_CUDA_TMP_ATTN, AX_CUDA_TMP_SLOTS };
+enum { AX_CUDA_TMP_GEMM_A, AX_CUDA_TMP_GEMM_B, AX_CUDA_TMP_GEMM_C, AX_CUDA_TMP_ATTN, AX_CUDA_TMP_SUMSQ,
+       AX_CUDA_TMP_SLOTS };
 void *ax_cuda_tmp(int slot, size_t bytes);
 
 static inline unsigned ax_cuda_blocks(size_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }

@@ -4,6 +4,7 @@
  * reaches it through ax_cuda_copy. */
 #include "backend/cuda/cuda.h"
 #include <stdio.h>
+#include <stdlib.h>
 
 static int device = -1;
 static cudaStream_t stream;
@@ -43,9 +44,15 @@ const char *ax_cuda_device_name(void) {
     return s;
 }
 
+/* Kernels stay queued: the host goes on to queue the next ones, and meets
+ * the device again only at copy (or an NCCL join). A kernel's fault then
+ * surfaces at that later call; AXONN_CUDA_SYNC=1 drains the stream after
+ * every entry so that the error names the kernel's file and line. */
 void ax_cuda_done(const char *file, int line) {
+    static int sync = -1;
+    if (sync < 0) sync = getenv("AXONN_CUDA_SYNC") && atoi(getenv("AXONN_CUDA_SYNC")) > 0;
     cudaError_t e = cudaGetLastError();
-    if (e == cudaSuccess) e = cudaStreamSynchronize(ax_cuda_stream());
+    if (e == cudaSuccess && sync) e = cudaStreamSynchronize(ax_cuda_stream());
     if (e != cudaSuccess) ax_fatal(file, line, "CUDA kernel: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
@@ -65,7 +72,13 @@ void *ax_cuda_alloc(size_t bytes) {
 }
 
 void ax_cuda_free(void *p) {
-    if (p) AX_CHECK_CUDA(cudaFree(p));
+    if (!p) return;
+    AX_CHECK_CUDA(cudaStreamSynchronize(ax_cuda_stream()));   /* queued kernels may still read it */
+    AX_CHECK_CUDA(cudaFree(p));
+}
+
+void ax_cuda_zero(void *p, size_t bytes) {
+    if (bytes) AX_CHECK_CUDA(cudaMemsetAsync(p, 0, bytes, ax_cuda_stream()));
 }
 
 void ax_cuda_copy(void *dst, const void *src, size_t bytes) {
@@ -78,7 +91,7 @@ void *ax_cuda_tmp(int slot, size_t bytes) {
     static void *buf[AX_CUDA_TMP_SLOTS];
     static size_t cap[AX_CUDA_TMP_SLOTS];
     if (bytes > cap[slot]) {
-        if (buf[slot]) AX_CHECK_CUDA(cudaFree(buf[slot]));
+        if (buf[slot]) ax_cuda_free(buf[slot]);
         AX_CHECK_CUDA(cudaMalloc(&buf[slot], bytes));
         cap[slot] = bytes;
     }

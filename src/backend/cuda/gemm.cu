@@ -15,7 +15,6 @@
 #include <cublasLt.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #define AX_CHECK_CUBLAS(call) do { cublasStatus_t ax_s_ = (call); if (ax_s_ != CUBLAS_STATUS_SUCCESS) \
     ax_fatal(__FILE__, __LINE__, "%s: %s", #call, cublasLtGetStatusString(ax_s_)); } while (0)
@@ -39,8 +38,32 @@ static cublasLtHandle_t lt;
 static void *workspace;
 static plan plans[PLANS];
 static int nplans, next_evict;
-static int timing_on;
+/* --profile: each GEMM between two events on the stream (the host does not
+ * wait for it); the pairs are summed when the stats are read */
+#define TIMED_MAX 4096
+static int timing_on, ntimed;
+static cudaEvent_t ev[TIMED_MAX][2];
 static double g_seconds, g_flops;
+
+static void timed_sum(void) {
+    if (!ntimed) return;
+    AX_CHECK_CUDA(cudaEventSynchronize(ev[ntimed - 1][1]));
+    for (int i = 0; i < ntimed; i++) {
+        float ms;
+        AX_CHECK_CUDA(cudaEventElapsedTime(&ms, ev[i][0], ev[i][1]));
+        g_seconds += 1e-3 * ms;
+    }
+    ntimed = 0;
+}
+
+static cudaEvent_t timed_event(int end) {
+    if (!end && ntimed == TIMED_MAX) timed_sum();
+    cudaEvent_t *e = &ev[ntimed][end];
+    if (!*e) AX_CHECK_CUDA(cudaEventCreate(e));
+    AX_CHECK_CUDA(cudaEventRecord(*e, ax_cuda_stream()));
+    if (end) ntimed++;
+    return *e;
+}
 
 static cudaDataType_t cuda_type(ax_dtype t) { return t == AX_BF16 ? CUDA_R_16BF : CUDA_R_32F; }
 
@@ -149,8 +172,7 @@ static ax_mat as_f32(ax_mat m, int batch, int slot) {
 }
 
 void ax_cuda_gemm(int batch, float alpha, ax_mat A, int ta, ax_mat B, int tb, float beta, ax_mat C) {
-    struct timespec t0;
-    if (timing_on) clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (timing_on) timed_event(0);
     if (A.dtype == AX_BF16 && B.dtype == AX_BF16) {
         lt_matmul(batch, alpha, A, ta, B, tb, beta, C);
     } else {
@@ -167,9 +189,7 @@ void ax_cuda_gemm(int batch, float alpha, ax_mat A, int ta, ax_mat B, int tb, fl
     }
     AX_CUDA_DONE();
     if (timing_on) {
-        struct timespec t1;
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        g_seconds += (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
+        timed_event(1);
         g_flops += 2.0 * batch * C.rows * C.cols * (ta ? A.rows : A.cols);
     }
 }
@@ -182,5 +202,12 @@ const char *ax_cuda_gemm_kernel(ax_dtype t, int *emulated) {
     return s[t];
 }
 
-void ax_cuda_gemm_timing(int on) { timing_on = on; g_seconds = g_flops = 0; }
-void ax_cuda_gemm_stats(double *seconds, double *flops) { *seconds = g_seconds; *flops = g_flops; }
+void ax_cuda_gemm_timing(int on) {
+    timed_sum();
+    timing_on = on; g_seconds = g_flops = 0;
+}
+
+void ax_cuda_gemm_stats(double *seconds, double *flops) {
+    timed_sum();
+    *seconds = g_seconds; *flops = g_flops;
+}

@@ -131,3 +131,44 @@ void ax_cuda_cast(void *dst, ax_dtype dt, const void *src, ax_dtype st, size_t n
     }
     AX_CUDA_DONE();
 }
+
+/* the gradient norm's sum of squares: a double per block, then one block
+ * over those (no atomics: the same bits every run) */
+#define SQ_BLOCKS 1024
+__global__ static void sumsq_k(double *part, const float *x, size_t n) {
+    __shared__ double sh[NT];
+    double s = 0;
+    EACH(i, n) s += (double)x[i] * x[i];
+    sh[threadIdx.x] = s;
+    __syncthreads();
+    for (int o = NT / 2; o; o >>= 1) {
+        if (threadIdx.x < o) sh[threadIdx.x] += sh[threadIdx.x + o];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) part[blockIdx.x] = sh[0];
+}
+
+__global__ static void sumsq_sum(double *out, const double *part, unsigned n) {
+    __shared__ double sh[NT];
+    double s = 0;
+    for (unsigned i = threadIdx.x; i < n; i += NT) s += part[i];
+    sh[threadIdx.x] = s;
+    __syncthreads();
+    for (int o = NT / 2; o; o >>= 1) {
+        if (threadIdx.x < o) sh[threadIdx.x] += sh[threadIdx.x + o];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) *out = sh[0];
+}
+
+double ax_cuda_sumsq(const float *x, size_t n) {
+    if (!n) return 0.0;
+    double *part = (double *)ax_cuda_tmp(AX_CUDA_TMP_SUMSQ, (SQ_BLOCKS + 1) * sizeof(double)), s;
+    unsigned nb = grid_of(n) < SQ_BLOCKS ? grid_of(n) : SQ_BLOCKS;
+    sumsq_k<<<nb, NT, 0, ax_cuda_stream()>>>(part, x, n);
+    AX_CUDA_DONE();
+    sumsq_sum<<<1, NT, 0, ax_cuda_stream()>>>(part + SQ_BLOCKS, part, nb);
+    AX_CUDA_DONE();
+    ax_cuda_copy(&s, part + SQ_BLOCKS, sizeof s);
+    return s;
+}
