@@ -136,6 +136,11 @@ train_cmp() {
   local args=(train --synthetic --steps "${AX_TRAIN_STEPS:-200}" --val-every 0 --save-every 0 --log-every 10 --seed 1337)
   "$BIN/axonn" "${args[@]}" --backend cuda --out "$OUTD/train_gpu" > "$OUTD/train_gpu.out" 2>&1; local rc=$?
   echo "gpu run: exit $rc"; tail -5 "$OUTD/train_gpu.out"
+  if [ $rc -ne 0 ]; then   # kernels run queued: a fault surfaces late; drained after each entry it names its kernel
+    AXONN_CUDA_SYNC=1 "$BIN/axonn" train --synthetic --steps 3 --val-every 0 --save-every 0 --backend cuda \
+      --out "$OUTD/train_gpu_sync" > "$OUTD/train_gpu_sync.out" 2>&1
+    echo "gpu run again with AXONN_CUDA_SYNC=1: exit $?"; tail -3 "$OUTD/train_gpu_sync.out"
+  fi
   "$BIN/axonn" "${args[@]}" --backend cpu --out "$OUTD/train_cpu" > "$OUTD/train_cpu.out" 2>&1 || { echo "cpu run failed"; tail -5 "$OUTD/train_cpu.out"; return 1; }
   python3 - "$OUTD/train_cpu/metrics.jsonl" "$OUTD/train_gpu/metrics.jsonl" <<'EOF' || return 1
 import json, sys
