@@ -11,7 +11,7 @@
  * access elsewhere faults, and the handler names the address.
  *
  * On every grid of the world size, 3 training steps of 2 micro-batches with
- * every overlap on, then a checkpoint written and read back into a second
+ * every overlap on (goldfish weights at step 1: the weights are sent too), then a checkpoint written and read back into a second
  * model, must give the plain CPU run's losses, gradient norms, parameters and
  * optimizer moments bit for bit: the kernels and collectives are the same
  * ones, only where the host reads differs. Then a whole ax_train run
@@ -24,6 +24,7 @@
  * calls, while this rank's guard is closed. */
 #define _GNU_SOURCE
 #include "test.h"
+#include "train_steps.h"
 #include "backend/cpu/cpu.h"
 #include "model/gpt.h"
 #include "train/checkpoint.h"
@@ -187,17 +188,7 @@ static void run(ax_grid *g, ax_dtype t, const char *dir, result *r) {
     ax_gpt_set_overlap(&m, AX_OV_ALL, 0, 1);
     ax_gpt_init_random(&m, 7);
     ax_adamw o; ax_adamw_init(&o, m.n_local);
-    ax_source src; ax_source_open(&src, NULL, NULL, T, cfg.vocab_size, 0, 3);
-    int Bl = B / ACCUM / (g->gd * g->gz);
-    int32_t *seqs = ax_malloc((size_t)ACCUM * Bl * (T + 1) * 4), *scr = ax_malloc(2 * (size_t)Bl * T * 4);
-    for (int s = 0; s < STEPS; s++) {
-        for (int a = 0; a < ACCUM; a++)
-            for (int b = 0; b < Bl; b++)
-                ax_source_get(&src, ax_seq_pos(g, B, ACCUM, s, a, b), 0, seqs + ((size_t)a * Bl + b) * (T + 1));
-        ax_step_stats st;
-        ax_train_step(&m, &o, &hp, s, seqs, NULL, ACCUM, Bl, T, &st, scr);
-        r->loss[s] = st.loss; r->gnorm[s] = st.gnorm;
-    }
+    ax_t_train(&m, &o, &hp, 3, B, ACCUM, T, STEPS, 1, r->loss, r->gnorm);   /* goldfish weights at step 1 */
     r->n = m.n_local;
     r->params = host_copy(m.params, m.n_local);
     r->moment = host_copy(o.m, m.n_local);
@@ -211,7 +202,7 @@ static void run(ax_grid *g, ax_dtype t, const char *dir, result *r) {
     r->loaded = host_copy(m2.params, m2.n_local);
     r->loaded_moment = host_copy(o2.m, m2.n_local);
     ax_adamw_free(&o2); ax_gpt_free(&m2);
-    ax_adamw_free(&o); ax_source_close(&src); free(seqs); free(scr);
+    ax_adamw_free(&o);
     ax_gpt_free(&m);
 }
 

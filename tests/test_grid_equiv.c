@@ -19,6 +19,7 @@
  * widen (see TOL below); the bf16 serial run is also checked to differ from
  * the fp32 one by what bf16 rounding gives, neither nothing nor much more. */
 #include "test.h"
+#include "train_steps.h"
 #include "model/gpt.h"
 #include "train/optim.h"
 #include "train/source.h"
@@ -55,23 +56,8 @@ static void run(ax_gpt *m, ax_grid *g, double *losses, double *gnorms, ax_recomp
     ax_gpt_set_dtype(m, t);
     ax_gpt_init_random(m, 7);
     ax_adamw o; ax_adamw_init(&o, m->n_local);
-    ax_source src; ax_source_open(&src, NULL, NULL, T, cfg.vocab_size, 0, 11);
-    int Bl = B / ACCUM / (g->gd * g->gz);
-    int32_t *seqs = ax_malloc((size_t)ACCUM * Bl * (T + 1) * 4), *scr = ax_malloc(2 * (size_t)Bl * T * 4);
-    float *w = ax_malloc((size_t)ACCUM * Bl * T * sizeof(float));
-    for (int s = 0; s < STEPS; s++) {
-        for (int a = 0; a < ACCUM; a++)
-            for (int b = 0; b < Bl; b++) {
-                int32_t *q = seqs + ((size_t)a * Bl + b) * (T + 1);
-                ax_source_get(&src, ax_seq_pos(g, B, ACCUM, s, a, b), 0, q);
-                ax_goldfish_mask(q, 0, T, 3, 3, w + ((size_t)a * Bl + b) * T);
-            }
-        ax_step_stats st;
-        ax_train_step(m, &o, &hp, s, seqs, s == 1 ? w : NULL, ACCUM, Bl, T, &st, scr);
-        losses[s] = st.loss;
-        gnorms[s] = st.gnorm;
-    }
-    ax_adamw_free(&o); ax_source_close(&src); free(seqs); free(scr); free(w);
+    ax_t_train(m, &o, &hp, 11, B, ACCUM, T, STEPS, 1, losses, gnorms);   /* goldfish weights at step 1 */
+    ax_adamw_free(&o);
 }
 
 int main(int argc, char **argv) {

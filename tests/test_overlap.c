@@ -18,6 +18,7 @@
  * reduce-scatters completed later than started (ORS), buckets started
  * inside backward (DP), where the grid has those groups. */
 #include "test.h"
+#include "train_steps.h"
 #include "model/gpt.h"
 #include "train/optim.h"
 #include "train/source.h"
@@ -40,22 +41,12 @@ static void run(ax_grid *g, int overlap, int keep, ax_recompute mode, ax_dtype t
     ax_gpt_set_overlap(&m, overlap, keep, 1);
     ax_gpt_init_random(&m, 5);
     ax_adamw o; ax_adamw_init(&o, m.n_local);
-    ax_source src; ax_source_open(&src, NULL, NULL, T, cfg.vocab_size, 0, 3);
-    int Bl = B / ACCUM / (g->gd * g->gz);
-    int32_t *seqs = ax_malloc((size_t)ACCUM * Bl * (T + 1) * 4), *scr = ax_malloc(2 * (size_t)Bl * T * 4);
-    for (int s = 0; s < STEPS; s++) {
-        for (int a = 0; a < ACCUM; a++)
-            for (int b = 0; b < Bl; b++)
-                ax_source_get(&src, ax_seq_pos(g, B, ACCUM, s, a, b), 0, seqs + ((size_t)a * Bl + b) * (T + 1));
-        ax_step_stats st;
-        ax_train_step(&m, &o, &hp, s, seqs, NULL, ACCUM, Bl, T, &st, scr);
-        r->loss[s] = st.loss; r->gnorm[s] = st.gnorm;
-    }
+    ax_t_train(&m, &o, &hp, 3, B, ACCUM, T, STEPS, -1, r->loss, r->gnorm);
     r->n = m.n_local;
     r->params = ax_malloc(m.n_local * sizeof(float));
     memcpy(r->params, m.params, m.n_local * sizeof(float));
     r->prefetched = m.wf.prefetched; r->deferred = m.ws.rs.deferred; r->early = m.buckets_early;
-    ax_adamw_free(&o); ax_source_close(&src); free(seqs); free(scr);
+    ax_adamw_free(&o);
     ax_gpt_free(&m);
 }
 

@@ -1,0 +1,39 @@
+/* The training loop of the model tests: steps of ax_train_step on the
+ * synthetic token source, each rank taking its own sequences of the global
+ * batch as the trainer does. */
+#ifndef AX_TESTS_TRAIN_STEPS_H
+#define AX_TESTS_TRAIN_STEPS_H
+#include "memo/goldfish.h"
+#include "model/gpt.h"
+#include "train/optim.h"
+#include "train/source.h"
+#include "util/err.h"
+#include <stdlib.h>
+
+/* steps steps of accum micro-batches, global batch B sequences of T tokens
+ * from the synthetic source of seed src_seed; at step goldfish_step (-1:
+ * none) the goldfish mask (k 3, h 3) weights the targets. Losses and
+ * pre-clip gradient norms out (AdamW would hide a gradient scaled k times). */
+static inline void ax_t_train(ax_gpt *m, ax_adamw *o, const ax_hparams *hp, uint64_t src_seed, int B, int accum, int T,
+                              int steps, int goldfish_step, double *losses, double *gnorms) {
+    ax_grid *g = m->g;
+    ax_source src;
+    ax_source_open(&src, NULL, NULL, T, m->cfg.vocab_size, 0, src_seed);
+    int Bl = B / accum / (g->gd * g->gz);
+    int32_t *seqs = ax_malloc((size_t)accum * Bl * (T + 1) * 4), *scr = ax_malloc(2 * (size_t)Bl * T * 4);
+    float *w = ax_malloc((size_t)accum * Bl * T * sizeof(float));
+    for (int s = 0; s < steps; s++) {
+        for (int a = 0; a < accum; a++)
+            for (int b = 0; b < Bl; b++) {
+                int32_t *q = seqs + ((size_t)a * Bl + b) * (T + 1);
+                ax_source_get(&src, ax_seq_pos(g, B, accum, s, a, b), 0, q);
+                ax_goldfish_mask(q, 0, T, 3, 3, w + ((size_t)a * Bl + b) * T);
+            }
+        ax_step_stats st;
+        ax_train_step(m, o, hp, s, seqs, s == goldfish_step ? w : NULL, accum, Bl, T, &st, scr);
+        losses[s] = st.loss;
+        gnorms[s] = st.gnorm;
+    }
+    ax_source_close(&src); free(seqs); free(scr); free(w);
+}
+#endif
