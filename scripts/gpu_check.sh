@@ -131,6 +131,14 @@ for m in ("nvidia.cublas", "nvidia.nccl", "nvidia.cu13"):
 
 versions() { "$BIN/axonn" --version && ldd "$BIN/axonn" | grep -E "cublas|nccl|mpi|openblas|not found"; }
 
+# every op against the CPU backend; a failure is run again under compute-sanitizer
+ops_cmp() {
+  "$BIN/test_backend_cmp" && return 0
+  local rc=$?
+  command -v compute-sanitizer >/dev/null && timeout 90 compute-sanitizer --tool memcheck --print-limit 20 "$BIN/test_backend_cmp" 2>&1 | tail -60
+  return $rc
+}
+
 # tiny model, 200 steps (AX_TRAIN_STEPS), fp32 on both: final losses within 1%
 train_cmp() {
   local args=(train --synthetic --steps "${AX_TRAIN_STEPS:-200}" --val-every 0 --save-every 0 --log-every 10 --seed 1337)
@@ -175,22 +183,23 @@ torch_small() {
   python3 -c 'import torch; assert torch.cuda.is_available()' || { echo "SKIP: no PyTorch with CUDA"; return 77; }
   local a=(--device cuda --dtype bf16 --vocab 50257 --seq 1024 --layers 12 --heads 12 --embd 768 --batch 8 --steps 10 --timed 8 --threads 1)
   python3 bench/torch_gpt.py "${a[@]}" || return 1
+  [ "${AX_TORCH_COMPILE:-1}" = 0 ] && return 0
   python3 bench/torch_gpt.py "${a[@]}" --compile || echo "torch.compile: failed (eager figure above stands)"
 }
 
-export -f env_info build versions train_cmp gemm_peak bench_small bench_13b torch_small
+export -f env_info build versions ops_cmp train_cmp gemm_peak bench_small bench_13b torch_small
 export ROOT PACK OUTD
 step env 20 0 env_info
 step build 240 0 build
 setup_paths
 step version 30 0 versions
-step ops 60 1 "${BIN}/test_backend_cmp"
-step nccl 30 1 "${BIN}/test_nccl"
-step train 75 1 train_cmp
-step gemm 45 1 gemm_peak
-step bench_gpt2_small 60 1 bench_small
-step bench_gpt_1p3b 75 1 bench_13b
-step torch_gpt2_small 75 1 torch_small
+step ops 45 1 ops_cmp
+step nccl 20 1 "${BIN}/test_nccl"
+step train 60 1 train_cmp
+step gemm 30 1 gemm_peak
+step bench_gpt2_small 45 1 bench_small
+step bench_gpt_1p3b 60 1 bench_13b
+step torch_gpt2_small 60 1 torch_small
 echo "" >> "$SUM"
 echo "total $(( $(date +%s) - T0 )) s; GPU: $([ $HAVE_GPU = 1 ] && nvidia-smi -L | head -1 || echo none)" >> "$SUM"
 cat "$SUM"
