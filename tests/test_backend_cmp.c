@@ -156,7 +156,9 @@ static void pointwise(void) {
     C_->gelu_forward(F(o), F(x), n); G_->gelu_forward(G(o), G(x), n);
     row("gelu fwd", "300007", o, 0, 1e-6);
     C_->gelu_backward(F(g), F(x), F(d), n); G_->gelu_backward(G(g), G(x), G(d), n);
-    row("gelu bwd", "300007", g, 0, 1e-6);
+    /* CUDA's tanhf is within 2 ulp, glibc's within 1, and the gradient's
+     * x * (1 - tanh^2) terms magnify the difference: measured 1.5e-6 on an H200 */
+    row("gelu bwd", "300007", g, 0, 4e-6);
     int M = 64, Fd = 1000;
     pair gu = randf((size_t)M * 2 * Fd, -5, 5), so = mk((size_t)M * Fd * 4), dso = randf((size_t)M * Fd, -1, 1);
     pair dgu = mk((size_t)M * 2 * Fd * 4);
@@ -168,8 +170,10 @@ static void pointwise(void) {
     pair cs = randf((size_t)T * hd, -1, 1), xr = randf((size_t)Mr * ld, -1, 1), pos = randi(Mr, 0, T);
     C_->rope(F(xr), ld, Mr, T, NULL, nh, hd, F(cs), 1.0f); G_->rope(G(xr), ld, Mr, T, NULL, nh, hd, G(cs), 1.0f);
     row("rope fwd", "80 rows, 3x64 of 320", xr, 0, 1e-6);
+    put(xr);                            /* each op from the same inputs: no error carried over */
     C_->rope(F(xr), ld, Mr, T, pos.c, nh, hd, F(cs), -1.0f); G_->rope(G(xr), ld, Mr, T, pos.g, nh, hd, G(cs), -1.0f);
     row("rope bwd (positions)", "80 rows, 3x64 of 320", xr, 0, 1e-6);
+    put(o);
     C_->add(F(o), F(d), n); G_->add(G(o), G(d), n);
     row("add", "300007", o, 0, 0);
     int R = 301, Cn = 997;
@@ -178,6 +182,11 @@ static void pointwise(void) {
     row("bias_add", "301x997", y, 0, 0);
     C_->bias_grad(F(dbias), F(y), R, Cn); G_->bias_grad(G(dbias), G(y), R, Cn);
     row("bias_grad", "301x997", dbias, 0, 1e-6);
+    int Rl = 8200, Cw = 768;                /* a training step's rows: many row chunks */
+    pair yl = randf((size_t)Rl * Cw, -1, 1), dbl = randf(Cw, -1, 1);
+    C_->bias_grad(F(dbl), F(yl), Rl, Cw); G_->bias_grad(G(dbl), G(yl), Rl, Cw);
+    row("bias_grad", "8200x768", dbl, 0, 1e-6);
+    drop(yl); drop(dbl);
     pair w = randf(n, -1, 1), gr = randf(n, -1, 1), m = randf(n, -0.1f, 0.1f), v = randf(n, 0, 0.01f);
     for (int s = 0; s < 3; s++) {
         C_->adamw(F(w), F(gr), F(m), F(v), (int64_t)n, 0.5f, 0.9f, 0.95f, 0.5f, 0.3f, 1e-3f, 1e-8f, 0.999f);
@@ -215,14 +224,14 @@ static void attention(int B, int T, int Hl, int KVl, int hd) {
     size_t nq = (size_t)B * T * ld, no = (size_t)B * T * Cl;
     pair qkv = randf(nq, -1, 1), out = mk(no * 4), lse = mk((size_t)B * Hl * T * 4), dout = randf(no, -1, 1);
     pair dqkv = mk(nq * 4), sc = mk(C_->attention_scratch(T) * nthr * 4 + 4);
-    C_->attention_forward(F(out), F(lse), F(qkv), B, T, Hl, KVl, hd, F(sc), nthr);
-    G_->attention_forward(G(out), G(lse), G(qkv), B, T, Hl, KVl, hd, G(sc), G_->threads());
+    C_->attention_forward(F(out), F(lse), F(qkv), B, T, Hl, KVl, hd, AX_F32, F(sc), nthr);
+    G_->attention_forward(G(out), G(lse), G(qkv), B, T, Hl, KVl, hd, AX_F32, G(sc), G_->threads());
     char sh[64];
     snprintf(sh, sizeof sh, "B%d T%d H%d KV%d hd%d", B, T, Hl, KVl, hd);
     row("attention fwd out", sh, out, 0, 1e-5);
     row("attention fwd lse", sh, lse, 0, 1e-5);
-    C_->attention_backward(F(dqkv), F(dout), F(out), F(lse), F(qkv), B, T, Hl, KVl, hd, F(sc), nthr);
-    G_->attention_backward(G(dqkv), G(dout), G(out), G(lse), G(qkv), B, T, Hl, KVl, hd, G(sc), G_->threads());
+    C_->attention_backward(F(dqkv), F(dout), F(out), F(lse), F(qkv), B, T, Hl, KVl, hd, AX_F32, F(sc), nthr);
+    G_->attention_backward(G(dqkv), G(dout), G(out), G(lse), G(qkv), B, T, Hl, KVl, hd, AX_F32, G(sc), G_->threads());
     row("attention bwd dqkv", sh, dqkv, 0, 1e-4);
     drop(qkv); drop(out); drop(lse); drop(dout); drop(dqkv); drop(sc);
 }

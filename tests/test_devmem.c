@@ -113,10 +113,11 @@ WRAP(embedding_backward, (float *dwte, float *dwpe, const float *d, const int32_
                           int v0, int Vl, int Cl), (dwte, dwpe, d, t, pos, M, T, v0, Vl, Cl))
 WRAP(xent, (float *lg, float *ls, const int32_t *tg, const float *w, int M, int Vl, int v0, int V, float ds, float *sc,
             const ax_reducer *Y), (lg, ls, tg, w, M, Vl, v0, V, ds, sc, Y))
-WRAP(attention_forward, (float *o, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd, float *sc,
-                         int nt), (o, lse, qkv, B, T, Hl, KVl, hd, sc, nt))
+WRAP(attention_forward, (float *o, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd, ax_dtype dt,
+                         float *sc, int nt), (o, lse, qkv, B, T, Hl, KVl, hd, dt, sc, nt))
 WRAP(attention_backward, (float *dq, const float *d, const float *o, const float *lse, const float *qkv, int B, int T,
-                          int Hl, int KVl, int hd, float *sc, int nt), (dq, d, o, lse, qkv, B, T, Hl, KVl, hd, sc, nt))
+                          int Hl, int KVl, int hd, ax_dtype dt, float *sc, int nt),
+     (dq, d, o, lse, qkv, B, T, Hl, KVl, hd, dt, sc, nt))
 WRAP(attention_decode, (float *o, const float *qkv, float *kc, float *vc, const int *len, int nb, int Hl, int KVl,
                         int hd, int Tmax), (o, qkv, kc, vc, len, nb, Hl, KVl, hd, Tmax))
 WRAP(adamw, (float *w, const float *g, float *m, float *v, int64_t n, float gs, float b1, float b2, float c1, float c2,

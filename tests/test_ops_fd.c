@@ -268,7 +268,7 @@ typedef struct { int B, T, H, KV, hd; float *qkv, *R, *out, *lse, *scratch; } at
 
 static double att_loss(void *v) {
     att_ctx *c = v;
-    ax_attention_forward(c->out, c->lse, c->qkv, c->B, c->T, c->H, c->KV, c->hd, c->scratch, 1);
+    ax_attention_forward(c->out, c->lse, c->qkv, c->B, c->T, c->H, c->KV, c->hd, AX_F32, c->scratch, 1);
     return dot(c->out, c->R, (long)c->B * c->T * c->H * c->hd);
 }
 
@@ -335,7 +335,7 @@ static void test_attention(int KV) {
                      filled(B * T * C, 0), filled(B * H * T, 0), filled(ax_attention_scratch(T), GARBAGE)};
         att_loss(&c);
         float *dqkv = filled(nq, GARBAGE);
-        ax_attention_backward(dqkv, c.R, c.out, c.lse, c.qkv, B, T, H, kv1, hd, c.scratch, 1);
+        ax_attention_backward(dqkv, c.R, c.out, c.lse, c.qkv, B, T, H, kv1, hd, AX_F32, c.scratch, 1);
         fd_check(kv1 < H ? "attention dqkv (GQA)" : "attention dqkv", att_loss, &c, c.qkv, dqkv, nq);
         free(c.qkv); free(c.R); free(c.out); free(c.lse); free(c.scratch); free(dqkv);
     }
@@ -350,23 +350,23 @@ static void test_attention(int KV) {
     float *scratch = filled(2 * ax_attention_scratch(T), GARBAGE);
     double *rout = malloc(sizeof(double) * no), *rdq = malloc(sizeof(double) * nq);
     naive_attention(qkv, dout, B, T, H, KV, hd, rout, rdq);
-    ax_attention_forward(out1, lse, qkv, B, T, H, KV, hd, scratch, 1);
-    ax_attention_backward(dq1, dout, out1, lse, qkv, B, T, H, KV, hd, scratch, 1);
+    ax_attention_forward(out1, lse, qkv, B, T, H, KV, hd, AX_F32, scratch, 1);
+    ax_attention_backward(dq1, dout, out1, lse, qkv, B, T, H, KV, hd, AX_F32, scratch, 1);
     double eo = reldiff_d(out1, rout, no), eg = reldiff_d(dq1, rdq, nq);
     printf("attention T=%d (%d tiles), %d query / %d key-value heads: out %.2g, dqkv %.2g relative to the double reference\n",
            T, (T + 63) / 64, H, KV, eo, eg);
     CHECK(eo < 1e-5, "tiled attention output differs from the reference: %.3g", eo);
     CHECK(eg < 1e-5, "tiled attention dqkv differs from the reference: %.3g", eg);
     /* one thread or two: the same bits (each unit of work belongs to one thread) */
-    ax_attention_forward(out2, lse, qkv, B, T, H, KV, hd, scratch, 2);
-    ax_attention_backward(dq2, dout, out2, lse, qkv, B, T, H, KV, hd, scratch, 2);
+    ax_attention_forward(out2, lse, qkv, B, T, H, KV, hd, AX_F32, scratch, 2);
+    ax_attention_backward(dq2, dout, out2, lse, qkv, B, T, H, KV, hd, AX_F32, scratch, 2);
     CHECK(!memcmp(out1, out2, no * sizeof(float)) && !memcmp(dq1, dq2, nq * sizeof(float)),
           "attention with 2 threads differs from 1 thread");
     /* causal: changing the last query's k and v (and all later rows of the
      * first sequence's second half) leaves the earlier outputs unchanged */
     int cut = 64 + 3;
     for (long i = (long)cut * ld; i < (long)T * ld; i++) qkv[i] += 0.5f;
-    ax_attention_forward(out2, lse, qkv, B, T, H, KV, hd, scratch, 1);
+    ax_attention_forward(out2, lse, qkv, B, T, H, KV, hd, AX_F32, scratch, 1);
     CHECK(!memcmp(out1, out2, (size_t)cut * C * sizeof(float)), "outputs before position %d depend on later tokens", cut);
     CHECK(memcmp(out1 + (size_t)cut * C, out2 + (size_t)cut * C, (size_t)C * sizeof(float)), "the perturbation changed nothing");
     free(qkv); free(dout); free(lse); free(out1); free(out2); free(dq1); free(dq2); free(scratch); free(rout); free(rdq);

@@ -122,12 +122,15 @@ typedef struct ax_backend {
     void (*xent)(float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
                  int V, float dscale, float *scratch /* 3*M */, const ax_reducer *Y);
     /* causal attention of Hl query heads over KVl key/value heads (Hl a multiple):
-     * qkv (B*T, (Hl + 2 KVl) hd) rows [q | k | v], out (B*T, Hl*hd), lse (B, Hl, T) */
+     * qkv (B*T, (Hl + 2 KVl) hd) rows [q | k | v], out (B*T, Hl*hd), lse (B, Hl, T).
+     * dt is the model's GEMM input precision: with AX_BF16 a backend may multiply
+     * bf16-rounded q, k, v and probabilities (fp32 accumulation, fp32 softmax),
+     * as the layers' GEMMs do; the CPU backend computes in fp32 either way. */
     size_t (*attention_scratch)(int T);              /* floats per thread */
     void (*attention_forward)(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
-                              float *scratch, int nthr);
+                              ax_dtype dt, float *scratch, int nthr);
     void (*attention_backward)(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
-                               int B, int T, int Hl, int KVl, int hd, float *scratch, int nthr);
+                               int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr);
     /* one new query per row over a KV cache (nb rows, cache (rows, KVl, Tmax, hd)
      * of this layer); the row's new key and value are appended at len[b] */
     void (*attention_decode)(float *out, const float *qkv, float *kc, float *vc, const int *len,

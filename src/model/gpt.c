@@ -403,7 +403,8 @@ void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, in
     ax_linear_forward(&m->qkv, layer_weight(m, l, 0), P(AX_P_QKVB), IN(ln1, m->qkv), a->qkv);
     if (m->rope_on) ax_rope_forward(&m->rope, a->qkv, m->qkv.out_l, M, T, pos, m->Hl + m->KVl);   /* q and k heads */
     if (attend) attend(ctx, m, l, a);
-    else ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->att_scratch, m->att_threads);
+    else ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->dtype, m->att_scratch,
+                              m->att_threads);
     ax_linear_forward(&m->proj, layer_weight(m, l, 1), P(AX_P_PROJB), IN(atty, m->proj), a->res2);
     ax_add_inplace(a->res2, h, (size_t)M * Cx);
     norm_forward(m, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(AX_P_LN2W), P(AX_P_LN2B), M, scratch);
@@ -488,7 +489,8 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
         }
         m->phase = AX_PHASE_BWD;
         if (m->recompute == AX_RECOMPUTE_ATTN && l < m->cfg.n_layer - 1) {
-            ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->att_scratch, m->att_threads);
+            ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->dtype, m->att_scratch,
+                                 m->att_threads);
             ax_gpt_gemm_input(m, a->atty, a->atty_h, M, m->proj.in_l);
         }
 #define P(k) ax_gpt_param(m, AX_PID(l, k))
@@ -506,8 +508,8 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
         /* attention: res2 = h + proj(attend(rope(qkv(norm1(h))))) */
         ax_linear_backward(&m->proj, g, layer_weight(m, l, 1), IN(atty, m->proj),
                            m->dres, m->s1, G(AX_P_PROJW), G(AX_P_PROJB), &m->ws, m->dy_h);
-        ax_attention_backward(m->s2, m->s1, a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->att_scratch,
-                              m->att_threads);
+        ax_attention_backward(m->s2, m->s1, a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->dtype,
+                              m->att_scratch, m->att_threads);
         if (m->rope_on) ax_rope_backward(&m->rope, m->s2, m->qkv.out_l, M, T, NULL, m->Hl + m->KVl);
         ax_linear_backward(&m->qkv, g, layer_weight(m, l, 0), IN(ln1, m->qkv),
                            m->s2, m->s1, G(AX_P_QKVW), G(AX_P_QKVB), &m->ws, m->dy_h);

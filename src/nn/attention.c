@@ -3,14 +3,14 @@
 
 size_t ax_attention_scratch(int T) { return ax_be()->attention_scratch(T); }
 
-void ax_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
+void ax_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd, ax_dtype dt,
                           float *scratch, int nthr) {
-    ax_be()->attention_forward(out, lse, qkv, B, T, Hl, KVl, hd, scratch, nthr);
+    ax_be()->attention_forward(out, lse, qkv, B, T, Hl, KVl, hd, dt, scratch, nthr);
 }
 
 void ax_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
-                           int B, int T, int Hl, int KVl, int hd, float *scratch, int nthr) {
-    ax_be()->attention_backward(dqkv, dout, out, lse, qkv, B, T, Hl, KVl, hd, scratch, nthr);
+                           int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr) {
+    ax_be()->attention_backward(dqkv, dout, out, lse, qkv, B, T, Hl, KVl, hd, dt, scratch, nthr);
 }
 
 void ax_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len,

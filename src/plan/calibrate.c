@@ -106,8 +106,8 @@ typedef struct { float *out, *lse, *qkv, *dqkv, *dout, *scr; int B, T, H, hd, nt
 static void run_attn(void *p) {
     attn_ctx *a = p;
     const ax_backend *be = ax_be();
-    be->attention_forward(a->out, a->lse, a->qkv, a->B, a->T, a->H, a->H, a->hd, a->scr, a->nthr);
-    be->attention_backward(a->dqkv, a->dout, a->out, a->lse, a->qkv, a->B, a->T, a->H, a->H, a->hd, a->scr, a->nthr);
+    be->attention_forward(a->out, a->lse, a->qkv, a->B, a->T, a->H, a->H, a->hd, AX_F32, a->scr, a->nthr);
+    be->attention_backward(a->dqkv, a->dout, a->out, a->lse, a->qkv, a->B, a->T, a->H, a->H, a->hd, AX_F32, a->scr, a->nthr);
 }
 
 typedef struct { float *y, *x; size_t n; } add_ctx;

@@ -17,7 +17,7 @@ size_t ax_cpu_attention_scratch(int T) { return 2 * (size_t)TL * TL + (size_t)T 
 static inline int visible(int i, int j0, int nk) { return i - j0 + 1 < nk ? i - j0 + 1 : nk; }
 
 void ax_cpu_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
-                              float *scratch, int nthr) {
+                              ax_dtype dt, float *scratch, int nthr) {
     int Cl = Hl * hd, ld = (Hl + 2 * KVl) * hd, nt = (T + TL - 1) / TL, grp = Hl / KVl;
     float scale = ax_attn_scale(hd);
     #pragma omp parallel for schedule(dynamic, 1) num_threads(nthr)
@@ -56,7 +56,7 @@ void ax_cpu_attention_forward(float *out, float *lse, const float *qkv, int B, i
 }
 
 void ax_cpu_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
-                           int B, int T, int Hl, int KVl, int hd, float *scratch, int nthr) {
+                           int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr) {
     int Cl = Hl * hd, ld = (Hl + 2 * KVl) * hd, grp = Hl / KVl;
     float scale = ax_attn_scale(hd);
     #pragma omp parallel for schedule(dynamic, 1) num_threads(nthr)

@@ -55,9 +55,9 @@ void ax_cpu_xent(float *logits, float *losses, const int32_t *targets, const flo
                  int V, float dscale, float *scratch, const ax_reducer *Y);
 size_t ax_cpu_attention_scratch(int T);
 void ax_cpu_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
-                              float *scratch, int nthr);
+                              ax_dtype dt, float *scratch, int nthr);
 void ax_cpu_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
-                               int B, int T, int Hl, int KVl, int hd, float *scratch, int nthr);
+                               int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr);
 void ax_cpu_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len,
                              int nb, int Hl, int KVl, int hd, int Tmax);
 void ax_cpu_adamw(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2,

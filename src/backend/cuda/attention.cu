@@ -82,7 +82,7 @@ __global__ static void fwd(float *out, float *lse, const float *qkv, int T, int 
 }
 
 void ax_cuda_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
-                               float *scratch, int nthr) {
+                               ax_dtype dt, float *scratch, int nthr) {
     if (!B || !T || !Hl) return;
     check_hd(hd);
     dim3 grid((T + BR - 1) / BR, B * Hl);
@@ -186,7 +186,7 @@ __global__ static void bwd_dkv(float *dqkv, const float *dout, const float *lse,
 }
 
 void ax_cuda_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
-                                int B, int T, int Hl, int KVl, int hd, float *scratch, int nthr) {
+                                int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr) {
     if (!B || !T || !Hl) return;
     check_hd(hd);
     cudaStream_t s = ax_cuda_stream();
