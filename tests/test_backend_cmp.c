@@ -219,21 +219,41 @@ static void vocab(void) {
     drop(logits); drop(tg); drop(wt); drop(loss); drop(sc);
 }
 
-static void attention(int B, int T, int Hl, int KVl, int hd) {
+/* dt AX_F32: the tiled fp32 kernels, which differ from the CPU's only in
+ * summation order (1e-5, 1e-4 for the backward's longer sums). AX_BF16: the
+ * matrix-unit path (attention_mm.cu) against the CPU's fp32: q, k, v, the
+ * probabilities, dO and dS rounded to bf16. Its tolerances are 3x the worst
+ * error of a numpy emulation of that arithmetic on these shapes against fp64
+ * (out 3.6e-3, lse 4.7e-4, dqkv 2.9e-3; two seeds each). */
+static void attention(int B, int T, int Hl, int KVl, int hd, ax_dtype dt) {
     int ld = (Hl + 2 * KVl) * hd, Cl = Hl * hd, nthr = C_->threads();
     size_t nq = (size_t)B * T * ld, no = (size_t)B * T * Cl;
     pair qkv = randf(nq, -1, 1), out = mk(no * 4), lse = mk((size_t)B * Hl * T * 4), dout = randf(no, -1, 1);
     pair dqkv = mk(nq * 4), sc = mk(C_->attention_scratch(T) * nthr * 4 + 4);
-    C_->attention_forward(F(out), F(lse), F(qkv), B, T, Hl, KVl, hd, AX_F32, F(sc), nthr);
-    G_->attention_forward(G(out), G(lse), G(qkv), B, T, Hl, KVl, hd, AX_F32, G(sc), G_->threads());
+    C_->attention_forward(F(out), F(lse), F(qkv), B, T, Hl, KVl, hd, dt, F(sc), nthr);
+    G_->attention_forward(G(out), G(lse), G(qkv), B, T, Hl, KVl, hd, dt, G(sc), G_->threads());
     char sh[64];
-    snprintf(sh, sizeof sh, "B%d T%d H%d KV%d hd%d", B, T, Hl, KVl, hd);
-    row("attention fwd out", sh, out, 0, 1e-5);
-    row("attention fwd lse", sh, lse, 0, 1e-5);
-    C_->attention_backward(F(dqkv), F(dout), F(out), F(lse), F(qkv), B, T, Hl, KVl, hd, AX_F32, F(sc), nthr);
-    G_->attention_backward(G(dqkv), G(dout), G(out), G(lse), G(qkv), B, T, Hl, KVl, hd, AX_F32, G(sc), G_->threads());
-    row("attention bwd dqkv", sh, dqkv, 0, 1e-4);
+    int bf = dt == AX_BF16;
+    snprintf(sh, sizeof sh, "B%d T%d H%d KV%d hd%d%s", B, T, Hl, KVl, hd, bf ? " bf16" : "");
+    row("attention fwd out", sh, out, 0, bf ? 1e-2 : 1e-5);
+    row("attention fwd lse", sh, lse, 0, bf ? 2e-3 : 1e-5);
+    put(out); put(lse);                 /* the backward from the same inputs */
+    C_->attention_backward(F(dqkv), F(dout), F(out), F(lse), F(qkv), B, T, Hl, KVl, hd, dt, F(sc), nthr);
+    G_->attention_backward(G(dqkv), G(dout), G(out), G(lse), G(qkv), B, T, Hl, KVl, hd, dt, G(sc), G_->threads());
+    row("attention bwd dqkv", sh, dqkv, 0, bf ? 1e-2 : 1e-4);
     drop(qkv); drop(out); drop(lse); drop(dout); drop(dqkv); drop(sc);
+}
+
+/* the gradient norm's sum of squares over ranges (one long enough for every
+ * partial block, one empty): doubles summed in another order, 1e-12 */
+static void sumsq(void) {
+    size_t len[3] = {3000017, 0, 777};
+    pair a = randf(len[0], -1, 1), b = randf(len[2] + 5, -1, 1);
+    const float *xc[3] = {F(a), F(b), F(b) + 5}, *xg[3] = {G(a), G(b), G(b) + 5};
+    double c = C_->sumsq(3, xc, len), g = G_->sumsq(3, xg, len), e = fabs(g - c) / c;
+    printf("%-24s %-30s %10.2e %8.0e  %s\n", "sumsq", "3 ranges: 3000017, 0, 777", e, 1e-12, e <= 1e-12 ? "ok" : "FAIL");
+    CHECK(e <= 1e-12, "sumsq: relative error %.3g", e);
+    drop(a); drop(b);
 }
 
 static void decode(void) {
@@ -271,10 +291,15 @@ int main(int argc, char **argv) {
     casts();
     norms();
     pointwise();
+    sumsq();
     vocab();
-    attention(2, 100, 4, 2, 64);
-    attention(1, 64, 2, 2, 128);
-    attention(2, 33, 4, 4, 8);
+    for (int bf = 0; bf < 2; bf++) {
+        ax_dtype dt = bf ? AX_BF16 : AX_F32;
+        attention(2, 100, 4, 2, 64, dt);
+        attention(1, 64, 2, 2, 128, dt);
+        attention(2, 33, 4, 4, 8, dt);
+    }
+    attention(1, 1024, 2, 2, 64, AX_BF16);      /* a training length: many chunk rows */
     decode();
     int rc = ax_test_done("backend_cmp");
     MPI_Finalize();

@@ -122,7 +122,9 @@ WRAP(attention_decode, (float *o, const float *qkv, float *kc, float *vc, const 
                         int hd, int Tmax), (o, qkv, kc, vc, len, nb, Hl, KVl, hd, Tmax))
 WRAP(adamw, (float *w, const float *g, float *m, float *v, int64_t n, float gs, float b1, float b2, float c1, float c2,
              float lr, float eps, float dec), (w, g, m, v, n, gs, b1, b2, c1, c2, lr, eps, dec))
-static double g_sumsq(const float *x, size_t n) { open_guard(); double s = CPU.sumsq(x, n); close_guard(); return s; }
+static double g_sumsq(int n, const float *const *x, const size_t *len) {
+    open_guard(); double s = CPU.sumsq(n, x, len); close_guard(); return s;
+}
 #undef WRAP
 
 static ax_backend guarded(void) {

@@ -38,6 +38,8 @@ static inline ax_mat ax_mat_of(const void *p, ax_dtype t, int rows, int cols) {
 }
 static inline ax_mat ax_mat_f32(const float *p, int rows, int cols) { return ax_mat_of(p, AX_F32, rows, cols); }
 
+#define AX_SUMSQ_RANGES 64
+
 typedef struct {
     void (*sum)(void *ctx, float *buf, size_t n);   /* in place, over the group */
     void (*max)(void *ctx, float *buf, size_t n);
@@ -68,8 +70,10 @@ typedef struct ax_backend {
     int host_memory;
     /* bytes of the backend's memory at p set to zero */
     void (*zero)(void *p, size_t bytes);
-    /* sum of x[i]^2 in double (the gradient norm), complete on return */
-    double (*sumsq)(const float *x, size_t n);
+    /* sum of x[r][i]^2 over n ranges (at most AX_SUMSQ_RANGES) of len[r] floats,
+     * in double, complete on return: the gradient norm hands over many
+     * parameters' ranges at once, so that a device backend waits once */
+    double (*sumsq)(int n, const float *const *x, const size_t *len);
 
     /* C = alpha op(A) op(B) + beta C for each of batch matrices; op(A) is A or
      * A^T, C.rows x K, op(B) K x C.cols; accumulation in fp32 whatever the

@@ -529,8 +529,15 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
 
 double ax_gpt_sumsq(ax_gpt *m, const float *flat) {
     double s = 0;
-    for (int i = 0; i < m->np; i++)
-        if (m->p[i].present) s += ax_shard_sumsq(&m->p[i].shard, m->g, flat + m->p[i].offset);
+    const float *x[AX_SUMSQ_RANGES];
+    size_t len[AX_SUMSQ_RANGES];
+    int k = 0;
+    for (int i = 0; i < m->np; i++) {
+        if (!m->p[i].present) continue;
+        k += ax_shard_sumsq_ranges(&m->p[i].shard, m->g, flat + m->p[i].offset, x + k, len + k);
+        if (k > AX_SUMSQ_RANGES - 2) { s += ax_be()->sumsq(k, x, len); k = 0; }
+    }
+    if (k) s += ax_be()->sumsq(k, x, len);
     ax_allreduce_f64(&m->g->tp, &s, 1);
     return s;
 }

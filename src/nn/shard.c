@@ -75,12 +75,14 @@ int ax_shard_copies(const ax_shard *s, const ax_grid *g, int z, int64_t *lo, int
     return c;
 }
 
-double ax_shard_sumsq(const ax_shard *s, const ax_grid *g, const float *local) {
-    int rep = ax_shard_replicated(s, g);
+int ax_shard_sumsq_ranges(const ax_shard *s, const ax_grid *g, const float *local, const float **x, size_t *len) {
+    int rep = ax_shard_replicated(s, g), k = 0;
     if (((rep & 1) && g->x) || ((rep & 2) && g->y) || ((rep & 4) && g->z)) return 0;
     int64_t lo, hi, n = ax_shard_numel(s, g);
     if (g->y % ax_shard_copies(s, g, g->z, &lo, &hi) == 0) lo = hi = n;   /* the counted copy (or none replicated) */
-    return ax_be()->sumsq(local, (size_t)lo) + ax_be()->sumsq(local + hi, (size_t)(n - hi));
+    if (lo > 0) { x[k] = local; len[k++] = (size_t)lo; }
+    if (n > hi) { x[k] = local + hi; len[k++] = (size_t)(n - hi); }
+    return k;
 }
 
 int64_t ax_shard_logical_index(const ax_shard *s, const ax_grid *g, int x, int y, int z, int64_t i) {

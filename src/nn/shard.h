@@ -54,10 +54,11 @@ int ax_shard_replicated(const ax_shard *s, const ax_grid *g);
  * the rank at depth z (empty when its Z chunk holds none). Replicated parts
  * are consecutive and equally replicated (k and v). */
 int ax_shard_copies(const ax_shard *s, const ax_grid *g, int z, int64_t *lo, int64_t *hi);
-/* Sum of squares of this rank's local elements that it counts for the grid,
- * so that the sum over X x Y x Z counts every logical element once: only
- * coordinate 0 of a replicated axis, and of each replicated part's copies. */
-double ax_shard_sumsq(const ax_shard *s, const ax_grid *g, const float *local);
+/* The ranges (at most 2, into x and len; returns how many) of this rank's
+ * local elements that it counts for the grid, so that a sum of squares over
+ * X x Y x Z counts every logical element once: only coordinate 0 of a
+ * replicated axis, and of each replicated part's copies. */
+int ax_shard_sumsq_ranges(const ax_shard *s, const ax_grid *g, const float *local, const float **x, size_t *len);
 
 /* Logical flat index of local element i on the rank at (x, y, z), or -1 for padding. */
 int64_t ax_shard_logical_index(const ax_shard *s, const ax_grid *g, int x, int y, int z, int64_t i);

@@ -8,9 +8,10 @@ static void *cpu_alloc(size_t bytes) { return ax_calloc(bytes ? bytes : 1, 1); }
 static void cpu_copy(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
 static void cpu_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
 /* accumulated in order, in one double */
-static double cpu_sumsq(const float *x, size_t n) {
+static double cpu_sumsq(int n, const float *const *x, const size_t *len) {
     double s = 0;
-    for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
+    for (int r = 0; r < n; r++)
+        for (size_t i = 0; i < len[r]; i++) s += (double)x[r][i] * x[r][i];
     return s;
 }
 

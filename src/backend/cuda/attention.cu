@@ -5,7 +5,9 @@
  * the row's log-sum-exp; the backward recomputes the probabilities from it.
  * Every output element is written by one warp that walks its inputs in order:
  * no atomics, results independent of the launch. Head dimension at most 128.
- * Softmax pieces from backend/kmath.h. */
+ * Softmax pieces from backend/kmath.h. These run fp32 models (and, with
+ * AXONN_CUDA_ATTN=tiled, bf16 ones); bf16 models otherwise run on the matrix
+ * units (attention_mm.cu). */
 #include "backend/cuda/cuda.h"
 #include "backend/kmath.h"
 
@@ -84,6 +86,7 @@ __global__ static void fwd(float *out, float *lse, const float *qkv, int T, int 
 void ax_cuda_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
                                ax_dtype dt, float *scratch, int nthr) {
     if (!B || !T || !Hl) return;
+    if (ax_cuda_attention_mm(dt)) { ax_cuda_attention_mm_forward(out, lse, qkv, B, T, Hl, KVl, hd); return; }
     check_hd(hd);
     dim3 grid((T + BR - 1) / BR, B * Hl);
     size_t smem = sizeof(float) * (TK * (hd + 1) + TK * hd + BR * hd);
@@ -100,6 +103,11 @@ __global__ static void row_d(float *D, const float *dout, const float *out, int 
     for (int e = lane; e < hd; e += 32) d += dout[o + e] * out[o + e];
     d = ax_warp_sum(d);
     if (lane == 0) D[(size_t)bh * T + i] = d;
+}
+
+void ax_cuda_attention_rowdot(float *D, const float *dout, const float *out, int B, int T, int Hl, int hd) {
+    row_d<<<dim3((T + BR - 1) / BR, B * Hl), 32 * BR, 0, ax_cuda_stream()>>>(D, dout, out, T, Hl, hd);
+    AX_CUDA_DONE();
 }
 
 /* dq of query rows, a warp each, over key tiles */
@@ -188,12 +196,13 @@ __global__ static void bwd_dkv(float *dqkv, const float *dout, const float *lse,
 void ax_cuda_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
                                 int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr) {
     if (!B || !T || !Hl) return;
+    if (ax_cuda_attention_mm(dt)) { ax_cuda_attention_mm_backward(dqkv, dout, out, lse, qkv, B, T, Hl, KVl, hd); return; }
     check_hd(hd);
     cudaStream_t s = ax_cuda_stream();
     float *D = (float *)ax_cuda_tmp(AX_CUDA_TMP_ATTN, sizeof(float) * B * Hl * T);
     dim3 gq((T + BR - 1) / BR, B * Hl), gk((T + BR - 1) / BR, B * KVl);
     size_t smem = sizeof(float) * (2 * TK * (hd + 1) + 2 * BR * hd);
-    row_d<<<gq, 32 * BR, 0, s>>>(D, dout, out, T, Hl, hd);
+    ax_cuda_attention_rowdot(D, dout, out, B, T, Hl, hd);
     bwd_dq<<<gq, 32 * BR, smem, s>>>(dqkv, dout, lse, D, qkv, T, Hl, KVl, hd);
     bwd_dkv<<<gk, 32 * BR, smem, s>>>(dqkv, dout, lse, D, qkv, T, Hl, KVl, hd);
     AX_CUDA_DONE();

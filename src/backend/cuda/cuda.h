@@ -18,7 +18,7 @@ void *ax_cuda_alloc(size_t bytes);
 void ax_cuda_free(void *p);
 void ax_cuda_copy(void *dst, const void *src, size_t bytes);
 void ax_cuda_zero(void *p, size_t bytes);
-double ax_cuda_sumsq(const float *x, size_t n);
+double ax_cuda_sumsq(int n, const float *const *x, const size_t *len);
 void ax_cuda_set_threads(int n);
 int ax_cuda_threads(void);
 /* the backend's one compute stream (a cudaStream_t); src/comm/nccl.c orders
@@ -81,8 +81,17 @@ void ax_cuda_done(const char *file, int line);
 #define AX_CUDA_DONE() ax_cuda_done(__FILE__, __LINE__)
 /* a device buffer for a kernel's own temporaries, grown on first use to the
  * largest request of its slot and then reused (no cudaMalloc per step) */
-enum { AX_CUDA_TMP_GEMM_A, AX_CUDA_TMP_GEMM_B, AX_CUDA_TMP_GEMM_C, AX_CUDA_TMP_ATTN, AX_CUDA_TMP_SUMSQ,
-       AX_CUDA_TMP_SLOTS };
+enum { AX_CUDA_TMP_GEMM_A, AX_CUDA_TMP_GEMM_B, AX_CUDA_TMP_GEMM_C, AX_CUDA_TMP_ATTN, AX_CUDA_TMP_ATTN_MM,
+       AX_CUDA_TMP_SUMSQ, AX_CUDA_TMP_SLOTS };
+
+/* attention on the matrix units (attention_mm.cu): whether it runs for models
+ * of GEMM precision dt (bf16, unless AXONN_CUDA_ATTN=tiled), and its passes */
+int ax_cuda_attention_mm(ax_dtype dt);
+void ax_cuda_attention_mm_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd);
+void ax_cuda_attention_mm_backward(float *dqkv, const float *dout, const float *out, const float *lse,
+                                   const float *qkv, int B, int T, int Hl, int KVl, int hd);
+/* D (B, Hl, T) = rowsum(dout o out) per query head, the softmax backward's row term */
+void ax_cuda_attention_rowdot(float *D, const float *dout, const float *out, int B, int T, int Hl, int hd);
 void *ax_cuda_tmp(int slot, size_t bytes);
 
 static inline unsigned ax_cuda_blocks(size_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }

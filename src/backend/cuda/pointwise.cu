@@ -161,14 +161,20 @@ __global__ static void sumsq_sum(double *out, const double *part, unsigned n) {
     if (threadIdx.x == 0) *out = sh[0];
 }
 
-double ax_cuda_sumsq(const float *x, size_t n) {
-    if (!n) return 0.0;
-    double *part = (double *)ax_cuda_tmp(AX_CUDA_TMP_SUMSQ, (SQ_BLOCKS + 1) * sizeof(double)), s;
-    unsigned nb = grid_of(n) < SQ_BLOCKS ? grid_of(n) : SQ_BLOCKS;
-    sumsq_k<<<nb, NT, 0, ax_cuda_stream()>>>(part, x, n);
+/* SQ_BLOCKS partials per range (zeros past a short range's blocks), summed in
+ * order by one block, and one copy back for all the ranges */
+double ax_cuda_sumsq(int n, const float *const *x, const size_t *len) {
+    size_t np = (size_t)n * SQ_BLOCKS;
+    double *part = (double *)ax_cuda_tmp(AX_CUDA_TMP_SUMSQ, (np + 1) * sizeof(double)), s;
+    cudaStream_t st = ax_cuda_stream();
+    AX_CHECK_CUDA(cudaMemsetAsync(part, 0, np * sizeof(double), st));
+    for (int r = 0; r < n; r++) {
+        if (!len[r]) continue;
+        unsigned nb = grid_of(len[r]) < SQ_BLOCKS ? grid_of(len[r]) : SQ_BLOCKS;
+        sumsq_k<<<nb, NT, 0, st>>>(part + (size_t)r * SQ_BLOCKS, x[r], len[r]);
+    }
+    sumsq_sum<<<1, NT, 0, st>>>(part + np, part, (unsigned)np);
     AX_CUDA_DONE();
-    sumsq_sum<<<1, NT, 0, ax_cuda_stream()>>>(part + SQ_BLOCKS, part, nb);
-    AX_CUDA_DONE();
-    ax_cuda_copy(&s, part + SQ_BLOCKS, sizeof s);
+    ax_cuda_copy(&s, part + np, sizeof s);
     return s;
 }
