@@ -126,7 +126,8 @@ for m in ("nvidia.cublas", "nvidia.nccl", "nvidia.cu13"):
     except Exception: pass' 2>/dev/null | tr '\n' ':')
   export LD_LIBRARY_PATH="${lp#:}:${py}${LD_LIBRARY_PATH:-}"
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader OMPI_MCA_plm=isolated \
-         OMPI_MCA_rmaps_base_oversubscribe=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
+         OMPI_MCA_rmaps_base_oversubscribe=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)} \
+         PMIX_MCA_pcompress_base_silence_warning=1
 }
 
 versions() { "$BIN/axonn" --version && ldd "$BIN/axonn" | grep -E "cublas|nccl|mpi|openblas|not found"; }
@@ -150,6 +151,15 @@ train_cmp() {
     echo "gpu run again with AXONN_CUDA_SYNC=1: exit $?"; tail -3 "$OUTD/train_gpu_sync.out"
   fi
   "$BIN/axonn" "${args[@]}" --backend cpu --out "$OUTD/train_cpu" > "$OUTD/train_cpu.out" 2>&1 || { echo "cpu run failed"; tail -5 "$OUTD/train_cpu.out"; return 1; }
+  # bf16 on the GPU (matrix-unit attention) beside the CPU's fp32: reported, not judged
+  "$BIN/axonn" "${args[@]}" --backend cuda --dtype bf16 --out "$OUTD/train_gpu_bf16" > "$OUTD/train_gpu_bf16.out" 2>&1
+  echo "gpu bf16 run: exit $?"; tail -2 "$OUTD/train_gpu_bf16.out"
+  python3 - "$OUTD/train_cpu/metrics.jsonl" "$OUTD/train_gpu_bf16/metrics.jsonl" <<'EOF'
+import json, sys
+c, g = ({r["step"]: r["loss"] for r in map(json.loads, open(p)) if "loss" in r} for p in sys.argv[1:3])
+last = max(set(c) & set(g))
+print(f"bf16 GPU vs fp32 CPU at step {last}: {g[last]:.5f} vs {c[last]:.5f}, relative {abs(g[last]-c[last])/c[last]:.2e}")
+EOF
   python3 - "$OUTD/train_cpu/metrics.jsonl" "$OUTD/train_gpu/metrics.jsonl" <<'EOF' || return 1
 import json, sys
 def curve(p):
@@ -173,10 +183,16 @@ gemm_peak() {
     8192,6144,2048 8192,2048,2048 8192,8192,2048 8192,2048,8192 8192,50304,2048
 }
 
-bench_small() { "$BIN/axonn" bench --backend cuda --dtype bf16 --preset gpt2 --seq 1024 --batch 8 --iters 10; }
+# AXONN_CUDA_PROFILE=1: each backend entry's device time, printed at exit
+bench_small() {
+  AXONN_CUDA_PROFILE=1 "$BIN/axonn" bench --backend cuda --dtype bf16 --preset gpt2 --seq 1024 --batch 8 --iters 10
+}
+bench_small_tiled() {
+  AXONN_CUDA_ATTN=tiled "$BIN/axonn" bench --backend cuda --dtype bf16 --preset gpt2 --seq 1024 --batch 8 --iters 5
+}
 bench_13b() {
-  "$BIN/axonn" bench --backend cuda --dtype bf16 --n-layer 24 --n-embd 2048 --n-head 16 --block-size 2048 \
-    --vocab-size 50257 --seq 2048 --batch 4 --iters 6
+  AXONN_CUDA_PROFILE=1 "$BIN/axonn" bench --backend cuda --dtype bf16 --n-layer 24 --n-embd 2048 --n-head 16 \
+    --block-size 2048 --vocab-size 50257 --seq 2048 --batch 4 --iters 6
 }
 
 torch_small() {
@@ -187,7 +203,14 @@ torch_small() {
   python3 bench/torch_gpt.py "${a[@]}" --compile || echo "torch.compile: failed (eager figure above stands)"
 }
 
-export -f env_info build versions ops_cmp train_cmp gemm_peak bench_small bench_13b torch_small
+# every op again under compute-sanitizer's memcheck: out-of-bounds and misaligned accesses
+sanitize() {
+  set -o pipefail
+  command -v compute-sanitizer >/dev/null || { echo "SKIP: no compute-sanitizer"; return 77; }
+  compute-sanitizer --tool memcheck --print-limit 20 --error-exitcode 3 "$BIN/test_backend_cmp" 2>&1 | tail -40
+}
+
+export -f sanitize env_info build versions ops_cmp train_cmp gemm_peak bench_small bench_small_tiled bench_13b torch_small
 export ROOT PACK OUTD
 step env 20 0 env_info
 step build 240 0 build
@@ -198,8 +221,10 @@ step nccl 20 1 "${BIN}/test_nccl"
 step train 60 1 train_cmp
 step gemm 30 1 gemm_peak
 step bench_gpt2_small 45 1 bench_small
+step bench_gpt2_small_tiled 45 1 bench_small_tiled
 step bench_gpt_1p3b 60 1 bench_13b
-step torch_gpt2_small 60 1 torch_small
+step torch_gpt2_small 100 1 torch_small
+step sanitize 90 1 sanitize
 echo "" >> "$SUM"
 echo "total $(( $(date +%s) - T0 )) s; GPU: $([ $HAVE_GPU = 1 ] && nvidia-smi -L | head -1 || echo none)" >> "$SUM"
 cat "$SUM"
