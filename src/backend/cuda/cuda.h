@@ -82,7 +82,7 @@ void ax_cuda_done(const char *file, int line);
 /* a device buffer for a kernel's own temporaries, grown on first use to the
  * largest request of its slot and then reused (no cudaMalloc per step) */
 enum { AX_CUDA_TMP_GEMM_A, AX_CUDA_TMP_GEMM_B, AX_CUDA_TMP_GEMM_C, AX_CUDA_TMP_ATTN, AX_CUDA_TMP_ATTN_MM,
-       AX_CUDA_TMP_SUMSQ, AX_CUDA_TMP_SLOTS };
+       AX_CUDA_TMP_SUMSQ, AX_CUDA_TMP_COLSUM, AX_CUDA_TMP_EMB_KEYS, AX_CUDA_TMP_EMB_SORT, AX_CUDA_TMP_SLOTS };
 
 /* attention on the matrix units (attention_mm.cu): whether it runs for models
  * of GEMM precision dt (bf16, unless AXONN_CUDA_ATTN=tiled), and its passes */

@@ -1,8 +1,9 @@
 /* LayerNorm and RMSNorm over rows split in columns: one block per row for the
  * row sums, the group's reducer between passes (NCCL, on device memory),
- * per-element bodies from backend/kmath.h. Parameter gradients: one
- * thread per column walks the rows in order, so the sums are deterministic. */
+ * per-element bodies from backend/kmath.h. Parameter gradients: column
+ * sums parallel over the rows in a fixed order (colsum.cuh), deterministic. */
 #include "backend/cuda/cuda.h"
+#include "backend/cuda/colsum.cuh"
 #include "backend/kmath.h"
 
 #define NT 256
@@ -66,18 +67,17 @@ __global__ static void ln_back_dx(float *dx, const float *dout, const float *x, 
     for (int j = threadIdx.x; j < Cl; j += NT) dx[o + j] += ax_layernorm_dx(x[o + j], dout[o + j], w[j], m, rs, a, c);
 }
 
-__global__ static void ln_back_params(float *dw, float *db, const float *dout, const float *x, const float *mean,
-                                      const float *rstd, int M, int Cl) {
-    int j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= Cl) return;
-    float gw = 0, gb = 0;
-    for (int i = 0; i < M; i++) {
-        float d = dout[(size_t)i * Cl + j];
-        gw += ax_layernorm_dw(d, x[(size_t)i * Cl + j], mean[i], rstd[i]);
-        gb += d;
+/* dw and db of one element, for ax_colsum */
+struct ln_dwdb {
+    const float *dout, *x, *mean, *rstd;
+    int Cl;
+    __device__ void operator()(int i, int j, float *v) const {
+        size_t o = (size_t)i * Cl + j;
+        float d = dout[o];
+        v[0] = ax_layernorm_dw(d, x[o], mean[i], rstd[i]);
+        v[1] = d;
     }
-    dw[j] += gw; db[j] += gb;
-}
+};
 
 void ax_cuda_layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
                                 const float *mean, const float *rstd, int M, int Cl, int C, float *scratch,
@@ -88,7 +88,7 @@ void ax_cuda_layernorm_backward(float *dx, float *dw, float *db, const float *do
     AX_CUDA_DONE();
     X->sum(X->ctx, scratch, 2 * (size_t)M);
     ln_back_dx<<<M, NT, 0, s>>>(dx, dout, x, w, mean, rstd, scratch, Cl, C);
-    ln_back_params<<<ax_cuda_blocks(Cl, 128), 128, 0, s>>>(dw, db, dout, x, mean, rstd, M, Cl);
+    ax_colsum<2>(dw, db, M, Cl, ln_dwdb{dout, x, mean, rstd, Cl});
     AX_CUDA_DONE();
 }
 
@@ -134,13 +134,14 @@ __global__ static void rms_back_dx(float *dx, const float *dout, const float *x,
     for (int j = threadIdx.x; j < Cl; j += NT) dx[o + j] += ax_rmsnorm_dx(x[o + j], dout[o + j], w[j], rs, c);
 }
 
-__global__ static void rms_back_dw(float *dw, const float *dout, const float *x, const float *rstd, int M, int Cl) {
-    int j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= Cl) return;
-    float g = 0;
-    for (int i = 0; i < M; i++) g += ax_rmsnorm_dw(dout[(size_t)i * Cl + j], x[(size_t)i * Cl + j], rstd[i]);
-    dw[j] += g;
-}
+struct rms_dw {
+    const float *dout, *x, *rstd;
+    int Cl;
+    __device__ void operator()(int i, int j, float *v) const {
+        size_t o = (size_t)i * Cl + j;
+        v[0] = ax_rmsnorm_dw(dout[o], x[o], rstd[i]);
+    }
+};
 
 void ax_cuda_rmsnorm_backward(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
                               int M, int Cl, int C, float *scratch, const ax_reducer *X) {
@@ -150,6 +151,6 @@ void ax_cuda_rmsnorm_backward(float *dx, float *dw, const float *dout, const flo
     AX_CUDA_DONE();
     X->sum(X->ctx, scratch, M);
     rms_back_dx<<<M, NT, 0, s>>>(dx, dout, x, w, rstd, scratch, Cl, C);
-    rms_back_dw<<<ax_cuda_blocks(Cl, 128), 128, 0, s>>>(dw, dout, x, rstd, M, Cl);
+    ax_colsum<1>(dw, NULL, M, Cl, rms_dw{dout, x, rstd, Cl});
     AX_CUDA_DONE();
 }

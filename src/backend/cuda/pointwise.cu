@@ -1,7 +1,9 @@
 /* Elementwise and per-column kernels: GELU, SwiGLU, rotary embeddings,
  * residual add, bias, AdamW, casts. A thread per element (grid-stride), the
- * element's arithmetic from backend/kmath.h. */
+ * element's arithmetic from backend/kmath.h; the bias gradient's column sums
+ * from colsum.cuh. */
 #include "backend/cuda/cuda.h"
+#include "backend/cuda/colsum.cuh"
 #include "backend/kmath.h"
 
 #define NT 256
@@ -90,18 +92,16 @@ void ax_cuda_bias_add(float *y, const float *bias, int M, int n) {
     AX_CUDA_DONE();
 }
 
-/* a thread per column walks the rows in order: deterministic sums */
-__global__ static void bias_grad_k(float *db, const float *dy, int M, int n) {
-    int j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= n) return;
-    float s = 0;
-    for (int i = 0; i < M; i++) s += dy[(size_t)i * n + j];
-    db[j] += s;
-}
+/* column sums in parallel over the rows, in a fixed order (colsum.cuh) */
+struct bias_dy {
+    const float *dy;
+    int n;
+    __device__ void operator()(int i, int j, float *v) const { v[0] = dy[(size_t)i * n + j]; }
+};
 
 void ax_cuda_bias_grad(float *db, const float *dy, int M, int n) {
     if (!n || !M) return;
-    bias_grad_k<<<ax_cuda_blocks(n, 128), 128, 0, ax_cuda_stream()>>>(db, dy, M, n);
+    ax_colsum<1>(db, NULL, M, n, bias_dy{dy, n});
     AX_CUDA_DONE();
 }
 
