@@ -229,6 +229,32 @@ static void vocab(void) {
     drop(logits); drop(tg); drop(wt); drop(loss); drop(sc);
 }
 
+/* The embedding backward on a step's rows: the GPU adds each table row's
+ * rows in increasing row order from its value, the CPU loop's order, so the
+ * two agree bit for bit (tolerance 0). Few keys: tokens in [0, 40) over the 30
+ * owned from 5 (a quarter outside, skipped), runs of ~100 rows; explicit
+ * positions, then positions i % T with a partial last sequence; then a
+ * GPT-2-sized vocabulary. */
+static void embedding_rows(void) {
+    int M = 4100, Cl = 200, v0 = 5, Vl = 30, T = 128, Tn = 1000, V = 50257, Cv = 64;
+    pair tok = randi(M, 0, 40), pos = randi(M, 0, T), d = randf((size_t)M * Cl, -1, 1);
+    pair dwte = randf((size_t)Vl * Cl, -1, 1), dwpe = randf((size_t)T * Cl, -1, 1), dwpn = randf((size_t)Tn * Cl, -1, 1);
+    C_->embedding_backward(F(dwte), F(dwpe), F(d), tok.c, pos.c, M, T, v0, Vl, Cl);
+    G_->embedding_backward(G(dwte), G(dwpe), G(d), tok.g, pos.g, M, T, v0, Vl, Cl);
+    row("embedding bwd dwte", "4100 rows, 30x200 of 40", dwte, 0, 0);
+    row("embedding bwd dwpe (pos)", "4100 rows, 128x200", dwpe, 0, 0);
+    put(dwte);
+    C_->embedding_backward(F(dwte), F(dwpn), F(d), tok.c, NULL, M, Tn, v0, Vl, Cl);
+    G_->embedding_backward(G(dwte), G(dwpn), G(d), tok.g, NULL, M, Tn, v0, Vl, Cl);
+    row("embedding bwd dwte", "4100 rows, 30x200 of 40", dwte, 0, 0);
+    row("embedding bwd dwpe (i%T)", "4100 rows, 1000x200", dwpn, 0, 0);
+    pair tv = randi(M, 0, V), dv = randf((size_t)M * Cv, -1, 1), dwv = randf((size_t)V * Cv, -1, 1);
+    C_->embedding_backward(F(dwv), NULL, F(dv), tv.c, NULL, M, T, 0, V, Cv);
+    G_->embedding_backward(G(dwv), NULL, G(dv), tv.g, NULL, M, T, 0, V, Cv);
+    row("embedding bwd dwte", "4100 rows, 50257x64", dwv, 0, 0);
+    drop(tok); drop(pos); drop(d); drop(dwte); drop(dwpe); drop(dwpn); drop(tv); drop(dv); drop(dwv);
+}
+
 /* dt AX_F32: the tiled fp32 kernels, which differ from the CPU's only in
  * summation order (1e-5, 1e-4 for the backward's longer sums). AX_BF16: the
  * matrix-unit path (attention_mm.cu) against the CPU's fp32: q, k, v, the
@@ -312,6 +338,7 @@ int main(int argc, char **argv) {
     attention(1, 1024, 2, 2, 64, AX_BF16);      /* a training length: many chunk rows */
     decode();
     norms(8200);                        /* last: the earlier cases keep their random inputs */
+    embedding_rows();
     int rc = ax_test_done("backend_cmp");
     MPI_Finalize();
     return rc;
