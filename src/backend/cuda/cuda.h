@@ -76,9 +76,10 @@ int ax_err_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define AX_CHECK_CUDA(call) do { cudaError_t ax_e_ = (call); if (ax_e_ != cudaSuccess) \
     ax_fatal(__FILE__, __LINE__, "%s: %s (%s)", #call, cudaGetErrorString(ax_e_), cudaGetErrorName(ax_e_)); } while (0)
 /* after a kernel entry's launches: launch errors (the stream drained too
- * under AXONN_CUDA_SYNC=1) */
-void ax_cuda_done(const char *file, int line);
-#define AX_CUDA_DONE() ax_cuda_done(__FILE__, __LINE__)
+ * under AXONN_CUDA_SYNC=1), and the entry's device time under
+ * AXONN_CUDA_PROFILE=1 (a table on stderr at exit) */
+void ax_cuda_done(const char *file, int line, const char *func);
+#define AX_CUDA_DONE() ax_cuda_done(__FILE__, __LINE__, __func__)
 /* a device buffer for a kernel's own temporaries, grown on first use to the
  * largest request of its slot and then reused (no cudaMalloc per step) */
 enum { AX_CUDA_TMP_GEMM_A, AX_CUDA_TMP_GEMM_B, AX_CUDA_TMP_GEMM_C, AX_CUDA_TMP_ATTN, AX_CUDA_TMP_ATTN_MM,

@@ -5,9 +5,132 @@
 #include "backend/cuda/cuda.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 static int device = -1;
 static cudaStream_t stream;
+
+/* ---- AXONN_CUDA_PROFILE=1: device time per entry ---------------------------
+ * ax_cuda_done records an event on the stream after each entry's launches,
+ * and the time from the previous event to this one is charged to the entry's
+ * call site (function and line). That span is whatever the stream did in
+ * between: time the device sat idle waiting for the host to queue the entry
+ * (host gaps: the host's own work, MPI, a copy's wait) and waits for NCCL
+ * streams count to the next entry, not to the one before; so does work queued
+ * outside the entries. Events sit in a ring created on first use; a batch is
+ * resolved once it is PROF_BATCH events behind the newest (its last event is
+ * then normally complete: no sync per kernel, no allocation after the first
+ * use). At exit a table sorted by total time goes to stderr. */
+#define PROF_RING 4096
+#define PROF_BATCH 1024                 /* resolved when 2 batches wait: at most 2049 events of the ring in use */
+#define PROF_SITES 256
+
+typedef struct { const char *file, *func; int line; long long calls; double ms; } prof_site;
+
+static struct {
+    int on;                             /* -1: environment not read yet */
+    int ready;                          /* the ring's events exist on the current device */
+    cudaEvent_t ev[PROF_RING];
+    short site[PROF_RING];
+    long long head, done, first;        /* events recorded, resolved; first: the ring's oldest, with no predecessor */
+    prof_site sites[PROF_SITES];
+    int nsites;
+} prof = {-1};
+
+static int prof_on(void) {
+    if (prof.on < 0) prof.on = getenv("AXONN_CUDA_PROFILE") && atoi(getenv("AXONN_CUDA_PROFILE")) > 0;
+    return prof.on;
+}
+
+/* charges events [done, upto) to their sites; at exit errors are returned, not fatal */
+static cudaError_t prof_resolve(long long upto, int at_exit) {
+    if (upto <= prof.done) return cudaSuccess;
+    cudaError_t e = cudaEventSynchronize(prof.ev[(upto - 1) % PROF_RING]);
+    if (e != cudaSuccess && !at_exit) ax_fatal(__FILE__, __LINE__, "CUDA profile: %s", cudaGetErrorString(e));
+    if (e != cudaSuccess) return e;
+    for (long long k = prof.done; k < upto; k++) {
+        prof_site *st = &prof.sites[prof.site[k % PROF_RING]];
+        float ms = 0;
+        st->calls++;
+        if (k > prof.first && cudaEventElapsedTime(&ms, prof.ev[(k - 1) % PROF_RING], prof.ev[k % PROF_RING]) == cudaSuccess)
+            st->ms += ms;
+    }
+    prof.done = upto;
+    return cudaSuccess;
+}
+
+static void prof_report(void) {
+    cudaError_t e = prof.ready ? prof_resolve(prof.head, 1) : cudaSuccess;
+    int idx[PROF_SITES], n = prof.nsites;
+    double total = 0;
+    long long calls = 0;
+    for (int i = 0; i < n; i++) { idx[i] = i; total += prof.sites[i].ms; calls += prof.sites[i].calls; }
+    for (int i = 1; i < n; i++)         /* insertion sort by total time, largest first */
+        for (int j = i; j > 0 && prof.sites[idx[j]].ms > prof.sites[idx[j - 1]].ms; j--) {
+            int t = idx[j]; idx[j] = idx[j - 1]; idx[j - 1] = t;
+        }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);   /* one write: ranks' tables do not interleave */
+    if (!f) return;
+    fprintf(f, "CUDA profile (AXONN_CUDA_PROFILE=1), device %d, pid %d: stream time from one entry's end to the next's, "
+            "host gaps in the next entry%s%s\n", device, (int)getpid(), e != cudaSuccess ? "; incomplete: " : "",
+            e != cudaSuccess ? cudaGetErrorString(e) : "");
+    fprintf(f, "%-48s %10s %12s %10s %7s\n", "entry", "calls", "total ms", "mean us", "share");
+    for (int i = 0; i < n; i++) {
+        const prof_site *st = &prof.sites[idx[i]];
+        const char *base = strrchr(st->file, '/');
+        char name[160];
+        snprintf(name, sizeof name, "%s (%s:%d)", st->func, base ? base + 1 : st->file, st->line);
+        fprintf(f, "%-48s %10lld %12.3f %10.2f %6.1f%%\n", name, st->calls, st->ms,
+                st->calls ? 1e3 * st->ms / st->calls : 0.0, total > 0 ? 100.0 * st->ms / total : 0.0);
+    }
+    fprintf(f, "%-48s %10lld %12.3f\n", "all", calls, total);
+    fclose(f);
+    fwrite(buf, 1, len, stderr);
+    free(buf);
+}
+
+static int prof_site_of(const char *file, int line, const char *func) {
+    static int last;
+    if (last < prof.nsites && prof.sites[last].line == line && prof.sites[last].file == file) return last;
+    for (int i = 0; i < prof.nsites; i++)   /* a call site's __FILE__ is one string: its address is its name */
+        if (prof.sites[i].line == line && prof.sites[i].file == file) return last = i;
+    if (prof.nsites == PROF_SITES) {    /* full: the last row takes the rest */
+        prof_site *st = &prof.sites[PROF_SITES - 1];
+        st->file = "?"; st->func = "(other entries)"; st->line = 0;
+        return PROF_SITES - 1;
+    }
+    prof_site *st = &prof.sites[prof.nsites];
+    st->file = file; st->func = func; st->line = line;
+    return last = prof.nsites++;
+}
+
+static void prof_record(const char *file, int line, const char *func) {
+    static int registered;
+    if (!prof.ready) {
+        for (int i = 0; i < PROF_RING; i++) AX_CHECK_CUDA(cudaEventCreate(&prof.ev[i]));
+        prof.ready = 1;
+        prof.first = prof.head;
+        /* after the CUDA runtime's own exit handler was registered (the
+         * stream exists), so the table is printed before the runtime goes */
+        if (!registered) { atexit(prof_report); registered = 1; }
+    }
+    int s = prof_site_of(file, line, func);
+    if (prof.head - prof.done >= 2 * PROF_BATCH) prof_resolve(prof.done + PROF_BATCH, 0);
+    AX_CHECK_CUDA(cudaEventRecord(prof.ev[prof.head % PROF_RING], stream));
+    prof.site[prof.head % PROF_RING] = (short)s;
+    prof.head++;
+}
+
+/* the device changes (ax_cuda_bind): the ring's events belong to the old one */
+static void prof_close(void) {
+    if (!prof.ready) return;
+    prof_resolve(prof.head, 0);
+    for (int i = 0; i < PROF_RING; i++) cudaEventDestroy(prof.ev[i]);
+    prof.ready = 0;
+}
 
 int ax_cuda_open(void) {
     int n = 0;
@@ -25,6 +148,7 @@ void ax_cuda_bind(int local_rank) {
     int n = 0;
     AX_CHECK_CUDA(cudaGetDeviceCount(&n));
     if (device >= 0 && device == local_rank % n) return;
+    prof_close();
     device = local_rank % n;
     AX_CHECK_CUDA(cudaSetDevice(device));
     if (stream) AX_CHECK_CUDA(cudaStreamDestroy(stream));
@@ -48,12 +172,13 @@ const char *ax_cuda_device_name(void) {
  * the device again only at copy (or an NCCL join). A kernel's fault then
  * surfaces at that later call; AXONN_CUDA_SYNC=1 drains the stream after
  * every entry so that the error names the kernel's file and line. */
-void ax_cuda_done(const char *file, int line) {
+void ax_cuda_done(const char *file, int line, const char *func) {
     static int sync = -1;
     if (sync < 0) sync = getenv("AXONN_CUDA_SYNC") && atoi(getenv("AXONN_CUDA_SYNC")) > 0;
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess && sync) e = cudaStreamSynchronize(ax_cuda_stream());
     if (e != cudaSuccess) ax_fatal(file, line, "CUDA kernel: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+    if (prof_on()) prof_record(file, line, func);
 }
 
 void *ax_cuda_alloc(size_t bytes) {
@@ -78,13 +203,16 @@ void ax_cuda_free(void *p) {
 }
 
 void ax_cuda_zero(void *p, size_t bytes) {
-    if (bytes) AX_CHECK_CUDA(cudaMemsetAsync(p, 0, bytes, ax_cuda_stream()));
+    if (!bytes) return;
+    AX_CHECK_CUDA(cudaMemsetAsync(p, 0, bytes, ax_cuda_stream()));
+    AX_CUDA_DONE();                     /* a row of its own in the profile */
 }
 
 void ax_cuda_copy(void *dst, const void *src, size_t bytes) {
     if (!bytes) return;
     AX_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, ax_cuda_stream()));
     AX_CHECK_CUDA(cudaStreamSynchronize(ax_cuda_stream()));
+    if (prof_on()) prof_record(__FILE__, __LINE__, __func__);   /* a row for the copies (and idle time before them) */
 }
 
 void *ax_cuda_tmp(int slot, size_t bytes) {
