@@ -74,6 +74,9 @@ typedef struct ax_backend {
      * in double, complete on return: the gradient norm hands over many
      * parameters' ranges at once, so that a device backend waits once */
     double (*sumsq)(int n, const float *const *x, const size_t *len);
+    /* optional: waits until the work queued on the backend is done; NULL:
+     * nothing is queued (the CPU). Callers use ax_backend_sync. */
+    void (*sync)(void);
 
     /* C = alpha op(A) op(B) + beta C for each of batch matrices; op(A) is A or
      * A^T, C.rows x K, op(B) K x C.cols; accumulation in fp32 whatever the
@@ -166,6 +169,11 @@ void ax_host_release(void *view, void *p, size_t bytes, int write);
 
 /* The backend in use (the CPU one unless ax_backend_use chose another). */
 const ax_backend *ax_be(void);
+/* waits for the backend's queued work (kernels return before it is done on
+ * a device): before reading a clock that should include it */
+static inline void ax_backend_sync(void) {
+    if (ax_be()->sync) ax_be()->sync();
+}
 /* Selects a compiled backend by name; fails with one line naming the compiled ones. */
 int ax_backend_use(const char *name);
 /* Makes b the backend in use without opening it (tests wrap the CPU backend). */

@@ -59,6 +59,7 @@ void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const 
     }
     ax_gpt_grad_sync(m);
     ax_allreduce_f64(&g->dz, &loss, 1);
+    ax_backend_sync();                  /* a device's queued backward is compute, not the optimizer's time */
     double t_opt = MPI_Wtime();
     double gnorm = sqrt(ax_gpt_sumsq(m, m->grads));
     st->loss = ntok > 0 ? loss / ntok : 0.0;
@@ -75,5 +76,6 @@ void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const 
         if (coef < 1.0) gscale = (float)coef;
     }
     ax_adamw_update(o, m, h, st->lr, (int64_t)step + 1, gscale);
+    ax_backend_sync();                  /* the update queued on a device, run */
     st->optim_s = MPI_Wtime() - t_opt;
 }

@@ -19,6 +19,7 @@ void ax_cuda_free(void *p);
 void ax_cuda_copy(void *dst, const void *src, size_t bytes);
 void ax_cuda_zero(void *p, size_t bytes);
 double ax_cuda_sumsq(int n, const float *const *x, const size_t *len);
+void ax_cuda_sync(void);
 void ax_cuda_set_threads(int n);
 int ax_cuda_threads(void);
 /* the backend's one compute stream (a cudaStream_t); src/comm/nccl.c orders

@@ -7,7 +7,7 @@ const ax_backend ax_cuda_backend = {
     .open = ax_cuda_open, .bind = ax_cuda_bind,
     .set_threads = ax_cuda_set_threads, .threads = ax_cuda_threads,
     .alloc = ax_cuda_alloc, .free = ax_cuda_free, .copy = ax_cuda_copy,
-    .host_memory = 0, .zero = ax_cuda_zero, .sumsq = ax_cuda_sumsq,
+    .host_memory = 0, .zero = ax_cuda_zero, .sumsq = ax_cuda_sumsq, .sync = ax_cuda_sync,
     .gemm = ax_cuda_gemm, .gemm_kernel = ax_cuda_gemm_kernel,
     .gemm_timing = ax_cuda_gemm_timing, .gemm_stats = ax_cuda_gemm_stats, .cast = ax_cuda_cast,
     .layernorm_forward = ax_cuda_layernorm_forward, .layernorm_backward = ax_cuda_layernorm_backward,
