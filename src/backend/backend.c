@@ -111,8 +111,10 @@ void ax_gemm_batched(int batch, float alpha, ax_mat A, int transA, ax_mat B, int
     if (C.rows == 0 || C.cols == 0 || batch == 0) return;
     /* cut only single-threaded GEMMs: a threaded BLAS call splits C among its
      * threads by the call's shape, so a tile's bits would differ from the
-     * whole call's (measured with OpenBLAS); there each GEMM polls once */
-    if (progress && progress() && batch == 1 && current->threads() == 1)
+     * whole call's (measured with OpenBLAS); there each GEMM polls once.
+     * Never a device's (host_memory 0): its collectives progress on their
+     * own streams, and bands would only leave the GPU part idle. */
+    if (progress && progress() && batch == 1 && current->host_memory && current->threads() == 1)
         gemm_tiled(alpha, A, transA, B, transB, beta, C, ak);
     else ax_gemm_tuned(current, batch, alpha, A, transA, B, transB, beta, C);
 }
