@@ -9,6 +9,7 @@
 #                                # and the Debian runtime libraries as .debs)
 #   scripts/gpu_check.sh         # there: the check (carry .gpu-pack)
 #   AX_USE_PACK=1 scripts/gpu_check.sh   # the pack's binaries even where a build is possible
+#   scripts/gpu_check.sh digest [DIR]   # the lines that matter of a finished check
 #   AX_REHEARSE=1 ...            # run the GPU steps without a GPU too: their own
 #                                # SKIP and error paths, and the CPU halves
 #
@@ -45,6 +46,24 @@ if [ "${1:-}" = pack ]; then
      libibverbs1 librdmacm1 libnl-3-200 libnl-route-3-200 libpsm2-2 libpciaccess0 libudev1 2>/dev/null)
   git rev-parse HEAD > "$PACK/commit"
   du -sh "$PACK"/bin "$PACK"/debs; du -sh "$PACK"
+  exit 0
+fi
+
+# ------------------------------------------------------------------- digest
+# the lines that matter of a finished check's logs (a reply's tail is short)
+if [ "${1:-}" = digest ]; then
+  d=${2:-${OUT:-$ROOT/gpu-check}}
+  cd "$d" || exit 1
+  echo "== ops"; grep -E "FAIL|passed" ops.log
+  echo "== train"; tail -n 4 train.log
+  echo "== gemm"; tail -n 12 gemm.log
+  for f in bench_gpt2_small bench_gpt2_small_tiled bench_gpt_1p3b; do
+    echo "== $f"; grep -E "^bench:|ms/iteration|model FLOP|hardware FLOP|GEMM ceiling|per iteration|memory per rank" "$f.log"
+    grep -A 16 "^CUDA profile" "$f.log" | cut -c 1-100
+  done
+  echo "== torch"; grep -E "ms_per_step|compile" torch_gpt2_small.log | cut -c 1-200
+  echo "== sanitize"; tail -n 4 sanitize.log
+  cat summary.md
   exit 0
 fi
 
