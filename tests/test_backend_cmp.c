@@ -281,14 +281,15 @@ static void attention(int B, int T, int Hl, int KVl, int hd, ax_dtype dt) {
 }
 
 /* the gradient norm's sum of squares over ranges (one long enough for every
- * partial block, one empty): doubles summed in another order, 1e-12 */
+ * partial block, one empty): positive doubles summed in another order, so
+ * within n u = 3e6 x 1.1e-16 = 3.3e-10 relative (measured 1.15e-12 on an H200) */
 static void sumsq(void) {
     size_t len[3] = {3000017, 0, 777};
     pair a = randf(len[0], -1, 1), b = randf(len[2] + 5, -1, 1);
     const float *xc[3] = {F(a), F(b), F(b) + 5}, *xg[3] = {G(a), G(b), G(b) + 5};
     double c = C_->sumsq(3, xc, len), g = G_->sumsq(3, xg, len), e = fabs(g - c) / c;
-    printf("%-24s %-30s %10.2e %8.0e  %s\n", "sumsq", "3 ranges: 3000017, 0, 777", e, 1e-12, e <= 1e-12 ? "ok" : "FAIL");
-    CHECK(e <= 1e-12, "sumsq: relative error %.3g", e);
+    printf("%-24s %-30s %10.2e %8.0e  %s\n", "sumsq", "3 ranges: 3000017, 0, 777", e, 4e-10, e <= 4e-10 ? "ok" : "FAIL");
+    CHECK(e <= 4e-10, "sumsq: relative error %.3g", e);
     drop(a); drop(b);
 }
 

@@ -167,6 +167,12 @@ void ax_backend_set_progress(int (*poll)(void));
 void *ax_host_view(void *p, size_t bytes, int read);
 void ax_host_release(void *view, void *p, size_t bytes, int write);
 
+/* fn(ctx, lo, hi) over the chunks [lo, hi) of [0, n) on the host's threads
+ * (OpenMP's, whichever backend runs the kernels): setup work whose elements
+ * are independent of each other, such as random initialisation, so that its
+ * result does not depend on the thread count. */
+void ax_host_parallel(int64_t n, void (*fn)(void *ctx, int64_t lo, int64_t hi), void *ctx);
+
 /* The backend in use (the CPU one unless ax_backend_use chose another). */
 const ax_backend *ax_be(void);
 /* waits for the backend's queued work (kernels return before it is done on

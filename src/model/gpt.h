@@ -174,6 +174,14 @@ void ax_gpt_final_norm(ax_gpt *m, float *out, float *mean, float *rstd, const fl
  * dscale != 0 the logits buffer holds dloss/dlogits scaled by dscale. */
 double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights,
                       int Bl, int T, float dscale);
+/* ax_gpt_forward in two halves, for training: the first queues the work and
+ * returns at once; the second reads the per-row losses back and returns the
+ * sum. Between them the step queues the backward, so that a device backend
+ * is not left idle while the host waits for the loss (it reads nothing the
+ * backward writes). weights as given to the first half; M = Bl * T. */
+void ax_gpt_forward_queue(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights,
+                          int Bl, int T, float dscale);
+double ax_gpt_loss_sum(ax_gpt *m, const float *weights, int M);
 /* Gradients accumulate into m->grads; they are final after ax_gpt_grad_sync
  * (reduce-scatters over Z may still be in flight when backward returns). */
 void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T);

@@ -52,10 +52,11 @@ void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const 
             memcpy(in + b * T, s, T * sizeof(int32_t));
             memcpy(tg + b * T, s + 1, T * sizeof(int32_t));
         }
-        loss += ax_gpt_forward(m, in, tg, weights ? weights + (int64_t)a * M : NULL, Bl, T,
-                               ntok > 0 ? (float)(1.0 / ntok) : 0.0f);
+        const float *w = weights ? weights + (int64_t)a * M : NULL;
+        ax_gpt_forward_queue(m, in, tg, w, Bl, T, ntok > 0 ? (float)(1.0 / ntok) : 0.0f);
         if (a == accum - 1) ax_gpt_grad_sync_begin(m);   /* its backward may start the reductions */
         ax_gpt_backward(m, in, Bl, T);
+        loss += ax_gpt_loss_sum(m, w, M);              /* after the backward is queued: no idle device */
     }
     ax_gpt_grad_sync(m);
     ax_allreduce_f64(&g->dz, &loss, 1);

@@ -1,8 +1,15 @@
 /* The CPU backend's table. */
 #include "backend/cpu/cpu.h"
 #include "util/err.h"
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+
+void ax_host_parallel(int64_t n, void (*fn)(void *ctx, int64_t lo, int64_t hi), void *ctx) {
+    const int64_t chunk = 1 << 16;
+    #pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t lo = 0; lo < n; lo += chunk) fn(ctx, lo, lo + chunk < n ? lo + chunk : n);
+}
 
 static void *cpu_alloc(size_t bytes) { return ax_calloc(bytes ? bytes : 1, 1); }
 static void cpu_copy(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
