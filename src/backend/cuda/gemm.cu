@@ -9,7 +9,12 @@
  * B and its "B" our A, with the same transpose flags.
  *
  * A plan (descriptors, layouts and the heuristic's algorithm) is made once per
- * shape, layout, dtypes and operand alignment, and kept; one workspace serves all. */
+ * shape, layout, dtypes and operand alignment, and kept; one workspace serves
+ * all. Plans are found by a hash of their key: asking the heuristic again
+ * costs far more host time than the GEMM takes on the device, so a step's
+ * few hundred distinct GEMMs must never evict each other. Alignment counts
+ * up to 16 bytes, all cuBLASLt's kernels ask for: beyond that, weights at
+ * different offsets would make a plan each. */
 #include "backend/cuda/cuda.h"
 #include "backend/kmath.h"
 #include <cublasLt.h>
@@ -20,7 +25,8 @@
     ax_fatal(__FILE__, __LINE__, "%s: %s", #call, cublasLtGetStatusString(ax_s_)); } while (0)
 
 #define WORKSPACE (32u << 20)   /* what Lt's heuristic may use; Hopper kernels want up to 32 MiB */
-#define PLANS 128
+#define PLANS 2048
+#define SLOTS (2 * PLANS)       /* open addressing, at most half full */
 
 typedef struct {
     int ta, tb, m, n, k, lda, ldb, ldc, batch, dta, dtb, dtc, align;
@@ -37,7 +43,7 @@ typedef struct {
 static cublasLtHandle_t lt;
 static void *workspace;
 static plan plans[PLANS];
-static int nplans, next_evict;
+static int nplans, slot_of[SLOTS];      /* slot_of: plan index + 1, 0 empty */
 /* --profile: each GEMM between two events on the stream (the host does not
  * wait for it); the pairs are summed when the stats are read */
 #define TIMED_MAX 4096
@@ -67,10 +73,17 @@ static cudaEvent_t timed_event(int end) {
 
 static cudaDataType_t cuda_type(ax_dtype t) { return t == AX_BF16 ? CUDA_R_16BF : CUDA_R_32F; }
 
-/* the largest power of two (up to 256) dividing every operand address */
+/* the largest power of two (up to 16) dividing every operand address */
 static int alignment(const void *a, const void *b, const void *c) {
-    uintptr_t u = (uintptr_t)a | (uintptr_t)b | (uintptr_t)c | 256;
+    uintptr_t u = (uintptr_t)a | (uintptr_t)b | (uintptr_t)c | 16;
     return (int)(u & -u);
+}
+
+static unsigned key_hash(const plan_key *k) {     /* FNV-1a over the key's bytes */
+    const unsigned char *b = (const unsigned char *)k;
+    unsigned h = 2166136261u;
+    for (size_t i = 0; i < sizeof *k; i++) h = (h ^ b[i]) * 16777619u;
+    return h;
 }
 
 static cublasLtMatrixLayout_t layout(ax_dtype t, int rows, int cols, int ld, int batch, int64_t stride) {
@@ -89,15 +102,21 @@ static void plan_free(plan *p) {
 }
 
 static plan *plan_get(const plan_key *k) {
-    for (int i = 0; i < nplans; i++)
-        if (!memcmp(&plans[i].key, k, sizeof *k)) return &plans[i];
+    unsigned s = key_hash(k) % SLOTS;
+    for (; slot_of[s]; s = (s + 1) % SLOTS)
+        if (!memcmp(&plans[slot_of[s] - 1].key, k, sizeof *k)) return &plans[slot_of[s] - 1];
     if (!lt) {
         AX_CHECK_CUBLAS(cublasLtCreate(&lt));
         AX_CHECK_CUDA(cudaMalloc(&workspace, WORKSPACE));
     }
-    plan *p;
-    if (nplans < PLANS) p = &plans[nplans++];
-    else { p = &plans[next_evict]; next_evict = (next_evict + 1) % PLANS; plan_free(p); }
+    if (nplans == PLANS) {              /* a pathological run: start the cache again */
+        for (int i = 0; i < nplans; i++) plan_free(&plans[i]);
+        memset(slot_of, 0, sizeof slot_of);
+        nplans = 0;
+        s = key_hash(k) % SLOTS;
+    }
+    plan *p = &plans[nplans++];
+    slot_of[s] = nplans;
     p->key = *k;
     AX_CHECK_CUBLAS(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     cublasOperation_t ta = k->tb ? CUBLAS_OP_T : CUBLAS_OP_N, tb = k->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
