@@ -57,9 +57,10 @@ if [ "${1:-}" = digest ]; then
   echo "== ops"; grep -E "FAIL|passed" ops.log
   echo "== train"; tail -n 4 train.log
   echo "== gemm"; tail -n 12 gemm.log
-  for f in bench_gpt2_small bench_gpt2_small_tiled bench_gpt_1p3b; do
-    echo "== $f"; grep -E "^bench:|ms/iteration|model FLOP|hardware FLOP|GEMM ceiling|per iteration|memory per rank" "$f.log"
-    grep -A 16 "^CUDA profile" "$f.log" | cut -c 1-100
+  for f in ops_*.log; do [ -e "$f" ] && { echo "== $f"; grep -E "FAIL|passed|bf16" "$f"; }; done
+  for f in bench_*.log; do
+    echo "== $f"; grep -E "ms/iteration|model FLOP|hardware FLOP|GEMM ceiling|per iteration|memory per rank" "$f"
+    grep -A 12 "^CUDA profile" "$f" | tail -n +3 | cut -c 1-100
   done
   echo "== torch"; grep -E "ms_per_step|compile" torch_gpt2_small.log | cut -c 1-200
   echo "== sanitize"; tail -n 4 sanitize.log
@@ -202,12 +203,10 @@ gemm_peak() {
     8192,6144,2048 8192,2048,2048 8192,8192,2048 8192,2048,8192 8192,50304,2048
 }
 
-# AXONN_CUDA_PROFILE=1: each backend entry's device time, printed at exit
+# AXONN_CUDA_PROFILE=1: each backend entry's device time, printed at exit;
+# the attention path as AXONN_CUDA_ATTN says (the default, or tiled / flash)
 bench_small() {
   AXONN_CUDA_PROFILE=1 "$BIN/axonn" bench --backend cuda --dtype bf16 --preset gpt2 --seq 1024 --batch 8 --iters 10
-}
-bench_small_tiled() {
-  AXONN_CUDA_ATTN=tiled "$BIN/axonn" bench --backend cuda --dtype bf16 --preset gpt2 --seq 1024 --batch 8 --iters 5
 }
 bench_13b() {
   AXONN_CUDA_PROFILE=1 "$BIN/axonn" bench --backend cuda --dtype bf16 --n-layer 24 --n-embd 2048 --n-head 16 \
@@ -226,10 +225,16 @@ torch_small() {
 sanitize() {
   set -o pipefail
   command -v compute-sanitizer >/dev/null || { echo "SKIP: no compute-sanitizer"; return 77; }
-  compute-sanitizer --tool memcheck --print-limit 20 --error-exitcode 3 "$BIN/test_backend_cmp" 2>&1 | tail -40
+  local rc=0 a
+  for a in default ${AX_ATTN_ALSO:-}; do
+    echo "-- attention: $a"
+    AXONN_CUDA_ATTN=$a compute-sanitizer --tool memcheck --print-limit 20 --error-exitcode 3 "$BIN/test_backend_cmp" \
+      2>&1 | tail -20 || rc=$?
+  done
+  return $rc
 }
 
-export -f sanitize env_info build versions ops_cmp train_cmp gemm_peak bench_small bench_small_tiled bench_13b torch_small
+export -f sanitize env_info build versions ops_cmp train_cmp gemm_peak bench_small bench_13b torch_small
 export ROOT PACK OUTD
 step env 20 0 env_info
 step build 240 0 build
@@ -240,8 +245,15 @@ step nccl 20 1 "${BIN}/test_nccl"
 step train 60 1 train_cmp
 step gemm 30 1 gemm_peak
 step bench_gpt2_small 45 1 bench_small
-step bench_gpt2_small_tiled 45 1 bench_small_tiled
-step bench_gpt_1p3b 60 1 bench_13b
+step bench_gpt_1p3b 90 1 bench_13b
+# AX_ATTN_ALSO="tiled flash": the other attention paths too (ops and benches)
+for a in ${AX_ATTN_ALSO:-}; do
+  export AXONN_CUDA_ATTN=$a
+  step "ops_$a" 45 1 ops_cmp
+  step "bench_gpt2_small_$a" 45 1 bench_small
+  [ "$a" = tiled ] || step "bench_gpt_1p3b_$a" 90 1 bench_13b
+  unset AXONN_CUDA_ATTN
+done
 step torch_gpt2_small 100 1 torch_small
 step sanitize 90 1 sanitize
 echo "" >> "$SUM"
