@@ -30,6 +30,8 @@ using namespace nvcuda;
 #define NT (32 * NW)
 #define LDS (BQ + 4)         /* fp32 score rows: a multiple of 4 for WMMA, off the bank stride */
 #define LDP (BQ + 8)         /* bf16 probability rows: a multiple of 8 */
+#define LDW (16 + 4)         /* fp32 rows of a warp's 16 x 16 scratch */
+#define SCRATCH (NW * 2 * 16 * LDW)   /* floats: the backward's S and dP chunks, a pair per warp */
 
 typedef uint16_t bf16;
 typedef wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a_row;
@@ -65,10 +67,11 @@ __device__ static void stage(bf16 *dst, int ldd, const float *src, int ld, int n
     }
 }
 
-/* bytes of dynamic shared memory: nb bf16 tiles (BQ, hd + 8), ns fp32 score
- * tiles, np bf16 probability tiles, na fp32 accumulators (BQ, hd + 4), nr rows */
-static size_t smem(int hd, int nb, int ns, int np, int na, int nr) {
-    return (size_t)BQ * (nb * (hd + 8) * 2 + ns * LDS * 4 + np * LDP * 2 + na * (hd + 4) * 4 + nr * 4);
+/* bytes of dynamic shared memory: nb bf16 tiles (BQ, hd + 8), np bf16
+ * probability tiles, na fp32 accumulators (BQ, hd + 4), nr fp32 rows, and nf
+ * more floats (scores) */
+static size_t smem(int hd, int nb, int np, int na, int nr, int nf) {
+    return (size_t)BQ * (nb * (hd + 8) * 2 + np * LDP * 2 + na * (hd + 4) * 4 + nr * 4) + (size_t)nf * 4;
 }
 
 /* a block per (query tile, b*Hl + h); the heaviest tiles, the last, first */
@@ -126,29 +129,31 @@ __global__ static void __launch_bounds__(NT) fwd(float *out, float *lse, const f
 }
 
 /* warp w's rows of a score tile, queries i0 + 16w.. against keys j0..: the
- * gradient dS = P (dP - D) scale to bf16 in dSs and, where Ps, P itself;
- * S = Q K^T and dP = dO V^T are computed here, zero right of the diagonal */
-__device__ static void grad_scores(bf16 *Ps, bf16 *dSs, float *S, float *dP, const bf16 *Qs, const bf16 *dOs,
-                                   const bf16 *Ks, const bf16 *Vs, const float *li, const float *di, int i0, int j0,
-                                   int T, int hd) {
+ * gradient dS = P (dP - D) scale to bf16 in dSs and, where Ps, P itself.
+ * S = Q K^T and dP = dO V^T pass a 16 x 16 chunk at a time through the
+ * warp's own fp32 scratch SW (2 x 16 x LDW), so the backward's blocks stay
+ * small enough to share an SM; chunks right of the diagonal are zeros */
+__device__ static void grad_scores(bf16 *Ps, bf16 *dSs, float *SW, const bf16 *Qs, const bf16 *dOs, const bf16 *Ks,
+                                   const bf16 *Vs, const float *li, const float *di, int i0, int j0, int T, int hd) {
     int w = threadIdx.x / 32, lane = threadIdx.x % 32, ldq = hd + 8, nc = i0 == j0 ? w + 1 : NW;
-    float scale = ax_attn_scale(hd);
-    for (int c = 0; c < nc; c++) {
-        mma_tile<a_row, b_col>(S + 16 * w * LDS + 16 * c, LDS, 0, Qs + 16 * w * ldq, ldq, 16, Ks + 16 * c * ldq, ldq,
-                               16, hd / 16);
-        mma_tile<a_row, b_col>(dP + 16 * w * LDS + 16 * c, LDS, 0, dOs + 16 * w * ldq, ldq, 16, Vs + 16 * c * ldq,
-                               ldq, 16, hd / 16);
-    }
-    __syncwarp();
-    for (int t = lane; t < 16 * BQ; t += 32) {
-        int r = 16 * w + t / BQ, j = t % BQ, i = i0 + r;
-        float p = 0.0f, ds = 0.0f;
-        if (i < T && j0 + j <= i) {
-            p = ax_softmax_p(S[r * LDS + j] * scale, li[r]);
-            ds = ax_softmax_ds(p, dP[r * LDS + j], di[r], scale);
+    float scale = ax_attn_scale(hd), *S = SW + 2 * 16 * LDW * w, *dP = S + 16 * LDW;
+    for (int c = 0; c < NW; c++) {
+        if (c < nc) {
+            mma_tile<a_row, b_col>(S, LDW, 0, Qs + 16 * w * ldq, ldq, 16, Ks + 16 * c * ldq, ldq, 16, hd / 16);
+            mma_tile<a_row, b_col>(dP, LDW, 0, dOs + 16 * w * ldq, ldq, 16, Vs + 16 * c * ldq, ldq, 16, hd / 16);
         }
-        if (Ps) Ps[r * LDP + j] = ax_bf16_round(p);
-        dSs[r * LDP + j] = ax_bf16_round(ds);
+        __syncwarp();
+        for (int t = lane; t < 16 * 16; t += 32) {
+            int r = 16 * w + t / 16, j = 16 * c + t % 16, i = i0 + r;
+            float p = 0.0f, ds = 0.0f;
+            if (i < T && j0 + j <= i) {
+                p = ax_softmax_p(S[(t / 16) * LDW + t % 16] * scale, li[r]);
+                ds = ax_softmax_ds(p, dP[(t / 16) * LDW + t % 16], di[r], scale);
+            }
+            if (Ps) Ps[r * LDP + j] = ax_bf16_round(p);
+            dSs[r * LDP + j] = ax_bf16_round(ds);
+        }
+        __syncwarp();                                  /* read before the next chunk overwrites */
     }
 }
 
@@ -167,7 +172,7 @@ __global__ static void __launch_bounds__(NT) bwd_dq(float *dqkv, const float *do
     extern __shared__ __align__(128) unsigned char ax_fsm[];
     int ldq = hd + 8, ldo = hd + 4, w = threadIdx.x / 32, lane = threadIdx.x % 32;
     bf16 *Qs = (bf16 *)ax_fsm, *dOs = Qs + BQ * ldq, *Ks = dOs + BQ * ldq, *Vs = Ks + BQ * ldq, *dSs = Vs + BQ * ldq;
-    float *S = (float *)(dSs + BQ * LDP), *dP = S + BQ * LDS, *dQ = dP + BQ * LDS, *li = dQ + BQ * ldo, *di = li + BQ;
+    float *SW = (float *)(dSs + BQ * LDP), *dQ = SW + SCRATCH, *li = dQ + BQ * ldo, *di = li + BQ;
     int bh = blockIdx.y, b = bh / Hl, h = bh % Hl, i0 = (gridDim.x - 1 - blockIdx.x) * BQ, nq = min(BQ, T - i0);
     int ld = (Hl + 2 * KVl) * hd, Cl = Hl * hd, kh = h / (Hl / KVl);
     const float *base = qkv + (size_t)b * T * ld;
@@ -180,7 +185,7 @@ __global__ static void __launch_bounds__(NT) bwd_dq(float *dqkv, const float *do
         stage(Ks, ldq, base + (size_t)j0 * ld + (Hl + kh) * hd, ld, min(BQ, T - j0), hd);
         stage(Vs, ldq, base + (size_t)j0 * ld + (Hl + KVl + kh) * hd, ld, min(BQ, T - j0), hd);
         __syncthreads();
-        grad_scores(NULL, dSs, S, dP, Qs, dOs, Ks, Vs, li, di, i0, j0, T, hd);
+        grad_scores(NULL, dSs, SW, Qs, dOs, Ks, Vs, li, di, i0, j0, T, hd);
         __syncwarp();
         for (int c = 0; c < hd / 16; c++)              /* dQ += dS K */
             mma_tile<a_row, b_row>(dQ + 16 * w * ldo + 16 * c, ldo, 1, dSs + 16 * w * LDP, LDP, 16, Ks + 16 * c, ldq,
@@ -201,7 +206,7 @@ __global__ static void __launch_bounds__(NT) bwd_dkv(float *dqkv, const float *d
     int ldq = hd + 8, ldo = hd + 4, w = threadIdx.x / 32, lane = threadIdx.x % 32;
     bf16 *Ks = (bf16 *)ax_fsm, *Vs = Ks + BQ * ldq, *Qs = Vs + BQ * ldq, *dOs = Qs + BQ * ldq, *Ps = dOs + BQ * ldq;
     bf16 *dSs = Ps + BQ * LDP;
-    float *S = (float *)(dSs + BQ * LDP), *dP = S + BQ * LDS, *dK = dP + BQ * LDS, *dV = dK + BQ * ldo;
+    float *SW = (float *)(dSs + BQ * LDP), *dK = SW + SCRATCH, *dV = dK + BQ * ldo;
     float *li = dV + BQ * ldo, *di = li + BQ;
     int bk = blockIdx.y, b = bk / KVl, kh = bk % KVl, j0 = blockIdx.x * BQ, nk = min(BQ, T - j0), grp = Hl / KVl;
     int ld = (Hl + 2 * KVl) * hd, Cl = Hl * hd;
@@ -217,7 +222,7 @@ __global__ static void __launch_bounds__(NT) bwd_dkv(float *dqkv, const float *d
             stage(dOs, ldq, dout + ((size_t)b * T + i0) * Cl + h * hd, Cl, nq, hd);
             stage_rows(li, di, lse, D, (size_t)b * Hl + h, i0, T);
             __syncthreads();
-            grad_scores(Ps, dSs, S, dP, Qs, dOs, Ks, Vs, li, di, i0, j0, T, hd);
+            grad_scores(Ps, dSs, SW, Qs, dOs, Ks, Vs, li, di, i0, j0, T, hd);
             __syncthreads();                                  /* warp w's keys need every warp's query rows */
             for (int c = 0; c < hd / 16; c++) {            /* dV += P^T dO, dK += dS^T Q */
                 mma_tile<a_col, b_row>(dV + 16 * w * ldo + 16 * c, ldo, 1, Ps + 16 * w + c0 * 16 * LDP, LDP, 16 * LDP,
@@ -243,7 +248,7 @@ static void smem_allow(const void *f, size_t bytes) {
 }
 
 void ax_cuda_attention_flash_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd) {
-    size_t sm = smem(hd, 3, 1, 1, 1, 2);
+    size_t sm = smem(hd, 3, 1, 1, 2, BQ * LDS);
     smem_allow((const void *)fwd, sm);
     fwd<<<dim3((T + BQ - 1) / BQ, B * Hl), NT, sm, ax_cuda_stream()>>>(out, lse, qkv, T, Hl, KVl, hd);
     AX_CUDA_DONE();
@@ -252,7 +257,7 @@ void ax_cuda_attention_flash_forward(float *out, float *lse, const float *qkv, i
 void ax_cuda_attention_flash_backward(float *dqkv, const float *dout, const float *out, const float *lse,
                                       const float *qkv, int B, int T, int Hl, int KVl, int hd) {
     float *D = (float *)ax_cuda_tmp(AX_CUDA_TMP_ATTN, sizeof(float) * B * Hl * T);
-    size_t sq = smem(hd, 4, 2, 1, 1, 2), sk = smem(hd, 4, 2, 2, 2, 2);
+    size_t sq = smem(hd, 4, 1, 1, 2, SCRATCH), sk = smem(hd, 4, 2, 2, 2, SCRATCH);
     smem_allow((const void *)bwd_dq, sq);
     smem_allow((const void *)bwd_dkv, sk);
     ax_cuda_attention_rowdot(D, dout, out, B, T, Hl, hd);           /* D = rowsum(dO o), fp32 */
