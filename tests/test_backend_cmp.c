@@ -11,6 +11,7 @@
 #include "backend/kmath.h"
 #include "test.h"
 #ifdef AX_HAVE_CUDA
+#include "backend/cuda/cuda.h"
 #include "backend/cuda/cuda_table.h"
 #include "util/err.h"
 
@@ -257,10 +258,12 @@ static void embedding_rows(void) {
 
 /* dt AX_F32: the tiled fp32 kernels, which differ from the CPU's only in
  * summation order (1e-5, 1e-4 for the backward's longer sums). AX_BF16: the
- * matrix-unit path (attention_mm.cu) against the CPU's fp32: q, k, v, the
- * probabilities, dO and dS rounded to bf16. Its tolerances are 3x the worst
- * error of a numpy emulation of that arithmetic on these shapes against fp64
- * (out 3.6e-3, lse 4.7e-4, dqkv 2.9e-3; two seeds each). */
+ * matrix-unit path (attention_mm.cu, or attention_flash.cu under
+ * AXONN_CUDA_ATTN=flash; the shape names the path that ran) against the
+ * CPU's fp32: q, k, v, the probabilities, dO and dS rounded to bf16. Its
+ * tolerances are 3x the worst error of a numpy emulation of that arithmetic
+ * on these shapes against fp64 (out 3.6e-3, lse 4.7e-4, dqkv 2.9e-3; two
+ * seeds each). */
 static void attention(int B, int T, int Hl, int KVl, int hd, ax_dtype dt) {
     int ld = (Hl + 2 * KVl) * hd, Cl = Hl * hd, nthr = C_->threads();
     size_t nq = (size_t)B * T * ld, no = (size_t)B * T * Cl;
@@ -270,7 +273,10 @@ static void attention(int B, int T, int Hl, int KVl, int hd, ax_dtype dt) {
     G_->attention_forward(G(out), G(lse), G(qkv), B, T, Hl, KVl, hd, dt, G(sc), G_->threads());
     char sh[64];
     int bf = dt == AX_BF16;
-    snprintf(sh, sizeof sh, "B%d T%d H%d KV%d hd%d%s", B, T, Hl, KVl, hd, bf ? " bf16" : "");
+    static const char *path[] = {[AX_CUDA_ATTN_TILED] = "tiled", [AX_CUDA_ATTN_MM] = "mm",
+                                 [AX_CUDA_ATTN_FLASH] = "flash"};
+    snprintf(sh, sizeof sh, "B%d T%d H%d KV%d hd%d%s%s", B, T, Hl, KVl, hd, bf ? " bf16 " : "",
+             bf ? path[ax_cuda_attention_mode(dt, hd)] : "");
     row("attention fwd out", sh, out, 0, bf ? 1e-2 : 1e-5);
     row("attention fwd lse", sh, lse, 0, bf ? 2e-3 : 1e-5);
     put(out); put(lse);                 /* the backward from the same inputs */

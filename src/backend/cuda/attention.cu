@@ -7,7 +7,7 @@
  * no atomics, results independent of the launch. Head dimension at most 128.
  * Softmax pieces from backend/kmath.h. These run fp32 models (and, with
  * AXONN_CUDA_ATTN=tiled, bf16 ones); bf16 models otherwise run on the matrix
- * units (attention_mm.cu). */
+ * units (attention_mm.cu, or attention_flash.cu under AXONN_CUDA_ATTN=flash). */
 #include "backend/cuda/cuda.h"
 #include "backend/kmath.h"
 
@@ -86,7 +86,9 @@ __global__ static void fwd(float *out, float *lse, const float *qkv, int T, int 
 void ax_cuda_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
                                ax_dtype dt, float *scratch, int nthr) {
     if (!B || !T || !Hl) return;
-    if (ax_cuda_attention_mm(dt)) { ax_cuda_attention_mm_forward(out, lse, qkv, B, T, Hl, KVl, hd); return; }
+    int mode = ax_cuda_attention_mode(dt, hd);
+    if (mode == AX_CUDA_ATTN_MM) { ax_cuda_attention_mm_forward(out, lse, qkv, B, T, Hl, KVl, hd); return; }
+    if (mode == AX_CUDA_ATTN_FLASH) { ax_cuda_attention_flash_forward(out, lse, qkv, B, T, Hl, KVl, hd); return; }
     check_hd(hd);
     dim3 grid((T + BR - 1) / BR, B * Hl);
     size_t smem = sizeof(float) * (TK * (hd + 1) + TK * hd + BR * hd);
@@ -196,7 +198,12 @@ __global__ static void bwd_dkv(float *dqkv, const float *dout, const float *lse,
 void ax_cuda_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
                                 int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr) {
     if (!B || !T || !Hl) return;
-    if (ax_cuda_attention_mm(dt)) { ax_cuda_attention_mm_backward(dqkv, dout, out, lse, qkv, B, T, Hl, KVl, hd); return; }
+    int mode = ax_cuda_attention_mode(dt, hd);
+    if (mode == AX_CUDA_ATTN_MM) { ax_cuda_attention_mm_backward(dqkv, dout, out, lse, qkv, B, T, Hl, KVl, hd); return; }
+    if (mode == AX_CUDA_ATTN_FLASH) {
+        ax_cuda_attention_flash_backward(dqkv, dout, out, lse, qkv, B, T, Hl, KVl, hd);
+        return;
+    }
     check_hd(hd);
     cudaStream_t s = ax_cuda_stream();
     float *D = (float *)ax_cuda_tmp(AX_CUDA_TMP_ATTN, sizeof(float) * B * Hl * T);

@@ -33,13 +33,16 @@ static size_t up256(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
 
 #define EACH(t, n) for (size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x; t < (n); t += (size_t)gridDim.x * blockDim.x)
 
-int ax_cuda_attention_mm(ax_dtype dt) {
-    static int mode = -1;                 /* AXONN_CUDA_ATTN: tiled | mm (the default for bf16) */
-    if (mode < 0) {
+int ax_cuda_attention_mode(ax_dtype dt, int hd) {
+    static int env = -1;                  /* AXONN_CUDA_ATTN: tiled | mm (the default) | flash */
+    if (env < 0) {
         const char *e = getenv("AXONN_CUDA_ATTN");
-        mode = e && !strcmp(e, "tiled") ? 0 : 1;
+        env = e && !strcmp(e, "tiled") ? AX_CUDA_ATTN_TILED : e && !strcmp(e, "flash") ? AX_CUDA_ATTN_FLASH
+                                                                                         : AX_CUDA_ATTN_MM;
     }
-    return mode && dt == AX_BF16;
+    if (dt != AX_BF16 || env == AX_CUDA_ATTN_TILED) return AX_CUDA_ATTN_TILED;
+    /* flash's tiles hold whole WMMA slices of the head, at most 128 wide */
+    return env == AX_CUDA_ATTN_FLASH && hd % 16 == 0 && hd <= 128 ? AX_CUDA_ATTN_FLASH : AX_CUDA_ATTN_MM;
 }
 
 /* q, k, v (B*Hl, T, hd) bf16 from qkv (B*T, (Hl + 2 KVl) hd); n = B*Hl*T*hd */

@@ -56,6 +56,12 @@ void ax_cuda_embedding_backward(float *dwte, float *dwpe, const float *dout, con
 void ax_cuda_xent(float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
                   int V, float dscale, float *scratch, const ax_reducer *Y);
 size_t ax_cuda_attention_scratch(int T);
+/* the attention path for models of GEMM precision dt and head dimension hd:
+ * fp32 models and AXONN_CUDA_ATTN=tiled the SIMT tiles (attention.cu), bf16
+ * ones the matrix units, attention_mm.cu by default, attention_flash.cu under
+ * AXONN_CUDA_ATTN=flash where hd fits its tiles (a multiple of 16, <= 128) */
+enum { AX_CUDA_ATTN_TILED, AX_CUDA_ATTN_MM, AX_CUDA_ATTN_FLASH };
+int ax_cuda_attention_mode(ax_dtype dt, int hd);
 void ax_cuda_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
                                ax_dtype dt, float *scratch, int nthr);
 void ax_cuda_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
@@ -86,12 +92,14 @@ void ax_cuda_done(const char *file, int line, const char *func);
 enum { AX_CUDA_TMP_GEMM_A, AX_CUDA_TMP_GEMM_B, AX_CUDA_TMP_GEMM_C, AX_CUDA_TMP_ATTN, AX_CUDA_TMP_ATTN_MM,
        AX_CUDA_TMP_SUMSQ, AX_CUDA_TMP_COLSUM, AX_CUDA_TMP_EMB_KEYS, AX_CUDA_TMP_EMB_SORT, AX_CUDA_TMP_SLOTS };
 
-/* attention on the matrix units (attention_mm.cu): whether it runs for models
- * of GEMM precision dt (bf16, unless AXONN_CUDA_ATTN=tiled), and its passes */
-int ax_cuda_attention_mm(ax_dtype dt);
+/* attention on the matrix units (attention_mm.cu) and as flash attention on
+ * them (attention_flash.cu), and their passes */
 void ax_cuda_attention_mm_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd);
 void ax_cuda_attention_mm_backward(float *dqkv, const float *dout, const float *out, const float *lse,
                                    const float *qkv, int B, int T, int Hl, int KVl, int hd);
+void ax_cuda_attention_flash_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd);
+void ax_cuda_attention_flash_backward(float *dqkv, const float *dout, const float *out, const float *lse,
+                                      const float *qkv, int B, int T, int Hl, int KVl, int hd);
 /* D (B, Hl, T) = rowsum(dout o out) per query head, the softmax backward's row term */
 void ax_cuda_attention_rowdot(float *D, const float *dout, const float *out, int B, int T, int Hl, int hd);
 void *ax_cuda_tmp(int slot, size_t bytes);

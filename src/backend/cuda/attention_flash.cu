@@ -1,0 +1,267 @@
+/* Causal attention as flash attention on the tensor cores (WMMA, bf16 x bf16
+ * -> fp32), for bf16 models under AXONN_CUDA_ATTN=flash. The arithmetic is
+ * attention_mm.cu's: q, k, v, the probabilities P, dO and dS rounded to bf16
+ * as products' operands, fp32 accumulation, fp32 softmax with kmath's
+ * functions. But the (T, T) scores never leave shared memory: a block owns a
+ * tile of 64 queries (forward, dq) or keys (dk, dv) and walks the other side's
+ * tiles up to the diagonal, so HBM sees O(T) bytes per head and the masked
+ * half is skipped rather than multiplied.
+ *
+ * Four warps; warp w owns the 16 rows 16w.. of the block's tile: its scores,
+ * their softmax (a lane per row) and its rows of the accumulators, which
+ * stay in shared memory in fp32 and pass through accumulator fragments
+ * around each product (fragments are opaque: rows are rescaled in shared
+ * memory, never in a fragment). Only the staging of a new tile needs the
+ * whole block; the rest syncs per warp.
+ *
+ * The backward is FA2's in two kernels, so that no output is summed by
+ * atomics: dk, dv of a key tile over its group's query heads and the query
+ * tiles at or below the diagonal, then dq of a query tile over its key tiles;
+ * each recomputes P from the saved log-sum-exp. Every output element is
+ * written once by one block, in a fixed order: the same bits every run. */
+#include "backend/cuda/cuda.h"
+#include "backend/kmath.h"
+#include <mma.h>
+
+using namespace nvcuda;
+
+#define BQ 64                /* rows of a block's tile, 16 per warp */
+#define NW (BQ / 16)
+#define NT (32 * NW)
+#define LDS (BQ + 4)         /* fp32 score rows: a multiple of 4 for WMMA, off the bank stride */
+#define LDP (BQ + 8)         /* bf16 probability rows: a multiple of 8 */
+#define LDW (16 + 4)         /* fp32 rows of a warp's 16 x 16 scratch */
+#define SCRATCH (NW * 2 * 16 * LDW)   /* floats: the backward's S and dP chunks, a pair per warp */
+
+typedef uint16_t bf16;
+typedef wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a_row;
+typedef wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::col_major> a_col;
+typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> b_row;
+typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> b_col;
+
+/* one warp: the 16 x 16 fp32 tile c (row stride ldc) = (acc ? c : 0) + the
+ * sum of nk products A B of 16-deep slices; a and b step by sa and sb
+ * elements per slice (16 along a row, 16 rows down a column) */
+template <class FA, class FB>
+__device__ static void mma_tile(float *c, int ldc, int acc, const bf16 *a, int lda, int sa, const bf16 *b, int ldb,
+                                int sb, int nk) {
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> f;
+    FA fa;
+    FB fb;
+    if (acc) wmma::load_matrix_sync(f, c, ldc, wmma::mem_row_major);
+    else wmma::fill_fragment(f, 0.0f);
+    for (int k = 0; k < nk; k++) {
+        wmma::load_matrix_sync(fa, (const __nv_bfloat16 *)a + k * sa, lda);
+        wmma::load_matrix_sync(fb, (const __nv_bfloat16 *)b + k * sb, ldb);
+        wmma::mma_sync(f, fa, fb, f);
+    }
+    wmma::store_matrix_sync(c, f, ldc, wmma::mem_row_major);
+}
+
+/* BQ rows of hd fp32 columns at src (row stride ld) as bf16 in dst (row
+ * stride ldd), rows from n on zero: a partial tile multiplies as zeros */
+__device__ static void stage(bf16 *dst, int ldd, const float *src, int ld, int n, int hd) {
+    for (int t = threadIdx.x; t < BQ * hd; t += NT) {
+        int r = t / hd, e = t % hd;
+        dst[r * ldd + e] = r < n ? ax_bf16_round(src[(size_t)r * ld + e]) : (bf16)0;
+    }
+}
+
+/* bytes of dynamic shared memory: nb bf16 tiles (BQ, hd + 8), np bf16
+ * probability tiles, na fp32 accumulators (BQ, hd + 4), nr fp32 rows, and nf
+ * more floats (scores) */
+static size_t smem(int hd, int nb, int np, int na, int nr, int nf) {
+    return (size_t)BQ * (nb * (hd + 8) * 2 + np * LDP * 2 + na * (hd + 4) * 4 + nr * 4) + (size_t)nf * 4;
+}
+
+/* a block per (query tile, b*Hl + h); the heaviest tiles, the last, first */
+__global__ static void __launch_bounds__(NT) fwd(float *out, float *lse, const float *qkv, int T, int Hl, int KVl,
+                                                 int hd) {
+    extern __shared__ __align__(128) unsigned char ax_fsm[];
+    int ldq = hd + 8, ldo = hd + 4, w = threadIdx.x / 32, lane = threadIdx.x % 32;
+    bf16 *Qs = (bf16 *)ax_fsm, *Ks = Qs + BQ * ldq, *Vs = Ks + BQ * ldq, *Ps = Vs + BQ * ldq;
+    float *S = (float *)(Ps + BQ * LDP), *O = S + BQ * LDS, *al = O + BQ * ldo, *ls = al + BQ;
+    int bh = blockIdx.y, b = bh / Hl, h = bh % Hl, i0 = (gridDim.x - 1 - blockIdx.x) * BQ, nq = min(BQ, T - i0);
+    int ld = (Hl + 2 * KVl) * hd, kh = h / (Hl / KVl), r = 16 * w + lane;
+    const float *base = qkv + (size_t)b * T * ld;
+    float scale = ax_attn_scale(hd), m = -INFINITY, l = 0.0f;   /* row r's running max and sum (lanes < 16) */
+    stage(Qs, ldq, base + (size_t)i0 * ld + h * hd, ld, nq, hd);
+    for (int t = threadIdx.x; t < BQ * ldo; t += NT) O[t] = 0.0f;
+    for (int j0 = 0; j0 < i0 + nq; j0 += BQ) {
+        int diag = j0 == i0, nc = diag ? w + 1 : NW;   /* key chunks right of the diagonal are all masked */
+        __syncthreads();                               /* every warp done with the previous Ks, Vs */
+        stage(Ks, ldq, base + (size_t)j0 * ld + (Hl + kh) * hd, ld, min(BQ, T - j0), hd);
+        stage(Vs, ldq, base + (size_t)j0 * ld + (Hl + KVl + kh) * hd, ld, min(BQ, T - j0), hd);
+        __syncthreads();
+        for (int c = 0; c < nc; c++)                   /* S = Q K^T */
+            mma_tile<a_row, b_col>(S + 16 * w * LDS + 16 * c, LDS, 0, Qs + 16 * w * ldq, ldq, 16, Ks + 16 * c * ldq,
+                                   ldq, 16, hd / 16);
+        __syncwarp();
+        if (lane < 16) {
+            int n = min(BQ, i0 + r - j0 + 1);          /* keys j0 .. i */
+            const float *s = S + r * LDS;
+            float mx = m, sum = 0.0f;
+            for (int j = 0; j < n; j++) mx = fmaxf(mx, s[j] * scale);
+            for (int j = 0; j < BQ; j++) {
+                float p = j < n ? ax_softmax_p(s[j] * scale, mx) : 0.0f;
+                sum += p;
+                Ps[r * LDP + j] = ax_bf16_round(p);
+            }
+            al[r] = ax_softmax_rescale(m, mx);
+            l = l * al[r] + sum;
+            m = mx;
+        }
+        __syncwarp();
+        for (int t = lane; t < 16 * hd; t += 32) O[(16 * w + t / hd) * ldo + t % hd] *= al[16 * w + t / hd];
+        __syncwarp();
+        for (int c = 0; c < hd / 16; c++)              /* O += P V */
+            mma_tile<a_row, b_row>(O + 16 * w * ldo + 16 * c, ldo, 1, Ps + 16 * w * LDP, LDP, 16, Vs + 16 * c, ldq,
+                                   16 * ldq, nc);
+    }
+    if (lane < 16) ls[r] = l;
+    __syncwarp();
+    int Cl = Hl * hd;
+    for (int t = lane; t < 16 * hd; t += 32) {
+        int rr = 16 * w + t / hd, e = t % hd;
+        if (rr < nq) out[((size_t)b * T + i0 + rr) * Cl + h * hd + e] = O[rr * ldo + e] / ls[rr];
+    }
+    if (lane < 16 && r < nq) lse[(size_t)bh * T + i0 + r] = ax_lse(m, l);
+}
+
+/* warp w's rows of a score tile, queries i0 + 16w.. against keys j0..: the
+ * gradient dS = P (dP - D) scale to bf16 in dSs and, where Ps, P itself.
+ * S = Q K^T and dP = dO V^T pass a 16 x 16 chunk at a time through the
+ * warp's own fp32 scratch SW (2 x 16 x LDW), so the backward's blocks stay
+ * small enough to share an SM; chunks right of the diagonal are zeros */
+__device__ static void grad_scores(bf16 *Ps, bf16 *dSs, float *SW, const bf16 *Qs, const bf16 *dOs, const bf16 *Ks,
+                                   const bf16 *Vs, const float *li, const float *di, int i0, int j0, int T, int hd) {
+    int w = threadIdx.x / 32, lane = threadIdx.x % 32, ldq = hd + 8, nc = i0 == j0 ? w + 1 : NW;
+    float scale = ax_attn_scale(hd), *S = SW + 2 * 16 * LDW * w, *dP = S + 16 * LDW;
+    for (int c = 0; c < NW; c++) {
+        if (c < nc) {
+            mma_tile<a_row, b_col>(S, LDW, 0, Qs + 16 * w * ldq, ldq, 16, Ks + 16 * c * ldq, ldq, 16, hd / 16);
+            mma_tile<a_row, b_col>(dP, LDW, 0, dOs + 16 * w * ldq, ldq, 16, Vs + 16 * c * ldq, ldq, 16, hd / 16);
+        }
+        __syncwarp();
+        for (int t = lane; t < 16 * 16; t += 32) {
+            int r = 16 * w + t / 16, j = 16 * c + t % 16, i = i0 + r;
+            float p = 0.0f, ds = 0.0f;
+            if (i < T && j0 + j <= i) {
+                p = ax_softmax_p(S[(t / 16) * LDW + t % 16] * scale, li[r]);
+                ds = ax_softmax_ds(p, dP[(t / 16) * LDW + t % 16], di[r], scale);
+            }
+            if (Ps) Ps[r * LDP + j] = ax_bf16_round(p);
+            dSs[r * LDP + j] = ax_bf16_round(ds);
+        }
+        __syncwarp();                                  /* read before the next chunk overwrites */
+    }
+}
+
+/* lse and D of the BQ query rows from i0 of head bh into li, di (zeros past T) */
+__device__ static void stage_rows(float *li, float *di, const float *lse, const float *D, size_t bh, int i0, int T) {
+    for (int r = threadIdx.x; r < BQ; r += NT) {
+        int ok = i0 + r < T;
+        li[r] = ok ? lse[bh * T + i0 + r] : 0.0f;
+        di[r] = ok ? D[bh * T + i0 + r] : 0.0f;
+    }
+}
+
+/* dq: a block per (query tile, b*Hl + h), heaviest first, over the key tiles to the diagonal */
+__global__ static void __launch_bounds__(NT) bwd_dq(float *dqkv, const float *dout, const float *lse, const float *D,
+                                                    const float *qkv, int T, int Hl, int KVl, int hd) {
+    extern __shared__ __align__(128) unsigned char ax_fsm[];
+    int ldq = hd + 8, ldo = hd + 4, w = threadIdx.x / 32, lane = threadIdx.x % 32;
+    bf16 *Qs = (bf16 *)ax_fsm, *dOs = Qs + BQ * ldq, *Ks = dOs + BQ * ldq, *Vs = Ks + BQ * ldq, *dSs = Vs + BQ * ldq;
+    float *SW = (float *)(dSs + BQ * LDP), *dQ = SW + SCRATCH, *li = dQ + BQ * ldo, *di = li + BQ;
+    int bh = blockIdx.y, b = bh / Hl, h = bh % Hl, i0 = (gridDim.x - 1 - blockIdx.x) * BQ, nq = min(BQ, T - i0);
+    int ld = (Hl + 2 * KVl) * hd, Cl = Hl * hd, kh = h / (Hl / KVl);
+    const float *base = qkv + (size_t)b * T * ld;
+    stage(Qs, ldq, base + (size_t)i0 * ld + h * hd, ld, nq, hd);
+    stage(dOs, ldq, dout + ((size_t)b * T + i0) * Cl + h * hd, Cl, nq, hd);
+    stage_rows(li, di, lse, D, bh, i0, T);
+    for (int t = threadIdx.x; t < BQ * ldo; t += NT) dQ[t] = 0.0f;
+    for (int j0 = 0; j0 < i0 + nq; j0 += BQ) {
+        __syncthreads();
+        stage(Ks, ldq, base + (size_t)j0 * ld + (Hl + kh) * hd, ld, min(BQ, T - j0), hd);
+        stage(Vs, ldq, base + (size_t)j0 * ld + (Hl + KVl + kh) * hd, ld, min(BQ, T - j0), hd);
+        __syncthreads();
+        grad_scores(NULL, dSs, SW, Qs, dOs, Ks, Vs, li, di, i0, j0, T, hd);
+        __syncwarp();
+        for (int c = 0; c < hd / 16; c++)              /* dQ += dS K */
+            mma_tile<a_row, b_row>(dQ + 16 * w * ldo + 16 * c, ldo, 1, dSs + 16 * w * LDP, LDP, 16, Ks + 16 * c, ldq,
+                                   16 * ldq, i0 == j0 ? w + 1 : NW);
+    }
+    __syncwarp();
+    for (int t = lane; t < 16 * hd; t += 32) {
+        int r = 16 * w + t / hd, e = t % hd;
+        if (r < nq) dqkv[((size_t)b * T + i0 + r) * ld + h * hd + e] = dQ[r * ldo + e];
+    }
+}
+
+/* dk, dv: a block per (key tile, b*KVl + kh), over its group's query heads in
+ * order and their query tiles from the diagonal on */
+__global__ static void __launch_bounds__(NT) bwd_dkv(float *dqkv, const float *dout, const float *lse, const float *D,
+                                                     const float *qkv, int T, int Hl, int KVl, int hd) {
+    extern __shared__ __align__(128) unsigned char ax_fsm[];
+    int ldq = hd + 8, ldo = hd + 4, w = threadIdx.x / 32, lane = threadIdx.x % 32;
+    bf16 *Ks = (bf16 *)ax_fsm, *Vs = Ks + BQ * ldq, *Qs = Vs + BQ * ldq, *dOs = Qs + BQ * ldq, *Ps = dOs + BQ * ldq;
+    bf16 *dSs = Ps + BQ * LDP;
+    float *SW = (float *)(dSs + BQ * LDP), *dK = SW + SCRATCH, *dV = dK + BQ * ldo;
+    float *li = dV + BQ * ldo, *di = li + BQ;
+    int bk = blockIdx.y, b = bk / KVl, kh = bk % KVl, j0 = blockIdx.x * BQ, nk = min(BQ, T - j0), grp = Hl / KVl;
+    int ld = (Hl + 2 * KVl) * hd, Cl = Hl * hd;
+    const float *base = qkv + (size_t)b * T * ld;
+    stage(Ks, ldq, base + (size_t)j0 * ld + (Hl + kh) * hd, ld, nk, hd);
+    stage(Vs, ldq, base + (size_t)j0 * ld + (Hl + KVl + kh) * hd, ld, nk, hd);
+    for (int t = threadIdx.x; t < BQ * ldo; t += NT) dK[t] = dV[t] = 0.0f;
+    for (int h = kh * grp; h < (kh + 1) * grp; h++)
+        for (int i0 = j0; i0 < T; i0 += BQ) {
+            int nq = min(BQ, T - i0), c0 = i0 == j0 ? w : 0;   /* query chunks above the diagonal are masked */
+            __syncthreads();                                  /* every warp done with the previous Qs, dOs, Ps, dSs */
+            stage(Qs, ldq, base + (size_t)i0 * ld + h * hd, ld, nq, hd);
+            stage(dOs, ldq, dout + ((size_t)b * T + i0) * Cl + h * hd, Cl, nq, hd);
+            stage_rows(li, di, lse, D, (size_t)b * Hl + h, i0, T);
+            __syncthreads();
+            grad_scores(Ps, dSs, SW, Qs, dOs, Ks, Vs, li, di, i0, j0, T, hd);
+            __syncthreads();                                  /* warp w's keys need every warp's query rows */
+            for (int c = 0; c < hd / 16; c++) {            /* dV += P^T dO, dK += dS^T Q */
+                mma_tile<a_col, b_row>(dV + 16 * w * ldo + 16 * c, ldo, 1, Ps + 16 * w + c0 * 16 * LDP, LDP, 16 * LDP,
+                                       dOs + c0 * 16 * ldq + 16 * c, ldq, 16 * ldq, NW - c0);
+                mma_tile<a_col, b_row>(dK + 16 * w * ldo + 16 * c, ldo, 1, dSs + 16 * w + c0 * 16 * LDP, LDP,
+                                       16 * LDP, Qs + c0 * 16 * ldq + 16 * c, ldq, 16 * ldq, NW - c0);
+            }
+        }
+    __syncwarp();
+    for (int t = lane; t < 16 * hd; t += 32) {
+        int r = 16 * w + t / hd, e = t % hd;
+        if (r < nk) {
+            float *row = dqkv + ((size_t)b * T + j0 + r) * ld;
+            row[(Hl + kh) * hd + e] = dK[r * ldo + e];
+            row[(Hl + KVl + kh) * hd + e] = dV[r * ldo + e];
+        }
+    }
+}
+
+/* more than the default 48 KB of shared memory needs the kernel's consent */
+static void smem_allow(const void *f, size_t bytes) {
+    AX_CHECK_CUDA(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+}
+
+void ax_cuda_attention_flash_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd) {
+    size_t sm = smem(hd, 3, 1, 1, 2, BQ * LDS);
+    smem_allow((const void *)fwd, sm);
+    fwd<<<dim3((T + BQ - 1) / BQ, B * Hl), NT, sm, ax_cuda_stream()>>>(out, lse, qkv, T, Hl, KVl, hd);
+    AX_CUDA_DONE();
+}
+
+void ax_cuda_attention_flash_backward(float *dqkv, const float *dout, const float *out, const float *lse,
+                                      const float *qkv, int B, int T, int Hl, int KVl, int hd) {
+    float *D = (float *)ax_cuda_tmp(AX_CUDA_TMP_ATTN, sizeof(float) * B * Hl * T);
+    size_t sq = smem(hd, 4, 1, 1, 2, SCRATCH), sk = smem(hd, 4, 2, 2, 2, SCRATCH);
+    smem_allow((const void *)bwd_dq, sq);
+    smem_allow((const void *)bwd_dkv, sk);
+    ax_cuda_attention_rowdot(D, dout, out, B, T, Hl, hd);           /* D = rowsum(dO o), fp32 */
+    bwd_dq<<<dim3((T + BQ - 1) / BQ, B * Hl), NT, sq, ax_cuda_stream()>>>(dqkv, dout, lse, D, qkv, T, Hl, KVl, hd);
+    bwd_dkv<<<dim3((T + BQ - 1) / BQ, B * KVl), NT, sk, ax_cuda_stream()>>>(dqkv, dout, lse, D, qkv, T, Hl, KVl, hd);
+    AX_CUDA_DONE();
+}

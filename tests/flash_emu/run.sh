@@ -1,0 +1,13 @@
+#!/bin/sh
+# Emulate attention_flash.cu's kernels on the CPU (see emu.cc) and compare them
+# with an fp64 attention: ./tests/flash_emu/run.sh [number of shapes, 1..6]
+set -e
+here=$(cd "$(dirname "$0")" && pwd)
+src=$here/../../src
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# kernel<<<grid, block, smem, stream>>>(args); -> emu_launch(grid, block, smem, stream, [=] { kernel(args); });
+sed 's/^\([ ]*\)\([A-Za-z_0-9]*\)<<<\(.*\)>>>(\(.*\));/\1emu_launch(\3, [=] { \2(\4); });/' \
+    "$src/backend/cuda/attention_flash.cu" | grep -v '#include "backend/cuda/cuda.h"' > "$tmp/flash.cc"
+g++ -O2 -std=c++17 -Wall -I"$tmp" -I"$here/include" -I"$src" "$here/emu.cc" -o "$tmp/emu"
+"$tmp/emu" "$@"
