@@ -63,7 +63,8 @@ if [ "${1:-}" = digest ]; then
     grep -A 12 "^CUDA profile" "$f" | tail -n +3 | cut -c 1-100
   done
   echo "== torch"; grep -E "ms_per_step|compile" torch_gpt2_small.log | cut -c 1-200
-  echo "== sanitize"; tail -n 4 sanitize.log
+  echo "== sanitize"; grep -E "^--|ERROR SUMMARY|passed" sanitize.log
+  [ -e racecheck.log ] && { echo "== racecheck"; grep -E "^--|ERROR SUMMARY|RACE|passed|error" racecheck.log | head -20; }
   cat summary.md
   exit 0
 fi
@@ -234,7 +235,21 @@ sanitize() {
   return $rc
 }
 
-export -f sanitize env_info build versions ops_cmp train_cmp gemm_peak bench_small bench_13b torch_small
+# shared-memory races and barrier misuse of the flash kernels (the CPU
+# emulation cannot see a missing __syncwarp)
+racecheck() {
+  set -o pipefail
+  command -v compute-sanitizer >/dev/null || { echo "SKIP: no compute-sanitizer"; return 77; }
+  local rc=0 t
+  for t in racecheck synccheck; do
+    echo "-- $t, attention: flash"
+    AXONN_CUDA_ATTN=flash compute-sanitizer --tool $t --print-limit 20 --error-exitcode 3 "$BIN/test_backend_cmp" \
+      2>&1 | tail -12 || rc=$?
+  done
+  return $rc
+}
+
+export -f racecheck sanitize env_info build versions ops_cmp train_cmp gemm_peak bench_small bench_13b torch_small
 export ROOT PACK OUTD
 step env 20 0 env_info
 step build 240 0 build
@@ -256,6 +271,7 @@ for a in ${AX_ATTN_ALSO:-}; do
 done
 step torch_gpt2_small 100 1 torch_small
 step sanitize 90 1 sanitize
+case " ${AX_ATTN_ALSO:-} " in *" flash "*) step racecheck 120 1 racecheck ;; esac
 echo "" >> "$SUM"
 echo "total $(( $(date +%s) - T0 )) s; GPU: $([ $HAVE_GPU = 1 ] && nvidia-smi -L | head -1 || echo none)" >> "$SUM"
 cat "$SUM"
