@@ -76,7 +76,7 @@ SUM=$OUTD/summary.md
 T0=$(date +%s)
 HAVE_GPU=0
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then HAVE_GPU=1; fi
-echo "# GPU check, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || cat "$PACK/commit" 2>/dev/null)" > "$SUM"
+echo "# GPU check, $(date -u '+%Y-%m-%d %H:%M UTC'), tree $(git rev-parse --short HEAD 2>/dev/null || echo '?'), pack $(cut -c 1-7 "$PACK/commit" 2>/dev/null || echo none)" > "$SUM"
 echo "" >> "$SUM"
 echo "| step | result | seconds | log |" >> "$SUM"
 echo "| --- | --- | --- | --- |" >> "$SUM"
