@@ -66,9 +66,9 @@ int ax_tk_add(ax_tokenizer *t, int32_t id, const void *bytes, size_t len, int sp
     if (id < 0 || id >= AX_TOK_MAX_ID) return AX_ERR("%s: token id %d out of range [0, %d)", what, id, AX_TOK_MAX_ID);
     if (len == 0) return AX_ERR("%s: token %d is empty", what, id);
     if (id >= t->n) {
-        size_t cap = (size_t)t->n, cap2 = (size_t)t->n;
+        size_t cap = t->id_cap;   /* both arrays grow together */
         t->tok_len = ax_tk_grow(t->tok_len, &cap, (size_t)id + 1, sizeof *t->tok_len);
-        t->tok_off = ax_tk_grow(t->tok_off, &cap2, (size_t)id + 1, sizeof *t->tok_off);
+        t->tok_off = ax_tk_grow(t->tok_off, &t->id_cap, (size_t)id + 1, sizeof *t->tok_off);
         for (int i = t->n; i <= id; i++) t->tok_len[i] = -1;
         t->n = id + 1;
     }

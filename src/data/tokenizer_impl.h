@@ -41,6 +41,7 @@ enum { AX_TK_MAX_SPLITS = 4 };
 
 struct ax_tokenizer {
     int n;                      /* ids 0 .. n-1 (some may be unused) */
+    size_t id_cap;              /* ids tok_len and tok_off have room for */
     int32_t *tok_len;           /* bytes of id, -1 for an unused id */
     uint64_t *tok_off;          /* offset of id's bytes in tok_bytes */
     ax_bytes tok_bytes;
