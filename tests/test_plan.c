@@ -18,7 +18,7 @@ static void unit_machine(ax_machine *m) {
     memset(m, 0, sizeof *m);
     snprintf(m->name, sizeof m->name, "unit");
     m->ranks_per_node = 1 << 20; m->mem_bytes = 1e12;
-    m->gemm_flops = 1e9; m->attn_flops = 1e9; m->mem_bw = 1e9;
+    m->gemm_flops = 1e9; m->attn_flops = 1e9; m->mem_bw = 1e9; m->overlap_eff = 1;
     for (int op = 0; op < AX_COLL_N; op++) m->fit[m->nfit++] = (ax_coll_fit){op, 0, 0, 0, 1};
 }
 
@@ -171,9 +171,12 @@ static void test_fit_and_files(void) {
     char path[64];
     snprintf(path, sizeof path, "/tmp/axonn_test_plan_%d.json", (int)getpid());
     ax_machine_preset(&m, "alps");
+    m.act_fwd_s = 2e-9; m.act_bwd_s = 5e-9; m.overlap_eff = 0.375;
     CHECK(ax_machine_write(&m, path) == 0, "write");
     CHECK(ax_machine_read(&r, path) == 0, "read: %s", ax_err_msg());
     CHECK(r.ranks_per_node == 4 && r.nfit == m.nfit && fabs(r.gemm_flops / m.gemm_flops - 1) < 1e-5, "round trip");
+    CHECK(r.act_fwd_s == m.act_fwd_s && r.act_bwd_s == m.act_bwd_s && r.overlap_eff == m.overlap_eff,
+          "activation costs and overlap efficiency round trip: %g %g %g", r.act_fwd_s, r.act_bwd_s, r.overlap_eff);
     CHECK(fabs(ax_machine_coll(&r, AX_COLL_AR, 8, 1, 1e6) / ax_machine_coll(&m, AX_COLL_AR, 8, 1, 1e6) - 1) < 1e-5,
           "same collective times after the round trip");
     FILE *f = fopen(path, "w");
@@ -181,7 +184,35 @@ static void test_fit_and_files(void) {
                "\"attention_flops\": 1e9, \"collectives\": []}\n");
     fclose(f);
     CHECK(ax_machine_read(&r, path) != 0 && strstr(ax_err_msg(), "memory_bandwidth"), "missing field: %s", ax_err_msg());
+    f = fopen(path, "w");
+    fprintf(f, "{\"ranks_per_node\": 2, \"memory_per_rank_bytes\": 1e9, \"gemm\": {\"flops\": 1e9}, \"attention_flops\": 1e9, "
+               "\"memory_bandwidth\": 1e9, \"overlap_efficiency\": 1.5, \"collectives\": [{\"op\": \"allreduce\", "
+               "\"group\": 0, \"placement\": \"intra\", \"alpha_s\": 0, \"beta_s_per_byte\": 1e-9}]}\n");
+    fclose(f);
+    CHECK(ax_machine_read(&r, path) != 0 && strstr(ax_err_msg(), "overlap_efficiency"), "bad overlap efficiency: %s", ax_err_msg());
     unlink(path);
+}
+
+/* The MLP activation at its measured per-element cost: the elementwise time
+ * changes by exactly (elements x cost) - (their bytes at the bandwidth), with
+ * the forward rerun of block recomputation counted forward only. */
+static void test_activation(void) {
+    ax_machine mc;
+    unit_machine(&mc);
+    ax_plan_job j = small_job();
+    int g[4] = {1, 2, 2, 1};
+    for (int rc = 0; rc <= 2; rc += 2) {
+        j.recompute = rc;
+        ax_plan_cost bytes, timed;
+        mc.act_fwd_s = mc.act_bwd_s = 0;
+        ax_plan_estimate(&j, g, &mc, &bytes);
+        mc.act_fwd_s = 3e-9; mc.act_bwd_s = 7e-9;
+        ax_plan_estimate(&j, g, &mc, &timed);
+        double n = 8.0 * 16 * (4 * 32) / 2, L = 2, reruns = rc ? L - 1 : 0;   /* M x F/Y per layer */
+        double want = L * n * (3e-9 + 7e-9 - 5 * 4 / mc.mem_bw) + reruns * n * (3e-9 - 2 * 4 / mc.mem_bw);
+        CHECK(fabs(timed.elem_s - bytes.elem_s - want) < 1e-12 * bytes.elem_s + 1e-15,
+              "recompute %d: activation changes elementwise by %g, expected %g", rc, timed.elem_s - bytes.elem_s, want);
+    }
 }
 
 /* FLOP counts: SPEC §5's closed forms for GPT-2, and a Llama counted by hand
@@ -222,7 +253,15 @@ static void test_overlap(void) {
               fabs(c.exposed_s - (c.comm_total_s - c.hidden_s)) < 1e-12 && c.comm_total_s == none.comm_total_s,
               "overlap %d: hidden %g of %g (compute %g), exposed %g", sets[k], c.hidden_s, c.comm_total_s, c.compute_s,
               c.exposed_s);
-        if (sets[k] == 15) CHECK(c.hidden_s >= prev, "all hides less (%g) than dp alone (%g)", c.hidden_s, prev);
+        if (sets[k] == 15) {
+            CHECK(c.hidden_s >= prev, "all hides less (%g) than dp alone (%g)", c.hidden_s, prev);
+            ax_plan_cost h;   /* a machine whose overlaps hide a quarter of what they could */
+            mc.overlap_eff = 0.25;
+            ax_plan_estimate(&j, g, &mc, &h);
+            mc.overlap_eff = 1;
+            CHECK(fabs(h.hidden_s - 0.25 * c.hidden_s) < 1e-15 && fabs(h.step_s - (c.step_s + 0.75 * c.hidden_s)) < 1e-12,
+                  "overlap efficiency 0.25: hidden %g of %g, step %g of %g", h.hidden_s, c.hidden_s, h.step_s, c.step_s);
+        }
         prev = c.hidden_s;
     }
     j.keep_gathered = 1;
@@ -238,6 +277,7 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     test_flops();
     test_overlap();
+    test_activation();
     test_volumes();
     test_memory(0);
     test_memory(1);

@@ -24,10 +24,11 @@ static const char *usage =
 
 /* measured[i] > 0: the step of ranked grid i timed by --run */
 static json_t *cost_json(const ax_plan_cost *c, double measured) {
-    json_t *g = json_object(), *b = json_object(), *inter = json_object();
+    json_t *g = json_object(), *b = json_object(), *n = json_object(), *inter = json_object();
     for (int i = 0; i < AX_PG_N; i++) {
         json_object_set_new(g, ax_plan_group_names[i], json_real(c->comm_s[i] * 1e3));
         json_object_set_new(b, ax_plan_group_names[i], json_real(c->comm_bytes[i]));
+        json_object_set_new(n, ax_plan_group_names[i], json_real(c->n_coll[i]));
         json_object_set_new(inter, ax_plan_group_names[i], json_boolean(c->inter[i]));
     }
     json_t *j = json_pack("{s:[i,i,i,i], s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:f, s:f}",
@@ -39,6 +40,7 @@ static json_t *cost_json(const ax_plan_cost *c, double measured) {
         "memory_bytes", c->mem_bytes);
     json_object_set_new(j, "comm_ms", g);
     json_object_set_new(j, "comm_bytes", b);
+    json_object_set_new(j, "collectives", n);
     json_object_set_new(j, "spans_nodes", inter);
     if (measured > 0) json_object_set_new(j, "measured_step_ms", json_real(measured * 1e3));
     return j;

@@ -4,6 +4,7 @@
 #include "comm/comm.h"
 #include "train/bench.h"
 #include "util/err.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,8 @@ static void run_attn(void *p) {
 
 typedef struct { float *y, *x; size_t n; } add_ctx;
 static void run_add(void *p) { add_ctx *a = p; ax_be()->add(a->y, a->x, a->n); }
+static void run_gelu_fwd(void *p) { add_ctx *a = p; ax_be()->gelu_forward(a->y, a->x, a->n); }
+static void run_gelu_bwd(void *p) { add_ctx *a = p; ax_be()->gelu_backward(a->y, a->x, a->y, a->n); }
 
 /* the optimizer's per-parameter work: AdamW, plus the gradient norm's pass */
 typedef struct { float *w, *g, *m, *v; int64_t n; } adam_ctx;
@@ -121,6 +124,51 @@ static void run_adam(void *p) {
     double s = 0;
     for (int64_t i = 0; i < a->n; i++) s += (double)a->g[i] * a->g[i];
     a->g[0] = (float)(s * 1e-30);
+}
+
+/* How much of a collective a GEMM hides, as the trainer overlaps them: an
+ * all-gather over every rank started, a GEMM run (the backend tests the
+ * collectives in flight between its bands), then waited for; against the two
+ * one after the other. (t_gemm + t_coll - t_both) / min(t_gemm, t_coll),
+ * clamped to [0, 1]; each part about a millisecond. */
+typedef struct { ax_comm *c; float *a, *b, *y, *s, *r; int n; size_t blk; int what; } ov_ctx;
+static void run_ov(void *p) {
+    ov_ctx *x = p;
+    ax_req q;
+    if (x->what != 0) ax_iallgather_f32(x->c, x->s, x->r, x->blk, &q);
+    if (x->what != 1)
+        ax_gemm(1.0f, ax_mat_f32(x->a, x->n, x->n), 0, ax_mat_f32(x->b, x->n, x->n), 1, 0.0f, ax_mat_f32(x->y, x->n, x->n));
+    if (x->what != 0) ax_wait(&q);
+}
+
+static double overlap_efficiency(const ax_machine *m, const ax_calib_opts *o, MPI_Comm w) {
+    int W, r;
+    MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
+    if (W == 1) return 1;
+    int n = (int)cbrt(1e-3 * m->gemm_flops / 2);
+    n = n < 64 ? 64 : n > 1024 ? 1024 : n;
+    double beta = 0;                             /* the all-gather of W ranks just fitted */
+    for (int i = 0; i < m->nfit; i++)
+        if (m->fit[i].op == AX_COLL_AG && m->fit[i].group == W) beta = m->fit[i].beta;
+    size_t bytes = beta > 0 ? (size_t)(1e-3 / beta) : (size_t)16 << 20;
+    if (bytes > o->max_bytes) bytes = o->max_bytes;
+    MPI_Comm dup;
+    MPI_Comm_dup(w, &dup);
+    ax_comm c;
+    ax_comm_from(&c, dup);
+    size_t nn = (size_t)n * n;
+    ov_ctx x = {&c, ax_calloc(nn, 4), ax_calloc(nn, 4), ax_calloc(nn, 4), NULL, NULL, n, bytes / 4 / W + 1, 0};
+    x.s = ax_calloc(x.blk, 4); x.r = ax_calloc(x.blk * W, 4);
+    for (size_t i = 0; i < nn; i++) { x.a[i] = (float)(i % 7) * 0.125f; x.b[i] = (float)(i % 5) * 0.25f; }
+    double t[3];
+    for (x.what = 0; x.what < 3; x.what++) t[x.what] = time_op(run_ov, &x, 2 * o->min_s, w);
+    free(x.a); free(x.b); free(x.y); free(x.s); free(x.r);
+    ax_comm_free(&c);
+    double e = (t[0] + t[1] - t[2]) / (t[0] < t[1] ? t[0] : t[1]);
+    if (o->verbose && r == 0)
+        printf("overlap: gemm %d^3 %.3f ms, all-gather of %zu bytes %.3f ms, overlapped %.3f ms: %.0f%% hidden\n", n,
+               t[0] * 1e3, x.blk * 4 * W, t[1] * 1e3, t[2] * 1e3, 100 * e);
+    return e < 0 ? 0 : e > 1 ? 1 : e;
 }
 
 int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
@@ -168,6 +216,7 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     double inv;
     ax_fit_alpha_beta(fx, ft, m->ngemm, &m->gemm_alpha, &inv);
     m->gemm_flops = inv > 0 ? 1.0 / inv : m->gemm[m->ngemm - 1].flops;
+    m->overlap_eff = overlap_efficiency(m, o, w);
     /* attention: 7 T^2 hd FLOPs per (sequence, head) for forward + backward (plan/model.c) */
     attn_ctx a = {.B = 2, .T = 256, .H = 4, .hd = 64, .nthr = ax_be()->threads()};
     size_t rows = (size_t)a.B * a.T, wd = (size_t)a.H * a.hd;
@@ -185,6 +234,11 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     ad.y = ax_calloc(ad.n, sizeof(float)); ad.x = ax_calloc(ad.n, sizeof(float));
     double tb = time_op(run_add, &ad, o->min_s, w);
     m->mem_bw = 12.0 * ad.n / tb;
+    /* the MLP's activation over 1M elements (an MLP block's worth); backward in place, as the layer runs it */
+    ad.n = 1 << 20;
+    for (size_t i = 0; i < ad.n; i++) ad.x[i] = (float)(i % 601) / 100.0f - 3.0f;
+    m->act_fwd_s = time_op(run_gelu_fwd, &ad, o->min_s, w) / ad.n;
+    m->act_bwd_s = time_op(run_gelu_bwd, &ad, o->min_s, w) / ad.n;
     free(ad.y); free(ad.x);
     adam_ctx ac = {.n = 4 << 20};
     ac.w = ax_calloc(ac.n, sizeof(float)); ac.g = ax_calloc(ac.n, sizeof(float));
@@ -193,9 +247,10 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     free(ac.w); free(ac.g); free(ac.m); free(ac.v);
     if (o->verbose && r == 0)
         printf("gemm fit: %.2f GFLOP/s + %.1f us per call; attention %.2f GFLOP/s; elementwise %.2f GB/s; "
-               "optimizer %.2f ns per parameter; %d ranks per node, %.2f GiB per rank\n", m->gemm_flops / 1e9,
-               m->gemm_alpha * 1e6, m->attn_flops / 1e9, m->mem_bw / 1e9, m->optim_s_per_param * 1e9,
-               m->ranks_per_node, m->mem_bytes / (1 << 30));
+               "activation %.2f + %.2f ns per element; optimizer %.2f ns per parameter; %d ranks per node, "
+               "%.2f GiB per rank\n", m->gemm_flops / 1e9, m->gemm_alpha * 1e6, m->attn_flops / 1e9, m->mem_bw / 1e9,
+               m->act_fwd_s * 1e9, m->act_bwd_s * 1e9, m->optim_s_per_param * 1e9, m->ranks_per_node,
+               m->mem_bytes / (1 << 30));
     free(node_of);
     MPI_Comm_free(&w);
     return 0;

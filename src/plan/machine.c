@@ -56,6 +56,13 @@ static int parse(ax_machine *m, json_t *j, const char *path) {
     AX_TRY(num(j, "attention_flops", &m->attn_flops, path, "", 1));
     AX_TRY(num(j, "memory_bandwidth", &m->mem_bw, path, "", 1));
     AX_TRY(num(j, "optimizer_s_per_param", &m->optim_s_per_param, path, "", 0));
+    AX_TRY(num(j, "activation_forward_s_per_element", &m->act_fwd_s, path, "", 0));
+    AX_TRY(num(j, "activation_backward_s_per_element", &m->act_bwd_s, path, "", 0));
+    m->overlap_eff = 1;
+    if (json_object_get(j, "overlap_efficiency")) {
+        AX_TRY(num(j, "overlap_efficiency", &m->overlap_eff, path, "", 1));
+        if (m->overlap_eff > 1) return AX_ERR("--machine %s: \"overlap_efficiency\" must be in [0, 1]", path);
+    }
     json_t *g = json_object_get(j, "gemm");
     if (!json_is_object(g)) return AX_ERR("--machine %s: missing field \"gemm\" (an object with \"flops\")", path);
     AX_TRY(num(g, "flops", &m->gemm_flops, path, " in \"gemm\"", 1));
@@ -122,6 +129,9 @@ int ax_machine_write(const ax_machine *m, const char *path) {
     json_object_set_new(j, "attention_flops", json_real(m->attn_flops));
     json_object_set_new(j, "memory_bandwidth", json_real(m->mem_bw));
     if (m->optim_s_per_param > 0) json_object_set_new(j, "optimizer_s_per_param", json_real(m->optim_s_per_param));
+    if (m->act_fwd_s > 0) json_object_set_new(j, "activation_forward_s_per_element", json_real(m->act_fwd_s));
+    if (m->act_bwd_s > 0) json_object_set_new(j, "activation_backward_s_per_element", json_real(m->act_bwd_s));
+    json_object_set_new(j, "overlap_efficiency", json_real(m->overlap_eff));
     for (int i = 0; i < m->nfit; i++) {
         const ax_coll_fit *f = &m->fit[i];
         json_array_append_new(c, json_pack("{s:s, s:i, s:s, s:f, s:f}", "op", ax_coll_names[f->op], "group", f->group,
@@ -183,6 +193,9 @@ int ax_machine_preset(ax_machine *m, const char *name) {
         m->gemm_alpha = strcmp(p->name, "cpu") ? 5e-6 : 2e-6;
         m->attn_flops = 0.5 * m->gemm_flops;
         m->mem_bw = 0.8 * p->hbm;
+        /* GPUs: an assumption, collectives on their own engine (NCCL/RCCL streams); the cpu
+         * guess: what bench comm measured on 2-core VMs (docs/planner.md), nothing hidden */
+        m->overlap_eff = strcmp(p->name, "cpu") ? 1 : 0;
         for (int op = 0; op < AX_COLL_N; op++)
             for (int inter = 0; inter < 2; inter++)
                 m->fit[m->nfit++] = (ax_coll_fit){op, 0, inter, inter ? 15e-6 : 5e-6,

@@ -37,6 +37,13 @@ typedef struct {
     double attn_flops;         /* causal attention kernel, FLOPs as counted in plan/model.c */
     double mem_bw;             /* bytes/s per rank of the elementwise kernels */
     double optim_s_per_param;  /* AdamW update + gradient norm, seconds per local parameter (0: 36 bytes at mem_bw) */
+    /* the MLP's activation (GELU; SwiGLU taken alike), seconds per element forward and backward: on a CPU it is
+     * transcendental arithmetic, not memory traffic (0: its bytes at mem_bw) */
+    double act_fwd_s, act_bwd_s;
+    /* share of an overlapped collective that its compute actually hides (0..1; 1 where the
+     * collectives have their own engine, e.g. NCCL on a GPU; on CPU cores that both copy and
+     * compute, less): measured by bench comm, 1 when absent */
+    double overlap_eff;
     int nfit; ax_coll_fit fit[AX_MACHINE_FITS];
 } ax_machine;
 

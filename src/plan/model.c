@@ -42,6 +42,7 @@ static double coll(ax_acc *a, int group, int op, int p, double elems, double byt
     double t = a->scale * ax_machine_coll(a->m, op, p, a->c->inter[group], bytes);
     a->c->comm_s[group] += t;
     a->c->comm_bytes[group] += a->scale * bytes;
+    a->c->n_coll[group] += a->scale;
     return t;
 }
 
@@ -115,7 +116,8 @@ void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machin
     for (int i = 0; i < AX_PG_N; i++) c->inter[i] = spans(stride[i], size[i], P, R);
     /* ---- one micro-batch, repeated accum times ---- */
     ax_acc a = {m, c, j->grad_accum};
-    double elem = 0;   /* bytes through the elementwise kernels */
+    double elem = 0, act_s = 0;   /* bytes through the elementwise kernels; seconds of the MLP activation */
+    int act = m->act_fwd_s > 0 && m->act_bwd_s > 0;
     /* Overlap (model/gpt.h AX_OV_*): a collective left in flight hides behind
      * the compute it runs with, up to that compute's time: OAG a weight's
      * gather behind the GEMMs of the weight before it (taken as its own),
@@ -157,6 +159,11 @@ void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machin
         for (int k = 0; k < (pass ? 2 : 4); k++) coll(&a, AX_PG_X, AX_COLL_AR, X, 2.0 * M, 4);
         c->attn_s += a.scale * Bl * Hl * (pass ? 2.0 : 7.0) * T * T * hd / m->attn_flops;
         elem += a.scale * ab * M * (pass ? 14.0 * Cx + 22.0 * Cy : 24.0 * Cx + 41.0 * Cy);
+        if (act) {   /* the activation's elements at their measured cost, instead of its bytes (2 forward, 3 backward) */
+            double n = a.scale * (double)M * F / Y;
+            elem -= n * ab * (pass ? 2 : 5);
+            act_s += n * (pass ? m->act_fwd_s : m->act_fwd_s + m->act_bwd_s);
+        }
     }
     if (attn && !block) c->attn_s += j->grad_accum * (double)(L - 1) * Bl * Hl * 2.0 * T * T * hd / m->attn_flops;
     /* embedding, final norm, LM head (the token table, and an untied head, gathered once per forward), loss */
@@ -178,14 +185,14 @@ void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machin
     double tdp = coll(&a, AX_PG_DATA, AX_COLL_AR, D, (double)zchunk, 4) + coll(&a, AX_PG_DZ, AX_COLL_AR, D * Z, (double)repl, 4);
     if (dp) hidden += fmin2(tdp * (L - 1) / L, bwd / j->grad_accum * (L - 1) / L);   /* the last bucket waits */
     coll(&a, AX_PG_TP, AX_COLL_AR, X * Y * Z, 1, 8);
-    c->elem_s = elem / m->mem_bw;
+    c->elem_s = elem / m->mem_bw + act_s;
     /* AdamW reads w, g, m, v and writes w, m, v; the norm reads g; the gradients are zeroed */
     c->optim_s = c->n_local * (m->optim_s_per_param > 0 ? m->optim_s_per_param : 36.0 / m->mem_bw);
     c->compute_s = c->gemm_s + c->attn_s + c->elem_s;
     for (int i = 0; i < AX_PG_N; i++) c->comm_total_s += c->comm_s[i];
     /* the hidden share of what is left (a what-if), the overlaps' windows capped by the compute */
     double ov = j->overlap < 0 ? 0 : j->overlap > 1 ? 1 : j->overlap;
-    hidden = fmin2(hidden, fmin2(c->compute_s, c->comm_total_s));
+    hidden = m->overlap_eff * fmin2(hidden, fmin2(c->compute_s, c->comm_total_s));
     c->hidden_s = hidden;
     c->exposed_s = (1 - ov) * (c->comm_total_s - hidden);
     c->step_s = c->compute_s + c->exposed_s + c->optim_s;

@@ -15,8 +15,10 @@
  *  - every collective is alpha + beta x its SPEC §4 volume (ring factor
  *    included), the fit of its group size and placement (x fastest: a group of
  *    stride s and size p stays in a node when s p divides the ranks per node);
- *  - exposed communication = (1 - overlap) x total: no overlap is implemented
- *    today, so overlap is 0 unless the caller says otherwise.
+ *  - the overlaps in force (ov_flags) hide each collective behind the compute
+ *    it runs with, up to that compute and scaled by the machine's measured
+ *    overlap efficiency; exposed = (1 - overlap) x (total - hidden), overlap
+ *    a further what-if share (default 0).
  * Memory per rank mirrors model/gpt.c: parameters, gradients and both AdamW
  * moments in fp32, the activations its layout keeps in the recompute mode,
  * the Z gather/scatter workspaces (not the attention kernel's per-thread scratch). */
@@ -49,6 +51,7 @@ typedef struct {
     double comm_s[AX_PG_N], comm_total_s, hidden_s, exposed_s;   /* hidden by the overlaps in force */
     int inter[AX_PG_N];          /* the group spans nodes */
     double comm_bytes[AX_PG_N];  /* per rank per step */
+    double n_coll[AX_PG_N];      /* collectives per step */
     int64_t n_local;             /* parameters per rank */
     double param_bytes, act_bytes, ws_bytes, mem_bytes;   /* mem = 4 x params (weights, grads, m, v) + act + ws */
 } ax_plan_cost;
