@@ -171,11 +171,12 @@ static void test_fit_and_files(void) {
     char path[64];
     snprintf(path, sizeof path, "/tmp/axonn_test_plan_%d.json", (int)getpid());
     ax_machine_preset(&m, "alps");
-    m.act_fwd_s = 2e-9; m.act_bwd_s = 5e-9; m.overlap_eff = 0.375;
+    m.act_fwd_s = 2e-9; m.act_bwd_s = 5e-9; m.overlap_eff = 0.375; m.gemm_bf16_flops = 3e14; m.gemm_bf16_alpha = 4e-6;
     CHECK(ax_machine_write(&m, path) == 0, "write");
     CHECK(ax_machine_read(&r, path) == 0, "read: %s", ax_err_msg());
     CHECK(r.ranks_per_node == 4 && r.nfit == m.nfit && fabs(r.gemm_flops / m.gemm_flops - 1) < 1e-5, "round trip");
-    CHECK(r.act_fwd_s == m.act_fwd_s && r.act_bwd_s == m.act_bwd_s && r.overlap_eff == m.overlap_eff,
+    CHECK(r.act_fwd_s == m.act_fwd_s && r.act_bwd_s == m.act_bwd_s && r.overlap_eff == m.overlap_eff &&
+          fabs(r.gemm_bf16_flops / m.gemm_bf16_flops - 1) < 1e-12 && r.gemm_bf16_alpha == m.gemm_bf16_alpha,
           "activation costs and overlap efficiency round trip: %g %g %g", r.act_fwd_s, r.act_bwd_s, r.overlap_eff);
     CHECK(fabs(ax_machine_coll(&r, AX_COLL_AR, 8, 1, 1e6) / ax_machine_coll(&m, AX_COLL_AR, 8, 1, 1e6) - 1) < 1e-5,
           "same collective times after the round trip");
@@ -213,6 +214,24 @@ static void test_activation(void) {
         CHECK(fabs(timed.elem_s - bytes.elem_s - want) < 1e-12 * bytes.elem_s + 1e-15,
               "recompute %d: activation changes elementwise by %g, expected %g", rc, timed.elem_s - bytes.elem_s, want);
     }
+}
+
+/* --dtype bf16 GEMMs at the machine's bf16 rate, fp32 ones at the fp32 rate,
+ * and bf16 at the fp32 rate where the file has none */
+static void test_gemm_dtype(void) {
+    ax_machine mc;
+    unit_machine(&mc);
+    ax_plan_job j = small_job();
+    int g[4] = {1, 2, 1, 2};
+    ax_plan_cost f32, b16, b16_none;
+    mc.gemm_bf16_flops = 4e9; mc.gemm_bf16_alpha = 0;
+    ax_plan_estimate(&j, g, &mc, &f32);
+    j.act_bytes = 2;
+    ax_plan_estimate(&j, g, &mc, &b16);
+    mc.gemm_bf16_flops = 0;
+    ax_plan_estimate(&j, g, &mc, &b16_none);
+    CHECK(f32.gemm_s > 0 && fabs(b16.gemm_s - f32.gemm_s / 4) < 1e-12 * f32.gemm_s && b16_none.gemm_s == f32.gemm_s,
+          "GEMM seconds fp32 %g, bf16 at 4x %g, bf16 without a rate %g", f32.gemm_s, b16.gemm_s, b16_none.gemm_s);
 }
 
 /* FLOP counts: SPEC §5's closed forms for GPT-2, and a Llama counted by hand
@@ -278,6 +297,7 @@ int main(int argc, char **argv) {
     test_flops();
     test_overlap();
     test_activation();
+    test_gemm_dtype();
     test_volumes();
     test_memory(0);
     test_memory(1);

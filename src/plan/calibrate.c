@@ -171,6 +171,26 @@ static double overlap_efficiency(const ax_machine *m, const ax_calib_opts *o, MP
     return e < 0 ? 0 : e > 1 ? 1 : e;
 }
 
+/* Square GEMMs 128 .. gemm_max, every rank at once as in training, fitted to
+ * alpha + FLOPs / rate; the fp32 points are kept in the file (information). */
+static void fit_gemm(ax_machine *m, const ax_calib_opts *o, MPI_Comm w, ax_dtype t, double *alpha, double *rate) {
+    int W, r, k = 0;
+    MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
+    double fx[AX_MACHINE_GEMMS], ft[AX_MACHINE_GEMMS];
+    for (int n = 128; n <= o->gemm_max && k < AX_MACHINE_GEMMS; n *= 2, k++) {
+        MPI_Barrier(w);
+        double f = ax_gemm_rate(t, n, n, n, o->min_s);
+        MPI_Allreduce(MPI_IN_PLACE, &f, 1, MPI_DOUBLE, MPI_SUM, w);
+        f /= W;
+        if (t == AX_F32) m->gemm[m->ngemm++] = (ax_gemm_point){n, n, n, f};
+        fx[k] = 2.0 * n * n * n; ft[k] = fx[k] / f;
+        if (o->verbose && r == 0) printf("gemm %s %5d^3: %.2f GFLOP/s per rank\n", ax_dtype_name(t), n, f / 1e9);
+    }
+    double inv;
+    ax_fit_alpha_beta(fx, ft, k, alpha, &inv);
+    *rate = inv > 0 ? 1.0 / inv : fx[k - 1] / ft[k - 1];
+}
+
 int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     memset(m, 0, sizeof *m);
     MPI_Comm w, node;
@@ -201,21 +221,10 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     }
     if (W == 1)   /* nothing to measure: a group of one costs nothing, but the file needs an entry */
         for (int op = 0; op < AX_COLL_N; op++) m->fit[m->nfit++] = (ax_coll_fit){op, 0, 0, 0, 0};
-    /* GEMMs: every rank at once, as in training */
-    double fx[AX_MACHINE_GEMMS], ft[AX_MACHINE_GEMMS];
-    for (int n = 128; n <= o->gemm_max && m->ngemm < AX_MACHINE_GEMMS; n *= 2) {
-        MPI_Barrier(w);
-        double rate = ax_gemm_rate(AX_F32, n, n, n, o->min_s);
-        MPI_Allreduce(MPI_IN_PLACE, &rate, 1, MPI_DOUBLE, MPI_SUM, w);
-        rate /= W;
-        m->gemm[m->ngemm] = (ax_gemm_point){n, n, n, rate};
-        fx[m->ngemm] = 2.0 * n * n * n; ft[m->ngemm] = fx[m->ngemm] / rate;
-        if (o->verbose && r == 0) printf("gemm %5d^3: %.2f GFLOP/s per rank\n", n, rate / 1e9);
-        m->ngemm++;
-    }
-    double inv;
-    ax_fit_alpha_beta(fx, ft, m->ngemm, &m->gemm_alpha, &inv);
-    m->gemm_flops = inv > 0 ? 1.0 / inv : m->gemm[m->ngemm - 1].flops;
+    fit_gemm(m, o, w, AX_F32, &m->gemm_alpha, &m->gemm_flops);
+    int emulated;
+    if (ax_be()->gemm_kernel(AX_BF16, &emulated))   /* NULL: this build has no bf16 GEMMs */
+        fit_gemm(m, o, w, AX_BF16, &m->gemm_bf16_alpha, &m->gemm_bf16_flops);
     m->overlap_eff = overlap_efficiency(m, o, w);
     /* attention: 7 T^2 hd FLOPs per (sequence, head) for forward + backward (plan/model.c) */
     attn_ctx a = {.B = 2, .T = 256, .H = 4, .hd = 64, .nthr = ax_be()->threads()};
@@ -246,9 +255,10 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     m->optim_s_per_param = time_op(run_adam, &ac, o->min_s, w) / ac.n;
     free(ac.w); free(ac.g); free(ac.m); free(ac.v);
     if (o->verbose && r == 0)
-        printf("gemm fit: %.2f GFLOP/s + %.1f us per call; attention %.2f GFLOP/s; elementwise %.2f GB/s; "
+        printf("gemm fit: %.2f GFLOP/s + %.1f us per call (bf16 %.2f + %.1f us); attention %.2f GFLOP/s; elementwise %.2f GB/s; "
                "activation %.2f + %.2f ns per element; optimizer %.2f ns per parameter; %d ranks per node, "
-               "%.2f GiB per rank\n", m->gemm_flops / 1e9, m->gemm_alpha * 1e6, m->attn_flops / 1e9, m->mem_bw / 1e9,
+               "%.2f GiB per rank\n", m->gemm_flops / 1e9, m->gemm_alpha * 1e6, m->gemm_bf16_flops / 1e9,
+               m->gemm_bf16_alpha * 1e6, m->attn_flops / 1e9, m->mem_bw / 1e9,
                m->act_fwd_s * 1e9, m->act_bwd_s * 1e9, m->optim_s_per_param * 1e9, m->ranks_per_node,
                m->mem_bytes / (1 << 30));
     free(node_of);

@@ -67,6 +67,12 @@ static int parse(ax_machine *m, json_t *j, const char *path) {
     if (!json_is_object(g)) return AX_ERR("--machine %s: missing field \"gemm\" (an object with \"flops\")", path);
     AX_TRY(num(g, "flops", &m->gemm_flops, path, " in \"gemm\"", 1));
     AX_TRY(num(g, "alpha_s", &m->gemm_alpha, path, " in \"gemm\"", 0));
+    json_t *gb = json_object_get(j, "gemm_bf16");
+    if (gb) {
+        if (!json_is_object(gb)) return AX_ERR("--machine %s: \"gemm_bf16\" must be an object with \"flops\"", path);
+        AX_TRY(num(gb, "flops", &m->gemm_bf16_flops, path, " in \"gemm_bf16\"", 1));
+        AX_TRY(num(gb, "alpha_s", &m->gemm_bf16_alpha, path, " in \"gemm_bf16\"", 0));
+    }
     json_t *sh = json_object_get(g, "shapes"), *e;
     size_t i;
     if (json_is_array(sh)) json_array_foreach(sh, i, e) {
@@ -126,6 +132,8 @@ int ax_machine_write(const ax_machine *m, const char *path) {
                                             "k", m->gemm[i].k, "flops", m->gemm[i].flops));
     json_object_set_new(g, "shapes", sh);
     json_object_set_new(j, "gemm", g);
+    if (m->gemm_bf16_flops > 0)
+        json_object_set_new(j, "gemm_bf16", json_pack("{s:f, s:f}", "flops", m->gemm_bf16_flops, "alpha_s", m->gemm_bf16_alpha));
     json_object_set_new(j, "attention_flops", json_real(m->attn_flops));
     json_object_set_new(j, "memory_bandwidth", json_real(m->mem_bw));
     if (m->optim_s_per_param > 0) json_object_set_new(j, "optimizer_s_per_param", json_real(m->optim_s_per_param));

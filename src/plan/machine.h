@@ -33,6 +33,7 @@ typedef struct {
     double mem_bytes;          /* memory per rank */
     double gemm_flops;         /* GEMM rate of large shapes, per rank */
     double gemm_alpha;         /* fixed seconds per GEMM call (small shapes fall short of the rate) */
+    double gemm_bf16_flops, gemm_bf16_alpha;   /* the same for bf16 inputs (fp32 accumulation); 0: as fp32 */
     int ngemm; ax_gemm_point gemm[AX_MACHINE_GEMMS];   /* measured shapes (information only) */
     double attn_flops;         /* causal attention kernel, FLOPs as counted in plan/model.c */
     double mem_bw;             /* bytes/s per rank of the elementwise kernels */
@@ -57,6 +58,9 @@ extern const char *const ax_machine_preset_list;
  * 0 for p = 1. Takes the fit of that group size and placement, else the
  * nearest group size, else the other placement. */
 double ax_machine_coll(const ax_machine *m, int op, int p, int inter, double bytes);
-/* Seconds of a GEMM of `flops` */
-static inline double ax_machine_gemm(const ax_machine *m, double flops) { return m->gemm_alpha + flops / m->gemm_flops; }
+/* Seconds of a GEMM of `flops`, its inputs in bf16 or fp32 */
+static inline double ax_machine_gemm(const ax_machine *m, double flops, int bf16) {
+    if (bf16 && m->gemm_bf16_flops > 0) return m->gemm_bf16_alpha + flops / m->gemm_bf16_flops;
+    return m->gemm_alpha + flops / m->gemm_flops;
+}
 #endif

@@ -33,7 +33,7 @@ static const char *illegal(const ax_plan_job *j, const int g[4], char *buf, size
  * fits in one node or s*p ranks tile the node */
 static int spans(int s, int p, int P, int R) { return p > 1 && P > R && !(s * p <= R && R % (s * p) == 0); }
 
-typedef struct { const ax_machine *m; ax_plan_cost *c; double scale; } ax_acc;   /* scale: repetitions */
+typedef struct { const ax_machine *m; ax_plan_cost *c; double scale; int bf16; } ax_acc;   /* scale: repetitions */
 
 /* each returns the seconds it added */
 static double coll(ax_acc *a, int group, int op, int p, double elems, double bytes_per) {
@@ -47,7 +47,7 @@ static double coll(ax_acc *a, int group, int op, int p, double elems, double byt
 }
 
 static double gemm(ax_acc *a, double M, double N, double K) {
-    double t = a->scale * ax_machine_gemm(a->m, 2.0 * M * N * K);
+    double t = a->scale * ax_machine_gemm(a->m, 2.0 * M * N * K, a->bf16);
     a->c->gemm_s += t;
     return t;
 }
@@ -115,7 +115,7 @@ void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machin
     int size[AX_PG_N] = {X, Y, Z, D, D * Z, X * Y * Z}, stride[AX_PG_N] = {1, X, X * Y, X * Y * Z, X * Y, 1};
     for (int i = 0; i < AX_PG_N; i++) c->inter[i] = spans(stride[i], size[i], P, R);
     /* ---- one micro-batch, repeated accum times ---- */
-    ax_acc a = {m, c, j->grad_accum};
+    ax_acc a = {m, c, j->grad_accum, j->act_bytes == 2};   /* --dtype bf16: the GEMMs read bf16 */
     double elem = 0, act_s = 0;   /* bytes through the elementwise kernels; seconds of the MLP activation */
     int act = m->act_fwd_s > 0 && m->act_bwd_s > 0;
     /* Overlap (model/gpt.h AX_OV_*): a collective left in flight hides behind
