@@ -1,7 +1,8 @@
 """Predicted (axonn plan) against measured (axonn bench) step times of every
 grid in a plan_accuracy.sh result directory: per-grid table, step-time MAPE,
 Spearman rank correlation, and the measured gap of the planner's first choice
-to the measured best. Standard library only."""
+to the measured best; also writes DIR/points.tsv (model, grid, predicted and
+measured ms) for bench/plan_accuracy_plot.sh. Standard library only."""
 import glob, json, os, sys
 
 def ranks(xs):
@@ -23,6 +24,7 @@ def spearman(a, b):
     return cov / (va * vb) if va and vb else float('nan')
 
 d = sys.argv[1]
+points = open(os.path.join(d, 'points.tsv'), 'w')
 for plan_file in sorted(glob.glob(os.path.join(d, 'plan_*.json'))):
     key = os.path.basename(plan_file)[5:-5]
     plan = json.load(open(plan_file))
@@ -43,6 +45,7 @@ for plan_file in sorted(glob.glob(os.path.join(d, 'plan_*.json'))):
     for g, b, s in rows:
         p, t = g['step_ms'], b['ms_per_iter']
         pred.append(p); meas.append(t)
+        points.write('%s\t%s\t%.4f\t%.4f\n' % (key, ','.join(map(str, g['grid'])), p, t))
         print('| %s | %.2f | %.2f (%.2f-%.2f) | %+.0f%% | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f |' % (
             ','.join(map(str, g['grid'])), p, t, b['ms_min'], b['ms_max'], 100 * (p - t) / t,
             g['compute_ms'], g['comm_exposed_ms'], g['optimizer_ms'], s['compute'], s['comm_total'], s['optimizer']))
