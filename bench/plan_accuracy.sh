@@ -1,33 +1,56 @@
 #!/usr/bin/env bash
-# Planner accuracy on this machine: measure it (axonn bench comm), then every
-# grid of P ranks for each model with axonn bench, and compare with axonn plan's
-# predictions (bench/plan_accuracy.py: MAPE, Spearman, first choice vs best).
-#   bash bench/plan_accuracy.sh [--ranks 4] [--iters 6] [--out DIR] [--axonn build/axonn]
+# Planner accuracy on this machine. In each of --rounds rounds, for each of two
+# tiny models: measure the machine with the model's kernels (axonn bench comm
+# with the model's options), ask axonn plan for every grid of P ranks, and time
+# every runnable grid with axonn bench (in a rotated order each round), so that
+# slow and fast spells of a shared VM fall on every grid and the calibration
+# alike. The same machine file without the model's own kernel shapes gives a
+# second prediction (plan_K_generic.json: what a machine measured without the
+# model would predict). bench/plan_accuracy.py compares predicted with measured
+# per round and on the per-grid medians, and states the round-to-round spread of
+# the measurements (the noise floor).
+#   bash bench/plan_accuracy.sh [--ranks 4] [--iters 6] [--rounds 3] [--out DIR] [--axonn build/axonn]
 set -eu
-P=4; ITERS=6; AX=build/axonn; OUT=bench/results/$(date +%F)-plan-accuracy-p$P; OUTSET=0
+P=4; ITERS=6; ROUNDS=3; AX=build/axonn; OUT=; OUTSET=0
 while [ $# -gt 0 ]; do case $1 in
-  --ranks) P=$2; shift 2;; --iters) ITERS=$2; shift 2;; --axonn) AX=$2; shift 2;;
+  --ranks) P=$2; shift 2;; --iters) ITERS=$2; shift 2;; --rounds) ROUNDS=$2; shift 2;; --axonn) AX=$2; shift 2;;
   --out) OUT=$2; OUTSET=1; shift 2;; *) echo "unknown option $1" >&2; exit 2;; esac; done
 [ "$OUTSET" = 1 ] || OUT=bench/results/$(date +%F)-plan-accuracy-p$P
 mkdir -p "$OUT"
 MPI=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$P")
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
-# two tiny models (the VM has 2 cores: P ranks oversubscribe them)
+# two tiny models (the VM has 2 cores: more than 2 ranks oversubscribe them)
 declare -A MODELS=(
   [a]="--n-layer 2 --n-head 4 --n-embd 128 --vocab-size 512 --block-size 64 --batch 8"
   [b]="--n-layer 4 --n-head 8 --n-embd 256 --vocab-size 1024 --block-size 128 --batch 8"
 )
+# CPU time stolen by the hypervisor, and all CPU time, in jiffies (/proc/stat)
+cpu_ticks() { awk '/^cpu /{print $9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
 { echo "date: $(date -Is)"; echo "commit: $(git rev-parse HEAD)"; lscpu | grep -E "Model name|^CPU\(s\)"
   echo "avx2: $(grep -c avx2 /proc/cpuinfo | head -1) cpus, avx512f: $(grep -c avx512f /proc/cpuinfo | head -1) cpus"
-  echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"; echo "ranks: $P, 1 thread each; iters $ITERS"
-  for k in "${!MODELS[@]}"; do echo "model $k: ${MODELS[$k]}"; done; uptime; } > "$OUT/config.txt"
-"${MPI[@]}" "$AX" bench comm --out "$OUT/machine.json" --max-kib 16384 > "$OUT/bench_comm.txt" < /dev/null
-for k in a b; do
-  "$AX" plan --ranks "$P" --machine "$OUT/machine.json" ${MODELS[$k]} --json --top 1000 > "$OUT/plan_$k.json"
-  python3 -c "
-import json,sys; p=json.load(open('$OUT/plan_$k.json'))
-for g in p['ranked']: print(','.join(map(str,g['grid'])))" | while read -r g; do
-    "${MPI[@]}" "$AX" bench ${MODELS[$k]} --grid "$g" --iters "$ITERS" --json > "$OUT/bench_${k}_${g//,/_}.json" < /dev/null
+  echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"; echo "ranks: $P, 1 thread each; iters $ITERS; rounds $ROUNDS"
+  for k in a b; do echo "model $k: ${MODELS[$k]}"; done; uptime; } > "$OUT/config.txt"
+for r in $(seq 1 "$ROUNDS"); do
+  R=$OUT/round$r; mkdir -p "$R"
+  read -r s0 t0 < <(cpu_ticks); start=$(date +%s)
+  for k in a b; do
+    "${MPI[@]}" "$AX" bench comm --out "$R/machine_$k.json" --max-kib 16384 ${MODELS[$k]} > "$R/bench_comm_$k.txt" < /dev/null
+    python3 -c "
+import json; m=json.load(open('$R/machine_$k.json'))
+m['gemm']['shapes']=[s for s in m['gemm']['shapes'] if s['m']==s['n']==s['k'] and not s['ta'] and s['tb']]; m.pop('attention_shapes',None)
+json.dump(m,open('$R/machine_${k}_generic.json','w'),indent=1)"
+    "$AX" plan --ranks "$P" --machine "$R/machine_${k}_generic.json" ${MODELS[$k]} --json --top 1000 > "$R/plan_${k}_generic.json"
+    "$AX" plan --ranks "$P" --machine "$R/machine_$k.json" ${MODELS[$k]} --json --top 1000 > "$R/plan_$k.json"
+    mapfile -t grids < <(python3 -c "
+import json; p=json.load(open('$R/plan_$k.json'))
+g=[','.join(map(str,x['grid'])) for x in p['ranked']]; n=len(g); s=($r-1)*n//$ROUNDS
+print('\n'.join(g[s:]+g[:s]))")
+    for g in "${grids[@]}"; do
+      "${MPI[@]}" "$AX" bench ${MODELS[$k]} --grid "$g" --iters "$ITERS" --json > "$R/bench_${k}_${g//,/_}.json" < /dev/null
+    done
   done
+  read -r s1 t1 < <(cpu_ticks)
+  echo "round $r: $(( $(date +%s) - start )) s, steal $(awk -v a=$((s1 - s0)) -v b=$((t1 - t0)) 'BEGIN{printf "%.1f", b ? 100*a/b : 0}')% of CPU time, $(cut -d' ' -f1-3 /proc/loadavg) load" | tee -a "$OUT/config.txt"
 done
-python3 bench/plan_accuracy.py "$OUT" | tee "$OUT/summary.md"
+{ python3 bench/plan_accuracy.py "$OUT"; echo "# without the models' own kernel shapes (the generic machine file)"; echo
+  python3 bench/plan_accuracy.py "$OUT" --variant generic --no-points; } | tee "$OUT/summary.md"

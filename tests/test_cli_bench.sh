@@ -54,6 +54,20 @@ ops = {(c['op'], c['group']) for c in m['collectives']}
 assert ops == {('allreduce', 2), ('allgather', 2), ('reduce_scatter', 2)}, ops
 assert all(c['alpha_s'] >= 0 and c['beta_s_per_byte'] > 0 for c in m['collectives'])"
 then ok "bench comm: machine description"; else bad "bench comm"; cat c.err; head -20 c.out; fi
+# with a model: its GEMMs on every grid of 2 ranks at their shapes and layouts, its attention at T 16, head 8;
+# the plan charges them as measured (the fp32 fit alone gives other GEMM seconds)
+if "${MPI[@]}" -np 2 "$BIN" bench comm --out mj.json --max-kib 64 --gemm-max 256 --min-time 0.005 "${MODEL[@]}" \
+     >cj.out 2>cj.err && "$BIN" plan --ranks 2 --machine mj.json "${MODEL[@]}" --json >pj.json 2>>cj.err \
+   && "$BIN" plan --ranks 2 --machine m.json "${MODEL[@]}" --json >pg.json 2>>cj.err && python3 -c "
+import json; m = json.load(open('mj.json')); sh = m['gemm']['shapes']
+job = [s for s in sh if not s['m'] == s['n'] == s['k']]
+assert {(s['ta'], s['tb']) for s in job} == {(0, 1), (0, 0), (1, 0)}, job
+assert all(s['flops'] > 0 for s in sh) and all(s['dtype'] == 'fp32' for s in job), sh
+assert [(a['T'], a['hd']) for a in m['attention_shapes']] == [(16, 8)], m['attention_shapes']
+j = {tuple(g['grid']): g['gemm_ms'] for g in json.load(open('pj.json'))['ranked']}
+g = {tuple(g['grid']): g['gemm_ms'] for g in json.load(open('pg.json'))['ranked']}
+assert j.keys() == g.keys() and all(j[k] != g[k] for k in j), (j, g)"
+then ok "bench comm with a model: its kernels at its shapes, charged by plan"; else bad "bench comm with a model"; cat cj.err; tail -3 cj.out; fi
 if "$BIN" plan --ranks 4 --machine m.json "${MODEL[@]}" --json >p.json 2>p.err && python3 -c "
 import json; p = json.load(open('p.json'))
 r = p['ranked']; t = [g['step_ms'] for g in r]
@@ -93,6 +107,7 @@ expect2 bench_unknown_flag "unknown option '--bogus'" bench --bogus
 expect2 bench_bad_iters "--iters 2: expected an integer in \[3" bench --iters 2
 expect2 bench_iters_text "--iters 'ten': expected an integer" bench --iters ten
 expect2 bench_comm_flag "unknown option '--iters'" bench comm --iters 3
+expect2 bench_comm_model "--seq 99: expected 1..16" bench comm --out x.json "${MODEL[@]}" --seq 99
 expect2 plan_no_ranks "--ranks: required" plan "${MODEL[@]}"
 expect2 plan_bad_preset "--machine 'atlantis': no such file, and not a preset" plan --ranks 4 --machine atlantis
 expect2 plan_missing_field "missing.json: missing field \"memory_bandwidth\"" plan --ranks 4 --machine missing.json

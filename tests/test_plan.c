@@ -171,15 +171,22 @@ static void test_fit_and_files(void) {
     char path[64];
     snprintf(path, sizeof path, "/tmp/axonn_test_plan_%d.json", (int)getpid());
     ax_machine_preset(&m, "alps");
-    m.act_fwd_s = 2e-9; m.act_bwd_s = 5e-9; m.overlap_eff = 0.375; m.gemm_bf16_flops = 3e14; m.gemm_bf16_alpha = 4e-6;
+    m.act_fwd_s = 2e-9; m.act_bwd_s = 5e-9; m.ln_fwd_s = 1e-9; m.ln_bwd_s = 3e-9; m.loss_s = 7e-9; m.overlap_eff = 0.375; m.gemm_bf16_flops = 3e14; m.gemm_bf16_alpha = 4e-6;
+    m.gemm[m.ngemm++] = (ax_gemm_point){1024, 96, 32, 1, 0, 1, 2.5e13};
+    m.attn[m.nattn++] = (ax_attn_point){2048, 128, 1.5e14};
     CHECK(ax_machine_write(&m, path) == 0, "write");
     CHECK(ax_machine_read(&r, path) == 0, "read: %s", ax_err_msg());
     CHECK(r.ranks_per_node == 4 && r.nfit == m.nfit && fabs(r.gemm_flops / m.gemm_flops - 1) < 1e-5, "round trip");
     CHECK(r.act_fwd_s == m.act_fwd_s && r.act_bwd_s == m.act_bwd_s && r.overlap_eff == m.overlap_eff &&
+          r.ln_fwd_s == m.ln_fwd_s && r.ln_bwd_s == m.ln_bwd_s && r.loss_s == m.loss_s &&
           fabs(r.gemm_bf16_flops / m.gemm_bf16_flops - 1) < 1e-12 && r.gemm_bf16_alpha == m.gemm_bf16_alpha,
           "activation costs and overlap efficiency round trip: %g %g %g", r.act_fwd_s, r.act_bwd_s, r.overlap_eff);
     CHECK(fabs(ax_machine_coll(&r, AX_COLL_AR, 8, 1, 1e6) / ax_machine_coll(&m, AX_COLL_AR, 8, 1, 1e6) - 1) < 1e-5,
           "same collective times after the round trip");
+    CHECK(r.ngemm == 1 && fabs(ax_machine_gemm_at(&r, 1024, 96, 32, 1, 0, 1) - 2.0 * 1024 * 96 * 32 / 2.5e13) < 1e-18 &&
+          r.nattn == 1 && fabs(ax_machine_attn_rate(&r, 2048, 128) / 1.5e14 - 1) < 1e-12 &&
+          ax_machine_attn_rate(&r, 2048, 64) == r.attn_flops, "measured shapes round trip: %d GEMMs, %d attention",
+          r.ngemm, r.nattn);
     FILE *f = fopen(path, "w");
     fprintf(f, "{\"ranks_per_node\": 2, \"memory_per_rank_bytes\": 1e9, \"gemm\": {\"flops\": 1e9}, "
                "\"attention_flops\": 1e9, \"collectives\": []}\n");
@@ -198,6 +205,21 @@ static void test_fit_and_files(void) {
     fclose(f);
     CHECK(ax_machine_read(&r, path) != 0 && strstr(ax_err_msg(), "flops") && strstr(ax_err_msg(), "gemm_bf16"),
           "gemm_bf16 without flops: %s", ax_err_msg());
+    static const char *bad[][2] = {   /* a measured shape or attention point that is not one: the field named */
+        {"\"gemm\": {\"flops\": 1e9, \"shapes\": [{\"m\": 4, \"n\": 4, \"k\": 4, \"dtype\": \"fp16\", \"flops\": 1e9}]}", "dtype"},
+        {"\"gemm\": {\"flops\": 1e9, \"shapes\": [{\"m\": 4, \"n\": 4, \"flops\": 1e9}]}", "\"k\""},
+        {"\"gemm\": {\"flops\": 1e9, \"shapes\": [{\"m\": 4, \"n\": 4, \"k\": 4}]}", "\"flops\""},
+        {"\"gemm\": {\"flops\": 1e9}, \"attention_shapes\": [{\"T\": 64, \"flops\": 1e9}]", "\"hd\""},
+        {"\"gemm\": {\"flops\": 1e9}, \"attention_shapes\": [{\"T\": 0, \"hd\": 64, \"flops\": 1e9}]", "attention_shapes"},
+    };
+    for (int i = 0; i < 5; i++) {
+        f = fopen(path, "w");
+        fprintf(f, "{\"ranks_per_node\": 2, \"memory_per_rank_bytes\": 1e9, %s, \"attention_flops\": 1e9, "
+                   "\"memory_bandwidth\": 1e9, \"collectives\": [{\"op\": \"allreduce\", \"group\": 0, \"placement\": "
+                   "\"intra\", \"alpha_s\": 0, \"beta_s_per_byte\": 1e-9}]}\n", bad[i][0]);
+        fclose(f);
+        CHECK(ax_machine_read(&r, path) != 0 && strstr(ax_err_msg(), bad[i][1]), "bad entry %d: %s", i, ax_err_msg());
+    }
     unlink(path);
 }
 
@@ -220,6 +242,36 @@ static void test_activation(void) {
         double want = L * n * (3e-9 + 7e-9 - 5 * 4 / mc.mem_bw) + reruns * n * (3e-9 - 2 * 4 / mc.mem_bw);
         CHECK(fabs(timed.elem_s - bytes.elem_s - want) < 1e-12 * bytes.elem_s + 1e-15,
               "recompute %d: activation changes elementwise by %g, expected %g", rc, timed.elem_s - bytes.elem_s, want);
+    }
+}
+
+/* LayerNorm and the loss at their measured per-element costs: the
+ * elementwise time changes by exactly (elements x cost) - (their bytes at
+ * the bandwidth): two LayerNorms of M x Cx per layer and the final one (5
+ * element passes each; forward only, 2, in the rerun of block recomputation),
+ * M x Vl logits (4 passes) */
+static void test_row_kernels(void) {
+    ax_machine mc;
+    unit_machine(&mc);
+    ax_plan_job j = small_job();
+    int g[4] = {1, 2, 2, 1};
+    double M = 8.0 * 16, Cx = 32 / 2, Vl = 128 / 2, L = 2, bw = mc.mem_bw, f = 3e-9, b = 4e-9, x = 6e-9;
+    for (int rc = 0; rc <= 2; rc += 2) {
+        j.recompute = rc;
+        ax_plan_cost bytes, ln, loss;
+        ax_plan_estimate(&j, g, &mc, &bytes);
+        mc.ln_fwd_s = f; mc.ln_bwd_s = b;
+        ax_plan_estimate(&j, g, &mc, &ln);
+        mc.loss_s = x;
+        ax_plan_estimate(&j, g, &mc, &loss);
+        mc.ln_fwd_s = mc.ln_bwd_s = mc.loss_s = 0;
+        double n = 2 * M * Cx, reruns = rc ? L - 1 : 0;
+        double want = (L * n + M * Cx) * (f + b - 5 * 4 / bw) + reruns * n * (f - 2 * 4 / bw);
+        CHECK(fabs(ln.elem_s - bytes.elem_s - want) < 1e-12 * bytes.elem_s + 1e-15,
+              "recompute %d: LayerNorm changes elementwise by %g, expected %g", rc, ln.elem_s - bytes.elem_s, want);
+        want = M * Vl * (x - 4 * 4 / bw);
+        CHECK(fabs(loss.elem_s - ln.elem_s - want) < 1e-12 * bytes.elem_s + 1e-15,
+              "recompute %d: the loss changes elementwise by %g, expected %g", rc, loss.elem_s - ln.elem_s, want);
     }
 }
 
@@ -299,11 +351,76 @@ static void test_overlap(void) {
           "kept gathers: Z bytes %g, expected %g fewer than %g", c.comm_bytes[AX_PG_Z], 2 * wz, none.comm_bytes[AX_PG_Z]);
 }
 
+/* The GEMMs the planner charges are the ones the code runs: on each grid the
+ * shapes and layouts of every FC layer's forward, dX and dW and of the LM
+ * head, from the in_l/out_l that ax_gpt_init lays out (nn/linear.c's calls),
+ * as a set; a listed shape costs what was measured, another layout the fit;
+ * attention at a listed (T, hd) at its rate. */
+static void test_gemm_shapes(void) {
+    ax_plan_job j = small_job();
+    const int grids[][4] = {{1, 1, 1, 1}, {2, 1, 2, 1}, {1, 2, 1, 2}, {1, 4, 2, 1}, {1, 1, 4, 2}};
+    for (int gi = 0; gi < 5; gi++) {
+        const int *g = grids[gi];
+        ax_gemm_point got[64], want[15];
+        int n = ax_plan_gemm_shapes(&j, g, got, 0, 64);
+        ax_grid fg; ax_gpt m;
+        fake_grid(&fg, g);
+        CHECK(ax_gpt_init(&m, &j.cfg, &fg) == 0, "init: %s", ax_err_msg());
+        const ax_linear *lin[] = {&m.qkv, &m.proj, &m.fc, &m.fcproj, &m.lmhead};
+        int M = j.batch / (g[0] * g[3]) * j.seq, nw = 0;
+        for (int i = 0; i < 5; i++) {
+            int in = lin[i]->in_l, out = lin[i]->out_l;
+            want[nw++] = (ax_gemm_point){M, out, in, 0, 1, 0, 0};
+            want[nw++] = (ax_gemm_point){M, in, out, 0, 0, 0, 0};
+            want[nw++] = (ax_gemm_point){out, in, M, 1, 0, 0, 0};
+        }
+        int found = 0;
+        for (int w = 0; w < nw; w++) {
+            int hit = 0;
+            for (int i = 0; i < n; i++) hit |= !memcmp(&got[i], &want[w], sizeof want[w]);
+            found += hit;
+            CHECK(hit, "grid %d,%d,%d,%d: the model's GEMM %d x %d x %d (%d%d) not charged", g[0], g[1], g[2], g[3],
+                  want[w].m, want[w].n, want[w].k, want[w].ta, want[w].tb);
+        }
+        for (int i = 0; i < n; i++) {
+            int hit = 0;
+            for (int w = 0; w < nw; w++) hit |= !memcmp(&got[i], &want[w], sizeof want[w]);
+            CHECK(hit, "grid %d,%d,%d,%d: charged GEMM %d x %d x %d (%d%d) is not one the model runs", g[0], g[1], g[2],
+                  g[3], got[i].m, got[i].n, got[i].k, got[i].ta, got[i].tb);
+        }
+        ax_gpt_free(&m);
+    }
+    /* a measured shape replaces the fit for that shape and layout only */
+    ax_machine mc;
+    unit_machine(&mc);
+    int g[4] = {1, 1, 2, 1};
+    ax_plan_cost fit, meas, attn;
+    ax_plan_estimate(&j, g, &mc, &fit);
+    ax_gemm_point s[64];
+    int n = ax_plan_gemm_shapes(&j, g, s, 0, 64);
+    ax_gemm_point p = s[0];   /* the first FC's forward, L layers of it per step */
+    p.flops = 0.5e9;
+    mc.gemm[mc.ngemm++] = p;
+    p.ta = 1; p.tb = 0;       /* another layout of the same sizes: not the model's, so never charged */
+    mc.gemm[mc.ngemm++] = p;
+    ax_plan_estimate(&j, g, &mc, &meas);
+    double f = 2.0 * s[0].m * s[0].n * s[0].k, want = fit.gemm_s + j.cfg.n_layer * (f / 0.5e9 - f / 1e9);
+    CHECK(n > 3 && fabs(meas.gemm_s - want) < 1e-12 * want, "GEMM seconds with one measured shape %g, expected %g",
+          meas.gemm_s, want);
+    mc.attn[mc.nattn++] = (ax_attn_point){j.seq, 7, 1e6};        /* another head size: not taken */
+    mc.attn[mc.nattn++] = (ax_attn_point){j.seq, j.cfg.n_embd / j.cfg.n_head, 0.25e9};
+    ax_plan_estimate(&j, g, &mc, &attn);
+    CHECK(fit.attn_s > 0 && fabs(attn.attn_s - 4 * fit.attn_s) < 1e-12 * attn.attn_s,
+          "attention at its measured (T, hd) rate: %g s, expected %g", attn.attn_s, 4 * fit.attn_s);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
+    test_gemm_shapes();
     test_flops();
     test_overlap();
     test_activation();
+    test_row_kernels();
     test_gemm_dtype();
     test_volumes();
     test_memory(0);

@@ -69,6 +69,9 @@ int ax_cli_init_config(const char *init, ax_gpt_config *c);
 int ax_cli_machine(const char *arg, ax_machine *m);
 /* the planner's job from the training options (batch 0: 8, seq 0: n_positions) */
 int ax_cli_plan_job(const ax_train_opts *o, ax_plan_job *j);
+/* The model options given (AX_CLI_MODEL_OPTS, --init, a preset's batch, sequence and
+ * block recomputation where not given) into o, then the planner's job. Collective. */
+int ax_cli_job_options(const ax_opt *opts, const ax_cli_model_flags *mf, ax_train_opts *o, ax_plan_job *j);
 /* --grid D,X,Y,Z into out, or auto: the planner's first choice for the ranks of
  * comm on the machine, said in one line (rank 0). NULL grid: out unchanged. Collective. */
 int ax_cli_grid_option(const char *grid, const char *machine, const ax_train_opts *o, MPI_Comm comm, int out[4]);

@@ -24,6 +24,16 @@ static const char *usage =
     "'bench gemm' times each layout of the step's local GEMMs (forward, dX, dW of every\n"
     "layer; --gemm-tune's candidates) and prints the layout the tuner keeps and its gain.";
 
+static const char *usage_comm =
+    "usage: [mpirun -np P] axonn bench comm [--out FILE] [options] [model options]\n\n"
+    "Measures this machine for axonn plan: collectives of every group size that divides P\n"
+    "(alpha-beta fits), GEMM rates (square shapes, fp32 and bf16 inputs), the attention,\n"
+    "activation, elementwise and optimizer kernels, and how much of a collective a GEMM hides.\n"
+    "With a model (--preset, size flags or --init, and its --batch, --seq, --grad-accum,\n"
+    "--dtype) also every GEMM of its steps on the grids of P ranks, at their shapes and\n"
+    "layouts, and the attention at its sequence length and head size: axonn plan then\n"
+    "charges those kernels as measured.";
+
 static void print_text(const ax_bench_result *b) {
     double ms = b->step_s * 1e3, P = b->ranks;
     printf("bench: %d ranks, grid D=%d X=%d Y=%d Z=%d, %d threads/rank, %s, overlap %s%s, gemm-tune %s; %d iterations, "
@@ -88,6 +98,10 @@ static int bench_comm(int argc, char **argv) {
     const char *out = NULL;
     int threads = 0, min_kib = 4, max_kib = 65536, gemm_max = 2048;
     double min_s = 0.05;
+    ax_train_opts o;
+    ax_train_defaults(&o);
+    o.batch = 0;
+    ax_cli_model_flags mf = {0};
     ax_opt opts[] = {
         {"out", AX_OPT_STR, &out, "FILE", "write the machine description (JSON) for axonn plan --machine"},
         {"min-kib", AX_OPT_INT, &min_kib, "N", "smallest message, KiB (default 4)", AX_RANGE('[',1,1048576,']')},
@@ -95,9 +109,16 @@ static int bench_comm(int argc, char **argv) {
         {"gemm-max", AX_OPT_INT, &gemm_max, "N", "largest square GEMM measured (default 2048)", AX_RANGE('[',128,65536,']')},
         {"min-time", AX_OPT_DOUBLE, &min_s, "S", "seconds per measurement (default 0.05)", AX_RANGE('(',0,60,']')},
         {"threads", AX_OPT_INT, &threads, "N", "threads per rank (default: OMP_NUM_THREADS or the backend's)", AX_RANGE('[',0,1024,']')},
+        /* a model: its kernels at its shapes too */
+        {"init", AX_OPT_STR, &o.init, "MODEL", "also time the kernels of this model (its config.json) at its shapes"},
+        AX_CLI_MODEL_OPTS(mf),
+        {"batch", AX_OPT_INT, &o.batch, "N", "with a model: global batch in sequences (default 8, or the preset's)", AX_RANGE('[',1,1048576,']')},
+        {"seq", AX_OPT_INT, &o.seq, "T", "with a model: tokens per sequence (default n_positions)", AX_RANGE('[',1,1048576,']')},
+        {"grad-accum", AX_OPT_INT, &o.grad_accum, "N", "with a model: micro-batches per step (default 1)", AX_RANGE('[',1,65536,']')},
+        {"dtype", AX_OPT_STR, &o.dtype, "T", "with a model: GEMM inputs fp32 (default) or bf16"},
         {NULL},
     };
-    int rc = ax_args_parse(opts, argc, argv, 3, usage, NULL, NULL, 0);
+    int rc = ax_args_parse(opts, argc, argv, 3, usage_comm, NULL, NULL, 0);
     if (rc) return rc;
     if (min_kib > max_kib) return AX_ERR("--min-kib %d: expected at most --max-kib %d", min_kib, max_kib);
     ax_cli_threads(threads);
@@ -105,6 +126,14 @@ static int bench_comm(int argc, char **argv) {
     ax_calib_defaults(&co);
     co.min_bytes = (size_t)min_kib << 10; co.max_bytes = (size_t)max_kib << 10;
     co.gemm_max = gemm_max; co.min_s = min_s;
+    int model = 0, i = 0;
+    while (strcmp(opts[i].name, "init")) i++;
+    for (; opts[i].name; i++) model |= ax_args_given(opts, opts[i].name);   /* --init and those after it */
+    ax_plan_job job;
+    if (model) {
+        AX_TRY(ax_cli_job_options(opts, &mf, &o, &job));
+        co.job = &job;
+    }
     ax_machine m;
     AX_TRY(ax_calibrate(&m, &co, MPI_COMM_WORLD));
     int rank;

@@ -124,7 +124,7 @@ int ax_cmd_plan(int argc, char **argv) {
     ax_train_opts o;
     ax_train_defaults(&o);
     o.batch = 0;
-    const char *machine = NULL, *dtype = "fp32";
+    const char *machine = NULL;
     ax_cli_model_flags mf = {0};
     int ranks = 0, json = 0, top = 10, run = 0, iters = 10;
     double overlap = 0;
@@ -137,7 +137,7 @@ int ax_cmd_plan(int argc, char **argv) {
         {"seq", AX_OPT_INT, &o.seq, "T", "tokens per sequence (default n_positions)", AX_RANGE('[',1,1048576,']')},
         {"grad-accum", AX_OPT_INT, &o.grad_accum, "N", "micro-batches per step (default 1)", AX_RANGE('[',1,65536,']')},
         {"recompute", AX_OPT_STR, &o.recompute, "MODE", "activation recomputation: none, attn or block"},
-        {"dtype", AX_OPT_STR, &dtype, "T", "activation and communication dtype: fp32 (default) or bf16"},
+        {"dtype", AX_OPT_STR, &o.dtype, "T", "activation and communication dtype: fp32 (default) or bf16"},
         {"hidden", AX_OPT_DOUBLE, &overlap, "F", "share of communication the time model takes as hidden behind compute (default 0)", AX_RANGE('[',0,1,']')},
         {"overlap", AX_OPT_STR, &o.overlap, "LIST", "the run's --overlap (its buffers count in memory; default all)"},
         {"keep-gathered", AX_OPT_FLAG, &o.keep_gathered, NULL, "the run's --keep-gathered (one gathered weight per FC layer kept)"},
@@ -151,22 +151,11 @@ int ax_cmd_plan(int argc, char **argv) {
     int rc = ax_args_parse(opts, argc, argv, 2, usage, NULL, NULL, 0);
     if (rc) return rc;
     if (!ranks) return AX_ERR("--ranks: required (the number of ranks to plan for)");
-    AX_TRY(ax_cli_model_options(opts, &mf, o.init != NULL, &o.model));
-    if (o.init) AX_TRY(ax_cli_init_config(o.init, &o.model));
-    int pb, ps;
-    ax_cli_preset_job(mf.preset, &pb, &ps);
-    if (!o.batch && pb) o.batch = pb;
-    if (!o.seq && ps) o.seq = ps;
-    if (pb && !ax_args_given(opts, "recompute")) o.recompute = "block";   /* as the published runs */
+    ax_plan_job j;
+    AX_TRY(ax_cli_job_options(opts, &mf, &o, &j));
     ax_machine m;
     AX_TRY(ax_cli_machine(machine, &m));
-    ax_plan_job j;
-    AX_TRY(ax_cli_plan_job(&o, &j));
-    if (!strcmp(dtype, "bf16")) j.act_bytes = 2;
-    else if (strcmp(dtype, "fp32")) return AX_ERR("--dtype %s: expected fp32 or bf16", dtype);
     j.overlap = overlap;
-    if (j.batch % j.grad_accum)
-        return AX_ERR("--batch %d: expected a multiple of --grad-accum %d", j.batch, j.grad_accum);
     ax_plan p;
     ax_plan_run(&j, ranks, &m, &p);
     int min_ranks = ax_plan_min_ranks(&j, &m, 65536);

@@ -59,8 +59,24 @@ int ax_cli_plan_job(const ax_train_opts *o, ax_plan_job *j) {
     if (j->recompute < 0) return AX_ERR("--recompute %s: expected none, attn or block", o->recompute);
     AX_TRY(ax_overlap_parse(o->overlap, &j->ov_flags));
     j->keep_gathered = o->keep_gathered;
+    if (!strcmp(o->dtype, "bf16")) j->act_bytes = 2;
+    else if (strcmp(o->dtype, "fp32")) return AX_ERR("--dtype %s: expected fp32 or bf16", o->dtype);
     if (j->seq > o->model.block_size)
         return AX_ERR("--seq %d: expected 1..%d (the model's n_positions)", j->seq, o->model.block_size);
+    return 0;
+}
+
+int ax_cli_job_options(const ax_opt *opts, const ax_cli_model_flags *mf, ax_train_opts *o, ax_plan_job *j) {
+    AX_TRY(ax_cli_model_options(opts, mf, o->init != NULL, &o->model));
+    if (o->init) AX_TRY(ax_cli_init_config(o->init, &o->model));
+    int pb, ps;
+    ax_cli_preset_job(mf->preset, &pb, &ps);
+    if (!o->batch && pb) o->batch = pb;
+    if (!o->seq && ps) o->seq = ps;
+    if (pb && !ax_args_given(opts, "recompute")) o->recompute = "block";   /* as the published runs */
+    AX_TRY(ax_cli_plan_job(o, j));
+    if (j->batch % j->grad_accum)
+        return AX_ERR("--batch %d: expected a multiple of --grad-accum %d", j->batch, j->grad_accum);
     return 0;
 }
 

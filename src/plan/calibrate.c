@@ -1,9 +1,11 @@
 #define _GNU_SOURCE 1
 #include "plan/calibrate.h"
 #include "backend/backend.h"
+#include "plan/model.h"
 #include "comm/comm.h"
 #include "train/bench.h"
 #include "util/err.h"
+#include "util/stats.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +30,9 @@ void ax_fit_alpha_beta(const double *x, const double *t, int n, double *a, doubl
     if (*b < 0) { *b = 0; *a = s0 > 0 ? r0 / s0 : 0; }
 }
 
-/* Seconds of one call of f, the slowest rank's; repetitions agreed by all ranks. */
+/* Seconds of one call of f, the slowest rank's; repetitions agreed by all ranks.
+ * Five trials of about min_s / 5, the median kept: on a shared machine a burst
+ * of other work moves one trial, not the figure. */
 typedef void (*ax_op_fn)(void *ctx);
 static double time_op(ax_op_fn f, void *ctx, double min_s, MPI_Comm w) {
     f(ctx);                                        /* warm-up */
@@ -37,15 +41,18 @@ static double time_op(ax_op_fn f, void *ctx, double min_s, MPI_Comm w) {
     f(ctx);
     t = MPI_Wtime() - t;
     MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, w);
-    int reps = t > 0 ? (int)(min_s / t) : 100;
-    if (reps < 2) reps = 2;
-    if (reps > 200) reps = 200;
-    MPI_Barrier(w);
-    t = MPI_Wtime();
-    for (int i = 0; i < reps; i++) f(ctx);
-    t = (MPI_Wtime() - t) / reps;
-    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, w);
-    return t;
+    int reps = t > 0 ? (int)(min_s / 5 / t) : 20;
+    if (reps < 1) reps = 1;
+    if (reps > 40) reps = 40;
+    double trial[5];
+    for (int k = 0; k < 5; k++) {
+        MPI_Barrier(w);
+        t = MPI_Wtime();
+        for (int i = 0; i < reps; i++) f(ctx);
+        trial[k] = (MPI_Wtime() - t) / reps;
+        MPI_Allreduce(MPI_IN_PLACE, &trial[k], 1, MPI_DOUBLE, MPI_MAX, w);
+    }
+    return ax_median(trial, 5);
 }
 
 typedef struct { ax_comm *c; int op; float *a, *b; size_t n; } coll_ctx;   /* n: the full buffer */
@@ -116,6 +123,43 @@ static void run_add(void *p) { add_ctx *a = p; ax_be()->add(a->y, a->x, a->n); }
 static void run_gelu_fwd(void *p) { add_ctx *a = p; ax_be()->gelu_forward(a->y, a->x, a->n); }
 static void run_gelu_bwd(void *p) { add_ctx *a = p; ax_be()->gelu_backward(a->y, a->x, a->y, a->n); }
 
+/* LayerNorm and the cross-entropy as the layers run them, in a group of one */
+static void no_reduce(void *ctx, float *buf, size_t n) { (void)ctx; (void)buf; (void)n; }
+static const ax_reducer solo = {no_reduce, no_reduce, NULL};
+typedef struct { float *out, *x, *w, *b, *mean, *rstd, *dx, *dw, *db, *scr; int32_t *tgt; int M, C; } row_ctx;
+static void run_ln_fwd(void *p) {
+    row_ctx *a = p;
+    ax_be()->layernorm_forward(a->out, a->mean, a->rstd, a->x, a->w, a->b, a->M, a->C, a->C, 1e-5f, a->scr, &solo);
+}
+static void run_ln_bwd(void *p) {
+    row_ctx *a = p;
+    ax_be()->layernorm_backward(a->dx, a->dw, a->db, a->out, a->x, a->w, a->mean, a->rstd, a->M, a->C, a->C, a->scr, &solo);
+}
+static void run_xent(void *p) {   /* C: the local vocabulary; out: the logits, made their gradient */
+    row_ctx *a = p;
+    ax_be()->xent(a->out, a->mean, a->tgt, NULL, a->M, a->C, 0, a->C, 1.0f, a->scr, &solo);
+}
+
+/* Seconds per element of LayerNorm forward and backward (M rows of C) and of the
+ * cross-entropy with its gradient (M rows of V logits) */
+static void row_kernels(ax_machine *m, const ax_calib_opts *o, MPI_Comm w) {
+    int M = 1024, C = 256, V = 4096;
+    row_ctx a = {.M = M, .C = C};
+    size_t n = (size_t)M * V;
+    a.out = ax_calloc(n, 4); a.x = ax_calloc(n, 4); a.dx = ax_calloc(n, 4); a.w = ax_calloc(V, 4);
+    a.b = ax_calloc(V, 4); a.dw = ax_calloc(V, 4); a.db = ax_calloc(V, 4); a.mean = ax_calloc(M, 4);
+    a.rstd = ax_calloc(M, 4); a.scr = ax_calloc(3 * (size_t)M, 4); a.tgt = ax_calloc(M, sizeof(int32_t));
+    for (size_t i = 0; i < n; i++) a.x[i] = (float)(i % 601) / 100.0f - 3.0f;
+    for (int i = 0; i < V; i++) a.w[i] = 1.0f;
+    for (int i = 0; i < M; i++) a.tgt[i] = (int32_t)(i * 37 % V);
+    m->ln_fwd_s = time_op(run_ln_fwd, &a, o->min_s, w) / ((double)M * C);
+    m->ln_bwd_s = time_op(run_ln_bwd, &a, o->min_s, w) / ((double)M * C);
+    a.C = V;
+    m->loss_s = time_op(run_xent, &a, o->min_s, w) / (double)n;   /* logits go to gradients and back: same cost */
+    free(a.out); free(a.x); free(a.dx); free(a.w); free(a.b); free(a.dw); free(a.db); free(a.mean); free(a.rstd);
+    free(a.scr); free(a.tgt);
+}
+
 /* the optimizer's per-parameter work: AdamW, plus the gradient norm's pass */
 typedef struct { float *w, *g, *m, *v; int64_t n; } adam_ctx;
 static void run_adam(void *p) {
@@ -171,18 +215,68 @@ static double overlap_efficiency(const ax_machine *m, const ax_calib_opts *o, MP
     return e < 0 ? 0 : e > 1 ? 1 : e;
 }
 
+/* FLOP/s of the attention kernel forward + backward at (T, hd), 7 T^2 hd FLOPs per
+ * (sequence, head) as plan/model.c counts them; every rank at once. Heads enough for
+ * the threads, fewer sequences where T is long. */
+static double attn_rate(int T, int hd, double min_s, MPI_Comm w) {
+    attn_ctx a = {.B = 2, .T = T, .H = 4, .hd = hd, .nthr = ax_be()->threads()};
+    if (a.H < a.nthr) a.H = a.nthr;
+    if (7.0 * a.B * a.H * T * T * hd > 2e9) a.B = 1;
+    size_t rows = (size_t)a.B * a.T, wd = (size_t)a.H * a.hd;
+    a.qkv = ax_calloc(rows * 3 * wd, sizeof(float)); a.dqkv = ax_calloc(rows * 3 * wd, sizeof(float));
+    a.out = ax_calloc(rows * wd, sizeof(float)); a.dout = ax_calloc(rows * wd, sizeof(float));
+    a.lse = ax_calloc((size_t)a.B * a.H * a.T, sizeof(float));
+    a.scr = ax_calloc(ax_be()->attention_scratch(a.T) * a.nthr, sizeof(float));
+    for (size_t i = 0; i < rows * 3 * wd; i++) a.qkv[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+    for (size_t i = 0; i < rows * wd; i++) a.dout[i] = (float)(i % 13) / 13.0f;
+    double t = time_op(run_attn, &a, min_s, w);
+    free(a.qkv); free(a.dqkv); free(a.out); free(a.dout); free(a.lse); free(a.scr);
+    return 7.0 * a.B * a.H * (double)a.T * a.T * a.hd / t;
+}
+
+/* The job's own kernels at its shapes, on the grids of W ranks (the planner's
+ * candidates): every distinct GEMM (shape, layout, dtype) of their steps, and
+ * the attention at its T and head size. Every rank at once, as in training. */
+static void measure_job(ax_machine *m, const ax_calib_opts *o, MPI_Comm w) {
+    const ax_plan_job *j = o->job;
+    int W, r;
+    MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
+    int n0 = m->ngemm, n = n0;
+    for (int D = 1; D <= W; D++)
+        for (int X = 1; D * X <= W; X++)
+            for (int Y = 1; D * X * Y <= W; Y++) {
+                if (W % (D * X * Y)) continue;
+                int g[4] = {D, X, Y, W / (D * X * Y)};
+                n = ax_plan_gemm_shapes(j, g, m->gemm, n, AX_MACHINE_GEMMS);
+            }
+    double t0 = MPI_Wtime();
+    for (int i = n0; i < n; i++) {
+        ax_gemm_point *p = &m->gemm[i];
+        MPI_Barrier(w);
+        p->flops = ax_gemm_rate(p->bf16 ? AX_BF16 : AX_F32, p->m, p->n, p->k, p->ta, p->tb, o->min_s);
+        MPI_Allreduce(MPI_IN_PLACE, &p->flops, 1, MPI_DOUBLE, MPI_SUM, w);
+        p->flops /= W;
+    }
+    m->ngemm = n;
+    int T = j->seq, hd = j->cfg.n_embd / j->cfg.n_head;
+    m->attn[m->nattn++] = (ax_attn_point){T, hd, attn_rate(T, hd, o->min_s, w)};
+    if (o->verbose && r == 0)
+        printf("the model's kernels: %d GEMM shapes of its grids of %d ranks (%.1f s), attention at T %d, head %d: "
+               "%.2f GFLOP/s\n", n - n0, W, MPI_Wtime() - t0, T, hd, m->attn[m->nattn - 1].flops / 1e9);
+}
+
 /* Square GEMMs 128 .. gemm_max, every rank at once as in training, fitted to
  * alpha + FLOPs / rate; the fp32 points are kept in the file (information). */
 static void fit_gemm(ax_machine *m, const ax_calib_opts *o, MPI_Comm w, ax_dtype t, double *alpha, double *rate) {
     int W, r, k = 0;
     MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
-    double fx[AX_MACHINE_GEMMS], ft[AX_MACHINE_GEMMS];
-    for (int n = 128; n <= o->gemm_max && k < AX_MACHINE_GEMMS; n *= 2, k++) {
+    double fx[32], ft[32];
+    for (int n = 128; n <= o->gemm_max && k < 32; n *= 2, k++) {
         MPI_Barrier(w);
-        double f = ax_gemm_rate(t, n, n, n, o->min_s);
+        double f = ax_gemm_rate(t, n, n, n, 0, 1, o->min_s);
         MPI_Allreduce(MPI_IN_PLACE, &f, 1, MPI_DOUBLE, MPI_SUM, w);
         f /= W;
-        if (t == AX_F32) m->gemm[m->ngemm++] = (ax_gemm_point){n, n, n, f};
+        if (m->ngemm < AX_MACHINE_GEMMS) m->gemm[m->ngemm++] = (ax_gemm_point){n, n, n, 0, 1, t == AX_BF16, f};
         fx[k] = 2.0 * n * n * n; ft[k] = fx[k] / f;
         if (o->verbose && r == 0) printf("gemm %s %5d^3: %.2f GFLOP/s per rank\n", ax_dtype_name(t), n, f / 1e9);
     }
@@ -226,18 +320,9 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     if (ax_be()->gemm_kernel(AX_BF16, &emulated))   /* NULL: this build has no bf16 GEMMs */
         fit_gemm(m, o, w, AX_BF16, &m->gemm_bf16_alpha, &m->gemm_bf16_flops);
     m->overlap_eff = overlap_efficiency(m, o, w);
-    /* attention: 7 T^2 hd FLOPs per (sequence, head) for forward + backward (plan/model.c) */
-    attn_ctx a = {.B = 2, .T = 256, .H = 4, .hd = 64, .nthr = ax_be()->threads()};
-    size_t rows = (size_t)a.B * a.T, wd = (size_t)a.H * a.hd;
-    a.qkv = ax_calloc(rows * 3 * wd, sizeof(float)); a.dqkv = ax_calloc(rows * 3 * wd, sizeof(float));
-    a.out = ax_calloc(rows * wd, sizeof(float)); a.dout = ax_calloc(rows * wd, sizeof(float));
-    a.lse = ax_calloc((size_t)a.B * a.H * a.T, sizeof(float));
-    a.scr = ax_calloc(ax_be()->attention_scratch(a.T) * a.nthr, sizeof(float));
-    for (size_t i = 0; i < rows * 3 * wd; i++) a.qkv[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
-    for (size_t i = 0; i < rows * wd; i++) a.dout[i] = (float)(i % 13) / 13.0f;
-    double ta = time_op(run_attn, &a, o->min_s, w);
-    m->attn_flops = 7.0 * a.B * a.H * (double)a.T * a.T * a.hd / ta;
-    free(a.qkv); free(a.dqkv); free(a.out); free(a.dout); free(a.lse); free(a.scr);
+    if (o->job) measure_job(m, o, w);
+    /* attention: the kernel's rate at T 256, head size 64 */
+    m->attn_flops = attn_rate(256, 64, o->min_s, w);
     /* elementwise: y += x over 2 x 64 MB, 12 bytes per element */
     add_ctx ad = {.n = 16 << 20};
     ad.y = ax_calloc(ad.n, sizeof(float)); ad.x = ax_calloc(ad.n, sizeof(float));
@@ -249,6 +334,7 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     m->act_fwd_s = time_op(run_gelu_fwd, &ad, o->min_s, w) / ad.n;
     m->act_bwd_s = time_op(run_gelu_bwd, &ad, o->min_s, w) / ad.n;
     free(ad.y); free(ad.x);
+    row_kernels(m, o, w);
     adam_ctx ac = {.n = 4 << 20};
     ac.w = ax_calloc(ac.n, sizeof(float)); ac.g = ax_calloc(ac.n, sizeof(float));
     ac.m = ax_calloc(ac.n, sizeof(float)); ac.v = ax_calloc(ac.n, sizeof(float));
@@ -256,10 +342,11 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     free(ac.w); free(ac.g); free(ac.m); free(ac.v);
     if (o->verbose && r == 0)
         printf("gemm fit: %.2f GFLOP/s + %.1f us per call (bf16 %.2f + %.1f us); attention %.2f GFLOP/s; elementwise %.2f GB/s; "
-               "activation %.2f + %.2f ns per element; optimizer %.2f ns per parameter; %d ranks per node, "
+               "activation %.2f + %.2f ns per element; LayerNorm %.2f + %.2f ns per element; loss %.2f ns per logit; optimizer %.2f ns per parameter; %d ranks per node, "
                "%.2f GiB per rank\n", m->gemm_flops / 1e9, m->gemm_alpha * 1e6, m->gemm_bf16_flops / 1e9,
                m->gemm_bf16_alpha * 1e6, m->attn_flops / 1e9, m->mem_bw / 1e9,
-               m->act_fwd_s * 1e9, m->act_bwd_s * 1e9, m->optim_s_per_param * 1e9, m->ranks_per_node,
+               m->act_fwd_s * 1e9, m->act_bwd_s * 1e9, m->ln_fwd_s * 1e9, m->ln_bwd_s * 1e9, m->loss_s * 1e9,
+               m->optim_s_per_param * 1e9, m->ranks_per_node,
                m->mem_bytes / (1 << 30));
     free(node_of);
     MPI_Comm_free(&w);

@@ -31,6 +31,21 @@ double ax_machine_coll(const ax_machine *m, int op, int p, int inter, double byt
     return best ? best->alpha + best->beta * bytes : 0;
 }
 
+double ax_machine_gemm_at(const ax_machine *m, int M, int N, int K, int ta, int tb, int bf16) {
+    for (int i = 0; i < m->ngemm; i++) {
+        const ax_gemm_point *p = &m->gemm[i];
+        if (p->m == M && p->n == N && p->k == K && p->ta == ta && p->tb == tb && p->bf16 == bf16)
+            return 2.0 * M * N * K / p->flops;
+    }
+    return ax_machine_gemm(m, 2.0 * M * N * K, bf16);
+}
+
+double ax_machine_attn_rate(const ax_machine *m, int T, int hd) {
+    for (int i = 0; i < m->nattn; i++)
+        if (m->attn[i].T == T && m->attn[i].hd == hd) return m->attn[i].flops;
+    return m->attn_flops;
+}
+
 /* ---- JSON ---- */
 
 static int num(json_t *o, const char *key, double *v, const char *path, const char *where, int required) {
@@ -58,6 +73,9 @@ static int parse(ax_machine *m, json_t *j, const char *path) {
     AX_TRY(num(j, "optimizer_s_per_param", &m->optim_s_per_param, path, "", 0));
     AX_TRY(num(j, "activation_forward_s_per_element", &m->act_fwd_s, path, "", 0));
     AX_TRY(num(j, "activation_backward_s_per_element", &m->act_bwd_s, path, "", 0));
+    AX_TRY(num(j, "layernorm_forward_s_per_element", &m->ln_fwd_s, path, "", 0));
+    AX_TRY(num(j, "layernorm_backward_s_per_element", &m->ln_bwd_s, path, "", 0));
+    AX_TRY(num(j, "loss_s_per_element", &m->loss_s, path, "", 0));
     m->overlap_eff = 1;
     if (json_object_get(j, "overlap_efficiency")) {
         AX_TRY(num(j, "overlap_efficiency", &m->overlap_eff, path, "", 1));
@@ -75,13 +93,38 @@ static int parse(ax_machine *m, json_t *j, const char *path) {
     }
     json_t *sh = json_object_get(g, "shapes"), *e;
     size_t i;
-    if (json_is_array(sh)) json_array_foreach(sh, i, e) {
-        if (m->ngemm == AX_MACHINE_GEMMS) break;
+    if (sh && !json_is_array(sh)) return AX_ERR("--machine %s: \"shapes\" in \"gemm\" must be an array", path);
+    json_array_foreach(sh, i, e) {
+        if (m->ngemm == AX_MACHINE_GEMMS) return AX_ERR("--machine %s: more than %d GEMM shapes", path, AX_MACHINE_GEMMS);
+        char where[64];
+        snprintf(where, sizeof where, " in \"gemm\".\"shapes\"[%zu]", i);
+        double d[5] = {0, 0, 0, 0, 1};   /* m n k ta tb: an entry without a layout is A B^T, as the fits time it */
+        static const char *const key[5] = {"m", "n", "k", "ta", "tb"};
+        for (int f = 0; f < 5; f++) AX_TRY(num(e, key[f], &d[f], path, where, f < 3));
         ax_gemm_point *p = &m->gemm[m->ngemm++];
-        p->m = (int)json_integer_value(json_object_get(e, "m"));
-        p->n = (int)json_integer_value(json_object_get(e, "n"));
-        p->k = (int)json_integer_value(json_object_get(e, "k"));
-        p->flops = json_number_value(json_object_get(e, "flops"));
+        *p = (ax_gemm_point){(int)d[0], (int)d[1], (int)d[2], d[3] != 0, d[4] != 0, 0, 0};
+        AX_TRY(num(e, "flops", &p->flops, path, where, 1));
+        json_t *t = json_object_get(e, "dtype");
+        if (t && (!json_is_string(t) || (strcmp(json_string_value(t), "fp32") && strcmp(json_string_value(t), "bf16"))))
+            return AX_ERR("--machine %s: field \"dtype\"%s: expected fp32 or bf16", path, where);
+        p->bf16 = t && !strcmp(json_string_value(t), "bf16");
+        if (!(p->flops > 0) || p->m < 1 || p->n < 1 || p->k < 1)
+            return AX_ERR("--machine %s: %s: m, n, k and flops must be positive", path, where + 4);
+    }
+    json_t *at = json_object_get(j, "attention_shapes");
+    if (at && !json_is_array(at)) return AX_ERR("--machine %s: \"attention_shapes\" must be an array", path);
+    json_array_foreach(at, i, e) {
+        if (m->nattn == AX_MACHINE_ATTNS) return AX_ERR("--machine %s: more than %d attention shapes", path, AX_MACHINE_ATTNS);
+        char where[64];
+        snprintf(where, sizeof where, " in \"attention_shapes\"[%zu]", i);
+        double T = 0, hd = 0;
+        ax_attn_point *p = &m->attn[m->nattn++];
+        AX_TRY(num(e, "T", &T, path, where, 1));
+        AX_TRY(num(e, "hd", &hd, path, where, 1));
+        AX_TRY(num(e, "flops", &p->flops, path, where, 1));
+        p->T = (int)T; p->hd = (int)hd;
+        if (!(p->flops > 0) || p->T < 1 || p->hd < 1)
+            return AX_ERR("--machine %s: %s: T, hd and flops must be positive", path, where + 4);
     }
     if (!(m->gemm_flops > 0) || !(m->attn_flops > 0) || !(m->mem_bw > 0) || !(m->mem_bytes > 0))
         return AX_ERR("--machine %s: \"gemm\".\"flops\", \"attention_flops\", \"memory_bandwidth\" and "
@@ -127,16 +170,27 @@ int ax_machine_write(const ax_machine *m, const char *path) {
     json_object_set_new(j, "memory_per_rank_bytes", json_real(m->mem_bytes));
     json_object_set_new(g, "flops", json_real(m->gemm_flops));
     json_object_set_new(g, "alpha_s", json_real(m->gemm_alpha));
-    for (int i = 0; i < m->ngemm; i++)
-        json_array_append_new(sh, json_pack("{s:i, s:i, s:i, s:f}", "m", m->gemm[i].m, "n", m->gemm[i].n,
-                                            "k", m->gemm[i].k, "flops", m->gemm[i].flops));
+    for (int i = 0; i < m->ngemm; i++) {
+        const ax_gemm_point *p = &m->gemm[i];
+        json_array_append_new(sh, json_pack("{s:i, s:i, s:i, s:i, s:i, s:s, s:f}", "m", p->m, "n", p->n, "k", p->k,
+                                            "ta", p->ta, "tb", p->tb, "dtype", p->bf16 ? "bf16" : "fp32", "flops", p->flops));
+    }
     json_object_set_new(g, "shapes", sh);
     json_object_set_new(j, "gemm", g);
     if (m->gemm_bf16_flops > 0)
         json_object_set_new(j, "gemm_bf16", json_pack("{s:f, s:f}", "flops", m->gemm_bf16_flops, "alpha_s", m->gemm_bf16_alpha));
     json_object_set_new(j, "attention_flops", json_real(m->attn_flops));
+    if (m->nattn) {
+        json_t *at = json_array();
+        for (int i = 0; i < m->nattn; i++)
+            json_array_append_new(at, json_pack("{s:i, s:i, s:f}", "T", m->attn[i].T, "hd", m->attn[i].hd, "flops", m->attn[i].flops));
+        json_object_set_new(j, "attention_shapes", at);
+    }
     json_object_set_new(j, "memory_bandwidth", json_real(m->mem_bw));
     if (m->optim_s_per_param > 0) json_object_set_new(j, "optimizer_s_per_param", json_real(m->optim_s_per_param));
+    if (m->ln_fwd_s > 0) json_object_set_new(j, "layernorm_forward_s_per_element", json_real(m->ln_fwd_s));
+    if (m->ln_bwd_s > 0) json_object_set_new(j, "layernorm_backward_s_per_element", json_real(m->ln_bwd_s));
+    if (m->loss_s > 0) json_object_set_new(j, "loss_s_per_element", json_real(m->loss_s));
     if (m->act_fwd_s > 0) json_object_set_new(j, "activation_forward_s_per_element", json_real(m->act_fwd_s));
     if (m->act_bwd_s > 0) json_object_set_new(j, "activation_backward_s_per_element", json_real(m->act_bwd_s));
     json_object_set_new(j, "overlap_efficiency", json_real(m->overlap_eff));

@@ -23,10 +23,15 @@ typedef struct {
     double alpha, beta;       /* seconds, seconds per byte */
 } ax_coll_fit;
 
-typedef struct { int m, n, k; double flops; } ax_gemm_point;
+/* a GEMM measured at one shape: C (m x n) = op(A) op(B) over k, A transposed
+ * when ta, B when tb, its inputs bf16 or fp32 */
+typedef struct { int m, n, k, ta, tb, bf16; double flops; } ax_gemm_point;
+/* the causal attention kernel measured at one sequence length and head size */
+typedef struct { int T, hd; double flops; } ax_attn_point;
 
 #define AX_MACHINE_FITS 256
-#define AX_MACHINE_GEMMS 16
+#define AX_MACHINE_GEMMS 1024
+#define AX_MACHINE_ATTNS 64
 typedef struct {
     char name[128], source[256];
     int ranks_per_node;
@@ -34,13 +39,20 @@ typedef struct {
     double gemm_flops;         /* GEMM rate of large shapes, per rank */
     double gemm_alpha;         /* fixed seconds per GEMM call (small shapes fall short of the rate) */
     double gemm_bf16_flops, gemm_bf16_alpha;   /* the same for bf16 inputs (fp32 accumulation); 0: as fp32 */
-    int ngemm; ax_gemm_point gemm[AX_MACHINE_GEMMS];   /* measured shapes (information only) */
+    /* measured shapes: the squares of the fits, and with bench comm's model options every GEMM
+     * of that job's grids; a GEMM of a listed shape costs what was measured, others the fit */
+    int ngemm; ax_gemm_point gemm[AX_MACHINE_GEMMS];
     double attn_flops;         /* causal attention kernel, FLOPs as counted in plan/model.c */
+    int nattn; ax_attn_point attn[AX_MACHINE_ATTNS];   /* at listed (T, hd); others attn_flops */
     double mem_bw;             /* bytes/s per rank of the elementwise kernels */
     double optim_s_per_param;  /* AdamW update + gradient norm, seconds per local parameter (0: 36 bytes at mem_bw) */
     /* the MLP's activation (GELU; SwiGLU taken alike), seconds per element forward and backward: on a CPU it is
      * transcendental arithmetic, not memory traffic (0: its bytes at mem_bw) */
     double act_fwd_s, act_bwd_s;
+    /* LayerNorm (RMSNorm taken alike) forward and backward, seconds per element of its input, and
+     * the vocabulary-parallel cross-entropy (forward and gradient), seconds per logit: rows
+     * reduced, square roots and exponentials, more than their bytes on a CPU (0: bytes at mem_bw) */
+    double ln_fwd_s, ln_bwd_s, loss_s;
     /* share of an overlapped collective that its compute actually hides (0..1; 1 where the
      * collectives have their own engine, e.g. NCCL on a GPU; on CPU cores that both copy and
      * compute, less): measured by bench comm, 1 when absent */
@@ -58,9 +70,15 @@ extern const char *const ax_machine_preset_list;
  * 0 for p = 1. Takes the fit of that group size and placement, else the
  * nearest group size, else the other placement. */
 double ax_machine_coll(const ax_machine *m, int op, int p, int inter, double bytes);
-/* Seconds of a GEMM of `flops`, its inputs in bf16 or fp32 */
+/* Seconds of a GEMM of `flops`, its inputs in bf16 or fp32, at the fit */
 static inline double ax_machine_gemm(const ax_machine *m, double flops, int bf16) {
     if (bf16 && m->gemm_bf16_flops > 0) return m->gemm_bf16_alpha + flops / m->gemm_bf16_flops;
     return m->gemm_alpha + flops / m->gemm_flops;
 }
+/* Seconds of the GEMM C (M x N) = op(A) op(B) over K: measured at that shape, layout and dtype
+ * if listed, else the fit */
+double ax_machine_gemm_at(const ax_machine *m, int M, int N, int K, int ta, int tb, int bf16);
+/* FLOP/s of the attention kernel at sequence length T and head size hd: measured there if
+ * listed, else attn_flops */
+double ax_machine_attn_rate(const ax_machine *m, int T, int hd);
 #endif

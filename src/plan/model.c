@@ -33,7 +33,8 @@ static const char *illegal(const ax_plan_job *j, const int g[4], char *buf, size
  * fits in one node or s*p ranks tile the node */
 static int spans(int s, int p, int P, int R) { return p > 1 && P > R && !(s * p <= R && R % (s * p) == 0); }
 
-typedef struct { const ax_machine *m; ax_plan_cost *c; double scale; int bf16; } ax_acc;   /* scale: repetitions */
+/* scale: repetitions; rec (optional): the distinct GEMM shapes met, nrec of at most maxrec */
+typedef struct { const ax_machine *m; ax_plan_cost *c; double scale; int bf16; ax_gemm_point *rec; int nrec, maxrec; } ax_acc;
 
 /* each returns the seconds it added */
 static double coll(ax_acc *a, int group, int op, int p, double elems, double bytes_per) {
@@ -46,22 +47,51 @@ static double coll(ax_acc *a, int group, int op, int p, double elems, double byt
     return t;
 }
 
-static double gemm(ax_acc *a, double M, double N, double K) {
-    double t = a->scale * ax_machine_gemm(a->m, 2.0 * M * N * K, a->bf16);
+/* C (M x N) = op(A) op(B) over K; the FC layers' layouts (nn/linear.c): forward x W^T
+ * (ta 0, tb 1), dX dY W (0, 0), dW dY^T x (1, 0) */
+static double gemm(ax_acc *a, int64_t M, int64_t N, int64_t K, int ta, int tb) {
+    if (a->rec) {
+        ax_gemm_point p = {(int)M, (int)N, (int)K, ta, tb, a->bf16, 0};
+        int seen = 0;
+        for (int i = 0; i < a->nrec && !seen; i++) seen = !memcmp(&a->rec[i], &p, sizeof p);
+        if (!seen && a->nrec < a->maxrec) a->rec[a->nrec++] = p;
+    }
+    double t = a->scale * ax_machine_gemm_at(a->m, (int)M, (int)N, (int)K, ta, tb, a->bf16);
     a->c->gemm_s += t;
     return t;
 }
 
 static double fmin2(double a, double b) { return a < b ? a : b; }
 
+/* Seconds of n LayerNorm elements at their measured cost, forward (and backward
+ * when bwd); their bytes (2 forward, 3 backward) taken out of *elem */
+static double layernorm(double n, int bwd, const ax_machine *m, double ab, double *elem) {
+    *elem -= n * ab * (bwd ? 5 : 2);
+    return n * (m->ln_fwd_s + (bwd ? m->ln_bwd_s : 0));
+}
+
 /* one FC layer on one micro-batch of M rows: forward (with_fwd), backward */
 typedef struct { int64_t in, out; int transposed; } ax_fc;
 
+static void estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, ax_plan_cost *c, int with_time, ax_acc *rec);
+
 void ax_plan_estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, ax_plan_cost *c) {
-    ax_plan_estimate_part(j, g, m, c, 1);
+    estimate(j, g, m, c, 1, NULL);
 }
 
 void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machine *m, ax_plan_cost *c, int with_time) {
+    estimate(j, g, m, c, with_time, NULL);
+}
+
+int ax_plan_gemm_shapes(const ax_plan_job *j, const int g[4], ax_gemm_point *shapes, int n, int max) {
+    ax_machine m = {.ranks_per_node = 1, .mem_bytes = 1e30, .gemm_flops = 1, .attn_flops = 1, .mem_bw = 1, .nfit = 1};
+    ax_plan_cost c;
+    ax_acc rec = {.rec = shapes, .nrec = n, .maxrec = max};
+    estimate(j, g, &m, &c, 1, &rec);
+    return rec.nrec;
+}
+
+static void estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, ax_plan_cost *c, int with_time, ax_acc *rec) {
     memset(c, 0, sizeof *c);
     memcpy(c->grid, g, sizeof c->grid);
     if (illegal(j, g, c->why, sizeof c->why)) return;
@@ -115,9 +145,10 @@ void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machin
     int size[AX_PG_N] = {X, Y, Z, D, D * Z, X * Y * Z}, stride[AX_PG_N] = {1, X, X * Y, X * Y * Z, X * Y, 1};
     for (int i = 0; i < AX_PG_N; i++) c->inter[i] = spans(stride[i], size[i], P, R);
     /* ---- one micro-batch, repeated accum times ---- */
-    ax_acc a = {m, c, j->grad_accum, j->act_bytes == 2};   /* --dtype bf16: the GEMMs read bf16 */
-    double elem = 0, act_s = 0;   /* bytes through the elementwise kernels; seconds of the MLP activation */
-    int act = m->act_fwd_s > 0 && m->act_bwd_s > 0;
+    ax_acc a = {m, c, j->grad_accum, j->act_bytes == 2, NULL, 0, 0};   /* --dtype bf16: the GEMMs read bf16 */
+    if (rec) { a.rec = rec->rec; a.nrec = rec->nrec; a.maxrec = rec->maxrec; }
+    double elem = 0, kern_s = 0;   /* bytes through the elementwise kernels; seconds of those charged per element */
+    int act = m->act_fwd_s > 0 && m->act_bwd_s > 0, ln = m->ln_fwd_s > 0 && m->ln_bwd_s > 0;
     /* Overlap (model/gpt.h AX_OV_*): a collective left in flight hides behind
      * the compute it runs with, up to that compute's time: OAG a weight's
      * gather behind the GEMMs of the weight before it (taken as its own),
@@ -125,7 +156,7 @@ void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machin
      * the next FC's backward GEMMs (taken as its own), DP the gradient
      * all-reduces behind the backward of the layers still to run. */
     int oag = j->ov_flags & 4, oar = j->ov_flags & 1, ors = j->ov_flags & 2, dp = j->ov_flags & 8;
-    double hidden = 0, bwd = 0;
+    double hidden = 0, bwd = 0, attn_rate = ax_machine_attn_rate(m, (int)T, (int)hd);
     for (int pass = 0; pass < 2; pass++) {
         /* pass 0: forward and backward of every layer; pass 1: the forward rerun of block recomputation (L-1 layers) */
         if (pass == 1 && !block) break;
@@ -136,14 +167,14 @@ void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machin
             int pf = f->transposed ? Y : X, pb = f->transposed ? X : Y;
             double in_l = f->in / (f->transposed ? Y : X), out_l = f->out / (f->transposed ? X : Y);
             double wblk = in_l * out_l;
-            double tf = gemm(&a, M, out_l, in_l);
+            double tf = gemm(&a, M, out_l, in_l, 0, 1);
             if (!(pass && j->keep_gathered)) {                           /* kept from forward: no gather */
                 double tg = coll(&a, AX_PG_Z, AX_COLL_AG, Z, wblk, ab);  /* gather the weight */
                 if (oag) hidden += fmin2(tg, tf);
             }
             coll(&a, fx, AX_COLL_AR, pf, M * out_l, ab);                /* forward partial sums */
             if (pass) continue;
-            double tdx = gemm(&a, M, in_l, out_l), tdw = gemm(&a, out_l, in_l, M);   /* dX, dW */
+            double tdx = gemm(&a, M, in_l, out_l, 0, 0), tdw = gemm(&a, out_l, in_l, M, 1, 0);   /* dX, dW */
             bwd += tdx + tdw;
             if (!j->keep_gathered) {
                 double tg = coll(&a, AX_PG_Z, AX_COLL_AG, Z, wblk, ab);  /* gathered again */
@@ -157,27 +188,34 @@ void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machin
         }
         /* LayerNorm statistics: two per row, over X; twice per layer (backward again) */
         for (int k = 0; k < (pass ? 2 : 4); k++) coll(&a, AX_PG_X, AX_COLL_AR, X, 2.0 * M, 4);
-        c->attn_s += a.scale * Bl * Hl * (pass ? 2.0 : 7.0) * T * T * hd / m->attn_flops;
+        c->attn_s += a.scale * Bl * Hl * (pass ? 2.0 : 7.0) * T * T * hd / attn_rate;
         elem += a.scale * ab * M * (pass ? 14.0 * Cx + 22.0 * Cy : 24.0 * Cx + 41.0 * Cy);
         if (act) {   /* the activation's elements at their measured cost, instead of its bytes (2 forward, 3 backward) */
             double n = a.scale * (double)M * F / Y;
             elem -= n * ab * (pass ? 2 : 5);
-            act_s += n * (pass ? m->act_fwd_s : m->act_fwd_s + m->act_bwd_s);
+            kern_s += n * (pass ? m->act_fwd_s : m->act_fwd_s + m->act_bwd_s);
         }
+        if (ln)      /* the two LayerNorms' M x Cx elements likewise (their bytes: x, y forward; dy, x, dx backward) */
+            kern_s += layernorm(a.scale * 2.0 * M * Cx, !pass, m, ab, &elem);
     }
-    if (attn && !block) c->attn_s += j->grad_accum * (double)(L - 1) * Bl * Hl * 2.0 * T * T * hd / m->attn_flops;
+    if (attn && !block) c->attn_s += j->grad_accum * (double)(L - 1) * Bl * Hl * 2.0 * T * T * hd / attn_rate;
     /* embedding, final norm, LM head (the token table, and an untied head, gathered once per forward), loss */
     a.scale = j->grad_accum;
     for (int t = 0; t < tables; t++) coll(&a, AX_PG_Z, AX_COLL_AG, Z, (double)Vl * Cx, ab);
     coll(&a, AX_PG_Y, AX_COLL_AR, Y, (double)M * Cx, ab);              /* embedding rows over the vocabulary */
     for (int k = 0; k < 2; k++) coll(&a, AX_PG_X, AX_COLL_AR, X, 2.0 * M, 4);
-    gemm(&a, M, Vl, Cx); gemm(&a, M, Cx, Vl); gemm(&a, Vl, Cx, M);
+    gemm(&a, M, Vl, Cx, 0, 1); gemm(&a, M, Cx, Vl, 0, 0); gemm(&a, Vl, Cx, M, 1, 0);
     coll(&a, AX_PG_X, AX_COLL_AR, X, (double)M * Vl, ab);              /* logits' partial sums */
     coll(&a, AX_PG_Y, AX_COLL_AR, Y, (double)M, 4);                    /* loss: row max */
     coll(&a, AX_PG_Y, AX_COLL_AR, Y, 2.0 * M, 4);                      /* sum of exponentials, target logit */
     coll(&a, AX_PG_Y, AX_COLL_AR, Y, (double)M * Cx, ab);              /* LM head dX */
     for (int t = 0; t < tables; t++) coll(&a, AX_PG_Z, AX_COLL_RS, Z, (double)Vl * Cx, 4);
     elem += a.scale * (ab * (4.0 * M * Vl + 17.0 * M * Cx) + (Z > 1 ? 12.0 * tables * nw : 0));
+    if (ln) kern_s += layernorm(a.scale * (double)M * Cx, 1, m, ab, &elem);   /* the final LayerNorm */
+    if (m->loss_s > 0) {   /* the cross-entropy's logits at their measured cost, instead of 4 element passes */
+        elem -= a.scale * 4.0 * M * Vl * ab;
+        kern_s += a.scale * (double)M * Vl * m->loss_s;
+    }
     /* once per step: token count and loss over data x Z, gradients, the norm */
     a.scale = 1;
     coll(&a, AX_PG_DZ, AX_COLL_AR, D * Z, 2, 8);
@@ -185,7 +223,7 @@ void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machin
     double tdp = coll(&a, AX_PG_DATA, AX_COLL_AR, D, (double)zchunk, 4) + coll(&a, AX_PG_DZ, AX_COLL_AR, D * Z, (double)repl, 4);
     if (dp) hidden += fmin2(tdp * (L - 1) / L, bwd / j->grad_accum * (L - 1) / L);   /* the last bucket waits */
     coll(&a, AX_PG_TP, AX_COLL_AR, X * Y * Z, 1, 8);
-    c->elem_s = elem / m->mem_bw + act_s;
+    c->elem_s = elem / m->mem_bw + kern_s;
     /* AdamW reads w, g, m, v and writes w, m, v; the norm reads g; the gradients are zeroed */
     c->optim_s = c->n_local * (m->optim_s_per_param > 0 ? m->optim_s_per_param : 36.0 / m->mem_bw);
     c->compute_s = c->gemm_s + c->attn_s + c->elem_s;
@@ -196,4 +234,5 @@ void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machin
     c->hidden_s = hidden;
     c->exposed_s = (1 - ov) * (c->comm_total_s - hidden);
     c->step_s = c->compute_s + c->exposed_s + c->optim_s;
+    if (rec) rec->nrec = a.nrec;
 }

@@ -7,9 +7,11 @@
  * micro-batch) + data-parallel reductions + optimizer, where
  *  - GEMMs are the local shapes this code runs on the grid (every FC layer's
  *    forward, dX and dW, the LM head over the local vocabulary rows), each
+ *    measured at that shape and layout where the machine lists it, else
  *    alpha_gemm + FLOPs / gemm_flops;
  *  - attention counts 7 T^2 hd FLOPs per (sequence, local head) for forward and
- *    backward (2 + 5 causal half-products), at the machine's attention rate;
+ *    backward (2 + 5 causal half-products), at the machine's attention rate
+ *    (measured at the job's T and head size where listed);
  *  - elementwise kernels (LayerNorm, GELU, bias, residual, cross-entropy,
  *    AdamW) are bytes moved at the machine's elementwise bandwidth;
  *  - every collective is alpha + beta x its SPEC §4 volume (ring factor
@@ -61,4 +63,7 @@ void ax_plan_job_defaults(ax_plan_job *j);
 void ax_plan_estimate(const ax_plan_job *j, const int grid[4], const ax_machine *m, ax_plan_cost *c);
 /* with_time 0: legality and memory only (the minimum-rank search) */
 void ax_plan_estimate_part(const ax_plan_job *j, const int grid[4], const ax_machine *m, ax_plan_cost *c, int with_time);
+/* The distinct GEMMs of a step on the grid (shape, layout, dtype; flops 0) appended to
+ * shapes[n..max); returns the new count. For measuring them (bench comm's model options). */
+int ax_plan_gemm_shapes(const ax_plan_job *j, const int grid[4], ax_gemm_point *shapes, int n, int max);
 #endif

@@ -61,7 +61,8 @@ typedef struct {
  * step); the figures are rank 0's. Collective over comm. */
 int ax_bench_gemm(const ax_train_opts *o, int silent, MPI_Comm comm, ax_bench_gemm_result *res);
 
-/* FLOP/s of C (m x n) = A (m x k) B^T through the backend's GEMM, repeated
- * for at least min_s seconds after one warm-up call. Local (no MPI). */
-double ax_gemm_rate(ax_dtype t, int m, int n, int k, double min_s);
+/* FLOP/s of C (m x n) = op(A) op(B) over k through the backend's GEMM (A stored
+ * k x m when ta, else m x k; B n x k when tb, else k x n), repeated for at least
+ * min_s seconds after one warm-up call. Local (no MPI). */
+double ax_gemm_rate(ax_dtype t, int m, int n, int k, int ta, int tb, double min_s);
 #endif
