@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 void ax_calib_defaults(ax_calib_opts *o) {
+    memset(o, 0, sizeof *o);
     o->min_bytes = 4 << 10; o->max_bytes = 64 << 20; o->gemm_max = 2048; o->min_s = 0.05; o->verbose = 1;
 }
 
@@ -266,7 +267,7 @@ static void measure_job(ax_machine *m, const ax_calib_opts *o, MPI_Comm w) {
 }
 
 /* Square GEMMs 128 .. gemm_max, every rank at once as in training, fitted to
- * alpha + FLOPs / rate; the fp32 points are kept in the file (information). */
+ * alpha + FLOPs / rate; the points are kept in the file as measured shapes. */
 static void fit_gemm(ax_machine *m, const ax_calib_opts *o, MPI_Comm w, ax_dtype t, double *alpha, double *rate) {
     int W, r, k = 0;
     MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
@@ -341,9 +342,10 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     m->optim_s_per_param = time_op(run_adam, &ac, o->min_s, w) / ac.n;
     free(ac.w); free(ac.g); free(ac.m); free(ac.v);
     if (o->verbose && r == 0)
-        printf("gemm fit: %.2f GFLOP/s + %.1f us per call (bf16 %.2f + %.1f us); attention %.2f GFLOP/s; elementwise %.2f GB/s; "
-               "activation %.2f + %.2f ns per element; LayerNorm %.2f + %.2f ns per element; loss %.2f ns per logit; optimizer %.2f ns per parameter; %d ranks per node, "
-               "%.2f GiB per rank\n", m->gemm_flops / 1e9, m->gemm_alpha * 1e6, m->gemm_bf16_flops / 1e9,
+        printf("gemm fit: %.2f GFLOP/s + %.1f us per call (bf16 %.2f + %.1f us); attention %.2f GFLOP/s; "
+               "elementwise %.2f GB/s; activation %.2f + %.2f ns per element; LayerNorm %.2f + %.2f ns per "
+               "element; loss %.2f ns per logit; optimizer %.2f ns per parameter; %d ranks per node, %.2f GiB "
+               "per rank\n", m->gemm_flops / 1e9, m->gemm_alpha * 1e6, m->gemm_bf16_flops / 1e9,
                m->gemm_bf16_alpha * 1e6, m->attn_flops / 1e9, m->mem_bw / 1e9,
                m->act_fwd_s * 1e9, m->act_bwd_s * 1e9, m->ln_fwd_s * 1e9, m->ln_bwd_s * 1e9, m->loss_s * 1e9,
                m->optim_s_per_param * 1e9, m->ranks_per_node,

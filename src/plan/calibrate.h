@@ -4,8 +4,10 @@
  * strided across them; inside one node or spanning nodes), over a sweep of
  * message sizes, each fitted by least squares to alpha + beta * bytes; GEMM
  * rates at a few shapes, the attention kernel's rate, the elementwise
- * bandwidth, ranks per node and memory per rank. Only on private duplicates
- * of the caller's communicator. */
+ * bandwidth, the per-element costs of the activation, LayerNorm and loss, the
+ * optimizer's per-parameter cost, ranks per node and memory per rank; with a
+ * job, also its GEMMs and attention at their shapes. Each figure is the median
+ * of five trials. Only on private duplicates of the caller's communicator. */
 #ifndef AX_PLAN_CALIBRATE_H
 #define AX_PLAN_CALIBRATE_H
 #include <mpi.h>

@@ -33,8 +33,9 @@ static const char *illegal(const ax_plan_job *j, const int g[4], char *buf, size
  * fits in one node or s*p ranks tile the node */
 static int spans(int s, int p, int P, int R) { return p > 1 && P > R && !(s * p <= R && R % (s * p) == 0); }
 
-/* scale: repetitions; rec (optional): the distinct GEMM shapes met, nrec of at most maxrec */
-typedef struct { const ax_machine *m; ax_plan_cost *c; double scale; int bf16; ax_gemm_point *rec; int nrec, maxrec; } ax_acc;
+typedef struct { ax_gemm_point *p; int n, max; } ax_shapes;   /* the distinct GEMMs met */
+/* scale: repetitions; rec: where the GEMMs are listed (NULL: nowhere) */
+typedef struct { const ax_machine *m; ax_plan_cost *c; double scale; int bf16; ax_shapes *rec; } ax_acc;
 
 /* each returns the seconds it added */
 static double coll(ax_acc *a, int group, int op, int p, double elems, double bytes_per) {
@@ -50,11 +51,12 @@ static double coll(ax_acc *a, int group, int op, int p, double elems, double byt
 /* C (M x N) = op(A) op(B) over K; the FC layers' layouts (nn/linear.c): forward x W^T
  * (ta 0, tb 1), dX dY W (0, 0), dW dY^T x (1, 0) */
 static double gemm(ax_acc *a, int64_t M, int64_t N, int64_t K, int ta, int tb) {
-    if (a->rec) {
+    ax_shapes *r = a->rec;
+    if (r) {
         ax_gemm_point p = {(int)M, (int)N, (int)K, ta, tb, a->bf16, 0};
         int seen = 0;
-        for (int i = 0; i < a->nrec && !seen; i++) seen = !memcmp(&a->rec[i], &p, sizeof p);
-        if (!seen && a->nrec < a->maxrec) a->rec[a->nrec++] = p;
+        for (int i = 0; i < r->n && !seen; i++) seen = !memcmp(&r->p[i], &p, sizeof p);
+        if (!seen && r->n < r->max) r->p[r->n++] = p;
     }
     double t = a->scale * ax_machine_gemm_at(a->m, (int)M, (int)N, (int)K, ta, tb, a->bf16);
     a->c->gemm_s += t;
@@ -73,7 +75,8 @@ static double layernorm(double n, int bwd, const ax_machine *m, double ab, doubl
 /* one FC layer on one micro-batch of M rows: forward (with_fwd), backward */
 typedef struct { int64_t in, out; int transposed; } ax_fc;
 
-static void estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, ax_plan_cost *c, int with_time, ax_acc *rec);
+static void estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, ax_plan_cost *c, int with_time,
+                     ax_shapes *rec);
 
 void ax_plan_estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, ax_plan_cost *c) {
     estimate(j, g, m, c, 1, NULL);
@@ -86,12 +89,13 @@ void ax_plan_estimate_part(const ax_plan_job *j, const int g[4], const ax_machin
 int ax_plan_gemm_shapes(const ax_plan_job *j, const int g[4], ax_gemm_point *shapes, int n, int max) {
     ax_machine m = {.ranks_per_node = 1, .mem_bytes = 1e30, .gemm_flops = 1, .attn_flops = 1, .mem_bw = 1, .nfit = 1};
     ax_plan_cost c;
-    ax_acc rec = {.rec = shapes, .nrec = n, .maxrec = max};
+    ax_shapes rec = {shapes, n, max};
     estimate(j, g, &m, &c, 1, &rec);
-    return rec.nrec;
+    return rec.n;
 }
 
-static void estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, ax_plan_cost *c, int with_time, ax_acc *rec) {
+static void estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, ax_plan_cost *c, int with_time,
+                     ax_shapes *rec) {
     memset(c, 0, sizeof *c);
     memcpy(c->grid, g, sizeof c->grid);
     if (illegal(j, g, c->why, sizeof c->why)) return;
@@ -145,8 +149,7 @@ static void estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, 
     int size[AX_PG_N] = {X, Y, Z, D, D * Z, X * Y * Z}, stride[AX_PG_N] = {1, X, X * Y, X * Y * Z, X * Y, 1};
     for (int i = 0; i < AX_PG_N; i++) c->inter[i] = spans(stride[i], size[i], P, R);
     /* ---- one micro-batch, repeated accum times ---- */
-    ax_acc a = {m, c, j->grad_accum, j->act_bytes == 2, NULL, 0, 0};   /* --dtype bf16: the GEMMs read bf16 */
-    if (rec) { a.rec = rec->rec; a.nrec = rec->nrec; a.maxrec = rec->maxrec; }
+    ax_acc a = {m, c, j->grad_accum, j->act_bytes == 2, rec};   /* --dtype bf16: the GEMMs read bf16 */
     double elem = 0, kern_s = 0;   /* bytes through the elementwise kernels; seconds of those charged per element */
     int act = m->act_fwd_s > 0 && m->act_bwd_s > 0, ln = m->ln_fwd_s > 0 && m->ln_bwd_s > 0;
     /* Overlap (model/gpt.h AX_OV_*): a collective left in flight hides behind
@@ -234,5 +237,4 @@ static void estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, 
     c->hidden_s = hidden;
     c->exposed_s = (1 - ov) * (c->comm_total_s - hidden);
     c->step_s = c->compute_s + c->exposed_s + c->optim_s;
-    if (rec) rec->nrec = a.nrec;
 }

@@ -12,8 +12,10 @@
  *  - attention counts 7 T^2 hd FLOPs per (sequence, local head) for forward and
  *    backward (2 + 5 causal half-products), at the machine's attention rate
  *    (measured at the job's T and head size where listed);
- *  - elementwise kernels (LayerNorm, GELU, bias, residual, cross-entropy,
- *    AdamW) are bytes moved at the machine's elementwise bandwidth;
+ *  - elementwise kernels (LayerNorm, GELU, bias, residual, cross-entropy)
+ *    are bytes moved at the machine's elementwise bandwidth, except the
+ *    activation, LayerNorm and cross-entropy where the machine has their
+ *    measured cost per element; AdamW per parameter;
  *  - every collective is alpha + beta x its SPEC §4 volume (ring factor
  *    included), the fit of its group size and placement (x fastest: a group of
  *    stride s and size p stays in a node when s p divides the ranks per node);
