@@ -51,6 +51,15 @@ typedef struct { const char *preset, *arch; ax_gpt_config c; } ax_cli_model_flag
     {"vocab-size", AX_OPT_INT, &(f).c.vocab_size, "N", "vocabulary size", AX_RANGE('[',1,16777216,']')}, \
     {"untied", AX_OPT_FLAG, &(f).c.untied, NULL, "llama: an LM head of its own, not the token table"}, \
     {"rope-theta", AX_OPT_DOUBLE, &(f).c.rope_theta, "X", "llama: rotary base (default 10000)", AX_RANGE('(',0,1e12,']')}
+/* The job the planner models, shared by plan and bench comm (o: an ax_train_opts, f: its
+ * ax_cli_model_flags); --init first: bench comm takes any of these as "a model is given". */
+#define AX_CLI_JOB_OPTS(o, f) \
+    {"init", AX_OPT_STR, &(o).init, "MODEL", "the model of MODEL.safetensors or a model directory (its config.json)"}, \
+    AX_CLI_MODEL_OPTS(f), \
+    {"batch", AX_OPT_INT, &(o).batch, "N", "global batch in sequences (default 8, or the preset's)", AX_RANGE('[',1,1048576,']')}, \
+    {"seq", AX_OPT_INT, &(o).seq, "T", "tokens per sequence (default n_positions)", AX_RANGE('[',1,1048576,']')}, \
+    {"grad-accum", AX_OPT_INT, &(o).grad_accum, "N", "micro-batches per step (default 1)", AX_RANGE('[',1,65536,']')}, \
+    {"dtype", AX_OPT_STR, &(o).dtype, "T", "GEMM input, activation and communication dtype: fp32 (default) or bf16"}
 /* How a step runs, shared by train and bench (o: an ax_train_opts). */
 #define AX_CLI_STEP_OPTS(o) \
     {"dtype", AX_OPT_STR, &(o).dtype, "TYPE", "GEMM input precision: fp32 (default) or bf16 (fp32 accumulation, master weights, optimizer and reductions)"}, \

@@ -109,13 +109,7 @@ static int bench_comm(int argc, char **argv) {
         {"gemm-max", AX_OPT_INT, &gemm_max, "N", "largest square GEMM measured (default 2048)", AX_RANGE('[',128,65536,']')},
         {"min-time", AX_OPT_DOUBLE, &min_s, "S", "seconds per measurement (default 0.05)", AX_RANGE('(',0,60,']')},
         {"threads", AX_OPT_INT, &threads, "N", "threads per rank (default: OMP_NUM_THREADS or the backend's)", AX_RANGE('[',0,1024,']')},
-        /* a model: its kernels at its shapes too */
-        {"init", AX_OPT_STR, &o.init, "MODEL", "also time the kernels of this model (its config.json) at its shapes"},
-        AX_CLI_MODEL_OPTS(mf),
-        {"batch", AX_OPT_INT, &o.batch, "N", "with a model: global batch in sequences (default 8, or the preset's)", AX_RANGE('[',1,1048576,']')},
-        {"seq", AX_OPT_INT, &o.seq, "T", "with a model: tokens per sequence (default n_positions)", AX_RANGE('[',1,1048576,']')},
-        {"grad-accum", AX_OPT_INT, &o.grad_accum, "N", "with a model: micro-batches per step (default 1)", AX_RANGE('[',1,65536,']')},
-        {"dtype", AX_OPT_STR, &o.dtype, "T", "with a model: GEMM inputs fp32 (default) or bf16"},
+        AX_CLI_JOB_OPTS(o, mf),   /* a model: its kernels at its shapes too */
         {NULL},
     };
     int rc = ax_args_parse(opts, argc, argv, 3, usage_comm, NULL, NULL, 0);
