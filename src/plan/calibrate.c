@@ -262,8 +262,10 @@ static void measure_job(ax_machine *m, const ax_calib_opts *o, MPI_Comm w) {
     int T = j->seq, hd = j->cfg.n_embd / j->cfg.n_head;
     m->attn[m->nattn++] = (ax_attn_point){T, hd, attn_rate(T, hd, o->min_s, w)};
     if (o->verbose && r == 0)
-        printf("the model's kernels: %d GEMM shapes of its grids of %d ranks (%.1f s), attention at T %d, head %d: "
-               "%.2f GFLOP/s\n", n - n0, W, MPI_Wtime() - t0, T, hd, m->attn[m->nattn - 1].flops / 1e9);
+        printf("the model's kernels: %d GEMM shapes of its grids of %d ranks (%.1f s)%s, attention at T %d, head %d: "
+               "%.2f GFLOP/s\n", n - n0, W, MPI_Wtime() - t0,
+               n == AX_MACHINE_GEMMS ? " -- the file's limit: any further shapes are charged at the fit" : "", T, hd,
+               m->attn[m->nattn - 1].flops / 1e9);
 }
 
 /* Square GEMMs 128 .. gemm_max, every rank at once as in training, fitted to
