@@ -174,8 +174,16 @@ static void test_fit_and_files(void) {
     m.act_fwd_s = 2e-9; m.act_bwd_s = 5e-9; m.ln_fwd_s = 1e-9; m.ln_bwd_s = 3e-9; m.loss_s = 7e-9; m.overlap_eff = 0.375; m.gemm_bf16_flops = 3e14; m.gemm_bf16_alpha = 4e-6;
     m.gemm[m.ngemm++] = (ax_gemm_point){1024, 96, 32, 1, 0, 1, 2.5e13};
     m.attn[m.nattn++] = (ax_attn_point){2048, 128, 1.5e14};
+    /* measured points of the intra-node all-reduce of 4 ranks: a bandwidth that falls beyond 1 MB, as in a CPU's caches */
+    m.fit[m.nfit++] = (ax_coll_fit){AX_COLL_AR, 4, 0, 1e-5, 1e-9, 3, {1e4, 1e6, 4e6}, {2e-5, 5e-4, 4e-3}};
     CHECK(ax_machine_write(&m, path) == 0, "write");
     CHECK(ax_machine_read(&r, path) == 0, "read: %s", ax_err_msg());
+    const ax_coll_fit *pf = &r.fit[r.nfit - 1];
+    CHECK(pf->npt == 3 && pf->pt_bytes[2] == 4e6 && pf->pt_s[1] == 5e-4, "collective points round trip: %d", pf->npt);
+    double mid = ax_machine_coll(&r, AX_COLL_AR, 4, 0, 2.5e6), past = ax_machine_coll(&r, AX_COLL_AR, 4, 0, 5e6);
+    CHECK(fabs(ax_machine_coll(&r, AX_COLL_AR, 4, 0, 1e6) - 5e-4) < 1e-15 && fabs(mid - 2.25e-3) < 1e-12 &&
+          fabs(past - (4e-3 + 3.5e-3 / 3e6 * 1e6)) < 1e-12 && fabs(ax_machine_coll(&r, AX_COLL_AR, 4, 0, 1e3) - 1.1e-5) < 1e-15,
+          "between the points their line, beyond the last its slope, below the first the fit: %g %g", mid, past);
     CHECK(r.ranks_per_node == 4 && r.nfit == m.nfit && fabs(r.gemm_flops / m.gemm_flops - 1) < 1e-5, "round trip");
     CHECK(r.act_fwd_s == m.act_fwd_s && r.act_bwd_s == m.act_bwd_s && r.overlap_eff == m.overlap_eff &&
           r.ln_fwd_s == m.ln_fwd_s && r.ln_bwd_s == m.ln_bwd_s && r.loss_s == m.loss_s &&
@@ -211,12 +219,14 @@ static void test_fit_and_files(void) {
         {"\"gemm\": {\"flops\": 1e9, \"shapes\": [{\"m\": 4, \"n\": 4, \"k\": 4}]}", "\"flops\""},
         {"\"gemm\": {\"flops\": 1e9}, \"attention_shapes\": [{\"T\": 64, \"flops\": 1e9}]", "\"hd\""},
         {"\"gemm\": {\"flops\": 1e9}, \"attention_shapes\": [{\"T\": 0, \"hd\": 64, \"flops\": 1e9}]", "attention_shapes"},
+        {"\"gemm\": {\"flops\": 1e9}", "points\"[1]"},   /* the points of the fit below: bytes not ascending */
     };
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
         f = fopen(path, "w");
         fprintf(f, "{\"ranks_per_node\": 2, \"memory_per_rank_bytes\": 1e9, %s, \"attention_flops\": 1e9, "
                    "\"memory_bandwidth\": 1e9, \"collectives\": [{\"op\": \"allreduce\", \"group\": 0, \"placement\": "
-                   "\"intra\", \"alpha_s\": 0, \"beta_s_per_byte\": 1e-9}]}\n", bad[i][0]);
+                   "\"intra\", \"alpha_s\": 0, \"beta_s_per_byte\": 1e-9%s}]}\n", bad[i][0],
+                i == 5 ? ", \"points\": [[4096, 1e-5], [4096, 2e-5]]" : "");
         fclose(f);
         CHECK(ax_machine_read(&r, path) != 0 && strstr(ax_err_msg(), bad[i][1]), "bad entry %d: %s", i, ax_err_msg());
     }

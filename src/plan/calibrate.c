@@ -31,31 +31,6 @@ void ax_fit_alpha_beta(const double *x, const double *t, int n, double *a, doubl
     if (*b < 0) { *b = 0; *a = s0 > 0 ? r0 / s0 : 0; }
 }
 
-/* Seconds of one call of f, the slowest rank's; repetitions agreed by all ranks.
- * Five trials of about min_s / 5, the median kept: on a shared machine a burst
- * of other work moves one trial, not the figure. */
-typedef void (*ax_op_fn)(void *ctx);
-static double time_op(ax_op_fn f, void *ctx, double min_s, MPI_Comm w) {
-    f(ctx);                                        /* warm-up */
-    MPI_Barrier(w);
-    double t = MPI_Wtime();
-    f(ctx);
-    t = MPI_Wtime() - t;
-    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, w);
-    int reps = t > 0 ? (int)(min_s / 5 / t) : 20;
-    if (reps < 1) reps = 1;
-    if (reps > 40) reps = 40;
-    double trial[5];
-    for (int k = 0; k < 5; k++) {
-        MPI_Barrier(w);
-        t = MPI_Wtime();
-        for (int i = 0; i < reps; i++) f(ctx);
-        trial[k] = (MPI_Wtime() - t) / reps;
-        MPI_Allreduce(MPI_IN_PLACE, &trial[k], 1, MPI_DOUBLE, MPI_MAX, w);
-    }
-    return ax_median(trial, 5);
-}
-
 typedef struct { ax_comm *c; int op; float *a, *b; size_t n; } coll_ctx;   /* n: the full buffer */
 
 static void run_coll(void *p) {
@@ -93,7 +68,7 @@ static int measure_groups(ax_machine *m, const ax_calib_opts *o, MPI_Comm w, int
             size_t n = bytes / 4 / p * p;
             if (n == 0) continue;
             coll_ctx x = {&c, op, a, b, n};
-            ts[k] = time_op(run_coll, &x, o->min_s, w);
+            ts[k] = ax_time_all(run_coll, &x, o->min_s, w);
             xs[k] = 4.0 * n * ring_factor(op, p);
             if (o->verbose && r == 0)
                 printf("  %-14s group %3d %-5s %10zu bytes  %10.1f us  %8.3f GB/s\n", ax_coll_names[op], p,
@@ -104,6 +79,9 @@ static int measure_groups(ax_machine *m, const ax_calib_opts *o, MPI_Comm w, int
         ax_coll_fit *f = &m->fit[m->nfit++];
         f->op = op; f->group = p; f->inter = inter;
         ax_fit_alpha_beta(xs, ts, k, &f->alpha, &f->beta);
+        f->npt = k < AX_COLL_POINTS ? k : AX_COLL_POINTS;
+        memcpy(f->pt_bytes, xs, f->npt * sizeof(double));
+        memcpy(f->pt_s, ts, f->npt * sizeof(double));
     }
     free(a); free(b);
     ax_comm_free(&c);
@@ -153,10 +131,10 @@ static void row_kernels(ax_machine *m, const ax_calib_opts *o, MPI_Comm w) {
     for (size_t i = 0; i < n; i++) a.x[i] = (float)(i % 601) / 100.0f - 3.0f;
     for (int i = 0; i < V; i++) a.w[i] = 1.0f;
     for (int i = 0; i < M; i++) a.tgt[i] = (int32_t)(i * 37 % V);
-    m->ln_fwd_s = time_op(run_ln_fwd, &a, o->min_s, w) / ((double)M * C);
-    m->ln_bwd_s = time_op(run_ln_bwd, &a, o->min_s, w) / ((double)M * C);
+    m->ln_fwd_s = ax_time_all(run_ln_fwd, &a, o->min_s, w) / ((double)M * C);
+    m->ln_bwd_s = ax_time_all(run_ln_bwd, &a, o->min_s, w) / ((double)M * C);
     a.C = V;
-    m->loss_s = time_op(run_xent, &a, o->min_s, w) / (double)n;   /* logits go to gradients and back: same cost */
+    m->loss_s = ax_time_all(run_xent, &a, o->min_s, w) / (double)n;   /* logits go to gradients and back: same cost */
     free(a.out); free(a.x); free(a.dx); free(a.w); free(a.b); free(a.dw); free(a.db); free(a.mean); free(a.rstd);
     free(a.scr); free(a.tgt);
 }
@@ -206,7 +184,7 @@ static double overlap_efficiency(const ax_machine *m, const ax_calib_opts *o, MP
     x.s = ax_calloc(x.blk, 4); x.r = ax_calloc(x.blk * W, 4);
     for (size_t i = 0; i < nn; i++) { x.a[i] = (float)(i % 7) * 0.125f; x.b[i] = (float)(i % 5) * 0.25f; }
     double t[3];
-    for (x.what = 0; x.what < 3; x.what++) t[x.what] = time_op(run_ov, &x, 2 * o->min_s, w);
+    for (x.what = 0; x.what < 3; x.what++) t[x.what] = ax_time_all(run_ov, &x, 2 * o->min_s, w);
     free(x.a); free(x.b); free(x.y); free(x.s); free(x.r);
     ax_comm_free(&c);
     double e = (t[0] + t[1] - t[2]) / (t[0] < t[1] ? t[0] : t[1]);
@@ -230,7 +208,7 @@ static double attn_rate(int T, int hd, double min_s, MPI_Comm w) {
     a.scr = ax_calloc(ax_be()->attention_scratch(a.T) * a.nthr, sizeof(float));
     for (size_t i = 0; i < rows * 3 * wd; i++) a.qkv[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
     for (size_t i = 0; i < rows * wd; i++) a.dout[i] = (float)(i % 13) / 13.0f;
-    double t = time_op(run_attn, &a, min_s, w);
+    double t = ax_time_all(run_attn, &a, min_s, w);
     free(a.qkv); free(a.dqkv); free(a.out); free(a.dout); free(a.lse); free(a.scr);
     return 7.0 * a.B * a.H * (double)a.T * a.T * a.hd / t;
 }
@@ -253,10 +231,7 @@ static void measure_job(ax_machine *m, const ax_calib_opts *o, MPI_Comm w) {
     double t0 = MPI_Wtime();
     for (int i = n0; i < n; i++) {
         ax_gemm_point *p = &m->gemm[i];
-        MPI_Barrier(w);
-        p->flops = ax_gemm_rate(p->bf16 ? AX_BF16 : AX_F32, p->m, p->n, p->k, p->ta, p->tb, o->min_s);
-        MPI_Allreduce(MPI_IN_PLACE, &p->flops, 1, MPI_DOUBLE, MPI_SUM, w);
-        p->flops /= W;
+        p->flops = ax_gemm_rate(p->bf16 ? AX_BF16 : AX_F32, p->m, p->n, p->k, p->ta, p->tb, o->min_s, w);
     }
     m->ngemm = n;
     int T = j->seq, hd = j->cfg.n_embd / j->cfg.n_head;
@@ -271,14 +246,11 @@ static void measure_job(ax_machine *m, const ax_calib_opts *o, MPI_Comm w) {
 /* Square GEMMs 128 .. gemm_max, every rank at once as in training, fitted to
  * alpha + FLOPs / rate; the points are kept in the file as measured shapes. */
 static void fit_gemm(ax_machine *m, const ax_calib_opts *o, MPI_Comm w, ax_dtype t, double *alpha, double *rate) {
-    int W, r, k = 0;
-    MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
+    int r, k = 0;
+    MPI_Comm_rank(w, &r);
     double fx[32], ft[32];
     for (int n = 128; n <= o->gemm_max && k < 32; n *= 2, k++) {
-        MPI_Barrier(w);
-        double f = ax_gemm_rate(t, n, n, n, 0, 1, o->min_s);
-        MPI_Allreduce(MPI_IN_PLACE, &f, 1, MPI_DOUBLE, MPI_SUM, w);
-        f /= W;
+        double f = ax_gemm_rate(t, n, n, n, 0, 1, o->min_s, w);
         if (m->ngemm < AX_MACHINE_GEMMS) m->gemm[m->ngemm++] = (ax_gemm_point){n, n, n, 0, 1, t == AX_BF16, f};
         fx[k] = 2.0 * n * n * n; ft[k] = fx[k] / f;
         if (o->verbose && r == 0) printf("gemm %s %5d^3: %.2f GFLOP/s per rank\n", ax_dtype_name(t), n, f / 1e9);
@@ -329,19 +301,19 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     /* elementwise: y += x over 2 x 64 MB, 12 bytes per element */
     add_ctx ad = {.n = 16 << 20};
     ad.y = ax_calloc(ad.n, sizeof(float)); ad.x = ax_calloc(ad.n, sizeof(float));
-    double tb = time_op(run_add, &ad, o->min_s, w);
+    double tb = ax_time_all(run_add, &ad, o->min_s, w);
     m->mem_bw = 12.0 * ad.n / tb;
     /* the MLP's activation over 1M elements (an MLP block's worth); backward in place, as the layer runs it */
     ad.n = 1 << 20;
     for (size_t i = 0; i < ad.n; i++) ad.x[i] = (float)(i % 601) / 100.0f - 3.0f;
-    m->act_fwd_s = time_op(run_gelu_fwd, &ad, o->min_s, w) / ad.n;
-    m->act_bwd_s = time_op(run_gelu_bwd, &ad, o->min_s, w) / ad.n;
+    m->act_fwd_s = ax_time_all(run_gelu_fwd, &ad, o->min_s, w) / ad.n;
+    m->act_bwd_s = ax_time_all(run_gelu_bwd, &ad, o->min_s, w) / ad.n;
     free(ad.y); free(ad.x);
     row_kernels(m, o, w);
     adam_ctx ac = {.n = 4 << 20};
     ac.w = ax_calloc(ac.n, sizeof(float)); ac.g = ax_calloc(ac.n, sizeof(float));
     ac.m = ax_calloc(ac.n, sizeof(float)); ac.v = ax_calloc(ac.n, sizeof(float));
-    m->optim_s_per_param = time_op(run_adam, &ac, o->min_s, w) / ac.n;
+    m->optim_s_per_param = ax_time_all(run_adam, &ac, o->min_s, w) / ac.n;
     free(ac.w); free(ac.g); free(ac.m); free(ac.v);
     if (o->verbose && r == 0)
         printf("gemm fit: %.2f GFLOP/s + %.1f us per call (bf16 %.2f + %.1f us); attention %.2f GFLOP/s; "

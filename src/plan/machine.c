@@ -28,7 +28,16 @@ double ax_machine_coll(const ax_machine *m, int op, int p, int inter, double byt
     }
     if (!best)   /* no fit of this collective: an all-reduce is two rounds of the others */
         for (int i = 0; i < m->nfit && !best; i++) best = &m->fit[i];
-    return best ? best->alpha + best->beta * bytes : 0;
+    if (!best) return 0;
+    int n = best->npt;
+    if (n < 2 || bytes < best->pt_bytes[0]) return best->alpha + best->beta * bytes;
+    int i = 1;
+    while (i < n - 1 && bytes > best->pt_bytes[i]) i++;
+    const double *x = best->pt_bytes, *t = best->pt_s;
+    double slope = (t[i] - t[i - 1]) / (x[i] - x[i - 1]);
+    if (slope < 0) slope = 0;   /* beyond the last point: never cheaper for more bytes */
+    return bytes <= x[i] ? t[i - 1] + (t[i] - t[i - 1]) * (bytes - x[i - 1]) / (x[i] - x[i - 1])
+                         : t[i] + slope * (bytes - x[i]);
 }
 
 double ax_machine_gemm_at(const ax_machine *m, int M, int N, int K, int ta, int tb, int bf16) {
@@ -148,6 +157,20 @@ static int parse(ax_machine *m, json_t *j, const char *path) {
         f->group = (int)gs;
         AX_TRY(num(e, "alpha_s", &f->alpha, path, where, 1));
         AX_TRY(num(e, "beta_s_per_byte", &f->beta, path, where, 1));
+        json_t *pts = json_object_get(e, "points"), *q;
+        size_t k;
+        if (pts && (!json_is_array(pts) || json_array_size(pts) > AX_COLL_POINTS))
+            return AX_ERR("--machine %s: field \"points\"%s: expected an array of at most %d [bytes, seconds]", path,
+                          where, AX_COLL_POINTS);
+        json_array_foreach(pts, k, q) {
+            json_t *b = json_array_get(q, 0), *t = json_array_get(q, 1);
+            double bb = json_is_number(b) ? json_number_value(b) : -1, tt = json_is_number(t) ? json_number_value(t) : -1;
+            if (!json_is_array(q) || json_array_size(q) != 2 || !(bb > 0) || !(tt > 0) || !isfinite(bb) || !isfinite(tt) ||
+                (k > 0 && bb <= f->pt_bytes[k - 1]))
+                return AX_ERR("--machine %s: field \"points\"[%zu]%s: expected [bytes, seconds], positive, bytes ascending",
+                              path, k, where);
+            f->pt_bytes[k] = bb; f->pt_s[k] = tt; f->npt = (int)k + 1;
+        }
     }
     return 0;
 }
@@ -196,9 +219,14 @@ int ax_machine_write(const ax_machine *m, const char *path) {
     json_object_set_new(j, "overlap_efficiency", json_real(m->overlap_eff));
     for (int i = 0; i < m->nfit; i++) {
         const ax_coll_fit *f = &m->fit[i];
-        json_array_append_new(c, json_pack("{s:s, s:i, s:s, s:f, s:f}", "op", ax_coll_names[f->op], "group", f->group,
-                                           "placement", f->inter ? "inter" : "intra", "alpha_s", f->alpha,
-                                           "beta_s_per_byte", f->beta));
+        json_t *e = json_pack("{s:s, s:i, s:s, s:f, s:f}", "op", ax_coll_names[f->op], "group", f->group, "placement",
+                              f->inter ? "inter" : "intra", "alpha_s", f->alpha, "beta_s_per_byte", f->beta);
+        if (f->npt) {
+            json_t *pts = json_array();
+            for (int k = 0; k < f->npt; k++) json_array_append_new(pts, json_pack("[f, f]", f->pt_bytes[k], f->pt_s[k]));
+            json_object_set_new(e, "points", pts);
+        }
+        json_array_append_new(c, e);
     }
     json_object_set_new(j, "collectives", c);
     char *text = json_dumps(j, JSON_INDENT(1) | JSON_REAL_PRECISION(6));

@@ -6,7 +6,11 @@
  * bytes is the per-rank volume of SPEC §4 with its ring factor ((p-1)/p for
  * all-gather and reduce-scatter, 2(p-1)/p for all-reduce) already applied, so
  * one fit serves every group size; a fit is kept per (collective, group size,
- * placement), group 0 standing for any size.
+ * placement), group 0 standing for any size. Where bench comm measured the
+ * collective, the fit keeps its points too, and a volume within their range
+ * costs the line between its two neighbours: on a CPU node the bandwidth peaks
+ * where the buffers fit the caches and falls by half beyond them, which no one
+ * line follows (2 ranks per core: 2.8 GB/s at 1 MiB, 1.4 GB/s at 16 MiB).
  *
  *   ax_machine mc;
  *   if (ax_machine_read(&mc, "machine.json")) ...      // or ax_machine_preset(&mc, "perlmutter")
@@ -18,9 +22,12 @@
 typedef enum { AX_COLL_AR, AX_COLL_AG, AX_COLL_RS, AX_COLL_N } ax_coll_op;
 extern const char *const ax_coll_names[AX_COLL_N];     /* allreduce, allgather, reduce_scatter */
 
+#define AX_COLL_POINTS 16
 typedef struct {
     int op, group, inter;     /* group 0: any size; inter: the group spans nodes */
     double alpha, beta;       /* seconds, seconds per byte */
+    int npt;                  /* measured points, bytes (ring factor applied) ascending, and seconds */
+    double pt_bytes[AX_COLL_POINTS], pt_s[AX_COLL_POINTS];
 } ax_coll_fit;
 
 /* a GEMM measured at one shape: C (m x n) = op(A) op(B) over k, A transposed
@@ -68,7 +75,8 @@ int ax_machine_preset(ax_machine *m, const char *name);
 extern const char *const ax_machine_preset_list;
 /* Seconds of one collective of `bytes` (ring factor applied) over p ranks;
  * 0 for p = 1. Takes the fit of that group size and placement, else the
- * nearest group size, else the other placement. */
+ * nearest group size, else the other placement; between its measured points
+ * their interpolation, beyond the last one the last segment's slope. */
 double ax_machine_coll(const ax_machine *m, int op, int p, int inter, double bytes);
 /* Seconds of a GEMM of `flops`, its inputs in bf16 or fp32, at the fit */
 static inline double ax_machine_gemm(const ax_machine *m, double flops, int bf16) {

@@ -10,11 +10,36 @@
 
 const char *const ax_bench_group_names[AX_BG_N] = {"X", "Y", "Z", "data", "data_z", "xyz"};
 
-double ax_gemm_rate(ax_dtype t, int m, int n, int k, int ta, int tb, double min_s) {
+double ax_time_all(ax_op_fn f, void *ctx, double min_s, MPI_Comm w) {
+    f(ctx);                                        /* warm-up: pages, BLAS buffers, a kernel's first call */
+    double t, trial[5];
+    int reps = 1;
+    for (int k = -1; k < 5; k++) {                 /* k = -1: the pilot */
+        MPI_Barrier(w);
+        t = MPI_Wtime();
+        for (int i = 0; i < reps; i++) f(ctx);
+        ax_backend_sync();                         /* a device only queued them */
+        MPI_Barrier(w);
+        t = (MPI_Wtime() - t) / reps;
+        MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, w);
+        if (k < 0) {
+            reps = t > 0 ? (int)(min_s / 5 / t) : 1000;
+            reps = reps < 1 ? 1 : reps > 1000 ? 1000 : reps;
+            continue;
+        }
+        trial[k] = t;
+    }
+    return ax_median(trial, 5);
+}
+
+typedef struct { ax_mat A, B, C; int ta, tb; } gemm_ctx;
+static void run_gemm(void *p) { gemm_ctx *g = p; ax_gemm(1.0f, g->A, g->ta, g->B, g->tb, 0.0f, g->C); }
+
+double ax_gemm_rate(ax_dtype t, int m, int n, int k, int ta, int tb, double min_s, MPI_Comm w) {
     const ax_backend *be = ax_be();
-    size_t na = (size_t)m * k, nb = (size_t)n * k, w = ax_dtype_size(t);
+    size_t na = (size_t)m * k, nb = (size_t)n * k, ws = ax_dtype_size(t);
     float *a32 = be->alloc(na * sizeof(float)), *b32 = be->alloc(nb * sizeof(float));
-    void *a = be->alloc(na * w), *b = be->alloc(nb * w);
+    void *a = be->alloc(na * ws), *b = be->alloc(nb * ws);
     float *c = be->alloc((size_t)m * n * sizeof(float));
     float *h = ax_malloc((na > nb ? na : nb) * sizeof(float));   /* filled here, sent to the backend's memory */
     for (size_t i = 0; i < na; i++) h[i] = (float)(i % 7) * 0.125f;
@@ -24,29 +49,11 @@ double ax_gemm_rate(ax_dtype t, int m, int n, int k, int ta, int tb, double min_
     free(h);
     be->cast(a, t, a32, AX_F32, na);
     be->cast(b, t, b32, AX_F32, nb);
-    ax_mat A = ta ? ax_mat_of(a, t, k, m) : ax_mat_of(a, t, m, k), B = tb ? ax_mat_of(b, t, n, k) : ax_mat_of(b, t, k, n);
-    ax_mat C = ax_mat_f32(c, m, n);
-    ax_gemm(1.0f, A, ta, B, tb, 0.0f, C);   /* warm-up: pages, BLAS buffers, oneDNN's kernel */
-    ax_backend_sync();                    /* a device only queues it: the clock starts once it ran */
-    /* the clock is read once the GEMMs so far are done; where the backend
-     * queues them (a device), in rounds of doubling length, so that the
-     * queue stays short and the waits few. Five trials of min_s / 5, the
-     * median kept: a burst of other work on a shared machine moves one trial. */
-    double rate[5];
-    for (int trial = 0; trial < 5; trial++) {
-        int reps = 0, round = 1, queued = be->sync != NULL;
-        double t0 = MPI_Wtime(), dt;
-        do {
-            for (int i = 0; i < round; i++) ax_gemm(1.0f, A, ta, B, tb, 0.0f, C);
-            reps += round;
-            ax_backend_sync();
-            dt = MPI_Wtime() - t0;
-            if (queued) round *= 2;
-        } while (dt < min_s / 5);
-        rate[trial] = 2.0 * m * n * k * reps / dt;
-    }
+    gemm_ctx g = {ta ? ax_mat_of(a, t, k, m) : ax_mat_of(a, t, m, k), tb ? ax_mat_of(b, t, n, k) : ax_mat_of(b, t, k, n),
+                  ax_mat_f32(c, m, n), ta, tb};
+    double s = ax_time_all(run_gemm, &g, min_s, w);
     be->free(a32); be->free(b32); be->free(a); be->free(b); be->free(c);
-    return ax_median(rate, 5);
+    return 2.0 * m * n * k / s;
 }
 
 static void group_seconds(const ax_grid *g, double s[AX_BG_N]) {
@@ -123,10 +130,7 @@ int ax_bench(const ax_train_opts *o, int iters, int silent, MPI_Comm comm, ax_be
     if (res->compute_s < 0) res->compute_s = 0;
     /* the ceiling: every rank at once, as the ranks share the node in the step */
     largest_gemm(&r.m, r.Bl * ro->seq, &res->gemm_m, &res->gemm_n, &res->gemm_k);
-    MPI_Barrier(g->world);
-    double rate = ax_gemm_rate(r.m.dtype, res->gemm_m, res->gemm_n, res->gemm_k, 0, 1, 0.2);
-    MPI_Allreduce(MPI_IN_PLACE, &rate, 1, MPI_DOUBLE, MPI_SUM, g->world);
-    res->gemm_flops = rate / g->size;
+    res->gemm_flops = ax_gemm_rate(r.m.dtype, res->gemm_m, res->gemm_n, res->gemm_k, 0, 1, 0.2, g->world);
     ax_run_teardown(&r);
     return 0;
 }

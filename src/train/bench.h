@@ -28,7 +28,7 @@ typedef struct {
     double data_s, compute_s, gemm_s, optim_s, comm_s[AX_BG_N];
     double tokens, model_flops, hardware_flops;      /* per iteration */
     int gemm_m, gemm_n, gemm_k;                      /* the ceiling's shape */
-    double gemm_flops;                               /* its FLOP/s per rank (mean over ranks) */
+    double gemm_flops;                               /* its FLOP/s per rank, every rank at once */
     double param_bytes, act_bytes, ws_bytes;         /* per rank, rank 0 */
 } ax_bench_result;
 
@@ -61,8 +61,20 @@ typedef struct {
  * step); the figures are rank 0's. Collective over comm. */
 int ax_bench_gemm(const ax_train_opts *o, int silent, MPI_Comm comm, ax_bench_gemm_result *res);
 
-/* FLOP/s of C (m x n) = op(A) op(B) over k through the backend's GEMM (A stored
- * k x m when ta, else m x k; B n x k when tb, else k x n), repeated for at least
- * min_s seconds after one warm-up call. Local (no MPI). */
-double ax_gemm_rate(ax_dtype t, int m, int n, int k, int ta, int tb, double min_s);
+/* Seconds of one call of f with every rank of w calling it at once: a warm-up,
+ * a pilot that sets the repetitions (all ranks agree), then five trials, each
+ * from a barrier to the backend's queue drained on every rank and a second
+ * barrier (the first rank's start to the last rank's end, as a step between
+ * two collectives), the median kept (a burst of other work on a shared machine
+ * moves one trial). Each trial lasts about min_s / 5. Where ranks share cores,
+ * timing each rank alone would count the stretches it ran while its core-mates
+ * waited in the barrier: rates up to 1.2x too high at 2 ranks per core.
+ * Collective over w. */
+typedef void (*ax_op_fn)(void *ctx);
+double ax_time_all(ax_op_fn f, void *ctx, double min_s, MPI_Comm w);
+
+/* FLOP/s per rank of C (m x n) = op(A) op(B) over k through the backend's GEMM
+ * (A stored k x m when ta, else m x k; B n x k when tb, else k x n), every rank
+ * of w at once (ax_time_all). Collective over w; the same figure on every rank. */
+double ax_gemm_rate(ax_dtype t, int m, int n, int k, int ta, int tb, double min_s, MPI_Comm w);
 #endif
