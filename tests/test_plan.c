@@ -3,14 +3,17 @@
  * model/gpt.c allocates on several grids and recompute modes, the reasons a
  * grid is rejected, the ranking and the minimum rank count, the alpha-beta
  * fit, and machine descriptions written and read back. Pure arithmetic: the
- * model is laid out on a grid of sizes only (no communicators are needed). */
+ * model is laid out on a grid of sizes only (no communicators are needed);
+ * only the calibration's timer (ax_time_all) talks, on every rank it runs on. */
 #include "test.h"
 #include "backend/backend.h"
 #include "model/gpt.h"
 #include "plan/calibrate.h"
 #include "plan/plan.h"
+#include "train/bench.h"
 #include "train/flops.h"
 #include "util/err.h"
+#include <time.h>
 #include <unistd.h>
 
 /* beta 1 s/byte, alpha 0 for every collective: a group's seconds are its bytes */
@@ -424,8 +427,28 @@ static void test_gemm_shapes(void) {
           "attention at its measured (T, hd) rate: %g s, expected %g", attn.attn_s, 4 * fit.attn_s);
 }
 
+/* The calibration's timer: a call lasts from the first rank's start to the last
+ * rank's end, the same figure on every rank. Rank 0 sleeps 4 ms a call, the
+ * others return at once: every rank must report at least 4 ms (a rank timed
+ * alone would report 0 on ranks > 0, a mean of ranks 4 / W ms). */
+static void sleep_on_rank0(void *p) {
+    if (*(int *)p == 0) nanosleep(&(struct timespec){0, 4000000}, NULL);
+}
+
+static void test_time_all(void) {
+    int r, W;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r); MPI_Comm_size(MPI_COMM_WORLD, &W);
+    double t = ax_time_all(sleep_on_rank0, &r, 0.05, MPI_COMM_WORLD), lo = t, hi = t;
+    MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    /* 4 ms is a floor (nanosleep never returns early); 40 ms an upper bound far above the barrier's cost */
+    CHECK(t >= 4e-3 && t < 4e-2 && lo == hi, "rank %d of %d: %.3f ms a call (ranks %.3f..%.3f)", r, W, t * 1e3, lo * 1e3,
+          hi * 1e3);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
+    test_time_all();
     test_gemm_shapes();
     test_flops();
     test_overlap();
