@@ -17,7 +17,10 @@ while [ $# -gt 0 ]; do case $1 in
   --out) OUT=$2; OUTSET=1; shift 2;; *) echo "unknown option $1" >&2; exit 2;; esac; done
 [ "$OUTSET" = 1 ] || OUT=bench/results/$(date +%F)-plan-accuracy-p$P
 mkdir -p "$OUT"
-MPI=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$P")
+# a core per rank where there are enough (as on a cluster), else the scheduler's
+# placement: pinned ranks beyond the cores would share the first ones unevenly
+BIND=none; [ "$P" -le "$(nproc)" ] && BIND=core
+MPI=(mpirun --allow-run-as-root --oversubscribe --bind-to "$BIND" -np "$P")
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 # two tiny models (the VM has 2 cores: more than 2 ranks oversubscribe them)
 declare -A MODELS=(
@@ -28,7 +31,7 @@ declare -A MODELS=(
 cpu_ticks() { awk '/^cpu /{print $9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
 { echo "date: $(date -Is)"; echo "commit: $(git rev-parse HEAD)"; lscpu | grep -E "Model name|^CPU\(s\)"
   echo "avx2: $(grep -c avx2 /proc/cpuinfo | head -1) cpus, avx512f: $(grep -c avx512f /proc/cpuinfo | head -1) cpus"
-  echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"; echo "ranks: $P, 1 thread each; iters $ITERS; rounds $ROUNDS"
+  echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"; echo "ranks: $P, 1 thread each, bound to $BIND; iters $ITERS; rounds $ROUNDS"
   for k in a b; do echo "model $k: ${MODELS[$k]}"; done; uptime; } > "$OUT/config.txt"
 for r in $(seq 1 "$ROUNDS"); do
   R=$OUT/round$r; mkdir -p "$R"
