@@ -27,8 +27,10 @@ static const char *usage =
 static const char *usage_comm =
     "usage: [mpirun -np P] axonn bench comm [--out FILE] [options] [model options]\n\n"
     "Measures this machine for axonn plan: collectives of every group size that divides P\n"
-    "(alpha-beta fits), GEMM rates (square shapes, fp32 and bf16 inputs), the attention,\n"
-    "activation, elementwise and optimizer kernels, and how much of a collective a GEMM hides.\n"
+    "(the points and an alpha-beta fit), GEMM rates (square shapes, fp32 and bf16 inputs),\n"
+    "the attention, activation, LayerNorm, loss, elementwise and optimizer kernels, and how\n"
+    "much of a collective a GEMM hides; every rank at once, each trial from the first rank's\n"
+    "start to the last rank's end.\n"
     "With a model (--preset, size flags or --init, and its --batch, --seq, --grad-accum,\n"
     "--dtype) also every GEMM of its steps on the grids of P ranks, at their shapes and\n"
     "layouts, and the attention at its sequence length and head size: axonn plan then\n"
