@@ -68,8 +68,9 @@ int ax_bench_gemm(const ax_train_opts *o, int silent, MPI_Comm comm, ax_bench_ge
  * two collectives), the median kept (a burst of other work on a shared machine
  * moves one trial). Each trial lasts about min_s / 5. Where ranks share cores,
  * timing each rank alone would count the stretches it ran while its core-mates
- * waited in the barrier: rates up to 1.2x too high at 2 ranks per core.
- * Collective over w. */
+ * waited in the barrier: too high a rate (the planner's 4-rank step-time error
+ * on a 2-core VM fell from 13.2% / 10.5% to 9.1% / 6.4% with this alone,
+ * docs/planner.md). Collective over w. */
 typedef void (*ax_op_fn)(void *ctx);
 double ax_time_all(ax_op_fn f, void *ctx, double min_s, MPI_Comm w);
 
