@@ -52,11 +52,15 @@ import json; m = json.load(open('m.json'))
 assert m['ranks_per_node'] == 2 and m['gemm']['flops'] > 0 and m['memory_per_rank_bytes'] > 0
 ops = {(c['op'], c['group']) for c in m['collectives']}
 assert ops == {('allreduce', 2), ('allgather', 2), ('reduce_scatter', 2)}, ops
-assert all(c['alpha_s'] >= 0 and c['beta_s_per_byte'] > 0 for c in m['collectives'])
+# the fit may be flat (beta 0) when other jobs share the cores (ctest -j2 in CI): times only, never
+# negative, and a larger message is never charged less than a smaller one
+assert all(c['alpha_s'] >= 0 and c['beta_s_per_byte'] >= 0 for c in m['collectives'])
 # the measured points beside each fit: 4, 16 and 64 KiB, bytes with the ring factor (1 at 2 ranks: 2(p-1)/p, (p-1)/p = 1/2)
 for c in m['collectives']:
     f = 1.0 if c['op'] == 'allreduce' else 0.5
-    assert [p[0] for p in c['points']] == [f * 4096 * 4**i for i in range(3)] and all(p[1] > 0 for p in c['points']), c"
+    t = [p[1] for p in c['points']]
+    assert [p[0] for p in c['points']] == [f * 4096 * 4**i for i in range(3)] and t[0] > 0, c
+    assert all(a <= b for a, b in zip(t, t[1:])), c"
 then ok "bench comm: machine description"; else bad "bench comm"; cat c.err; head -20 c.out; fi
 # with a model: its GEMMs on every grid of 2 ranks at their shapes and layouts, its attention at T 16, head 8;
 # the plan charges them as measured (the fp32 fit alone gives other GEMM seconds)
