@@ -101,10 +101,10 @@ static void run_attn(void *p) {
     be->attention_backward(a->dqkv, a->dout, a->out, a->lse, a->qkv, a->B, a->T, a->H, a->H, a->hd, AX_F32, a->scr, a->nthr);
 }
 
-typedef struct { float *y, *x; size_t n; } add_ctx;
+typedef struct { float *y, *x, *d; size_t n; } add_ctx;
 static void run_add(void *p) { add_ctx *a = p; ax_be()->add(a->y, a->x, a->n); }
 static void run_gelu_fwd(void *p) { add_ctx *a = p; ax_be()->gelu_forward(a->y, a->x, a->n); }
-static void run_gelu_bwd(void *p) { add_ctx *a = p; ax_be()->gelu_backward(a->y, a->x, a->y, a->n); }
+static void run_gelu_bwd(void *p) { add_ctx *a = p; ax_be()->gelu_backward(a->y, a->x, a->d, a->n); }
 
 /* LayerNorm and the cross-entropy as the layers run them, in a group of one */
 static void no_reduce(void *ctx, float *buf, size_t n) { (void)ctx; (void)buf; (void)n; }
@@ -135,22 +135,30 @@ static void row_kernels(ax_machine *m, const ax_calib_opts *o, MPI_Comm w) {
     for (size_t i = 0; i < n; i++) a.x[i] = (float)(i % 601) / 100.0f - 3.0f;
     for (int i = 0; i < V; i++) a.w[i] = 1.0f;
     for (int i = 0; i < M; i++) a.tgt[i] = (int32_t)(i * 37 % V);
-    m->ln_fwd_s = ax_time_all(run_ln_fwd, &a, o->min_s, w) / ((double)M * C);
-    m->ln_bwd_s = ax_time_all(run_ln_bwd, &a, o->min_s, w) / ((double)M * C);
+    /* the LayerNorms' operand sets: M x C slices of the M x V arrays */
+    row_ctx c[AX_OPERAND_SETS];
+    for (int s = 0; s < AX_OPERAND_SETS; s++) {
+        size_t off = (size_t)s * M * C;
+        c[s] = a;
+        c[s].out = a.out + off; c[s].x = a.x + off; c[s].dx = a.dx + off;
+    }
+    m->ln_fwd_s = ax_time_sets(run_ln_fwd, c, sizeof *c, AX_OPERAND_SETS, o->min_s, w) / ((double)M * C);
+    m->ln_bwd_s = ax_time_sets(run_ln_bwd, c, sizeof *c, AX_OPERAND_SETS, o->min_s, w) / ((double)M * C);
     a.C = V;
-    m->loss_s = ax_time_all(run_xent, &a, o->min_s, w) / (double)n;   /* logits go to gradients and back: same cost */
+    /* M x V logits, one set of 16 MB: beyond a core's caches alone; they go to gradients and back, at the same cost */
+    m->loss_s = ax_time_all(run_xent, &a, o->min_s, w) / (double)n;
     free(a.out); free(a.x); free(a.dx); free(a.w); free(a.b); free(a.dw); free(a.db); free(a.mean); free(a.rstd);
     free(a.scr); free(a.tgt);
 }
 
 /* the optimizer's per-parameter work: AdamW, plus the gradient norm's pass */
-typedef struct { float *w, *g, *m, *v; int64_t n; } adam_ctx;
+typedef struct { float *w, *g, *m, *v; int64_t n; double norm2; } adam_ctx;
 static void run_adam(void *p) {
     adam_ctx *a = p;
     ax_be()->adamw(a->w, a->g, a->m, a->v, a->n, 1.0f, 0.9f, 0.95f, 0.1f, 0.05f, 1e-4f, 1e-8f, 0.9999f);
-    double s = 0;
-    for (int64_t i = 0; i < a->n; i++) s += (double)a->g[i] * a->g[i];
-    a->g[0] = (float)(s * 1e-30);
+    const float *g = a->g;
+    size_t n = (size_t)a->n;
+    a->norm2 = ax_be()->sumsq(1, &g, &n);   /* the backend's pass, as the trainer takes the norm */
 }
 
 /* How much of a collective a GEMM hides, as the trainer overlaps them: an
@@ -205,15 +213,23 @@ static double attn_rate(int T, int hd, double min_s, MPI_Comm w) {
     attn_ctx a = {.B = 2, .T = T, .H = 4, .hd = hd, .nthr = ax_be()->threads()};
     if (a.H < a.nthr) a.H = a.nthr;
     if (7.0 * a.B * a.H * T * T * hd > 2e9) a.B = 1;
-    size_t rows = (size_t)a.B * a.T, wd = (size_t)a.H * a.hd;
-    a.qkv = ax_calloc(rows * 3 * wd, sizeof(float)); a.dqkv = ax_calloc(rows * 3 * wd, sizeof(float));
-    a.out = ax_calloc(rows * wd, sizeof(float)); a.dout = ax_calloc(rows * wd, sizeof(float));
-    a.lse = ax_calloc((size_t)a.B * a.H * a.T, sizeof(float));
-    a.scr = ax_calloc(ax_be()->attention_scratch(a.T) * a.nthr, sizeof(float));
-    for (size_t i = 0; i < rows * 3 * wd; i++) a.qkv[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
-    for (size_t i = 0; i < rows * wd; i++) a.dout[i] = (float)(i % 13) / 13.0f;
-    double t = ax_time_all(run_attn, &a, min_s, w);
-    free(a.qkv); free(a.dqkv); free(a.out); free(a.dout); free(a.lse); free(a.scr);
+    size_t rows = (size_t)a.B * a.T, wd = (size_t)a.H * a.hd, nq = rows * 3 * wd, no = rows * wd;
+    size_t nl = (size_t)a.B * a.H * a.T;
+    const int sets = AX_OPERAND_SETS;
+    float *qkv = ax_calloc(nq * sets, sizeof(float)), *dqkv = ax_calloc(nq * sets, sizeof(float));
+    float *out = ax_calloc(no * sets, sizeof(float)), *dout = ax_calloc(no * sets, sizeof(float));
+    float *lse = ax_calloc(nl * sets, sizeof(float));
+    a.scr = ax_calloc(ax_be()->attention_scratch(a.T) * a.nthr, sizeof(float));   /* per thread: hot in a step too */
+    for (size_t i = 0; i < nq * sets; i++) qkv[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+    for (size_t i = 0; i < no * sets; i++) dout[i] = (float)(i % 13) / 13.0f;
+    attn_ctx c[AX_OPERAND_SETS];
+    for (int s = 0; s < sets; s++) {
+        c[s] = a;
+        c[s].qkv = qkv + s * nq; c[s].dqkv = dqkv + s * nq; c[s].out = out + s * no; c[s].dout = dout + s * no;
+        c[s].lse = lse + s * nl;
+    }
+    double t = ax_time_sets(run_attn, c, sizeof *c, sets, min_s, w);
+    free(qkv); free(dqkv); free(out); free(dout); free(lse); free(a.scr);
     return 7.0 * a.B * a.H * (double)a.T * a.T * a.hd / t;
 }
 
@@ -235,7 +251,7 @@ static void measure_job(ax_machine *m, const ax_calib_opts *o, MPI_Comm w) {
     double t0 = MPI_Wtime();
     for (int i = n0; i < n; i++) {
         ax_gemm_point *p = &m->gemm[i];
-        p->flops = ax_gemm_rate(p->bf16 ? AX_BF16 : AX_F32, p->m, p->n, p->k, p->ta, p->tb, o->min_s, w);
+        p->flops = ax_gemm_rate(p->bf16 ? AX_BF16 : AX_F32, p->m, p->n, p->k, p->ta, p->tb, 1, o->min_s, w);
     }
     m->ngemm = n;
     int T = j->seq, hd = j->cfg.n_embd / j->cfg.n_head;
@@ -254,7 +270,7 @@ static void fit_gemm(ax_machine *m, const ax_calib_opts *o, MPI_Comm w, ax_dtype
     MPI_Comm_rank(w, &r);
     double fx[32], ft[32];
     for (int n = 128; n <= o->gemm_max && k < 32; n *= 2, k++) {
-        double f = ax_gemm_rate(t, n, n, n, 0, 1, o->min_s, w);
+        double f = ax_gemm_rate(t, n, n, n, 0, 1, 1, o->min_s, w);
         if (m->ngemm < AX_MACHINE_GEMMS) m->gemm[m->ngemm++] = (ax_gemm_point){n, n, n, 0, 1, t == AX_BF16, f};
         fx[k] = 2.0 * n * n * n; ft[k] = fx[k] / f;
         if (o->verbose && r == 0) printf("gemm %s %5d^3: %.2f GFLOP/s per rank\n", ax_dtype_name(t), n, f / 1e9);
@@ -307,16 +323,23 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     ad.y = ax_calloc(ad.n, sizeof(float)); ad.x = ax_calloc(ad.n, sizeof(float));
     double tb = ax_time_all(run_add, &ad, o->min_s, w);
     m->mem_bw = 12.0 * ad.n / tb;
-    /* the MLP's activation over 1M elements (an MLP block's worth); backward in place, as the layer runs it */
+    /* the MLP's activation over 1M elements (an MLP block's worth), its operand sets slices of
+     * the 16M-element arrays, out of place as the layer runs it: y = gelu(x) forward, y =
+     * gelu'(x) d backward with d the next set's x (never written: no set's values shrink call
+     * after call into subnormals, which cost 7x) */
     ad.n = 1 << 20;
-    for (size_t i = 0; i < ad.n; i++) ad.x[i] = (float)(i % 601) / 100.0f - 3.0f;
-    m->act_fwd_s = ax_time_all(run_gelu_fwd, &ad, o->min_s, w) / ad.n;
-    m->act_bwd_s = ax_time_all(run_gelu_bwd, &ad, o->min_s, w) / ad.n;
+    for (size_t i = 0; i < 16 * ad.n; i++) ad.x[i] = (float)(i % 601) / 100.0f - 3.0f;
+    add_ctx g[AX_OPERAND_SETS];
+    for (int s = 0; s < AX_OPERAND_SETS; s++)
+        g[s] = (add_ctx){ad.y + s * ad.n, ad.x + s * ad.n, ad.x + (s + 1) * ad.n, ad.n};
+    m->act_fwd_s = ax_time_sets(run_gelu_fwd, g, sizeof *g, AX_OPERAND_SETS, o->min_s, w) / ad.n;
+    m->act_bwd_s = ax_time_sets(run_gelu_bwd, g, sizeof *g, AX_OPERAND_SETS, o->min_s, w) / ad.n;
     free(ad.y); free(ad.x);
     row_kernels(m, o, w);
     adam_ctx ac = {.n = 4 << 20};
     ac.w = ax_calloc(ac.n, sizeof(float)); ac.g = ax_calloc(ac.n, sizeof(float));
     ac.m = ax_calloc(ac.n, sizeof(float)); ac.v = ax_calloc(ac.n, sizeof(float));
+    for (int64_t i = 0; i < ac.n; i++) ac.g[i] = (float)(i % 13 - 6) * 1e-3f;   /* gradients of a step's size */
     m->optim_s_per_param = ax_time_all(run_adam, &ac, o->min_s, w) / ac.n;
     free(ac.w); free(ac.g); free(ac.m); free(ac.v);
     if (o->verbose && r == 0)
