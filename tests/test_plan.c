@@ -446,9 +446,28 @@ static void test_time_all(void) {
           hi * 1e3);
 }
 
+/* The operand sets a kernel is calibrated on: every call on the next set, round
+ * robin, so each set is used as often as the others (within one call); a timer
+ * that kept to the first set would leave the others at 0. */
+static void count_call(void *p) { ++*(int *)p; }
+
+static void test_time_sets(void) {
+    enum { SETS = 3 };
+    int calls[SETS] = {0};
+    ax_time_sets(count_call, calls, sizeof calls[0], SETS, 0.01, MPI_COMM_WORLD);
+    int lo = calls[0], hi = calls[0];
+    for (int i = 1; i < SETS; i++) { lo = calls[i] < lo ? calls[i] : lo; hi = calls[i] > hi ? calls[i] : hi; }
+    CHECK(lo >= 1 && hi - lo <= 1, "calls per operand set %d..%d over %d sets", lo, hi, SETS);
+    /* how many sets a span holds: its bytes over a set's, within [1, max] */
+    CHECK(ax_operand_sets(100, 30, 64) == 3 && ax_operand_sets(10, 30, 64) == 1 && ax_operand_sets(1 << 20, 1, 64) == 64,
+          "ax_operand_sets: %d %d %d, expected 3 1 64", ax_operand_sets(100, 30, 64), ax_operand_sets(10, 30, 64),
+          ax_operand_sets(1 << 20, 1, 64));
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     test_time_all();
+    test_time_sets();
     test_gemm_shapes();
     test_flops();
     test_overlap();

@@ -125,7 +125,7 @@ static void run_xent(void *p) {   /* C: the local vocabulary; out: the logits, m
 
 /* Seconds per element of LayerNorm forward and backward (M rows of C) and of the
  * cross-entropy with its gradient (M rows of V logits) */
-static void row_kernels(ax_machine *m, const ax_calib_opts *o, MPI_Comm w) {
+static void row_kernels(ax_machine *m, const ax_calib_opts *o, size_t span, MPI_Comm w) {
     int M = 1024, C = 256, V = 4096;
     row_ctx a = {.M = M, .C = C};
     size_t n = (size_t)M * V;
@@ -136,14 +136,15 @@ static void row_kernels(ax_machine *m, const ax_calib_opts *o, MPI_Comm w) {
     for (int i = 0; i < V; i++) a.w[i] = 1.0f;
     for (int i = 0; i < M; i++) a.tgt[i] = (int32_t)(i * 37 % V);
     /* the LayerNorms' operand sets: M x C slices of the M x V arrays */
-    row_ctx c[AX_OPERAND_SETS];
-    for (int s = 0; s < AX_OPERAND_SETS; s++) {
+    row_ctx c[16];   /* V / C */
+    int sets = ax_operand_sets(span, 3 * (size_t)M * C * sizeof(float), V / C);
+    for (int s = 0; s < sets; s++) {
         size_t off = (size_t)s * M * C;
         c[s] = a;
         c[s].out = a.out + off; c[s].x = a.x + off; c[s].dx = a.dx + off;
     }
-    m->ln_fwd_s = ax_time_sets(run_ln_fwd, c, sizeof *c, AX_OPERAND_SETS, o->min_s, w) / ((double)M * C);
-    m->ln_bwd_s = ax_time_sets(run_ln_bwd, c, sizeof *c, AX_OPERAND_SETS, o->min_s, w) / ((double)M * C);
+    m->ln_fwd_s = ax_time_sets(run_ln_fwd, c, sizeof *c, sets, o->min_s, w) / ((double)M * C);
+    m->ln_bwd_s = ax_time_sets(run_ln_bwd, c, sizeof *c, sets, o->min_s, w) / ((double)M * C);
     a.C = V;
     /* M x V logits, one set of 16 MB: beyond a core's caches alone; they go to gradients and back, at the same cost */
     m->loss_s = ax_time_all(run_xent, &a, o->min_s, w) / (double)n;
@@ -209,20 +210,21 @@ static double overlap_efficiency(const ax_machine *m, const ax_calib_opts *o, MP
 /* FLOP/s of the attention kernel forward + backward at (T, hd), 7 T^2 hd FLOPs per
  * (sequence, head) as plan/model.c counts them; every rank at once. Heads enough for
  * the threads, fewer sequences where T is long. */
-static double attn_rate(int T, int hd, double min_s, MPI_Comm w) {
+static double attn_rate(int T, int hd, size_t span, double min_s, MPI_Comm w) {
     attn_ctx a = {.B = 2, .T = T, .H = 4, .hd = hd, .nthr = ax_be()->threads()};
     if (a.H < a.nthr) a.H = a.nthr;
     if (7.0 * a.B * a.H * T * T * hd > 2e9) a.B = 1;
     size_t rows = (size_t)a.B * a.T, wd = (size_t)a.H * a.hd, nq = rows * 3 * wd, no = rows * wd;
     size_t nl = (size_t)a.B * a.H * a.T;
-    const int sets = AX_OPERAND_SETS;
-    float *qkv = ax_calloc(nq * sets, sizeof(float)), *dqkv = ax_calloc(nq * sets, sizeof(float));
-    float *out = ax_calloc(no * sets, sizeof(float)), *dout = ax_calloc(no * sets, sizeof(float));
-    float *lse = ax_calloc(nl * sets, sizeof(float));
+    int sets = ax_operand_sets(span, (2 * nq + 2 * no + nl) * sizeof(float), 64);
+    float *qkv = ax_malloc(nq * sets * sizeof(float)), *dqkv = ax_malloc(nq * sets * sizeof(float));
+    float *out = ax_malloc(no * sets * sizeof(float)), *dout = ax_malloc(no * sets * sizeof(float));
+    float *lse = ax_malloc(nl * sets * sizeof(float));
     a.scr = ax_calloc(ax_be()->attention_scratch(a.T) * a.nthr, sizeof(float));   /* per thread: hot in a step too */
-    for (size_t i = 0; i < nq * sets; i++) qkv[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
-    for (size_t i = 0; i < no * sets; i++) dout[i] = (float)(i % 13) / 13.0f;
-    attn_ctx c[AX_OPERAND_SETS];
+    for (size_t i = 0; i < nq * sets; i++) { qkv[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f; dqkv[i] = 0; }
+    for (size_t i = 0; i < no * sets; i++) { dout[i] = (float)(i % 13) / 13.0f; out[i] = 0; }
+    memset(lse, 0, nl * sets * sizeof(float));      /* every page touched before the timing */
+    attn_ctx c[64];
     for (int s = 0; s < sets; s++) {
         c[s] = a;
         c[s].qkv = qkv + s * nq; c[s].dqkv = dqkv + s * nq; c[s].out = out + s * no; c[s].dout = dout + s * no;
@@ -236,7 +238,7 @@ static double attn_rate(int T, int hd, double min_s, MPI_Comm w) {
 /* The job's own kernels at its shapes, on the grids of W ranks (the planner's
  * candidates): every distinct GEMM (shape, layout, dtype) of their steps, and
  * the attention at its T and head size. Every rank at once, as in training. */
-static void measure_job(ax_machine *m, const ax_calib_opts *o, MPI_Comm w) {
+static void measure_job(ax_machine *m, const ax_calib_opts *o, const ax_operand_pool *pool, MPI_Comm w) {
     const ax_plan_job *j = o->job;
     int W, r;
     MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
@@ -251,11 +253,11 @@ static void measure_job(ax_machine *m, const ax_calib_opts *o, MPI_Comm w) {
     double t0 = MPI_Wtime();
     for (int i = n0; i < n; i++) {
         ax_gemm_point *p = &m->gemm[i];
-        p->flops = ax_gemm_rate(p->bf16 ? AX_BF16 : AX_F32, p->m, p->n, p->k, p->ta, p->tb, 1, o->min_s, w);
+        p->flops = ax_gemm_rate(p->bf16 ? AX_BF16 : AX_F32, p->m, p->n, p->k, p->ta, p->tb, pool, o->min_s, w);
     }
     m->ngemm = n;
     int T = j->seq, hd = j->cfg.n_embd / j->cfg.n_head;
-    m->attn[m->nattn++] = (ax_attn_point){T, hd, attn_rate(T, hd, o->min_s, w)};
+    m->attn[m->nattn++] = (ax_attn_point){T, hd, attn_rate(T, hd, pool->bytes, o->min_s, w)};
     if (o->verbose && r == 0)
         printf("the model's kernels: %d GEMM shapes of its grids of %d ranks (%.1f s)%s, attention at T %d, head %d: "
                "%.2f GFLOP/s\n", n - n0, W, MPI_Wtime() - t0,
@@ -265,12 +267,13 @@ static void measure_job(ax_machine *m, const ax_calib_opts *o, MPI_Comm w) {
 
 /* Square GEMMs 128 .. gemm_max, every rank at once as in training, fitted to
  * alpha + FLOPs / rate; the points are kept in the file as measured shapes. */
-static void fit_gemm(ax_machine *m, const ax_calib_opts *o, MPI_Comm w, ax_dtype t, double *alpha, double *rate) {
+static void fit_gemm(ax_machine *m, const ax_calib_opts *o, const ax_operand_pool *pool, MPI_Comm w, ax_dtype t,
+                     double *alpha, double *rate) {
     int r, k = 0;
     MPI_Comm_rank(w, &r);
     double fx[32], ft[32];
     for (int n = 128; n <= o->gemm_max && k < 32; n *= 2, k++) {
-        double f = ax_gemm_rate(t, n, n, n, 0, 1, 1, o->min_s, w);
+        double f = ax_gemm_rate(t, n, n, n, 0, 1, pool, o->min_s, w);
         if (m->ngemm < AX_MACHINE_GEMMS) m->gemm[m->ngemm++] = (ax_gemm_point){n, n, n, 0, 1, t == AX_BF16, f};
         fx[k] = 2.0 * n * n * n; ft[k] = fx[k] / f;
         if (o->verbose && r == 0) printf("gemm %s %5d^3: %.2f GFLOP/s per rank\n", ax_dtype_name(t), n, f / 1e9);
@@ -278,6 +281,26 @@ static void fit_gemm(ax_machine *m, const ax_calib_opts *o, MPI_Comm w, ax_dtype
     double inv;
     ax_fit_alpha_beta(fx, ft, k, alpha, &inv);
     *rate = inv > 0 ? 1.0 / inv : fx[k - 1] / ft[k - 1];
+}
+
+/* The span of the kernels' operand sets (train/bench.h): the bytes a rank of
+ * the job holds, the median over its legal grids of W ranks of the planner's
+ * memory (weights, gradients, AdamW state, activations, workspaces); 64 MiB
+ * without a job; at most 1 GiB, beyond any cache. */
+static size_t operand_span(const ax_machine *m, const ax_calib_opts *o, int W) {
+    double mem[512], span = 64 << 20;
+    int n = 0;
+    for (int D = 1; o->job && D <= W; D++)
+        for (int X = 1; D * X <= W; X++)
+            for (int Y = 1; D * X * Y <= W && n < 512; Y++) {
+                if (W % (D * X * Y)) continue;
+                int g[4] = {D, X, Y, W / (D * X * Y)};
+                ax_plan_cost c;
+                ax_plan_estimate_part(o->job, g, m, &c, 0);
+                if (c.legal) mem[n++] = c.mem_bytes;
+            }
+    if (n) span = ax_median(mem, n);
+    return span > (1 << 30) ? (size_t)1 << 30 : (size_t)span;
 }
 
 int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
@@ -310,14 +333,21 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     }
     if (W == 1)   /* nothing to measure: a group of one costs nothing, but the file needs an entry */
         for (int op = 0; op < AX_COLL_N; op++) m->fit[m->nfit++] = (ax_coll_fit){op, 0, 0, 0, 0};
-    fit_gemm(m, o, w, AX_F32, &m->gemm_alpha, &m->gemm_flops);
+    ax_operand_pool pool = {NULL, operand_span(m, o, W)};
+    pool.base = ax_be()->alloc(pool.bytes);
+    ax_be()->zero(pool.base, pool.bytes);   /* every page touched once, before any timing */
+    if (o->verbose && r == 0)
+        printf("kernels timed on operand sets in turn over %.1f MiB per rank (%s)\n", pool.bytes / 1048576.0,
+               o->job ? "the median of the job's memory per rank over its grids" : "no job given");
+    fit_gemm(m, o, &pool, w, AX_F32, &m->gemm_alpha, &m->gemm_flops);
     int emulated;
     if (ax_be()->gemm_kernel(AX_BF16, &emulated))   /* NULL: this build has no bf16 GEMMs */
-        fit_gemm(m, o, w, AX_BF16, &m->gemm_bf16_alpha, &m->gemm_bf16_flops);
+        fit_gemm(m, o, &pool, w, AX_BF16, &m->gemm_bf16_alpha, &m->gemm_bf16_flops);
     m->overlap_eff = overlap_efficiency(m, o, w);
-    if (o->job) measure_job(m, o, w);
+    if (o->job) measure_job(m, o, &pool, w);
+    ax_be()->free(pool.base);   /* the other kernels' sets are slices of their own arrays */
     /* attention: the kernel's rate at T 256, head size 64 */
-    m->attn_flops = attn_rate(256, 64, o->min_s, w);
+    m->attn_flops = attn_rate(256, 64, pool.bytes, o->min_s, w);
     /* elementwise: y += x over 2 x 64 MB, 12 bytes per element */
     add_ctx ad = {.n = 16 << 20};
     ad.y = ax_calloc(ad.n, sizeof(float)); ad.x = ax_calloc(ad.n, sizeof(float));
@@ -329,13 +359,14 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
      * after call into subnormals, which cost 7x) */
     ad.n = 1 << 20;
     for (size_t i = 0; i < 16 * ad.n; i++) ad.x[i] = (float)(i % 601) / 100.0f - 3.0f;
-    add_ctx g[AX_OPERAND_SETS];
-    for (int s = 0; s < AX_OPERAND_SETS; s++)
+    add_ctx g[15];
+    int sets = ax_operand_sets(pool.bytes, 3 * ad.n * sizeof(float), 15);
+    for (int s = 0; s < sets; s++)
         g[s] = (add_ctx){ad.y + s * ad.n, ad.x + s * ad.n, ad.x + (s + 1) * ad.n, ad.n};
-    m->act_fwd_s = ax_time_sets(run_gelu_fwd, g, sizeof *g, AX_OPERAND_SETS, o->min_s, w) / ad.n;
-    m->act_bwd_s = ax_time_sets(run_gelu_bwd, g, sizeof *g, AX_OPERAND_SETS, o->min_s, w) / ad.n;
+    m->act_fwd_s = ax_time_sets(run_gelu_fwd, g, sizeof *g, sets, o->min_s, w) / ad.n;
+    m->act_bwd_s = ax_time_sets(run_gelu_bwd, g, sizeof *g, sets, o->min_s, w) / ad.n;
     free(ad.y); free(ad.x);
-    row_kernels(m, o, w);
+    row_kernels(m, o, pool.bytes, w);
     adam_ctx ac = {.n = 4 << 20};
     ac.w = ax_calloc(ac.n, sizeof(float)); ac.g = ax_calloc(ac.n, sizeof(float));
     ac.m = ax_calloc(ac.n, sizeof(float)); ac.v = ax_calloc(ac.n, sizeof(float));

@@ -32,6 +32,11 @@ double ax_time_all(ax_op_fn f, void *ctx, double min_s, MPI_Comm w) {
     return ax_median(trial, 5);
 }
 
+int ax_operand_sets(size_t span, size_t set_bytes, int max) {
+    size_t n = set_bytes ? span / set_bytes : 1;
+    return n < 1 ? 1 : n > (size_t)max ? max : (int)n;
+}
+
 typedef struct { ax_op_fn f; char *ctxs; size_t size; int n, i; } sets_ctx;
 static void run_sets(void *p) {
     sets_ctx *s = p;
@@ -47,13 +52,16 @@ double ax_time_sets(ax_op_fn f, void *ctxs, size_t ctx_size, int nsets, double m
 typedef struct { ax_mat A, B, C; int ta, tb; } gemm_ctx;
 static void run_gemm(void *p) { gemm_ctx *g = p; ax_gemm(1.0f, g->A, g->ta, g->B, g->tb, 0.0f, g->C); }
 
-double ax_gemm_rate(ax_dtype t, int m, int n, int k, int ta, int tb, int cold, double min_s, MPI_Comm w) {
+static size_t up64(size_t b) { return (b + 63) / 64 * 64; }
+
+double ax_gemm_rate(ax_dtype t, int m, int n, int k, int ta, int tb, const ax_operand_pool *pool, double min_s,
+                    MPI_Comm w) {
     const ax_backend *be = ax_be();
     size_t na = (size_t)m * k, nb = (size_t)n * k, nc = (size_t)m * n, ws = ax_dtype_size(t);
-    int sets = cold ? AX_OPERAND_SETS : 1;
+    size_t sa = up64(na * ws), sb = up64(nb * ws), set = sa + sb + up64(nc * sizeof(float));
+    int sets = pool ? ax_operand_sets(pool->bytes, set, 64) : 1;
+    char *mem = sets > 1 ? pool->base : be->alloc(set);   /* one set: its own, hot or beyond the pool */
     float *a32 = be->alloc(na * sizeof(float)), *b32 = be->alloc(nb * sizeof(float));
-    char *a = be->alloc(na * ws * sets), *b = be->alloc(nb * ws * sets);
-    float *c = be->alloc(nc * sizeof(float) * sets);
     float *h = ax_malloc((na > nb ? na : nb) * sizeof(float));   /* filled here, sent to the backend's memory */
     for (size_t i = 0; i < na; i++) h[i] = (float)(i % 7) * 0.125f;
     be->copy(a32, h, na * sizeof(float));
@@ -62,14 +70,16 @@ double ax_gemm_rate(ax_dtype t, int m, int n, int k, int ta, int tb, int cold, d
     free(h);
     gemm_ctx *g = ax_malloc(sets * sizeof *g);
     for (int s = 0; s < sets; s++) {
-        void *as = a + s * na * ws, *bs = b + s * nb * ws;
+        char *as = mem + s * set, *bs = as + sa;
         be->cast(as, t, a32, AX_F32, na);
         be->cast(bs, t, b32, AX_F32, nb);
         g[s] = (gemm_ctx){ta ? ax_mat_of(as, t, k, m) : ax_mat_of(as, t, m, k),
-                          tb ? ax_mat_of(bs, t, n, k) : ax_mat_of(bs, t, k, n), ax_mat_f32(c + s * nc, m, n), ta, tb};
+                          tb ? ax_mat_of(bs, t, n, k) : ax_mat_of(bs, t, k, n),
+                          ax_mat_f32((float *)(bs + sb), m, n), ta, tb};
     }
     double sec = ax_time_sets(run_gemm, g, sizeof *g, sets, min_s, w);
-    be->free(a32); be->free(b32); be->free(a); be->free(b); be->free(c);
+    be->free(a32); be->free(b32);
+    if (sets == 1) be->free(mem);
     free(g);
     return 2.0 * m * n * k / sec;
 }
@@ -148,7 +158,7 @@ int ax_bench(const ax_train_opts *o, int iters, int silent, MPI_Comm comm, ax_be
     if (res->compute_s < 0) res->compute_s = 0;
     /* the ceiling: every rank at once, as the ranks share the node in the step; operands hot, the kernel's best */
     largest_gemm(&r.m, r.Bl * ro->seq, &res->gemm_m, &res->gemm_n, &res->gemm_k);
-    res->gemm_flops = ax_gemm_rate(r.m.dtype, res->gemm_m, res->gemm_n, res->gemm_k, 0, 1, 0, 0.2, g->world);
+    res->gemm_flops = ax_gemm_rate(r.m.dtype, res->gemm_m, res->gemm_n, res->gemm_k, 0, 1, NULL, 0.2, g->world);
     ax_run_teardown(&r);
     return 0;
 }

@@ -74,25 +74,30 @@ int ax_bench_gemm(const ax_train_opts *o, int silent, MPI_Comm comm, ax_bench_ge
 typedef void (*ax_op_fn)(void *ctx);
 double ax_time_all(ax_op_fn f, void *ctx, double min_s, MPI_Comm w);
 
-/* A training step finds a kernel's operands where the kernels before it left
- * them: its input was the last kernel's output, its weight and saved
- * activations were touched a layer or a step before. Timed on one set of
- * operands over and over, a kernel runs from the core's caches, faster than in
- * the step (on an AVX-512 Xeon VM, OpenBLAS sgemm at a GPT step's shapes 12-18%
- * faster hot than cold); timed on a large pool of sets, it misses them on
- * every call, slower than in a step of a small model. So the calibration times
- * it on AX_OPERAND_SETS copies of its operands in turn, each call on the next:
- * a set was last touched three calls before, as a step's operands were a few
- * kernels before (docs/planner.md has the measurements behind the choice).
+/* A training step finds a kernel's operands where the step left them: its
+ * input was the last kernel's output, its weights and saved activations were
+ * touched a layer or a step before, with the rest of the rank's memory in
+ * between. Timed on one set of operands over and over, a kernel runs from the
+ * caches, faster than in the step (an AVX-512 Xeon VM: OpenBLAS sgemm at a GPT
+ * step's shapes 12-18% faster hot than cold, GELU 1.6x). So the calibration
+ * times a kernel on copies of its operands in turn, each call on the next, as
+ * many as fill the bytes a rank of the job holds (its span, ax_calibrate):
+ * between two uses of a copy the caches see as much other data as in a step,
+ * and every rank does the same at once, as they share the node's caches in a
+ * step. ax_operand_sets: how many sets of set_bytes a span holds, within
+ * [1, max]. The GEMMs' sets are carved from one pool of span bytes of the
+ * backend's memory, touched once (a fresh page costs ~11 us on these VMs).
  * ax_time_sets is ax_time_all over the contexts ctxs[0 .. nsets-1], each
  * ctx_size bytes. */
-enum { AX_OPERAND_SETS = 4 };
+typedef struct { char *base; size_t bytes; } ax_operand_pool;
+int ax_operand_sets(size_t span, size_t set_bytes, int max);
 double ax_time_sets(ax_op_fn f, void *ctxs, size_t ctx_size, int nsets, double min_s, MPI_Comm w);
 
 /* FLOP/s per rank of C (m x n) = op(A) op(B) over k through the backend's GEMM
  * (A stored k x m when ta, else m x k; B n x k when tb, else k x n), every rank
- * of w at once (ax_time_all); cold: on AX_OPERAND_SETS operand sets in turn, as
- * a step finds them, else on one (the kernel's ceiling). Collective over w; the
- * same figure on every rank. */
-double ax_gemm_rate(ax_dtype t, int m, int n, int k, int ta, int tb, int cold, double min_s, MPI_Comm w);
+ * of w at once (ax_time_all): on as many operand sets as pool holds, as a step
+ * finds them; pool NULL: on one set, hot (the kernel's ceiling). Collective
+ * over w; the same figure on every rank. */
+double ax_gemm_rate(ax_dtype t, int m, int n, int k, int ta, int tb, const ax_operand_pool *pool, double min_s,
+                    MPI_Comm w);
 #endif
