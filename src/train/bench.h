@@ -79,7 +79,7 @@ double ax_time_all(ax_op_fn f, void *ctx, double min_s, MPI_Comm w);
  * touched a layer or a step before, with the rest of the rank's memory in
  * between. Timed on one set of operands over and over, a kernel runs from the
  * caches, faster than in the step (an AVX-512 Xeon VM: OpenBLAS sgemm at a GPT
- * step's shapes 12-18% faster hot than cold, GELU 1.6x). So the calibration
+ * step's shapes 12-18% faster hot than cold, GELU forward 1.8x). So the calibration
  * times a kernel on copies of its operands in turn, each call on the next, as
  * many as fill the bytes a rank of the job holds (its span, ax_calibrate):
  * between two uses of a copy the caches see as much other data as in a step,
