@@ -12,6 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The kernels' operands in the backend's memory, laid out as the model's are
+ * (64-byte aligned on the CPU: a misaligned GELU ran 20% slower); the CPU
+ * backend's is host memory, which the fills below write. */
+static float *operand(size_t n) { return ax_be()->alloc(n * sizeof(float)); }
+static void operand_free(void *p) { ax_be()->free(p); }
+
 void ax_calib_defaults(ax_calib_opts *o) {
     memset(o, 0, sizeof *o);
     o->min_bytes = 4 << 10; o->max_bytes = 64 << 20; o->gemm_max = 2048; o->min_s = 0.05; o->verbose = 1;
@@ -129,10 +135,11 @@ static void row_kernels(ax_machine *m, const ax_calib_opts *o, size_t span, MPI_
     int M = 1024, C = 256, V = 4096;
     row_ctx a = {.M = M, .C = C};
     size_t n = (size_t)M * V;
-    a.out = ax_calloc(n, 4); a.x = ax_calloc(n, 4); a.dx = ax_calloc(n, 4); a.w = ax_calloc(V, 4);
-    a.b = ax_calloc(V, 4); a.dw = ax_calloc(V, 4); a.db = ax_calloc(V, 4); a.mean = ax_calloc(M, 4);
-    a.rstd = ax_calloc(M, 4); a.scr = ax_calloc(3 * (size_t)M, 4); a.tgt = ax_calloc(M, sizeof(int32_t));
+    a.out = operand(n); a.x = operand(n); a.dx = operand(n); a.w = operand(V); a.b = operand(V); a.dw = operand(V);
+    a.db = operand(V); a.mean = operand(M); a.rstd = operand(M); a.scr = operand(3 * (size_t)M);
+    a.tgt = (int32_t *)operand(M);
     for (size_t i = 0; i < n; i++) a.x[i] = (float)(i % 601) / 100.0f - 3.0f;
+    ax_be()->zero(a.out, n * 4); ax_be()->zero(a.dx, n * 4);   /* every page touched before the timing */
     for (int i = 0; i < V; i++) a.w[i] = 1.0f;
     for (int i = 0; i < M; i++) a.tgt[i] = (int32_t)(i * 37 % V);
     /* the LayerNorms' operand sets: M x C slices of the M x V arrays */
@@ -148,8 +155,8 @@ static void row_kernels(ax_machine *m, const ax_calib_opts *o, size_t span, MPI_
     a.C = V;
     /* M x V logits, one set of 16 MB: beyond a core's caches alone; they go to gradients and back, at the same cost */
     m->loss_s = ax_time_all(run_xent, &a, o->min_s, w) / (double)n;
-    free(a.out); free(a.x); free(a.dx); free(a.w); free(a.b); free(a.dw); free(a.db); free(a.mean); free(a.rstd);
-    free(a.scr); free(a.tgt);
+    void *all[] = {a.out, a.x, a.dx, a.w, a.b, a.dw, a.db, a.mean, a.rstd, a.scr, a.tgt};
+    for (int i = 0; i < 11; i++) operand_free(all[i]);
 }
 
 /* the optimizer's per-parameter work: AdamW, plus the gradient norm's pass */
@@ -217,10 +224,9 @@ static double attn_rate(int T, int hd, size_t span, double min_s, MPI_Comm w) {
     size_t rows = (size_t)a.B * a.T, wd = (size_t)a.H * a.hd, nq = rows * 3 * wd, no = rows * wd;
     size_t nl = (size_t)a.B * a.H * a.T;
     int sets = ax_operand_sets(span, (2 * nq + 2 * no + nl) * sizeof(float), 64);
-    float *qkv = ax_malloc(nq * sets * sizeof(float)), *dqkv = ax_malloc(nq * sets * sizeof(float));
-    float *out = ax_malloc(no * sets * sizeof(float)), *dout = ax_malloc(no * sets * sizeof(float));
-    float *lse = ax_malloc(nl * sets * sizeof(float));
-    a.scr = ax_calloc(ax_be()->attention_scratch(a.T) * a.nthr, sizeof(float));   /* per thread: hot in a step too */
+    float *qkv = operand(nq * sets), *dqkv = operand(nq * sets), *out = operand(no * sets);
+    float *dout = operand(no * sets), *lse = operand(nl * sets);
+    a.scr = operand(ax_be()->attention_scratch(a.T) * a.nthr);   /* per thread: hot in a step too */
     for (size_t i = 0; i < nq * sets; i++) { qkv[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f; dqkv[i] = 0; }
     for (size_t i = 0; i < no * sets; i++) { dout[i] = (float)(i % 13) / 13.0f; out[i] = 0; }
     memset(lse, 0, nl * sets * sizeof(float));      /* every page touched before the timing */
@@ -231,7 +237,8 @@ static double attn_rate(int T, int hd, size_t span, double min_s, MPI_Comm w) {
         c[s].lse = lse + s * nl;
     }
     double t = ax_time_sets(run_attn, c, sizeof *c, sets, min_s, w);
-    free(qkv); free(dqkv); free(out); free(dout); free(lse); free(a.scr);
+    operand_free(qkv); operand_free(dqkv); operand_free(out); operand_free(dout); operand_free(lse);
+    operand_free(a.scr);
     return 7.0 * a.B * a.H * (double)a.T * a.T * a.hd / t;
 }
 
@@ -348,9 +355,12 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     ax_be()->free(pool.base);   /* the other kernels' sets are slices of their own arrays */
     /* attention: the kernel's rate at T 256, head size 64 */
     m->attn_flops = attn_rate(256, 64, pool.bytes, o->min_s, w);
-    /* elementwise: y += x over 2 x 64 MB, 12 bytes per element */
+    /* elementwise: y += x over 2 x 64 MB, 12 bytes per element; both written first (an
+     * untouched x would be read from the kernel's one zero page, from the caches) */
     add_ctx ad = {.n = 16 << 20};
-    ad.y = ax_calloc(ad.n, sizeof(float)); ad.x = ax_calloc(ad.n, sizeof(float));
+    ad.y = operand(ad.n); ad.x = operand(ad.n);
+    for (size_t i = 0; i < ad.n; i++) ad.x[i] = (float)(i % 601) / 100.0f - 3.0f;
+    ax_be()->zero(ad.y, ad.n * sizeof(float));
     double tb = ax_time_all(run_add, &ad, o->min_s, w);
     m->mem_bw = 12.0 * ad.n / tb;
     /* the MLP's activation over 1M elements (an MLP block's worth), its operand sets slices of
@@ -358,21 +368,19 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
      * gelu'(x) d backward with d the next set's x (never written: no set's values shrink call
      * after call into subnormals, which cost 7x) */
     ad.n = 1 << 20;
-    for (size_t i = 0; i < 16 * ad.n; i++) ad.x[i] = (float)(i % 601) / 100.0f - 3.0f;
     add_ctx g[15];
     int sets = ax_operand_sets(pool.bytes, 3 * ad.n * sizeof(float), 15);
     for (int s = 0; s < sets; s++)
         g[s] = (add_ctx){ad.y + s * ad.n, ad.x + s * ad.n, ad.x + (s + 1) * ad.n, ad.n};
     m->act_fwd_s = ax_time_sets(run_gelu_fwd, g, sizeof *g, sets, o->min_s, w) / ad.n;
     m->act_bwd_s = ax_time_sets(run_gelu_bwd, g, sizeof *g, sets, o->min_s, w) / ad.n;
-    free(ad.y); free(ad.x);
+    operand_free(ad.y); operand_free(ad.x);
     row_kernels(m, o, pool.bytes, w);
     adam_ctx ac = {.n = 4 << 20};
-    ac.w = ax_calloc(ac.n, sizeof(float)); ac.g = ax_calloc(ac.n, sizeof(float));
-    ac.m = ax_calloc(ac.n, sizeof(float)); ac.v = ax_calloc(ac.n, sizeof(float));
+    ac.w = operand(ac.n); ac.g = operand(ac.n); ac.m = operand(ac.n); ac.v = operand(ac.n);
     for (int64_t i = 0; i < ac.n; i++) ac.g[i] = (float)(i % 13 - 6) * 1e-3f;   /* gradients of a step's size */
     m->optim_s_per_param = ax_time_all(run_adam, &ac, o->min_s, w) / ac.n;
-    free(ac.w); free(ac.g); free(ac.m); free(ac.v);
+    operand_free(ac.w); operand_free(ac.g); operand_free(ac.m); operand_free(ac.v);
     if (o->verbose && r == 0)
         printf("gemm fit: %.2f GFLOP/s + %.1f us per call (bf16 %.2f + %.1f us); attention %.2f GFLOP/s; "
                "elementwise %.2f GB/s; activation %.2f + %.2f ns per element; LayerNorm %.2f + %.2f ns per "
