@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <unistd.h>
 
 /* The kernels' operands in the backend's memory, laid out as the model's are
@@ -293,8 +294,12 @@ static void fit_gemm(ax_machine *m, const ax_calib_opts *o, const ax_operand_poo
 /* The span of the kernels' operand sets (train/bench.h): the bytes a rank of
  * the job holds, the median over its legal grids of W ranks of the planner's
  * memory (weights, gradients, AdamW state, activations, workspaces); 64 MiB
- * without a job; at most 1 GiB, beyond any cache. */
-static size_t operand_span(const ax_machine *m, const ax_calib_opts *o, int W) {
+ * without a job; times the ranks that share a core (share): in a step they take
+ * turns on it at every collective that waits, each through its own memory, so
+ * between two uses of a rank's operands the core's caches see all of theirs
+ * (model a on 8 ranks of a 2-core VM, docs/planner.md: charged 10% short with
+ * one rank's span, 3% long with four's); at most 1 GiB, beyond any cache. */
+static size_t operand_span(const ax_machine *m, const ax_calib_opts *o, int W, int share) {
     double mem[512], span = 64 << 20;
     int n = 0;
     for (int D = 1; o->job && D <= W; D++)
@@ -307,6 +312,7 @@ static size_t operand_span(const ax_machine *m, const ax_calib_opts *o, int W) {
                 if (c.legal) mem[n++] = c.mem_bytes;
             }
     if (n) span = ax_median(mem, n);
+    span *= share;
     return span > (1 << 30) ? (size_t)1 << 30 : (size_t)span;
 }
 
@@ -318,6 +324,12 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
     MPI_Comm_split_type(w, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     MPI_Comm_size(node, &local);
+    /* ranks (times their threads) to a core of the node: the cores any rank of it may run on */
+    cpu_set_t cores;
+    CPU_ZERO(&cores);
+    if (sched_getaffinity(0, sizeof cores, &cores)) CPU_SET(0, &cores);
+    MPI_Allreduce(MPI_IN_PLACE, &cores, sizeof cores, MPI_BYTE, MPI_BOR, node);
+    int ncores = CPU_COUNT(&cores), share = (local * ax_be()->threads() + ncores - 1) / ncores;
     int leader = r;
     MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node);
     MPI_Comm_free(&node);
@@ -340,12 +352,13 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     }
     if (W == 1)   /* nothing to measure: a group of one costs nothing, but the file needs an entry */
         for (int op = 0; op < AX_COLL_N; op++) m->fit[m->nfit++] = (ax_coll_fit){op, 0, 0, 0, 0};
-    ax_operand_pool pool = {NULL, operand_span(m, o, W)};
+    ax_operand_pool pool = {NULL, operand_span(m, o, W, share)};
     pool.base = ax_be()->alloc(pool.bytes);
     ax_be()->zero(pool.base, pool.bytes);   /* every page touched once, before any timing */
     if (o->verbose && r == 0)
-        printf("kernels timed on operand sets in turn over %.1f MiB per rank (%s)\n", pool.bytes / 1048576.0,
-               o->job ? "the median of the job's memory per rank over its grids" : "no job given");
+        printf("kernels timed on operand sets in turn over %.1f MiB per rank (%s, times %d rank%s to a core)\n",
+               pool.bytes / 1048576.0, o->job ? "the median of the job's memory per rank over its grids" : "no job given",
+               share, share > 1 ? "s" : "");
     fit_gemm(m, o, &pool, w, AX_F32, &m->gemm_alpha, &m->gemm_flops);
     int emulated;
     if (ax_be()->gemm_kernel(AX_BF16, &emulated))   /* NULL: this build has no bf16 GEMMs */
