@@ -174,7 +174,7 @@ static void test_fit_and_files(void) {
     char path[64];
     snprintf(path, sizeof path, "/tmp/axonn_test_plan_%d.json", (int)getpid());
     ax_machine_preset(&m, "alps");
-    m.act_fwd_s = 2e-9; m.act_bwd_s = 5e-9; m.ln_fwd_s = 1e-9; m.ln_bwd_s = 3e-9; m.loss_s = 7e-9; m.overlap_eff = 0.375; m.gemm_bf16_flops = 3e14; m.gemm_bf16_alpha = 4e-6;
+    m.act_fwd_s = 2e-9; m.act_bwd_s = 5e-9; m.ln_fwd_s = 1e-9; m.ln_bwd_s = 3e-9; m.loss_s = 7e-9; m.overlap_eff = -0.375; m.gemm_bf16_flops = 3e14; m.gemm_bf16_alpha = 4e-6;
     m.gemm[m.ngemm++] = (ax_gemm_point){1024, 96, 32, 1, 0, 1, 2.5e13};
     m.attn[m.nattn++] = (ax_attn_point){2048, 128, 1.5e14};
     /* measured points of the intra-node all-reduce of 4 ranks: a bandwidth that falls beyond 1 MB, as in a CPU's caches */
@@ -352,6 +352,12 @@ static void test_overlap(void) {
             mc.overlap_eff = 1;
             CHECK(fabs(h.hidden_s - 0.25 * c.hidden_s) < 1e-15 && fabs(h.step_s - (c.step_s + 0.75 * c.hidden_s)) < 1e-12,
                   "overlap efficiency 0.25: hidden %g of %g, step %g of %g", h.hidden_s, c.hidden_s, h.step_s, c.step_s);
+            mc.overlap_eff = -0.25;   /* overlapping costs a quarter of the windows on top (cores that copy and compute) */
+            ax_plan_estimate(&j, g, &mc, &h);
+            mc.overlap_eff = 1;
+            CHECK(fabs(h.exposed_s / (c.comm_total_s + 0.25 * c.hidden_s) - 1) < 1e-12 &&
+                  fabs(h.step_s / (c.step_s + 1.25 * c.hidden_s) - 1) < 1e-12,
+                  "overlap efficiency -0.25: exposed %g of %g, step %g of %g", h.exposed_s, c.comm_total_s, h.step_s, c.step_s);
         }
         prev = c.hidden_s;
     }

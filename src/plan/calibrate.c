@@ -174,7 +174,11 @@ static void run_adam(void *p) {
  * all-gather over every rank started, a GEMM run (the backend tests the
  * collectives in flight between its bands), then waited for; against the two
  * one after the other. (t_gemm + t_coll - t_both) / min(t_gemm, t_coll),
- * clamped to [0, 1]; each part about a millisecond. */
+ * clamped to [-1, 1]; each part about a millisecond. Negative where
+ * overlapping costs more than not, as where ranks outnumber the cores: the
+ * copies and progress tests take the computing core's cycles, and a banded
+ * GEMM is slower (-18% to -35% at 4 and 8 ranks on 2 cores); the planner then
+ * charges that share of the overlapped collectives on top. */
 typedef struct { ax_comm *c; float *a, *b, *y, *s, *r; int n; size_t blk; int what; } ov_ctx;
 static void run_ov(void *p) {
     ov_ctx *x = p;
@@ -212,7 +216,7 @@ static double overlap_efficiency(const ax_machine *m, const ax_calib_opts *o, MP
     if (o->verbose && r == 0)
         printf("overlap: gemm %d^3 %.3f ms, all-gather of %zu bytes %.3f ms, overlapped %.3f ms: %.0f%% hidden\n", n,
                t[0] * 1e3, x.blk * 4 * W, t[1] * 1e3, t[2] * 1e3, 100 * e);
-    return e < 0 ? 0 : e > 1 ? 1 : e;
+    return e < -1 ? -1 : e > 1 ? 1 : e;
 }
 
 /* FLOP/s of the attention kernel forward + backward at (T, hd), 7 T^2 hd FLOPs per
@@ -298,9 +302,11 @@ static void fit_gemm(ax_machine *m, const ax_calib_opts *o, const ax_operand_poo
  * turns on it at every collective that waits, each through its own memory, so
  * between two uses of a rank's operands the core's caches see all of theirs
  * (model a on 8 ranks of a 2-core VM, docs/planner.md: charged 10% short with
- * one rank's span, 3% long with four's); at most 1 GiB, beyond any cache. */
-static size_t operand_span(const ax_machine *m, const ax_calib_opts *o, int W, int share) {
-    double mem[512], span = 64 << 20;
+ * one rank's span, 3% long with four's); at most 1 GiB, beyond any cache.
+ * *params: the parameters a rank of the job updates, the median likewise
+ * (4M without a job). */
+static size_t operand_span(const ax_machine *m, const ax_calib_opts *o, int W, int share, int64_t *params) {
+    double mem[512], par[512], span = 64 << 20;
     int n = 0;
     for (int D = 1; o->job && D <= W; D++)
         for (int X = 1; D * X <= W; X++)
@@ -309,8 +315,9 @@ static size_t operand_span(const ax_machine *m, const ax_calib_opts *o, int W, i
                 int g[4] = {D, X, Y, W / (D * X * Y)};
                 ax_plan_cost c;
                 ax_plan_estimate_part(o->job, g, m, &c, 0);
-                if (c.legal) mem[n++] = c.mem_bytes;
+                if (c.legal) { mem[n] = c.mem_bytes; par[n++] = (double)c.n_local; }
             }
+    *params = n ? (int64_t)ax_median(par, n) : 4 << 20;
     if (n) span = ax_median(mem, n);
     span *= share;
     return span > (1 << 30) ? (size_t)1 << 30 : (size_t)span;
@@ -352,7 +359,8 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     }
     if (W == 1)   /* nothing to measure: a group of one costs nothing, but the file needs an entry */
         for (int op = 0; op < AX_COLL_N; op++) m->fit[m->nfit++] = (ax_coll_fit){op, 0, 0, 0, 0};
-    ax_operand_pool pool = {NULL, operand_span(m, o, W, share)};
+    int64_t params;
+    ax_operand_pool pool = {NULL, operand_span(m, o, W, share, &params)};
     pool.base = ax_be()->alloc(pool.bytes);
     ax_be()->zero(pool.base, pool.bytes);   /* every page touched once, before any timing */
     if (o->verbose && r == 0)
@@ -389,11 +397,19 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     m->act_bwd_s = ax_time_sets(run_gelu_bwd, g, sizeof *g, sets, o->min_s, w) / ad.n;
     operand_free(ad.y); operand_free(ad.x);
     row_kernels(m, o, pool.bytes, w);
-    adam_ctx ac = {.n = 4 << 20};
-    ac.w = operand(ac.n); ac.g = operand(ac.n); ac.m = operand(ac.n); ac.v = operand(ac.n);
-    for (int64_t i = 0; i < ac.n; i++) ac.g[i] = (float)(i % 13 - 6) * 1e-3f;   /* gradients of a step's size */
-    m->optim_s_per_param = ax_time_all(run_adam, &ac, o->min_s, w) / ac.n;
-    operand_free(ac.w); operand_free(ac.g); operand_free(ac.m); operand_free(ac.v);
+    /* AdamW over the job's parameters per rank (its state in the caches or not, as in the
+     * step: model a's 0.07-0.5M a rank ran 25-33% faster than 4M), on copies over the span */
+    adam_ctx ac[16];
+    int64_t np = params;
+    int asets = ax_operand_sets(pool.bytes, 16 * (size_t)np, 16);
+    float *st = operand(4 * (size_t)np * asets);   /* every set's w, g, m, v */
+    for (int s = 0; s < asets; s++) {
+        float *b = st + 4 * (size_t)np * s;
+        ac[s] = (adam_ctx){b, b + np, b + 2 * np, b + 3 * np, np, 0};
+        for (int64_t i = 0; i < np; i++) { b[i] = 0; b[np + i] = (float)(i % 13 - 6) * 1e-3f; b[2 * np + i] = b[3 * np + i] = 0; }
+    }
+    m->optim_s_per_param = ax_time_sets(run_adam, ac, sizeof *ac, asets, o->min_s, w) / np;
+    operand_free(st);
     if (o->verbose && r == 0)
         printf("gemm fit: %.2f GFLOP/s + %.1f us per call (bf16 %.2f + %.1f us); attention %.2f GFLOP/s; "
                "elementwise %.2f GB/s; activation %.2f + %.2f ns per element; LayerNorm %.2f + %.2f ns per "

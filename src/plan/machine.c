@@ -86,9 +86,11 @@ static int parse(ax_machine *m, json_t *j, const char *path) {
     AX_TRY(num(j, "layernorm_backward_s_per_element", &m->ln_bwd_s, path, "", 0));
     AX_TRY(num(j, "loss_s_per_element", &m->loss_s, path, "", 0));
     m->overlap_eff = 1;
-    if (json_object_get(j, "overlap_efficiency")) {
-        AX_TRY(num(j, "overlap_efficiency", &m->overlap_eff, path, "", 1));
-        if (m->overlap_eff > 1) return AX_ERR("--machine %s: \"overlap_efficiency\" must be in [0, 1]", path);
+    json_t *ov = json_object_get(j, "overlap_efficiency");   /* negative: overlapping costs (calibrate.c) */
+    if (ov) {
+        m->overlap_eff = json_is_number(ov) ? json_number_value(ov) : NAN;
+        if (!(m->overlap_eff >= -1 && m->overlap_eff <= 1))
+            return AX_ERR("--machine %s: \"overlap_efficiency\" must be a number in [-1, 1]", path);
     }
     json_t *g = json_object_get(j, "gemm");
     if (!json_is_object(g)) return AX_ERR("--machine %s: missing field \"gemm\" (an object with \"flops\")", path);

@@ -60,9 +60,10 @@ typedef struct {
      * the vocabulary-parallel cross-entropy (forward and gradient), seconds per logit: rows
      * reduced, square roots and exponentials, more than their bytes on a CPU (0: bytes at mem_bw) */
     double ln_fwd_s, ln_bwd_s, loss_s;
-    /* share of an overlapped collective that its compute actually hides (0..1; 1 where the
+    /* share of an overlapped collective that its compute actually hides (-1..1; 1 where the
      * collectives have their own engine, e.g. NCCL on a GPU; on CPU cores that both copy and
-     * compute, less): measured by bench comm, 1 when absent */
+     * compute, less, and negative where overlapping costs that share on top): measured by
+     * bench comm, 1 when absent */
     double overlap_eff;
     int nfit; ax_coll_fit fit[AX_MACHINE_FITS];
 } ax_machine;

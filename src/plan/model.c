@@ -231,7 +231,8 @@ static void estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, 
     c->optim_s = c->n_local * (m->optim_s_per_param > 0 ? m->optim_s_per_param : 36.0 / m->mem_bw);
     c->compute_s = c->gemm_s + c->attn_s + c->elem_s;
     for (int i = 0; i < AX_PG_N; i++) c->comm_total_s += c->comm_s[i];
-    /* the hidden share of what is left (a what-if), the overlaps' windows capped by the compute */
+    /* the overlaps' windows capped by the compute, times the measured share hidden (negative:
+     * overlapping costs that share on top); then the hidden share of what is left (a what-if) */
     double ov = j->overlap < 0 ? 0 : j->overlap > 1 ? 1 : j->overlap;
     hidden = m->overlap_eff * fmin2(hidden, fmin2(c->compute_s, c->comm_total_s));
     c->hidden_s = hidden;
