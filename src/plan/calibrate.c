@@ -170,26 +170,59 @@ static void run_adam(void *p) {
     a->norm2 = ax_be()->sumsq(1, &g, &n);   /* the backend's pass, as the trainer takes the norm */
 }
 
+/* The job's sizes, the median over its legal grids of W ranks: mem, the
+ * planner's memory per rank (weights, gradients, AdamW state, activations,
+ * workspaces); params, the parameters a rank updates; and the MLP's first FC
+ * forward, the GEMM (rows, F / Y, C / X; 2F, gate and up, for SwiGLU) whose weight block the Z group
+ * gathers while the FC before it runs. Zero without a job or a legal grid. */
+typedef struct { double mem, params, rows, fy, cx; } job_sizes;
+
+static void job_sizes_of(const ax_machine *m, const ax_calib_opts *o, int W, job_sizes *z) {
+    double v[5][512];
+    int n = 0;
+    const ax_plan_job *j = o->job;
+    for (int D = 1; j && D <= W; D++)
+        for (int X = 1; D * X <= W; X++)
+            for (int Y = 1; D * X * Y <= W && n < 512; Y++) {
+                if (W % (D * X * Y)) continue;
+                int g[4] = {D, X, Y, W / (D * X * Y)};
+                ax_plan_cost c;
+                ax_plan_estimate_part(j, g, m, &c, 0);
+                if (!c.legal) continue;
+                double F = (j->cfg.n_inner ? j->cfg.n_inner : 4.0 * j->cfg.n_embd) * (j->cfg.arch == AX_ARCH_LLAMA ? 2 : 1);
+                double row[5] = {c.mem_bytes, (double)c.n_local, (double)j->batch / j->grad_accum / (D * g[3]) * j->seq,
+                                 F / Y, (double)j->cfg.n_embd / X};
+                for (int k = 0; k < 5; k++) v[k][n] = row[k];
+                n++;
+            }
+    memset(z, 0, sizeof *z);
+    if (n) *z = (job_sizes){ax_median(v[0], n), ax_median(v[1], n), ax_median(v[2], n), ax_median(v[3], n),
+                            ax_median(v[4], n)};
+}
+
 /* How much of a collective a GEMM hides, as the trainer overlaps them: an
  * all-gather over every rank started, a GEMM run (the backend tests the
  * collectives in flight between its bands), then waited for; against the two
  * one after the other. (t_gemm + t_coll - t_both) / min(t_gemm, t_coll),
- * clamped to [-1, 1]; each part about a millisecond. Negative where
- * overlapping costs more than not, as where ranks outnumber the cores: the
- * copies and progress tests take the computing core's cycles, and a banded
- * GEMM is slower (-18% to -35% at 4 and 8 ranks on 2 cores); the planner then
+ * clamped to [-1, 1]. At the job's sizes (its MLP's forward GEMM and the
+ * gather of that FC's weight block), else each part about a millisecond.
+ * Negative where overlapping costs more than not, as where ranks outnumber the
+ * cores: the progress tests between the GEMM's bands hand the core to the
+ * rank's core-mates, and the collective, whose peers wait for a turn on a
+ * core, stays in flight the whole GEMM (4 ranks on 2 cores, model a's sizes:
+ * -57% to -322%; about a millisecond each, -18% to -35%); the planner then
  * charges that share of the overlapped collectives on top. */
-typedef struct { ax_comm *c; float *a, *b, *y, *s, *r; int n; size_t blk; int what; } ov_ctx;
+typedef struct { ax_comm *c; float *a, *b, *y, *s, *r; int M, N, K; size_t blk; int what; } ov_ctx;
 static void run_ov(void *p) {
     ov_ctx *x = p;
     ax_req q;
     if (x->what != 0) ax_iallgather_f32(x->c, x->s, x->r, x->blk, &q);
     if (x->what != 1)
-        ax_gemm(1.0f, ax_mat_f32(x->a, x->n, x->n), 0, ax_mat_f32(x->b, x->n, x->n), 1, 0.0f, ax_mat_f32(x->y, x->n, x->n));
+        ax_gemm(1.0f, ax_mat_f32(x->a, x->M, x->K), 0, ax_mat_f32(x->b, x->N, x->K), 1, 0.0f, ax_mat_f32(x->y, x->M, x->N));
     if (x->what != 0) ax_wait(&q);
 }
 
-static double overlap_efficiency(const ax_machine *m, const ax_calib_opts *o, MPI_Comm w) {
+static double overlap_efficiency(const ax_machine *m, const ax_calib_opts *o, const job_sizes *z, MPI_Comm w) {
     int W, r;
     MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
     if (W == 1) return 1;
@@ -200,22 +233,26 @@ static double overlap_efficiency(const ax_machine *m, const ax_calib_opts *o, MP
         if (m->fit[i].op == AX_COLL_AG && m->fit[i].group == W) beta = m->fit[i].beta;
     size_t bytes = beta > 0 ? (size_t)(1e-3 / beta) : (size_t)16 << 20;
     if (bytes > o->max_bytes) bytes = o->max_bytes;
+    int M = n, N = n, K = n;
+    if (z->rows > 0) { M = (int)z->rows; N = (int)z->fy; K = (int)z->cx; bytes = (size_t)N * K * 4; }
     MPI_Comm dup;
     MPI_Comm_dup(w, &dup);
     ax_comm c;
     ax_comm_from(&c, dup);
-    size_t nn = (size_t)n * n;
-    ov_ctx x = {&c, ax_calloc(nn, 4), ax_calloc(nn, 4), ax_calloc(nn, 4), NULL, NULL, n, bytes / 4 / W + 1, 0};
+    size_t na = (size_t)M * K, nb = (size_t)N * K;
+    ov_ctx x = {&c, ax_calloc(na, 4), ax_calloc(nb, 4), ax_calloc((size_t)M * N, 4), NULL, NULL, M, N, K,
+                bytes / 4 / W + 1, 0};
     x.s = ax_calloc(x.blk, 4); x.r = ax_calloc(x.blk * W, 4);
-    for (size_t i = 0; i < nn; i++) { x.a[i] = (float)(i % 7) * 0.125f; x.b[i] = (float)(i % 5) * 0.25f; }
+    for (size_t i = 0; i < na; i++) x.a[i] = (float)(i % 7) * 0.125f;
+    for (size_t i = 0; i < nb; i++) x.b[i] = (float)(i % 5) * 0.25f;
     double t[3];
     for (x.what = 0; x.what < 3; x.what++) t[x.what] = ax_time_all(run_ov, &x, 2 * o->min_s, w);
     free(x.a); free(x.b); free(x.y); free(x.s); free(x.r);
     ax_comm_free(&c);
     double e = (t[0] + t[1] - t[2]) / (t[0] < t[1] ? t[0] : t[1]);
     if (o->verbose && r == 0)
-        printf("overlap: gemm %d^3 %.3f ms, all-gather of %zu bytes %.3f ms, overlapped %.3f ms: %.0f%% hidden\n", n,
-               t[0] * 1e3, x.blk * 4 * W, t[1] * 1e3, t[2] * 1e3, 100 * e);
+        printf("overlap: gemm %d x %d x %d %.3f ms, all-gather of %zu bytes %.3f ms, overlapped %.3f ms: %.0f%% hidden\n",
+               M, N, K, t[0] * 1e3, x.blk * 4 * W, t[1] * 1e3, t[2] * 1e3, 100 * e);
     return e < -1 ? -1 : e > 1 ? 1 : e;
 }
 
@@ -296,30 +333,14 @@ static void fit_gemm(ax_machine *m, const ax_calib_opts *o, const ax_operand_poo
 }
 
 /* The span of the kernels' operand sets (train/bench.h): the bytes a rank of
- * the job holds, the median over its legal grids of W ranks of the planner's
- * memory (weights, gradients, AdamW state, activations, workspaces); 64 MiB
- * without a job; times the ranks that share a core (share): in a step they take
- * turns on it at every collective that waits, each through its own memory, so
- * between two uses of a rank's operands the core's caches see all of theirs
- * (model a on 8 ranks of a 2-core VM, docs/planner.md: charged 10% short with
- * one rank's span, 3% long with four's); at most 1 GiB, beyond any cache.
- * *params: the parameters a rank of the job updates, the median likewise
- * (4M without a job). */
-static size_t operand_span(const ax_machine *m, const ax_calib_opts *o, int W, int share, int64_t *params) {
-    double mem[512], par[512], span = 64 << 20;
-    int n = 0;
-    for (int D = 1; o->job && D <= W; D++)
-        for (int X = 1; D * X <= W; X++)
-            for (int Y = 1; D * X * Y <= W && n < 512; Y++) {
-                if (W % (D * X * Y)) continue;
-                int g[4] = {D, X, Y, W / (D * X * Y)};
-                ax_plan_cost c;
-                ax_plan_estimate_part(o->job, g, m, &c, 0);
-                if (c.legal) { mem[n] = c.mem_bytes; par[n++] = (double)c.n_local; }
-            }
-    *params = n ? (int64_t)ax_median(par, n) : 4 << 20;
-    if (n) span = ax_median(mem, n);
-    span *= share;
+ * the job holds (job_sizes' mem); 64 MiB without a job; times the ranks that
+ * share a core (share): in a step they take turns on it at every collective
+ * that waits, each through its own memory, so between two uses of a rank's
+ * operands the core's caches see all of theirs (model a on 8 ranks of a
+ * 2-core VM, docs/planner.md: charged 10% short with one rank's span, 2-3%
+ * long with four's); at most 1 GiB, beyond any cache. */
+static size_t operand_span(const job_sizes *z, int share) {
+    double span = (z->mem > 0 ? z->mem : 64 << 20) * share;
     return span > (1 << 30) ? (size_t)1 << 30 : (size_t)span;
 }
 
@@ -359,8 +380,9 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     }
     if (W == 1)   /* nothing to measure: a group of one costs nothing, but the file needs an entry */
         for (int op = 0; op < AX_COLL_N; op++) m->fit[m->nfit++] = (ax_coll_fit){op, 0, 0, 0, 0};
-    int64_t params;
-    ax_operand_pool pool = {NULL, operand_span(m, o, W, share, &params)};
+    job_sizes z;
+    job_sizes_of(m, o, W, &z);
+    ax_operand_pool pool = {NULL, operand_span(&z, share)};
     pool.base = ax_be()->alloc(pool.bytes);
     ax_be()->zero(pool.base, pool.bytes);   /* every page touched once, before any timing */
     if (o->verbose && r == 0)
@@ -371,7 +393,7 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     int emulated;
     if (ax_be()->gemm_kernel(AX_BF16, &emulated))   /* NULL: this build has no bf16 GEMMs */
         fit_gemm(m, o, &pool, w, AX_BF16, &m->gemm_bf16_alpha, &m->gemm_bf16_flops);
-    m->overlap_eff = overlap_efficiency(m, o, w);
+    m->overlap_eff = overlap_efficiency(m, o, &z, w);
     if (o->job) measure_job(m, o, &pool, w);
     ax_be()->free(pool.base);   /* the other kernels' sets are slices of their own arrays */
     /* attention: the kernel's rate at T 256, head size 64 */
@@ -398,9 +420,9 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     operand_free(ad.y); operand_free(ad.x);
     row_kernels(m, o, pool.bytes, w);
     /* AdamW over the job's parameters per rank (its state in the caches or not, as in the
-     * step: model a's 0.07-0.5M a rank ran 25-33% faster than 4M), on copies over the span */
+     * step: model a's 0.07-0.5M a rank ran ~20% faster than 4M), on copies over the span */
     adam_ctx ac[16];
-    int64_t np = params;
+    int64_t np = z.params > 0 ? (int64_t)z.params : 4 << 20;
     int asets = ax_operand_sets(pool.bytes, 16 * (size_t)np, 16);
     float *st = operand(4 * (size_t)np * asets);   /* every set's w, g, m, v */
     for (int s = 0; s < asets; s++) {
