@@ -130,34 +130,39 @@ static void run_xent(void *p) {   /* C: the local vocabulary; out: the logits, m
     ax_be()->xent(a->out, a->mean, a->tgt, NULL, a->M, a->C, 0, a->C, 1.0f, a->scr, &solo);
 }
 
-/* Seconds per element of LayerNorm forward and backward (M rows of C) and of the
- * cross-entropy with its gradient (M rows of V logits) */
-static void row_kernels(ax_machine *m, const ax_calib_opts *o, size_t span, MPI_Comm w) {
-    int M = 1024, C = 256, V = 4096;
+static void fill(float *x, size_t n) { for (size_t i = 0; i < n; i++) x[i] = (float)(i % 601) / 100.0f - 3.0f; }
+
+/* Seconds per element of LayerNorm forward and backward at rows of C (M of
+ * them), and of the cross-entropy with its gradient (1024 rows of 4096
+ * logits). Forward x hot (the residual add just wrote it), out in turn;
+ * backward dy (out's first slice) hot, the saved x and dx in turn. */
+static void row_kernels(ax_machine *m, const ax_calib_opts *o, int M, int C, size_t span, MPI_Comm w) {
+    int V = 4096, Mx = 1024, R = M > Mx ? M : Mx;
+    size_t slice = (size_t)M * C, n = (size_t)Mx * V;
+    int fsets = ax_operand_sets(span, slice * sizeof(float), 64);
+    int bsets = ax_operand_sets(span, 2 * slice * sizeof(float), 64), ns = fsets > bsets ? fsets : bsets;
     row_ctx a = {.M = M, .C = C};
-    size_t n = (size_t)M * V;
-    a.out = operand(n); a.x = operand(n); a.dx = operand(n); a.w = operand(V); a.b = operand(V); a.dw = operand(V);
-    a.db = operand(V); a.mean = operand(M); a.rstd = operand(M); a.scr = operand(3 * (size_t)M);
-    a.tgt = (int32_t *)operand(M);
-    for (size_t i = 0; i < n; i++) a.x[i] = (float)(i % 601) / 100.0f - 3.0f;
-    ax_be()->zero(a.out, n * 4); ax_be()->zero(a.dx, n * 4);   /* every page touched before the timing */
-    for (int i = 0; i < V; i++) a.w[i] = 1.0f;
-    for (int i = 0; i < M; i++) a.tgt[i] = (int32_t)(i * 37 % V);
-    /* the LayerNorms' operand sets: M x C slices of the M x V arrays */
-    row_ctx c[16];   /* V / C */
-    int sets = ax_operand_sets(span, 3 * (size_t)M * C * sizeof(float), V / C);
-    for (int s = 0; s < sets; s++) {
-        size_t off = (size_t)s * M * C;
-        c[s] = a;
-        c[s].out = a.out + off; c[s].x = a.x + off; c[s].dx = a.dx + off;
+    a.out = operand(slice * ns); a.x = operand(slice * ns); a.dx = operand(slice * ns);
+    a.w = operand(C); a.b = operand(C); a.dw = operand(C); a.db = operand(C);
+    a.mean = operand(R); a.rstd = operand(R); a.scr = operand(3 * (size_t)R); a.tgt = (int32_t *)operand(R);
+    fill(a.x, slice * ns);
+    ax_be()->zero(a.out, slice * ns * 4); ax_be()->zero(a.dx, slice * ns * 4);   /* every page touched before the timing */
+    for (int i = 0; i < C; i++) a.w[i] = 1.0f;
+    row_ctx *f = ax_malloc(2 * ns * sizeof *f), *b = f + ns;
+    for (int s = 0; s < ns; s++) {
+        f[s] = a; f[s].out = a.out + s * slice;
+        b[s] = a; b[s].x = a.x + s * slice; b[s].dx = a.dx + s * slice;
     }
-    m->ln_fwd_s = ax_time_sets(run_ln_fwd, c, sizeof *c, sets, o->min_s, w) / ((double)M * C);
-    m->ln_bwd_s = ax_time_sets(run_ln_bwd, c, sizeof *c, sets, o->min_s, w) / ((double)M * C);
-    a.C = V;
-    /* M x V logits, one set of 16 MB: beyond a core's caches alone; they go to gradients and back, at the same cost */
-    m->loss_s = ax_time_all(run_xent, &a, o->min_s, w) / (double)n;
-    void *all[] = {a.out, a.x, a.dx, a.w, a.b, a.dw, a.db, a.mean, a.rstd, a.scr, a.tgt};
-    for (int i = 0; i < 11; i++) operand_free(all[i]);
+    m->ln_fwd_s = ax_time_sets(run_ln_fwd, f, sizeof *f, fsets, o->min_s, w) / (double)slice;
+    m->ln_bwd_s = ax_time_sets(run_ln_bwd, b, sizeof *b, bsets, o->min_s, w) / (double)slice;
+    free(f);
+    /* Mx x V logits, one set of 16 MB: beyond a core's caches alone; they go to gradients and back, at the same cost */
+    row_ctx x = {.M = Mx, .C = V, .mean = a.mean, .scr = a.scr, .tgt = a.tgt, .out = operand(n)};
+    fill(x.out, n);
+    for (int i = 0; i < Mx; i++) a.tgt[i] = (int32_t)(i * 37 % V);
+    m->loss_s = ax_time_all(run_xent, &x, o->min_s, w) / (double)n;
+    void *all[] = {a.out, a.x, a.dx, a.w, a.b, a.dw, a.db, a.mean, a.rstd, a.scr, a.tgt, x.out};
+    for (int i = 0; i < 12; i++) operand_free(all[i]);
 }
 
 /* the optimizer's per-parameter work: AdamW, plus the gradient norm's pass */
@@ -398,27 +403,37 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     ax_be()->free(pool.base);   /* the other kernels' sets are slices of their own arrays */
     /* attention: the kernel's rate at T 256, head size 64 */
     m->attn_flops = attn_rate(256, 64, pool.bytes, o->min_s, w);
-    /* elementwise: y += x over 2 x 64 MB, 12 bytes per element; both written first (an
-     * untouched x would be read from the kernel's one zero page, from the caches) */
-    add_ctx ad = {.n = 16 << 20};
-    ad.y = operand(ad.n); ad.x = operand(ad.n);
-    for (size_t i = 0; i < ad.n; i++) ad.x[i] = (float)(i % 601) / 100.0f - 3.0f;
-    ax_be()->zero(ad.y, ad.n * sizeof(float));
-    double tb = ax_time_all(run_add, &ad, o->min_s, w);
-    m->mem_bw = 12.0 * ad.n / tb;
-    /* the MLP's activation over 1M elements (an MLP block's worth), its operand sets slices of
-     * the 16M-element arrays, out of place as the layer runs it: y = gelu(x) forward, y =
-     * gelu'(x) d backward with d the next set's x (never written: no set's values shrink call
-     * after call into subnormals, which cost 7x) */
-    ad.n = 1 << 20;
-    add_ctx g[15];
-    int sets = ax_operand_sets(pool.bytes, 3 * ad.n * sizeof(float), 15);
-    for (int s = 0; s < sets; s++)
-        g[s] = (add_ctx){ad.y + s * ad.n, ad.x + s * ad.n, ad.x + (s + 1) * ad.n, ad.n};
-    m->act_fwd_s = ax_time_sets(run_gelu_fwd, g, sizeof *g, sets, o->min_s, w) / ad.n;
-    m->act_bwd_s = ax_time_sets(run_gelu_bwd, g, sizeof *g, sets, o->min_s, w) / ad.n;
-    operand_free(ad.y); operand_free(ad.x);
-    row_kernels(m, o, pool.bytes, w);
+    /* elementwise: y += x at a residual add's size (rows x C / X; 1M elements without a job),
+     * 12 bytes per element, x hot (the kernel before wrote it), y in turn; both written first
+     * (an untouched x would be read from the kernel's one zero page) */
+    int rows = z.rows > 0 ? (int)z.rows : 1024, cx = z.rows > 0 ? (int)z.cx : 1024;
+    size_t nr = (size_t)rows * cx, na = z.rows > 0 ? (size_t)(z.rows * z.fy) : (size_t)1 << 20;
+    int sets = ax_operand_sets(pool.bytes, nr * sizeof(float), 64);
+    float *y = operand(nr * sets), *x = operand(nr);
+    fill(x, nr);
+    ax_be()->zero(y, nr * sets * sizeof(float));
+    add_ctx *ad = ax_malloc(sets * sizeof *ad);
+    for (int s = 0; s < sets; s++) ad[s] = (add_ctx){y + s * nr, x, NULL, nr};
+    m->mem_bw = 12.0 * nr / ax_time_sets(run_add, ad, sizeof *ad, sets, o->min_s, w);
+    free(ad); operand_free(y); operand_free(x);
+    /* the MLP's activation at the job's size (rows x F / Y; 1M elements without a job), out of
+     * place as the layer runs it: y = gelu(x) forward, x hot (the GEMM just wrote it), y in
+     * turn; y = gelu'(x) d backward, d hot (x's last slice), the saved x and y in turn.
+     * Nothing timed writes x: no values shrink call after call into subnormals, which cost 7x. */
+    int fsets = ax_operand_sets(pool.bytes, na * sizeof(float), 64);
+    int bsets = ax_operand_sets(pool.bytes, 2 * na * sizeof(float), 64), ns = fsets > bsets ? fsets : bsets;
+    y = operand(na * ns); x = operand(na * (bsets + 1));
+    fill(x, na * (bsets + 1));
+    ax_be()->zero(y, na * ns * sizeof(float));
+    add_ctx *gf = ax_malloc(2 * ns * sizeof *gf), *gb = gf + ns;
+    for (int s = 0; s < ns; s++) {
+        gf[s] = (add_ctx){y + s * na, x, NULL, na};
+        gb[s] = (add_ctx){y + s * na, x + (s % bsets) * na, x + bsets * na, na};
+    }
+    m->act_fwd_s = ax_time_sets(run_gelu_fwd, gf, sizeof *gf, fsets, o->min_s, w) / na;
+    m->act_bwd_s = ax_time_sets(run_gelu_bwd, gb, sizeof *gb, bsets, o->min_s, w) / na;
+    free(gf); operand_free(y); operand_free(x);
+    row_kernels(m, o, z.rows > 0 ? rows : 1024, z.rows > 0 ? cx : 256, pool.bytes, w);
     /* AdamW over the job's parameters per rank (its state in the caches or not, as in the
      * step: model a's 0.07-0.5M a rank ran ~20% faster than 4M), on copies over the span */
     adam_ctx ac[16];
