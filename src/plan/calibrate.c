@@ -178,8 +178,9 @@ static void run_adam(void *p) {
 /* The job's sizes, the median over its legal grids of W ranks: mem, the
  * planner's memory per rank (weights, gradients, AdamW state, activations,
  * workspaces); params, the parameters a rank updates; and the MLP's first FC
- * forward, the GEMM (rows, F / Y, C / X; 2F, gate and up, for SwiGLU) whose weight block the Z group
- * gathers while the FC before it runs. Zero without a job or a legal grid. */
+ * forward, the GEMM (rows, F / Y, C / X; 2F, gate and up, for SwiGLU) whose
+ * weight block the Z group gathers while the FC before it runs. Zero without
+ * a job or a legal grid. */
 typedef struct { double mem, params, rows, fy, cx; } job_sizes;
 
 static void job_sizes_of(const ax_machine *m, const ax_calib_opts *o, int W, job_sizes *z) {
@@ -214,9 +215,10 @@ static void job_sizes_of(const ax_machine *m, const ax_calib_opts *o, int W, job
  * Negative where overlapping costs more than not, as where ranks outnumber the
  * cores: the progress tests between the GEMM's bands hand the core to the
  * rank's core-mates, and the collective, whose peers wait for a turn on a
- * core, stays in flight the whole GEMM (4 ranks on 2 cores, model a's sizes:
- * -57% to -322%; about a millisecond each, -18% to -35%); the planner then
- * charges that share of the overlapped collectives on top. */
+ * core, stays in flight the whole GEMM (2 and 4 ranks on a 2-core VM at the
+ * tiny models' sizes: -191% to -369%; about a millisecond each, -18% to
+ * -35%); the planner then charges that share of the overlapped collectives
+ * on top. The job's rows are cut to keep the GEMM near 20 ms at the fit. */
 typedef struct { ax_comm *c; float *a, *b, *y, *s, *r; int M, N, K; size_t blk; int what; } ov_ctx;
 static void run_ov(void *p) {
     ov_ctx *x = p;
@@ -239,7 +241,11 @@ static double overlap_efficiency(const ax_machine *m, const ax_calib_opts *o, co
     size_t bytes = beta > 0 ? (size_t)(1e-3 / beta) : (size_t)16 << 20;
     if (bytes > o->max_bytes) bytes = o->max_bytes;
     int M = n, N = n, K = n;
-    if (z->rows > 0) { M = (int)z->rows; N = (int)z->fy; K = (int)z->cx; bytes = (size_t)N * K * 4; }
+    if (z->rows > 0) {
+        N = (int)z->fy; K = (int)z->cx; bytes = (size_t)N * K * 4;
+        double cap = 0.02 * m->gemm_flops / (2.0 * N * K);
+        M = (int)(z->rows < cap ? z->rows : cap > 64 ? cap : 64);
+    }
     MPI_Comm dup;
     MPI_Comm_dup(w, &dup);
     ax_comm c;
@@ -433,7 +439,7 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     m->act_fwd_s = ax_time_sets(run_gelu_fwd, gf, sizeof *gf, fsets, o->min_s, w) / na;
     m->act_bwd_s = ax_time_sets(run_gelu_bwd, gb, sizeof *gb, bsets, o->min_s, w) / na;
     free(gf); operand_free(y); operand_free(x);
-    row_kernels(m, o, z.rows > 0 ? rows : 1024, z.rows > 0 ? cx : 256, pool.bytes, w);
+    row_kernels(m, o, rows, z.rows > 0 ? cx : 256, pool.bytes, w);
     /* AdamW over the job's parameters per rank (its state in the caches or not, as in the
      * step: model a's 0.07-0.5M a rank ran ~20% faster than 4M), on copies over the span */
     adam_ctx ac[16];
