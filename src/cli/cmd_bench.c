@@ -31,12 +31,14 @@ static const char *usage_comm =
     "the attention, activation, LayerNorm, loss, elementwise and optimizer kernels, and how\n"
     "much of a collective a GEMM hides; every rank at once, each trial from the first rank's\n"
     "start to the last rank's end. Kernels run on copies of their operands in turn, as many\n"
-    "as fill the memory a rank of the model holds (64 MiB without one), so that they find\n"
-    "them out of the caches as a training step does.\n"
+    "as fill the memory a rank of the model holds (64 MiB without one) times the ranks that\n"
+    "share a core, so that they find them out of the caches as a training step does; the\n"
+    "input the kernel before wrote stays hot.\n"
     "With a model (--preset, size flags or --init, and its --batch, --seq, --grad-accum,\n"
     "--dtype) also every GEMM of its steps on the grids of P ranks, at their shapes and\n"
     "layouts, and the attention at its sequence length and head size: axonn plan then\n"
-    "charges those kernels as measured.";
+    "charges those kernels as measured; LayerNorm, the activation, the adds, AdamW and the\n"
+    "overlap are timed at its sizes.";
 
 static void print_text(const ax_bench_result *b) {
     double ms = b->step_s * 1e3, P = b->ranks;
