@@ -63,7 +63,9 @@ for c in m['collectives']:
     assert all(a <= b for a, b in zip(t, t[1:])), c"
 then ok "bench comm: machine description"; else bad "bench comm"; cat c.err; head -20 c.out; fi
 # with a model: its GEMMs on every grid of 2 ranks at their shapes and layouts, its attention at T 16, head 8;
-# the plan charges them as measured (the fp32 fit alone gives other GEMM seconds)
+# the plan charges them as measured (the fp32 fit alone gives other GEMM seconds); the overlap at its sizes:
+# the MLP's first FC forward, medians over the grids 1,1,1,2 1,1,2,1 2,1,1,1 1,2,1,1 of rows 32 64 32 64,
+# F/Y 128 64 128 128, C/X 32 32 32 16 (48 x 128 x 32), and the gather of its 128 x 32 weight block
 if "${MPI[@]}" -np 2 "$BIN" bench comm --out mj.json --max-kib 64 --gemm-max 256 --min-time 0.005 "${MODEL[@]}" \
      >cj.out 2>cj.err && "$BIN" plan --ranks 2 --machine mj.json "${MODEL[@]}" --json >pj.json 2>>cj.err \
    && "$BIN" plan --ranks 2 --machine m.json "${MODEL[@]}" --json >pg.json 2>>cj.err && python3 -c "
@@ -74,7 +76,9 @@ assert all(s['flops'] > 0 for s in sh) and all(s['dtype'] == 'fp32' for s in job
 assert [(a['T'], a['hd']) for a in m['attention_shapes']] == [(16, 8)], m['attention_shapes']
 j = {tuple(g['grid']): g['gemm_ms'] for g in json.load(open('pj.json'))['ranked']}
 g = {tuple(g['grid']): g['gemm_ms'] for g in json.load(open('pg.json'))['ranked']}
-assert j.keys() == g.keys() and all(j[k] != g[k] for k in j), (j, g)"
+assert j.keys() == g.keys() and all(j[k] != g[k] for k in j), (j, g)
+assert -1 <= m['overlap_efficiency'] <= 1, m['overlap_efficiency']" \
+   && grep -q "^overlap: gemm 48 x 128 x 32 .*all-gather of 16384 bytes" cj.out
 then ok "bench comm with a model: its kernels at its shapes, charged by plan"; else bad "bench comm with a model"; cat cj.err; tail -3 cj.out; fi
 if "$BIN" plan --ranks 4 --machine m.json "${MODEL[@]}" --json >p.json 2>p.err && python3 -c "
 import json; p = json.load(open('p.json'))

@@ -209,6 +209,12 @@ static void test_fit_and_files(void) {
                "\"group\": 0, \"placement\": \"intra\", \"alpha_s\": 0, \"beta_s_per_byte\": 1e-9}]}\n");
     fclose(f);
     CHECK(ax_machine_read(&r, path) != 0 && strstr(ax_err_msg(), "overlap_efficiency"), "bad overlap efficiency: %s", ax_err_msg());
+    f = fopen(path, "w");   /* below -1: overlapping would cost more than the collective it hides */
+    fprintf(f, "{\"ranks_per_node\": 2, \"memory_per_rank_bytes\": 1e9, \"gemm\": {\"flops\": 1e9}, \"attention_flops\": 1e9, "
+               "\"memory_bandwidth\": 1e9, \"overlap_efficiency\": -1.5, \"collectives\": [{\"op\": \"allreduce\", "
+               "\"group\": 0, \"placement\": \"intra\", \"alpha_s\": 0, \"beta_s_per_byte\": 1e-9}]}\n");
+    fclose(f);
+    CHECK(ax_machine_read(&r, path) != 0 && strstr(ax_err_msg(), "[-1, 1]"), "overlap efficiency -1.5: %s", ax_err_msg());
     f = fopen(path, "w");   /* a bf16 GEMM fit without its rate */
     fprintf(f, "{\"ranks_per_node\": 2, \"memory_per_rank_bytes\": 1e9, \"gemm\": {\"flops\": 1e9}, \"gemm_bf16\": "
                "{\"alpha_s\": 1e-6}, \"attention_flops\": 1e9, \"memory_bandwidth\": 1e9, \"collectives\": [{\"op\": "

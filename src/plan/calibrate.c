@@ -252,7 +252,7 @@ static double overlap_efficiency(const ax_machine *m, const ax_calib_opts *o, co
     ax_comm_from(&c, dup);
     size_t na = (size_t)M * K, nb = (size_t)N * K;
     ov_ctx x = {&c, ax_calloc(na, 4), ax_calloc(nb, 4), ax_calloc((size_t)M * N, 4), NULL, NULL, M, N, K,
-                bytes / 4 / W + 1, 0};
+                bytes / 4 / W ? bytes / 4 / W : 1, 0};
     x.s = ax_calloc(x.blk, 4); x.r = ax_calloc(x.blk * W, 4);
     for (size_t i = 0; i < na; i++) x.a[i] = (float)(i % 7) * 0.125f;
     for (size_t i = 0; i < nb; i++) x.b[i] = (float)(i % 5) * 0.25f;
