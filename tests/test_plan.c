@@ -439,6 +439,23 @@ static void test_gemm_shapes(void) {
           "attention at its measured (T, hd) rate: %g s, expected %g", attn.attn_s, 4 * fit.attn_s);
 }
 
+/* A GEMM's first operand is taken hot while its operands, times the ranks
+ * sharing the core, fit in half the L2, cold beyond the whole L2, linear
+ * between: model a's FC forward on 4 ranks of 2 cores (256 x 256 x 128: 512
+ * KiB, 1 MiB for two ranks) hot, model b's (512 x 512 x 256: 2 MiB, 4 MiB)
+ * cold; exact, the bytes being powers of two. */
+static void test_hot_share(void) {
+    long l2 = 2 << 20;
+    ax_gemm_point a = {256, 256, 128, 0, 1, 0, 0}, b = {512, 512, 256, 0, 1, 0, 0};
+    ax_gemm_point mid = {256, 256, 256, 0, 1, 0, 0};   /* 3 x 256 KiB: 1.5 MiB for two, halfway */
+    ax_gemm_point mid16 = mid;
+    mid16.bf16 = 1;                                     /* A and B half the bytes: 1 MiB for two, hot */
+    double got[6] = {ax_gemm_hot_share(&a, 2, l2), ax_gemm_hot_share(&b, 2, l2), ax_gemm_hot_share(&mid, 2, l2),
+                     ax_gemm_hot_share(&mid16, 2, l2), ax_gemm_hot_share(&a, 4, l2), ax_gemm_hot_share(&a, 2, 0)};
+    double want[6] = {1, 0, 0.5, 1, 0, 0};
+    for (int i = 0; i < 6; i++) CHECK(got[i] == want[i], "hot share %d: %g, expected %g", i, got[i], want[i]);
+}
+
 /* The calibration's timer: a call lasts from the first rank's start to the last
  * rank's end, the same figure on every rank. Rank 0 sleeps 4 ms a call, the
  * others return at once: every rank must report at least 4 ms (a rank timed
@@ -481,6 +498,7 @@ int main(int argc, char **argv) {
     test_time_all();
     test_time_sets();
     test_gemm_shapes();
+    test_hot_share();
     test_flops();
     test_overlap();
     test_activation();

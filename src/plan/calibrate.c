@@ -295,14 +295,33 @@ static double attn_rate(int T, int hd, size_t span, double min_s, MPI_Comm w) {
     return 7.0 * a.B * a.H * (double)a.T * a.T * a.hd / t;
 }
 
+/* The share of a GEMM's time its first operand (x forward, dY backward: the
+ * output of the kernel just before) spends hot, from the GEMM's operand bytes
+ * times the ranks sharing the core (core-mates run their own kernels between
+ * a rank's two, at the blocking collectives that hand the core over): all of
+ * it within half the core's L2 (the kernel before and MPI's buffers take the
+ * rest), none beyond the whole L2, linear between. On a 2-core VM with 2 MiB
+ * L2s and 4 ranks: model a's FC forward at 1,1,2,2 (512 KiB of operands, 1
+ * MiB for the core's two ranks) hot, its second FC's at 1,4,1,1 (1.1 MiB)
+ * and model b's (2 MiB and more) not, as the step times had them
+ * (docs/planner.md, 2026-12-06). 0 where the L2 size is not known. */
+double ax_gemm_hot_share(const ax_gemm_point *p, int share, long l2) {
+    double bytes = ((double)p->m * p->k + (double)p->n * p->k) * (p->bf16 ? 2 : 4) + 4.0 * p->m * p->n;
+    double f = l2 > 0 ? 2 - 2 * share * bytes / l2 : 0;
+    return f < 0 ? 0 : f > 1 ? 1 : f;
+}
+
 /* The job's own kernels at its shapes, on the grids of W ranks (the planner's
- * candidates): every distinct GEMM (shape, layout, dtype) of their steps, and
- * the attention at its T and head size. Every rank at once, as in training. */
-static void measure_job(ax_machine *m, const ax_calib_opts *o, const ax_operand_pool *pool, MPI_Comm w) {
+ * candidates): every distinct GEMM (shape, layout, dtype) of their steps,
+ * timed cold (every operand in turn over the pool) and, for the share of its
+ * time ax_gemm_hot_share gives, with its first operand hot; and the attention at its
+ * T and head size. Every rank at once, as in training. */
+static void measure_job(ax_machine *m, const ax_calib_opts *o, const ax_operand_pool *pool, int share, long l2,
+                        MPI_Comm w) {
     const ax_plan_job *j = o->job;
     int W, r;
     MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
-    int n0 = m->ngemm, n = n0;
+    int n0 = m->ngemm, n = n0, nhot = 0;
     for (int D = 1; D <= W; D++)
         for (int X = 1; D * X <= W; X++)
             for (int Y = 1; D * X * Y <= W; Y++) {
@@ -311,16 +330,26 @@ static void measure_job(ax_machine *m, const ax_calib_opts *o, const ax_operand_
                 n = ax_plan_gemm_shapes(j, g, m->gemm, n, AX_MACHINE_GEMMS);
             }
     double t0 = MPI_Wtime();
+    ax_operand_pool hot = *pool;
+    hot.hot_first = 1;
     for (int i = n0; i < n; i++) {
         ax_gemm_point *p = &m->gemm[i];
-        p->flops = ax_gemm_rate(p->bf16 ? AX_BF16 : AX_F32, p->m, p->n, p->k, p->ta, p->tb, pool, o->min_s, w);
+        ax_dtype t = p->bf16 ? AX_BF16 : AX_F32;
+        double f = ax_gemm_hot_share(p, share, l2), fl = 2.0 * p->m * p->n * p->k;
+        double s = fl / ax_gemm_rate(t, p->m, p->n, p->k, p->ta, p->tb, pool, o->min_s, w);
+        if (f > 0.05) {
+            s = (1 - f) * s + f * fl / ax_gemm_rate(t, p->m, p->n, p->k, p->ta, p->tb, &hot, o->min_s, w);
+            nhot++;
+        }
+        p->flops = fl / s;
     }
     m->ngemm = n;
     int T = j->seq, hd = j->cfg.n_embd / j->cfg.n_head;
     m->attn[m->nattn++] = (ax_attn_point){T, hd, attn_rate(T, hd, pool->bytes, o->min_s, w)};
     if (o->verbose && r == 0)
-        printf("the model's kernels: %d GEMM shapes of its grids of %d ranks (%.1f s)%s, attention at T %d, head %d: "
-               "%.2f GFLOP/s\n", n - n0, W, MPI_Wtime() - t0,
+        printf("the model's kernels: %d GEMM shapes of its grids of %d ranks, %d with their first operand partly hot "
+               "(L2 %.1f MiB a core) (%.1f s)%s, attention at T %d, head %d: %.2f GFLOP/s\n", n - n0, W, nhot,
+               l2 / 1048576.0, MPI_Wtime() - t0,
                n == AX_MACHINE_GEMMS ? " -- the file's limit: any further shapes are charged at the fit" : "", T, hd,
                m->attn[m->nattn - 1].flops / 1e9);
 }
@@ -393,7 +422,7 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
         for (int op = 0; op < AX_COLL_N; op++) m->fit[m->nfit++] = (ax_coll_fit){op, 0, 0, 0, 0};
     job_sizes z;
     job_sizes_of(m, o, W, &z);
-    ax_operand_pool pool = {NULL, operand_span(&z, share)};
+    ax_operand_pool pool = {NULL, operand_span(&z, share), 0};
     pool.base = ax_be()->alloc(pool.bytes);
     ax_be()->zero(pool.base, pool.bytes);   /* every page touched once, before any timing */
     if (o->verbose && r == 0)
@@ -405,7 +434,7 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     if (ax_be()->gemm_kernel(AX_BF16, &emulated))   /* NULL: this build has no bf16 GEMMs */
         fit_gemm(m, o, &pool, w, AX_BF16, &m->gemm_bf16_alpha, &m->gemm_bf16_flops);
     m->overlap_eff = overlap_efficiency(m, o, &z, w);
-    if (o->job) measure_job(m, o, &pool, w);
+    if (o->job) measure_job(m, o, &pool, share, sysconf(_SC_LEVEL2_CACHE_SIZE), w);
     ax_be()->free(pool.base);   /* the other kernels' sets are slices of their own arrays */
     /* attention: the kernel's rate at T 256, head size 64 */
     m->attn_flops = attn_rate(256, 64, pool.bytes, o->min_s, w);

@@ -89,14 +89,18 @@ double ax_time_all(ax_op_fn f, void *ctx, double min_s, MPI_Comm w);
  * backend's memory, touched once (a fresh page costs ~11 us on these VMs).
  * ax_time_sets is ax_time_all over the contexts ctxs[0 .. nsets-1], each
  * ctx_size bytes. */
-typedef struct { char *base; size_t bytes; } ax_operand_pool;
+typedef struct {
+    char *base; size_t bytes;
+    int hot_first;   /* ax_gemm_rate: the first operand (x, dY) one copy, hot, as the kernel before left it */
+} ax_operand_pool;
 int ax_operand_sets(size_t span, size_t set_bytes, int max);
 double ax_time_sets(ax_op_fn f, void *ctxs, size_t ctx_size, int nsets, double min_s, MPI_Comm w);
 
 /* FLOP/s per rank of C (m x n) = op(A) op(B) over k through the backend's GEMM
  * (A stored k x m when ta, else m x k; B n x k when tb, else k x n), every rank
  * of w at once (ax_time_all): on as many operand sets as pool holds, as a step
- * finds them; pool NULL: on one set, hot (the kernel's ceiling). Collective
+ * finds them (with pool->hot_first, the second operand and the output only);
+ * pool NULL: on one set, hot (the kernel's ceiling). Collective
  * over w; the same figure on every rank. */
 double ax_gemm_rate(ax_dtype t, int m, int n, int k, int ta, int tb, const ax_operand_pool *pool, double min_s,
                     MPI_Comm w);
