@@ -179,9 +179,14 @@ static void test_fit_and_files(void) {
     m.attn[m.nattn++] = (ax_attn_point){2048, 128, 1.5e14};
     /* measured points of the intra-node all-reduce of 4 ranks: a bandwidth that falls beyond 1 MB, as in a CPU's caches */
     m.fit[m.nfit++] = (ax_coll_fit){AX_COLL_AR, 4, 0, 1e-5, 1e-9, 3, {1e4, 1e6, 4e6}, {2e-5, 5e-4, 4e-3}};
+    m.fit[m.nfit++] = (ax_coll_fit){AX_COLL_AG, 2, AX_PLACE_CORE, 1e-6, 1e-10, 0, {0}, {0}};
+    m.cores_per_node = 2; m.core_map = AX_CORES_BLOCK;
     CHECK(ax_machine_write(&m, path) == 0, "write");
     CHECK(ax_machine_read(&r, path) == 0, "read: %s", ax_err_msg());
-    const ax_coll_fit *pf = &r.fit[r.nfit - 1];
+    CHECK(r.cores_per_node == 2 && r.core_map == AX_CORES_BLOCK && r.fit[r.nfit - 1].place == AX_PLACE_CORE &&
+          r.fit[r.nfit - 1].group == 2, "cores and a one-core fit round trip: %d cores, map %d, placement %d",
+          r.cores_per_node, r.core_map, r.fit[r.nfit - 1].place);
+    const ax_coll_fit *pf = &r.fit[r.nfit - 2];
     CHECK(pf->npt == 3 && pf->pt_bytes[2] == 4e6 && pf->pt_s[1] == 5e-4, "collective points round trip: %d", pf->npt);
     double mid = ax_machine_coll(&r, AX_COLL_AR, 4, 0, 2.5e6), past = ax_machine_coll(&r, AX_COLL_AR, 4, 0, 5e6);
     CHECK(fabs(ax_machine_coll(&r, AX_COLL_AR, 4, 0, 1e6) - 5e-4) < 1e-15 && fabs(mid - 2.25e-3) < 1e-12 &&
@@ -230,14 +235,16 @@ static void test_fit_and_files(void) {
         {"\"gemm\": {\"flops\": 1e9}, \"attention_shapes\": [{\"T\": 0, \"hd\": 64, \"flops\": 1e9}]", "attention_shapes"},
         {"\"gemm\": {\"flops\": 1e9}", "points\"[1]"},   /* the points of the fit below: bytes not ascending */
     };
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 8; i++) {   /* 6, 7: a placement and a core map that are not one */
         f = fopen(path, "w");
         fprintf(f, "{\"ranks_per_node\": 2, \"memory_per_rank_bytes\": 1e9, %s, \"attention_flops\": 1e9, "
                    "\"memory_bandwidth\": 1e9, \"collectives\": [{\"op\": \"allreduce\", \"group\": 0, \"placement\": "
-                   "\"intra\", \"alpha_s\": 0, \"beta_s_per_byte\": 1e-9%s}]}\n", bad[i][0],
-                i == 5 ? ", \"points\": [[4096, 1e-5], [4096, 2e-5]]" : "");
+                   "\"%s\", \"alpha_s\": 0, \"beta_s_per_byte\": 1e-9%s}]%s}\n", i < 6 ? bad[i][0] : "\"gemm\": {\"flops\": 1e9}",
+                i == 6 ? "socket" : "intra", i == 5 ? ", \"points\": [[4096, 1e-5], [4096, 2e-5]]" : "",
+                i == 7 ? ", \"cores_per_node\": 2, \"core_map\": \"scatter\"" : "");
         fclose(f);
-        CHECK(ax_machine_read(&r, path) != 0 && strstr(ax_err_msg(), bad[i][1]), "bad entry %d: %s", i, ax_err_msg());
+        const char *want = i < 6 ? bad[i][1] : i == 6 ? "expected intra, inter or core" : "\"core_map\": expected";
+        CHECK(ax_machine_read(&r, path) != 0 && strstr(ax_err_msg(), want), "bad entry %d: %s", i, ax_err_msg());
     }
     unlink(path);
 }
@@ -456,6 +463,52 @@ static void test_hot_share(void) {
     for (int i = 0; i < 6; i++) CHECK(got[i] == want[i], "hot share %d: %g, expected %g", i, got[i], want[i]);
 }
 
+/* Where a group's ranks are: 8 ranks a node on 2 cores, round robin (rank r
+ * on core r mod 2: stride 2, 4, ... stays on one core) or in blocks (ranks
+ * 0-3 on core 0: 2 or 4 consecutive ranks do); across nodes first. A
+ * collective takes its placement's fit, else the nearest (one core, within a
+ * node, across nodes); a grid's group on one core is charged at that fit. */
+static void test_placement(void) {
+    ax_machine m;
+    unit_machine(&m);
+    m.ranks_per_node = 8; m.cores_per_node = 2; m.core_map = AX_CORES_ROUND_ROBIN;
+    int rr[][4] = {{2, 4, 8, AX_PLACE_CORE}, {1, 4, 8, AX_PLACE_INTRA}, {4, 2, 8, AX_PLACE_CORE}, {1, 2, 8, AX_PLACE_INTRA},
+                   {1, 16, 16, AX_PLACE_INTER}, {2, 2, 16, AX_PLACE_CORE}, {8, 2, 16, AX_PLACE_INTER}};
+    for (int i = 0; i < 7; i++)
+        CHECK(ax_machine_place(&m, rr[i][0], rr[i][1], rr[i][2]) == rr[i][3], "round robin: stride %d, %d of %d ranks: %d",
+              rr[i][0], rr[i][1], rr[i][2], ax_machine_place(&m, rr[i][0], rr[i][1], rr[i][2]));
+    m.core_map = AX_CORES_BLOCK;
+    int bl[][4] = {{1, 4, 8, AX_PLACE_CORE}, {1, 2, 8, AX_PLACE_CORE}, {2, 2, 8, AX_PLACE_CORE}, {2, 4, 8, AX_PLACE_INTRA},
+                   {1, 8, 8, AX_PLACE_INTRA}};
+    for (int i = 0; i < 5; i++)
+        CHECK(ax_machine_place(&m, bl[i][0], bl[i][1], bl[i][2]) == bl[i][3], "blocks: stride %d, %d of %d ranks: %d",
+              bl[i][0], bl[i][1], bl[i][2], ax_machine_place(&m, bl[i][0], bl[i][1], bl[i][2]));
+    m.core_map = AX_CORES_UNKNOWN;
+    CHECK(ax_machine_place(&m, 2, 4, 8) == AX_PLACE_INTRA, "an unknown core map: no group on one core");
+    m.core_map = AX_CORES_ROUND_ROBIN; m.cores_per_node = 8;
+    CHECK(ax_machine_place(&m, 2, 4, 8) == AX_PLACE_INTRA, "a core for every rank: no group shares one");
+    /* the unit machine's fits (beta 1 s a byte, any group size) are intra-node; one core's at 0.25, across nodes at 4 */
+    m.cores_per_node = 2;
+    m.nfit = 0;
+    for (int op = 0; op < AX_COLL_N; op++) {
+        m.fit[m.nfit++] = (ax_coll_fit){op, 0, AX_PLACE_INTER, 0, 4};
+        m.fit[m.nfit++] = (ax_coll_fit){op, 0, AX_PLACE_INTRA, 0, 1};
+    }
+    CHECK(ax_machine_coll(&m, AX_COLL_AR, 4, AX_PLACE_CORE, 8) == 8, "one core without its fit: within a node's");
+    ax_plan_job j = small_job();
+    int g[4] = {1, 1, 2, 4};   /* Z: stride 2, 4 ranks, all on core 0 or 1; Y: stride 1, across both */
+    ax_plan_cost intra, core;
+    ax_plan_estimate(&j, g, &m, &intra);
+    for (int op = 0; op < AX_COLL_N; op++) m.fit[m.nfit++] = (ax_coll_fit){op, 0, AX_PLACE_CORE, 0, 0.25};
+    CHECK(ax_machine_coll(&m, AX_COLL_AR, 4, AX_PLACE_CORE, 8) == 2 && ax_machine_coll(&m, AX_COLL_AR, 4, AX_PLACE_INTRA, 8) == 8,
+          "each placement its own fit");
+    ax_plan_estimate(&j, g, &m, &core);
+    CHECK(core.place[AX_PG_Z] == AX_PLACE_CORE && core.place[AX_PG_Y] == AX_PLACE_INTRA && intra.comm_s[AX_PG_Z] > 0 &&
+          fabs(core.comm_s[AX_PG_Z] - 0.25 * intra.comm_s[AX_PG_Z]) < 1e-12 * intra.comm_s[AX_PG_Z] &&
+          core.comm_s[AX_PG_Y] == intra.comm_s[AX_PG_Y], "1,1,2,4: Z on one core charged %g, expected %g; Y %g and %g",
+          core.comm_s[AX_PG_Z], 0.25 * intra.comm_s[AX_PG_Z], core.comm_s[AX_PG_Y], intra.comm_s[AX_PG_Y]);
+}
+
 /* The calibration's timer: a call lasts from the first rank's start to the last
  * rank's end, the same figure on every rank. Rank 0 sleeps 4 ms a call, the
  * others return at once: every rank must report at least 4 ms (a rank timed
@@ -499,6 +552,7 @@ int main(int argc, char **argv) {
     test_time_sets();
     test_gemm_shapes();
     test_hot_share();
+    test_placement();
     test_flops();
     test_overlap();
     test_activation();

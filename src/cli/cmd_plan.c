@@ -24,12 +24,13 @@ static const char *usage =
 
 /* measured[i] > 0: the step of ranked grid i timed by --run */
 static json_t *cost_json(const ax_plan_cost *c, double measured) {
-    json_t *g = json_object(), *b = json_object(), *n = json_object(), *inter = json_object();
+    json_t *g = json_object(), *b = json_object(), *n = json_object(), *inter = json_object(), *pl = json_object();
     for (int i = 0; i < AX_PG_N; i++) {
         json_object_set_new(g, ax_plan_group_names[i], json_real(c->comm_s[i] * 1e3));
         json_object_set_new(b, ax_plan_group_names[i], json_real(c->comm_bytes[i]));
         json_object_set_new(n, ax_plan_group_names[i], json_real(c->n_coll[i]));
-        json_object_set_new(inter, ax_plan_group_names[i], json_boolean(c->inter[i]));
+        json_object_set_new(inter, ax_plan_group_names[i], json_boolean(c->place[i] == AX_PLACE_INTER));
+        json_object_set_new(pl, ax_plan_group_names[i], json_string(ax_place_names[c->place[i]]));
     }
     json_t *j = json_pack("{s:[i,i,i,i], s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:f, s:f}",
         "grid", c->grid[0], c->grid[1], c->grid[2], c->grid[3], "step_ms", c->step_s * 1e3,
@@ -42,6 +43,7 @@ static json_t *cost_json(const ax_plan_cost *c, double measured) {
     json_object_set_new(j, "comm_bytes", b);
     json_object_set_new(j, "collectives", n);
     json_object_set_new(j, "spans_nodes", inter);
+    json_object_set_new(j, "placement", pl);
     if (measured > 0) json_object_set_new(j, "measured_step_ms", json_real(measured * 1e3));
     return j;
 }
@@ -81,14 +83,14 @@ static void print_text(const ax_plan *p, const ax_plan_job *jb, const ax_machine
            jb->cfg.vocab_size, (double)ax_gpt_num_params(&jb->cfg), jb->batch, jb->seq, jb->grad_accum,
            modes[jb->recompute], jb->act_bytes, 100 * jb->overlap);
     printf("%4s %-16s %10s %10s %10s %10s %9s  %-40s %8s%s\n", "rank", "D,X,Y,Z", "step ms", "compute", "GEMM", "exposed",
-           "optim", "comm ms: X Y Z data data_z xyz (* spans nodes)", "GiB/rank", measured ? "  measured ms (ratio)" : "");
+           "optim", "comm ms: X Y Z data data_z xyz (* spans nodes, ^ one core)", "GiB/rank", measured ? "  measured ms (ratio)" : "");
     for (int i = 0; i < p->nfit && i < top; i++) {
         const ax_plan_cost *c = &p->c[i];
         char g[32], cm[160] = "";
         snprintf(g, sizeof g, "%d,%d,%d,%d", c->grid[0], c->grid[1], c->grid[2], c->grid[3]);
         for (int k = 0; k < AX_PG_N; k++)
             snprintf(cm + strlen(cm), sizeof cm - strlen(cm), "%s%.3g%s", k ? " " : "", c->comm_s[k] * 1e3,
-                     c->inter[k] ? "*" : "");
+                     c->place[k] == AX_PLACE_INTER ? "*" : c->place[k] == AX_PLACE_CORE ? "^" : "");
         printf("%4d %-16s %10.3f %10.3f %10.3f %10.3f %9.3f  %-40s %8.4g", i + 1, g, c->step_s * 1e3,
                c->compute_s * 1e3, c->gemm_s * 1e3, c->exposed_s * 1e3, c->optim_s * 1e3, cm, c->mem_bytes / GIB);
         if (measured) printf("  %10.3f (%.2f)", measured[i] * 1e3, measured[i] / c->step_s);

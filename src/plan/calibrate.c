@@ -50,18 +50,26 @@ static void run_coll(void *p) {
 
 static double ring_factor(int op, int p) { return (op == AX_COLL_AR ? 2.0 : 1.0) * (p - 1) / p; }
 
-/* one layout of groups of p ranks: consecutive (stride 1) or strided (stride W/p) */
+/* one layout of groups of p ranks: consecutive (stride 1) or strided (stride
+ * W/p), measured unless a layout of the same placement was: across nodes
+ * where any group's members are on two nodes, on one core where every
+ * group's members are bound to one core (core_of: -1 unbound), else within a
+ * node */
 static int measure_groups(ax_machine *m, const ax_calib_opts *o, MPI_Comm w, int p, int strided,
-                          const int *node_of, int *done_place) {
+                          const int *node_of, const int *core_of, int *done_place) {
     int W, r;
     MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
-    int color = strided ? r % (W / p) : r / p;
-    /* spans nodes when any member's node differs from the group's first */
-    int first = strided ? color : color * p, inter = 0;
-    for (int i = 0; i < p; i++) inter |= node_of[strided ? color + i * (W / p) : first + i] != node_of[first];
+    int color = strided ? r % (W / p) : r / p, s = strided ? W / p : 1;
+    int first = strided ? color : color * p, inter = 0, one_core = core_of[first] >= 0;
+    for (int i = 0; i < p; i++) {
+        inter |= node_of[first + i * s] != node_of[first];
+        one_core &= core_of[first + i * s] == core_of[first];
+    }
     MPI_Allreduce(MPI_IN_PLACE, &inter, 1, MPI_INT, MPI_MAX, w);
-    if (done_place[inter]) return 0;
-    done_place[inter] = 1;
+    MPI_Allreduce(MPI_IN_PLACE, &one_core, 1, MPI_INT, MPI_MIN, w);
+    int place = inter ? AX_PLACE_INTER : one_core ? AX_PLACE_CORE : AX_PLACE_INTRA;
+    if (done_place[place]) return 0;
+    done_place[place] = 1;
     MPI_Comm gc;
     MPI_Comm_split(w, color, r, &gc);
     ax_comm c;
@@ -79,7 +87,7 @@ static int measure_groups(ax_machine *m, const ax_calib_opts *o, MPI_Comm w, int
             xs[k] = 4.0 * n * ring_factor(op, p);
             if (o->verbose && r == 0)
                 printf("  %-14s group %3d %-5s %10zu bytes  %10.1f us  %8.3f GB/s\n", ax_coll_names[op], p,
-                       inter ? "inter" : "intra", 4 * n, ts[k] * 1e6, xs[k] / ts[k] / 1e9);
+                       ax_place_names[place], 4 * n, ts[k] * 1e6, xs[k] / ts[k] / 1e9);
             k++;
         }
         /* a message never costs less than a smaller one: a smaller message timed slower was
@@ -88,7 +96,7 @@ static int measure_groups(ax_machine *m, const ax_calib_opts *o, MPI_Comm w, int
         for (int i = k - 2; i >= 0; i--) ts[i] = fmin(ts[i], ts[i + 1]);
         if (m->nfit == AX_MACHINE_FITS) break;
         ax_coll_fit *f = &m->fit[m->nfit++];
-        f->op = op; f->group = p; f->inter = inter;
+        f->op = op; f->group = p; f->place = place;
         ax_fit_alpha_beta(xs, ts, k, &f->alpha, &f->beta);
         f->npt = k < AX_COLL_POINTS ? k : AX_COLL_POINTS;
         memcpy(f->pt_bytes, xs, f->npt * sizeof(double));
@@ -391,19 +399,35 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     int W, r, local;
     MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
     MPI_Comm_split_type(w, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    MPI_Comm_size(node, &local);
+    int lr;
+    MPI_Comm_size(node, &local); MPI_Comm_rank(node, &lr);
     /* ranks (times their threads) to a core of the node: the cores any rank of it may run on */
-    cpu_set_t cores;
-    CPU_ZERO(&cores);
-    if (sched_getaffinity(0, sizeof cores, &cores)) CPU_SET(0, &cores);
+    cpu_set_t mine, cores;
+    CPU_ZERO(&mine);
+    if (sched_getaffinity(0, sizeof mine, &mine)) CPU_SET(0, &mine);
+    cores = mine;
     MPI_Allreduce(MPI_IN_PLACE, &cores, sizeof cores, MPI_BYTE, MPI_BOR, node);
     int ncores = CPU_COUNT(&cores), share = (local * ax_be()->threads() + ncores - 1) / ncores;
+    /* a rank bound to one core: that core, and its place among the node's (-1: not bound to one) */
+    int core = -1, pos = -1;
+    for (int c = 0; c < CPU_SETSIZE && CPU_COUNT(&mine) == 1; c++)
+        if (CPU_ISSET(c, &cores)) { pos++; if (CPU_ISSET(c, &mine)) { core = c; break; } }
     int leader = r;
     MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node);
     MPI_Comm_free(&node);
-    int *node_of = ax_malloc(W * sizeof(int));
+    int *node_of = ax_malloc(2 * W * sizeof(int)), *core_of = node_of + W;
     MPI_Allgather(&leader, 1, MPI_INT, node_of, 1, MPI_INT, w);
+    MPI_Allgather(&core, 1, MPI_INT, core_of, 1, MPI_INT, w);
     MPI_Allreduce(&local, &m->ranks_per_node, 1, MPI_INT, MPI_MAX, w);
+    /* how the node's ranks fill its cores, where they outnumber them: every rank bound to one,
+     * the node's l-th on its l mod cores-th (round robin) or its l / (ranks per core)-th (blocks) */
+    int fit[2] = {core >= 0 && pos == lr % ncores, core >= 0 && local % ncores == 0 && pos == lr / (local / ncores)};
+    MPI_Allreduce(MPI_IN_PLACE, fit, 2, MPI_INT, MPI_MIN, w);
+    MPI_Allreduce(MPI_IN_PLACE, &ncores, 1, MPI_INT, MPI_MIN, w);
+    if (m->ranks_per_node > ncores) {
+        m->cores_per_node = ncores;
+        m->core_map = fit[0] ? AX_CORES_ROUND_ROBIN : fit[1] ? AX_CORES_BLOCK : AX_CORES_UNKNOWN;
+    }
     double mem = (double)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE) / local;
     MPI_Allreduce(&mem, &m->mem_bytes, 1, MPI_DOUBLE, MPI_MIN, w);
     char host[64] = "this machine";
@@ -414,9 +438,9 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     if (o->verbose && r == 0) printf("collectives (the slowest rank's time per call; GB/s of the ring volume):\n");
     for (int p = 2; p <= W; p++) {
         if (W % p) continue;
-        int done[2] = {0, 0};
-        measure_groups(m, o, w, p, 0, node_of, done);
-        if (p < W) measure_groups(m, o, w, p, 1, node_of, done);
+        int done[AX_PLACE_N] = {0};
+        measure_groups(m, o, w, p, 0, node_of, core_of, done);
+        if (p < W) measure_groups(m, o, w, p, 1, node_of, core_of, done);
     }
     if (W == 1)   /* nothing to measure: a group of one costs nothing, but the file needs an entry */
         for (int op = 0; op < AX_COLL_N; op++) m->fit[m->nfit++] = (ax_coll_fit){op, 0, 0, 0, 0};

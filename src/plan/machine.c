@@ -8,6 +8,8 @@
 #include <string.h>
 
 const char *const ax_coll_names[AX_COLL_N] = {"allreduce", "allgather", "reduce_scatter"};
+const char *const ax_place_names[AX_PLACE_N] = {"intra", "inter", "core"};
+static const char *const core_maps[] = {"unknown", "round_robin", "block"};   /* ax_core_map */
 const char *const ax_machine_preset_list = "perlmutter, frontier, alps, h100x8, h200x8 or cpu";
 
 static int op_of(const char *s) {
@@ -15,7 +17,24 @@ static int op_of(const char *s) {
     return -1;
 }
 
-double ax_machine_coll(const ax_machine *m, int op, int p, int inter, double bytes) {
+/* how far a fit's placement is from the one asked for: one core, within a node, across nodes in a line */
+static int place_dist(int a, int b) {
+    static const int pos[AX_PLACE_N] = {1, 2, 0};
+    return abs(pos[a] - pos[b]);
+}
+
+int ax_machine_place(const ax_machine *m, int s, int p, int P) {
+    int R = m->ranks_per_node, C = m->cores_per_node;
+    /* a group of p ranks, stride s, stays in one node when the job fits in one node or s*p ranks tile the node */
+    if (p > 1 && P > R && !(s * p <= R && R % (s * p) == 0)) return AX_PLACE_INTER;
+    if (p < 2 || C < 1 || R <= C) return AX_PLACE_INTRA;
+    if (m->core_map == AX_CORES_ROUND_ROBIN && s % C == 0) return AX_PLACE_CORE;
+    int per = R / C;   /* in blocks: s*p ranks tile a core's */
+    if (m->core_map == AX_CORES_BLOCK && R % C == 0 && s * p <= per && per % (s * p) == 0) return AX_PLACE_CORE;
+    return AX_PLACE_INTRA;
+}
+
+double ax_machine_coll(const ax_machine *m, int op, int p, int place, double bytes) {
     if (p <= 1) return 0;
     const ax_coll_fit *best = NULL;
     int best_score = 1 << 30;
@@ -23,7 +42,7 @@ double ax_machine_coll(const ax_machine *m, int op, int p, int inter, double byt
         const ax_coll_fit *f = &m->fit[i];
         if (f->op != op) continue;
         /* the placement matters most, then the group size (0: any) */
-        int score = (f->inter != inter) * (1 << 20) + (f->group ? abs(f->group - p) : 1 << 19);
+        int score = place_dist(f->place, place) * (1 << 20) + (f->group ? abs(f->group - p) : 1 << 19);
         if (score < best_score) { best_score = score; best = f; }
     }
     if (!best)   /* no fit of this collective: an all-reduce is two rounds of the others */
@@ -76,6 +95,16 @@ static int parse(ax_machine *m, json_t *j, const char *path) {
     AX_TRY(num(j, "ranks_per_node", &rpn, path, "", 1));
     if (rpn < 1 || rpn != floor(rpn)) return AX_ERR("--machine %s: \"ranks_per_node\" must be an integer >= 1", path);
     m->ranks_per_node = (int)rpn;
+    double cpn = 0;
+    AX_TRY(num(j, "cores_per_node", &cpn, path, "", 0));
+    if (cpn != floor(cpn)) return AX_ERR("--machine %s: \"cores_per_node\" must be a whole number", path);
+    m->cores_per_node = (int)cpn;
+    json_t *cm = json_object_get(j, "core_map");
+    m->core_map = cm ? -1 : AX_CORES_UNKNOWN;
+    for (int k = 0; json_is_string(cm) && k < 3; k++)
+        if (!strcmp(json_string_value(cm), core_maps[k])) m->core_map = k;
+    if (m->core_map < 0)
+        return AX_ERR("--machine %s: field \"core_map\": expected unknown, round_robin or block", path);
     AX_TRY(num(j, "memory_per_rank_bytes", &m->mem_bytes, path, "", 1));
     AX_TRY(num(j, "attention_flops", &m->attn_flops, path, "", 1));
     AX_TRY(num(j, "memory_bandwidth", &m->mem_bw, path, "", 1));
@@ -151,9 +180,11 @@ static int parse(ax_machine *m, json_t *j, const char *path) {
         json_t *op = json_object_get(e, "op"), *pl = json_object_get(e, "placement");
         if (!json_is_string(op) || (f->op = op_of(json_string_value(op))) < 0)
             return AX_ERR("--machine %s: field \"op\"%s: expected allreduce, allgather or reduce_scatter", path, where);
-        if (!json_is_string(pl) || (strcmp(json_string_value(pl), "intra") && strcmp(json_string_value(pl), "inter")))
-            return AX_ERR("--machine %s: field \"placement\"%s: expected intra or inter", path, where);
-        f->inter = strcmp(json_string_value(pl), "inter") == 0;
+        f->place = AX_PLACE_N;
+        for (int k = 0; json_is_string(pl) && k < AX_PLACE_N; k++)
+            if (!strcmp(json_string_value(pl), ax_place_names[k])) f->place = k;
+        if (f->place == AX_PLACE_N)
+            return AX_ERR("--machine %s: field \"placement\"%s: expected intra, inter or core", path, where);
         double gs = 0;
         AX_TRY(num(e, "group", &gs, path, where, 1));
         f->group = (int)gs;
@@ -192,6 +223,10 @@ int ax_machine_write(const ax_machine *m, const char *path) {
     json_object_set_new(j, "name", json_string(m->name));
     json_object_set_new(j, "source", json_string(m->source));
     json_object_set_new(j, "ranks_per_node", json_integer(m->ranks_per_node));
+    if (m->cores_per_node > 0) {
+        json_object_set_new(j, "cores_per_node", json_integer(m->cores_per_node));
+        json_object_set_new(j, "core_map", json_string(core_maps[m->core_map]));
+    }
     json_object_set_new(j, "memory_per_rank_bytes", json_real(m->mem_bytes));
     json_object_set_new(g, "flops", json_real(m->gemm_flops));
     json_object_set_new(g, "alpha_s", json_real(m->gemm_alpha));
@@ -222,7 +257,7 @@ int ax_machine_write(const ax_machine *m, const char *path) {
     for (int i = 0; i < m->nfit; i++) {
         const ax_coll_fit *f = &m->fit[i];
         json_t *e = json_pack("{s:s, s:i, s:s, s:f, s:f}", "op", ax_coll_names[f->op], "group", f->group, "placement",
-                              f->inter ? "inter" : "intra", "alpha_s", f->alpha, "beta_s_per_byte", f->beta);
+                              ax_place_names[f->place], "alpha_s", f->alpha, "beta_s_per_byte", f->beta);
         if (f->npt) {
             json_t *pts = json_array();
             for (int k = 0; k < f->npt; k++) json_array_append_new(pts, json_pack("[f, f]", f->pt_bytes[k], f->pt_s[k]));
@@ -290,7 +325,7 @@ int ax_machine_preset(ax_machine *m, const char *name) {
         m->overlap_eff = strcmp(p->name, "cpu") ? 1 : 0;
         for (int op = 0; op < AX_COLL_N; op++)
             for (int inter = 0; inter < 2; inter++)
-                m->fit[m->nfit++] = (ax_coll_fit){op, 0, inter, inter ? 15e-6 : 5e-6,
+                m->fit[m->nfit++] = (ax_coll_fit){op, 0, inter ? AX_PLACE_INTER : AX_PLACE_INTRA, inter ? 15e-6 : 5e-6,
                                                   1.0 / (0.8 * (inter ? p->inter_bw : p->intra_bw))};
         return 0;
     }

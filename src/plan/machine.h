@@ -21,10 +21,22 @@
 
 typedef enum { AX_COLL_AR, AX_COLL_AG, AX_COLL_RS, AX_COLL_N } ax_coll_op;
 extern const char *const ax_coll_names[AX_COLL_N];     /* allreduce, allgather, reduce_scatter */
+/* Where a group's ranks are: within one node, across nodes, or all on one
+ * core (ranks outnumbering the cores): such a group's ranks take turns and
+ * copy through that core's caches, no peer waiting on another core (all-
+ * reduce of 128 KiB in groups of 2 on a 2-core VM, 4 ranks a core: 62 us on
+ * one core, 154 us across both). */
+typedef enum { AX_PLACE_INTRA, AX_PLACE_INTER, AX_PLACE_CORE, AX_PLACE_N } ax_place;
+extern const char *const ax_place_names[AX_PLACE_N];   /* intra, inter, core */
+/* How a node's ranks, in rank order, fill its cores when they outnumber them
+ * (bench comm reads the bindings): unknown (no group is taken as one core's),
+ * round robin (node rank l on core l mod cores: Open MPI's --bind-to core),
+ * or in blocks (l / ranks per core). */
+typedef enum { AX_CORES_UNKNOWN, AX_CORES_ROUND_ROBIN, AX_CORES_BLOCK } ax_core_map;
 
 #define AX_COLL_POINTS 16
 typedef struct {
-    int op, group, inter;     /* group 0: any size; inter: the group spans nodes */
+    int op, group, place;     /* group 0: any size; place: ax_place */
     double alpha, beta;       /* seconds, seconds per byte */
     int npt;                  /* measured points, bytes (ring factor applied) ascending, and seconds */
     double pt_bytes[AX_COLL_POINTS], pt_s[AX_COLL_POINTS];
@@ -42,6 +54,7 @@ typedef struct { int T, hd; double flops; } ax_attn_point;
 typedef struct {
     char name[128], source[256];
     int ranks_per_node;
+    int cores_per_node, core_map;   /* ax_core_map; where ranks outnumber cores, else 0 */
     double mem_bytes;          /* memory per rank */
     double gemm_flops;         /* GEMM rate of large shapes, per rank */
     double gemm_alpha;         /* fixed seconds per GEMM call (small shapes fall short of the rate) */
@@ -74,11 +87,15 @@ int ax_machine_write(const ax_machine *m, const char *path);
 /* perlmutter, frontier, alps, h100x8, h200x8, cpu (an estimate for this kind of machine) */
 int ax_machine_preset(ax_machine *m, const char *name);
 extern const char *const ax_machine_preset_list;
-/* Seconds of one collective of `bytes` (ring factor applied) over p ranks;
- * 0 for p = 1. Takes the fit of that group size and placement, else the
- * nearest group size, else the other placement; between its measured points
- * their interpolation, beyond the last one the last segment's slope. */
-double ax_machine_coll(const ax_machine *m, int op, int p, int inter, double bytes);
+/* Seconds of one collective of `bytes` (ring factor applied) over p ranks
+ * placed as `place`; 0 for p = 1. Takes the fit of that group size and
+ * placement, else the nearest group size, else the nearest placement (one
+ * core, within a node, across nodes, in that order); between its measured
+ * points their interpolation, beyond the last one the last segment's slope. */
+double ax_machine_coll(const ax_machine *m, int op, int p, int place, double bytes);
+/* The placement of a group of p ranks at stride s among P (ranks in node
+ * blocks of ranks_per_node, and on a node's cores by core_map). */
+int ax_machine_place(const ax_machine *m, int s, int p, int P);
 /* Seconds of a GEMM of `flops`, its inputs in bf16 or fp32, at the fit */
 static inline double ax_machine_gemm(const ax_machine *m, double flops, int bf16) {
     if (bf16 && m->gemm_bf16_flops > 0) return m->gemm_bf16_alpha + flops / m->gemm_bf16_flops;

@@ -29,10 +29,6 @@ static const char *illegal(const ax_plan_job *j, const int g[4], char *buf, size
     return buf;
 }
 
-/* a group of p ranks, stride s in rank order, stays in one node when the job
- * fits in one node or s*p ranks tile the node */
-static int spans(int s, int p, int P, int R) { return p > 1 && P > R && !(s * p <= R && R % (s * p) == 0); }
-
 typedef struct { ax_gemm_point *p; int n, max; } ax_shapes;   /* the distinct GEMMs met */
 /* scale: repetitions; rec: where the GEMMs are listed (NULL: nowhere) */
 typedef struct { const ax_machine *m; ax_plan_cost *c; double scale; int bf16; ax_shapes *rec; } ax_acc;
@@ -41,7 +37,7 @@ typedef struct { const ax_machine *m; ax_plan_cost *c; double scale; int bf16; a
 static double coll(ax_acc *a, int group, int op, int p, double elems, double bytes_per) {
     if (p <= 1 || elems <= 0) return 0;
     double f = (op == AX_COLL_AR ? 2.0 : 1.0) * (p - 1) / p, bytes = f * elems * bytes_per;
-    double t = a->scale * ax_machine_coll(a->m, op, p, a->c->inter[group], bytes);
+    double t = a->scale * ax_machine_coll(a->m, op, p, a->c->place[group], bytes);
     a->c->comm_s[group] += t;
     a->c->comm_bytes[group] += a->scale * bytes;
     a->c->n_coll[group] += a->scale;
@@ -101,7 +97,7 @@ static void estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, 
     if (illegal(j, g, c->why, sizeof c->why)) return;
     c->legal = 1;
     const ax_gpt_config *cf = &j->cfg;
-    int D = g[0], X = g[1], Y = g[2], Z = g[3], P = D * X * Y * Z, R = m->ranks_per_node;
+    int D = g[0], X = g[1], Y = g[2], Z = g[3], P = D * X * Y * Z;
     int64_t C = cf->n_embd, L = cf->n_layer, T = j->seq, nh = cf->n_head, hd = C / nh;
     int llama = cf->arch == AX_ARCH_LLAMA, tables = cf->untied ? 2 : 1;
     int64_t KV = cf->n_kv_head ? cf->n_kv_head : nh, F = cf->n_inner ? cf->n_inner : 4 * C;
@@ -147,7 +143,7 @@ static void estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, 
     if (!with_time) return;
     /* ---- placement of each group (x fastest) ---- */
     int size[AX_PG_N] = {X, Y, Z, D, D * Z, X * Y * Z}, stride[AX_PG_N] = {1, X, X * Y, X * Y * Z, X * Y, 1};
-    for (int i = 0; i < AX_PG_N; i++) c->inter[i] = spans(stride[i], size[i], P, R);
+    for (int i = 0; i < AX_PG_N; i++) c->place[i] = ax_machine_place(m, stride[i], size[i], P);
     /* ---- one micro-batch, repeated accum times ---- */
     ax_acc a = {m, c, j->grad_accum, j->act_bytes == 2, rec};   /* --dtype bf16: the GEMMs read bf16 */
     double elem = 0, kern_s = 0;   /* bytes through the elementwise kernels; seconds of those charged per element */

@@ -53,7 +53,7 @@ typedef struct {
     char why[200];               /* why not, when !legal or !fits */
     double step_s, compute_s, gemm_s, attn_s, elem_s, optim_s;
     double comm_s[AX_PG_N], comm_total_s, hidden_s, exposed_s;   /* hidden by the overlaps in force */
-    int inter[AX_PG_N];          /* the group spans nodes */
+    int place[AX_PG_N];          /* ax_place: within a node, across nodes, on one core */
     double comm_bytes[AX_PG_N];  /* per rank per step */
     double n_coll[AX_PG_N];      /* collectives per step */
     int64_t n_local;             /* parameters per rank */
