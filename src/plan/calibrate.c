@@ -345,7 +345,7 @@ static void measure_job(ax_machine *m, const ax_calib_opts *o, const ax_operand_
         ax_dtype t = p->bf16 ? AX_BF16 : AX_F32;
         double f = ax_gemm_hot_share(p, share, l2), fl = 2.0 * p->m * p->n * p->k;
         double s = fl / ax_gemm_rate(t, p->m, p->n, p->k, p->ta, p->tb, pool, o->min_s, w);
-        if (f > 0.05) {
+        if (f > 0.05) {   /* below, not worth a second timing */
             s = (1 - f) * s + f * fl / ax_gemm_rate(t, p->m, p->n, p->k, p->ta, p->tb, &hot, o->min_s, w);
             nhot++;
         }
