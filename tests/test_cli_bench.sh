@@ -90,6 +90,26 @@ rej = {tuple(g['grid']): g['reason'] for g in p['rejected']}
 assert 'micro-batch of 4 sequences does not divide over D*Z = 8' not in rej.values()
 assert len(rej) + len(r) == 10"
 then ok "plan --machine (bench comm's file) --json"; else bad "plan json"; cat p.err; head -c 600 p.json; fi
+# ranks outnumbering the cores, bound round robin (Open MPI's --bind-to core): bench comm reads the bindings,
+# records the core map and measures the strided groups of 2 (stride = the cores) as one core's; the plan
+# then places a grid's Z group of stride 2 on one core and its Y group of stride 1 across both (2 cores)
+NC=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc); MPIB=()   # nproc heeds OMP_NUM_THREADS
+for a in "${MPI[@]}"; do [ "$a" = --bind-to ] || [ "$a" = none ] || MPIB+=("$a"); done
+MPIB+=(--bind-to core:overload-allowed)
+if [ "$NC" != 2 ] || ! "${MPI[0]}" --version 2>/dev/null | grep -qE "Open MPI|OpenRTE"; then
+  ok "bench comm, 4 ranks bound to 2 cores: not run ($NC cores, or not Open MPI)"
+elif "${MPIB[@]}" -np 4 "$BIN" bench comm --out mc.json --max-kib 16 --gemm-max 128 \
+       --min-time 0.005 >cc.out 2>cc.err \
+   && "$BIN" plan --ranks 4 --machine mc.json "${MODEL[@]}" --json --top 10 >pc.json 2>>cc.err && python3 -c "
+import json; m = json.load(open('mc.json'))
+assert m['cores_per_node'] == 2 and m['core_map'] == 'round_robin', (m.get('cores_per_node'), m.get('core_map'))
+pl = {(c['group'], c['placement']) for c in m['collectives']}
+assert {(2, 'core'), (2, 'intra'), (4, 'intra')} == pl, pl
+g = {tuple(r['grid']): r['placement'] for r in json.load(open('pc.json'))['ranked']}
+assert g[(1, 1, 2, 2)]['Z'] == 'core' and g[(1, 1, 2, 2)]['Y'] == 'intra' and g[(1, 1, 1, 4)]['Z'] == 'intra', g" \
+   && grep -q "allreduce .*group   2 core" cc.out
+then ok "bench comm, 4 ranks bound to 2 cores: groups on one core measured and placed"
+else bad "bench comm, ranks bound to cores"; cat cc.err; grep -E "core|intra" cc.out | head -5; fi
 if "$BIN" plan --ranks 8 --machine perlmutter "${MODEL[@]}" >p.txt 2>&1 && grep -q "^   1 " p.txt \
    && grep -q "n_head 4 is not divisible by Y = 8" p.txt && grep -q "smallest rank count" p.txt
 then ok "plan text: ranking and reasons"; else bad "plan text"; cat p.txt; fi
