@@ -5,7 +5,9 @@ to the measured best. A directory of rounds (DIR/round1, round2, ...: each its
 own calibration, plans and benches) is scored per round (prediction and
 measurement of the same round) and on the per-grid medians over rounds, with
 the measurements' round-to-round spread: the MAPE that even a predictor of
-the median step would score against one round (the noise floor). Writes
+the median step would score against one round (the noise floor). A bench's
+step is its median over the timed iterations (its mean where the bench
+predates the median: results before 2026-12-06's third session). Writes
 DIR/points.tsv (model, grid, predicted and measured ms; medians over rounds)
 for bench/plan_accuracy_plot.sh unless --no-points. --variant V scores the
 plans plan_K_V.json instead of plan_K.json (plan_accuracy.sh writes "generic":
@@ -48,7 +50,7 @@ def load_round(d, key):
         if os.path.exists(f): rows[','.join(map(str, g['grid']))] = (g, json.load(open(f)))
     return plan, rows
 
-def fmt(v): return '%.2f' % v
+def step(b): return b.get('ms_median', b['ms_per_iter'])
 def rng(vs): return '%.2f-%.2f' % (min(vs), max(vs)) if len(vs) > 1 else ''
 
 args = sys.argv[1:]
@@ -68,7 +70,7 @@ for key in keys:
         key, m['n_layer'], m['n_head'], m['n_embd'], m['vocab_size'], plan['seq'], plan['batch'], plan['ranks'],
         len(rounds), 's' if len(rounds) > 1 else ''))
     pr = {g: [rows[g][0]['step_ms'] for _, rows in data] for g in grids}
-    ms = {g: [rows[g][1]['ms_per_iter'] for _, rows in data] for g in grids}
+    ms = {g: [step(rows[g][1]) for _, rows in data] for g in grids}
     med = lambda xs: statistics.median(xs)
     pred = [med(pr[g]) for g in grids]; meas = [med(ms[g]) for g in grids]
     part = lambda g, f: med([f(rows[g]) for _, rows in data])
@@ -91,7 +93,7 @@ for key in keys:
     if len(rounds) > 1:
         print('\n| round | MAPE | Spearman | first choice | measured best | gap |\n|---|---|---|---|---|---|')
         for k, (r, (_, rows)) in enumerate(zip(rounds, data)):
-            e, s, first, best, gap = scores(grids, [rows[g][0]['step_ms'] for g in grids], [rows[g][1]['ms_per_iter'] for g in grids])
+            e, s, first, best, gap = scores(grids, [rows[g][0]['step_ms'] for g in grids], [step(rows[g][1]) for g in grids])
             print('| %s | %.1f%% | %.3f | %s | %s | %.1f%% |' % (os.path.basename(r), e, s, first, best, gap))
         noise = mape([med(ms[g]) for g in grids for _ in rounds], [t for g in grids for t in ms[g]])
         spread = med([(max(ms[g]) - min(ms[g])) / med(ms[g]) for g in grids])

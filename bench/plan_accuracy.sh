@@ -8,10 +8,12 @@
 # second prediction (plan_K_generic.json: what a machine measured without the
 # model would predict). bench/plan_accuracy.py compares predicted with measured
 # per round and on the per-grid medians, and states the round-to-round spread of
-# the measurements (the noise floor).
-#   bash bench/plan_accuracy.sh [--ranks 4] [--iters 6] [--rounds 3] [--out DIR] [--axonn build/axonn]
+# the measurements (the noise floor). A grid's measured step is the median over
+# its timed iterations: a burst of other work on the VM (one iteration of 4 at
+# 35 ms where the others took 21) moves the mean, not the median.
+#   bash bench/plan_accuracy.sh [--ranks 4] [--iters 20] [--rounds 3] [--out DIR] [--axonn build/axonn]
 set -eu
-P=4; ITERS=6; ROUNDS=3; AX=build/axonn; OUT=; OUTSET=0
+P=4; ITERS=20; ROUNDS=3; AX=build/axonn; OUT=; OUTSET=0
 while [ $# -gt 0 ]; do case $1 in
   --ranks) P=$2; shift 2;; --iters) ITERS=$2; shift 2;; --rounds) ROUNDS=$2; shift 2;; --axonn) AX=$2; shift 2;;
   --out) OUT=$2; OUTSET=1; shift 2;; *) echo "unknown option $1" >&2; exit 2;; esac; done

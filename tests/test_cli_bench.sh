@@ -14,7 +14,7 @@ check_bench() {   # name file ranks
 import json, sys
 b = json.load(open(sys.argv[1])); P = int(sys.argv[2])
 need = ["ranks", "grid", "threads_per_rank", "model", "batch", "seq", "iters", "timed_iters", "ms_per_iter",
-        "ms_min", "ms_max", "tokens_per_iter", "tokens_per_s", "model_flops_per_s", "model_flops_per_s_per_rank",
+        "ms_median", "ms_min", "ms_max", "tokens_per_iter", "tokens_per_s", "model_flops_per_s", "model_flops_per_s_per_rank",
         "hardware_flops_per_s", "hardware_flops_per_s_per_rank", "gemm_ceiling", "model_percent_of_gemm_ceiling",
         "split_ms"]
 miss = [k for k in need if k not in b]
@@ -33,7 +33,7 @@ assert abs(sum(s["comm"].values()) - s["comm_total"]) < 1e-3
 assert b["tokens_per_iter"] == b["batch"] * b["seq"] == 64
 assert abs(b["tokens_per_s"] - b["tokens_per_iter"] / (b["ms_per_iter"] / 1e3)) <= 1e-3 * b["tokens_per_s"]
 assert abs(b["model_flops_per_s_per_rank"] * P - b["model_flops_per_s"]) <= 1e-5 * b["model_flops_per_s"]
-assert b["ms_min"] <= b["ms_per_iter"] <= b["ms_max"]
+assert b["ms_min"] <= b["ms_per_iter"] <= b["ms_max"] and b["ms_min"] <= b["ms_median"] <= b["ms_max"]
 if P > 1: assert s["comm_total"] > 0, "no communication measured on %d ranks" % P
 PY
 }

@@ -13,6 +13,7 @@
 #include "train/bench.h"
 #include "train/flops.h"
 #include "util/err.h"
+#include "util/stats.h"
 #include <time.h>
 #include <unistd.h>
 
@@ -529,6 +530,15 @@ static void test_time_all(void) {
           hi * 1e3);
 }
 
+/* The median that bench's step and every calibration trial report: one burst
+ * of other work (the 100) moves it not at all, where it moves the mean
+ * fivefold; even counts average the middle pair. */
+static void test_median(void) {
+    double odd[] = {5, 1, 100, 2, 3}, even[] = {4, 1, 3, 2}, one[] = {7};
+    double mo = ax_median(odd, 5), me = ax_median(even, 4), m1 = ax_median(one, 1);
+    CHECK(mo == 3 && me == 2.5 && m1 == 7, "ax_median: %g %g %g, expected 3 2.5 7", mo, me, m1);
+}
+
 /* The operand sets a kernel is calibrated on: every call on the next set, round
  * robin, so each set is used as often as the others (within one call); a timer
  * that kept to the first set would leave the others at 0. */
@@ -549,6 +559,7 @@ static void test_time_sets(void) {
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
+    test_median();
     test_time_all();
     test_time_sets();
     test_gemm_shapes();

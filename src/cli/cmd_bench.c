@@ -47,8 +47,8 @@ static void print_text(const ax_bench_result *b) {
     printf("bench: %d ranks, grid D=%d X=%d Y=%d Z=%d, %d threads/rank, %s, overlap %s%s, gemm-tune %s; %d iterations, "
            "mean of the last %d\n", b->ranks, b->grid[0], b->grid[1], b->grid[2], b->grid[3], b->threads, b->dtype,
            b->overlap, b->keep_gathered ? " (gathered weights kept)" : "", b->gemm_tune, b->iters, b->timed);
-    printf("  %.2f ms/iteration (min %.2f, max %.2f), %.0f tokens/s (%.0f tokens per iteration)\n", ms,
-           b->step_min_s * 1e3, b->step_max_s * 1e3, b->tokens / b->step_s, b->tokens);
+    printf("  %.2f ms/iteration (median %.2f, min %.2f, max %.2f), %.0f tokens/s (%.0f tokens per iteration)\n", ms,
+           b->step_med_s * 1e3, b->step_min_s * 1e3, b->step_max_s * 1e3, b->tokens / b->step_s, b->tokens);
     printf("  model FLOP/s %.4g total, %.4g per rank (72 B s l h^2 (1 + s/6h + V/12hl), no recompute counted)\n",
            b->model_flops / b->step_s, b->model_flops / b->step_s / P);
     printf("  hardware FLOP/s %.4g total, %.4g per rank (96 B s l h^2 (1 + s/6h + V/16hl), full recompute assumed)\n",
@@ -82,8 +82,8 @@ static void print_json(const ax_bench_result *b) {
     json_t *split = json_pack("{s:f, s:f, s:f, s:f, s:f}", "compute", b->compute_s * 1e3, "gemm", b->gemm_s * 1e3,
                               "optimizer", b->optim_s * 1e3, "data", b->data_s * 1e3, "comm_total", comm * 1e3);
     json_object_set_new(split, "comm", groups);
-    json_t *more = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:{s:i, s:i, s:i, s:f}, s:f, s:f, s:f, s:f}",
-        "ms_per_iter", b->step_s * 1e3, "ms_min", b->step_min_s * 1e3, "ms_max", b->step_max_s * 1e3,
+    json_t *more = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:{s:i, s:i, s:i, s:f}, s:f, s:f, s:f, s:f}",
+        "ms_per_iter", b->step_s * 1e3, "ms_median", b->step_med_s * 1e3, "ms_min", b->step_min_s * 1e3, "ms_max", b->step_max_s * 1e3,
         "tokens_per_iter", b->tokens, "tokens_per_s", b->tokens / b->step_s,
         "model_flops_per_iter", b->model_flops, "hardware_flops_per_iter", b->hardware_flops,
         "model_flops_per_s", b->model_flops / b->step_s, "model_flops_per_s_per_rank", b->model_flops / b->step_s / P,

@@ -132,6 +132,8 @@ int ax_bench(const ax_train_opts *o, int iters, int silent, MPI_Comm comm, ax_be
     /* local sums over the timed iterations: data, optimizer, whole step, GEMMs, each group */
     double loc[4 + AX_BG_N] = {0}, c0[AX_BG_N], c1[AX_BG_N];
     double t_sum = 0, t_min = 1e300, t_max = 0;
+    double *t_all = malloc(sizeof(double) * (size_t)iters);   /* before the loop: no allocation between steps */
+    if (!t_all) { ax_run_teardown(&r); return AX_ERR("out of memory for %d iteration times", iters); }
     for (int step = 0; step < iters; step++) {
         int timed = step >= 2;
         if (step == 2) { ax_be()->gemm_timing(1); group_seconds(g, c0); }
@@ -145,6 +147,7 @@ int ax_bench(const ax_train_opts *o, int iters, int silent, MPI_Comm comm, ax_be
         MPI_Allreduce(MPI_IN_PLACE, &dmax, 1, MPI_DOUBLE, MPI_MAX, g->world);
         if (!timed) continue;
         loc[0] += t1 - t0; loc[1] += st.optim_s; loc[2] += dt;
+        t_all[step - 2] = dmax;
         t_sum += dmax; if (dmax < t_min) t_min = dmax; if (dmax > t_max) t_max = dmax;
     }
     group_seconds(g, c1);
@@ -156,6 +159,8 @@ int ax_bench(const ax_train_opts *o, int iters, int silent, MPI_Comm comm, ax_be
     MPI_Allreduce(MPI_IN_PLACE, loc, 4 + AX_BG_N, MPI_DOUBLE, MPI_SUM, g->world);
     double n = (double)res->timed * g->size;
     res->step_s = t_sum / res->timed; res->step_min_s = t_min; res->step_max_s = t_max;
+    res->step_med_s = ax_median(t_all, res->timed);
+    free(t_all);
     res->data_s = loc[0] / n; res->optim_s = loc[1] / n; res->gemm_s = loc[3] / n;
     double comm_total = 0;
     for (int i = 0; i < AX_BG_N; i++) { res->comm_s[i] = loc[4 + i] / n; comm_total += res->comm_s[i]; }

@@ -21,10 +21,11 @@ typedef struct {
     const char *recompute, *dtype, *overlap, *gemm_tune;
     int keep_gathered;
     int iters, timed;                 /* timed = iters - 2 */
-    /* seconds per iteration: the step is the slowest rank's (mean, min, max
-     * over the timed iterations); its parts are means over ranks, so they sum
-     * to at most the step */
-    double step_s, step_min_s, step_max_s;
+    /* seconds per iteration: the step is the slowest rank's (mean, median,
+     * min, max over the timed iterations: the mean as the paper reports it,
+     * the median what a burst of other work on a shared machine moves least);
+     * its parts are means over ranks, so they sum to at most the step */
+    double step_s, step_med_s, step_min_s, step_max_s;
     double data_s, compute_s, gemm_s, optim_s, comm_s[AX_BG_N];
     double tokens, model_flops, hardware_flops;      /* per iteration */
     int gemm_m, gemm_n, gemm_k;                      /* the ceiling's shape */

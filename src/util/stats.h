@@ -2,7 +2,8 @@
 #ifndef AX_UTIL_STATS_H
 #define AX_UTIL_STATS_H
 
-/* The median of x[0..n), n <= 16; x is sorted in place. */
+/* The median of x[0..n); x is sorted in place (insertion sort: n is a few
+ * repeated timings). */
 static inline double ax_median(double *x, int n) {
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && x[j] < x[j - 1]; j--) { double t = x[j]; x[j] = x[j - 1]; x[j - 1] = t; }
