@@ -366,8 +366,8 @@ static void measure_job(ax_machine *m, const ax_calib_opts *o, const ax_operand_
     m->attn[m->nattn++] = (ax_attn_point){T, hd, attn};
     if (o->verbose && r == 0)
         printf("the model's kernels: %d GEMM shapes of its grids of %d ranks, %d with their first operand partly hot "
-               "(L2 %.1f MiB a core) (two passes, the faster kept: %.1f s)%s, attention at T %d, head %d: %.2f GFLOP/s\n", n - n0, W, nhot,
-               l2 / 1048576.0, MPI_Wtime() - t0,
+               "(L2 %.1f MiB a core) (two passes, the faster kept: %.1f s)%s, attention at T %d, head %d: "
+               "%.2f GFLOP/s\n", n - n0, W, nhot, l2 / 1048576.0, MPI_Wtime() - t0,
                n == AX_MACHINE_GEMMS ? " -- the file's limit: any further shapes are charged at the fit" : "", T, hd,
                m->attn[m->nattn - 1].flops / 1e9);
 }

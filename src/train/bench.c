@@ -132,8 +132,7 @@ int ax_bench(const ax_train_opts *o, int iters, int silent, MPI_Comm comm, ax_be
     /* local sums over the timed iterations: data, optimizer, whole step, GEMMs, each group */
     double loc[4 + AX_BG_N] = {0}, c0[AX_BG_N], c1[AX_BG_N];
     double t_sum = 0, t_min = 1e300, t_max = 0;
-    double *t_all = malloc(sizeof(double) * (size_t)iters);   /* before the loop: no allocation between steps */
-    if (!t_all) { ax_run_teardown(&r); return AX_ERR("out of memory for %d iteration times", iters); }
+    double *t_all = ax_malloc(sizeof(double) * (size_t)iters);   /* before the loop: no allocation between steps */
     for (int step = 0; step < iters; step++) {
         int timed = step >= 2;
         if (step == 2) { ax_be()->gemm_timing(1); group_seconds(g, c0); }
