@@ -236,13 +236,14 @@ static void test_fit_and_files(void) {
         {"\"gemm\": {\"flops\": 1e9}, \"attention_shapes\": [{\"T\": 0, \"hd\": 64, \"flops\": 1e9}]", "attention_shapes"},
         {"\"gemm\": {\"flops\": 1e9}", "points\"[1]"},   /* the points of the fit below: bytes not ascending */
     };
-    for (int i = 0; i < 9; i++) {   /* 6, 7, 8: a placement, a core map and a core count that are not one */
+    for (int i = 0; i < 10; i++) {   /* 6 .. 9: a placement, a core map, a fractional and a negative core count */
         f = fopen(path, "w");
         fprintf(f, "{\"ranks_per_node\": 2, \"memory_per_rank_bytes\": 1e9, %s, \"attention_flops\": 1e9, "
                    "\"memory_bandwidth\": 1e9, \"collectives\": [{\"op\": \"allreduce\", \"group\": 0, \"placement\": "
                    "\"%s\", \"alpha_s\": 0, \"beta_s_per_byte\": 1e-9%s}]%s}\n", i < 6 ? bad[i][0] : "\"gemm\": {\"flops\": 1e9}",
                 i == 6 ? "socket" : "intra", i == 5 ? ", \"points\": [[4096, 1e-5], [4096, 2e-5]]" : "",
-                i == 7 ? ", \"cores_per_node\": 2, \"core_map\": \"scatter\"" : i == 8 ? ", \"cores_per_node\": 2.5" : "");
+                i == 7 ? ", \"cores_per_node\": 2, \"core_map\": \"scatter\"" : i == 8 ? ", \"cores_per_node\": 2.5"
+                                                                          : i == 9 ? ", \"cores_per_node\": -2" : "");
         fclose(f);
         const char *want = i < 6 ? bad[i][1] : i == 6 ? "expected intra, inter or core" : i == 7 ? "\"core_map\": expected"
                                                                                                    : "\"cores_per_node\" must be";

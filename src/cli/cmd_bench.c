@@ -16,11 +16,12 @@ static const char *usage =
     "       [mpirun -np P] axonn bench comm [--out FILE] [options]\n"
     "       [mpirun -np P] axonn bench gemm [options]\n\n"
     "Times --iters training steps (model and batch options as in axonn train; synthetic\n"
-    "tokens unless --data) and reports the mean of all but the first two: ms per\n"
-    "iteration, tokens/s, model and hardware FLOP/s (SPEC 5), the share of a GEMM ceiling\n"
-    "measured in the same run, and the time split into compute, blocked communication per\n"
-    "group, optimizer and data. 'bench comm' measures collectives, GEMMs and kernels\n"
-    "into a machine description for axonn plan (--help after 'comm' lists its options).\n"
+    "tokens unless --data) and reports the mean of all but the first two (their median\n"
+    "beside it): ms per iteration, tokens/s, model and hardware FLOP/s (SPEC 5), the share\n"
+    "of a GEMM ceiling measured in the same run, and the time split into compute, blocked\n"
+    "communication per group, optimizer and data. 'bench comm' measures collectives,\n"
+    "GEMMs and kernels into a machine description for axonn plan (--help after 'comm'\n"
+    "lists its options).\n"
     "'bench gemm' times each layout of the step's local GEMMs (forward, dX, dW of every\n"
     "layer; --gemm-tune's candidates) and prints the layout the tuner keeps and its gain.";
 
@@ -38,7 +39,8 @@ static const char *usage_comm =
     "the operands of the core's ranks fit in its L2).\n"
     "With a model (--preset, size flags or --init, and its --batch, --seq, --grad-accum,\n"
     "--dtype) also every GEMM of its steps on the grids of P ranks, at their shapes and\n"
-    "layouts, and the attention at its sequence length and head size: axonn plan then\n"
+    "layouts, and the attention at its sequence length and head size, each in two passes\n"
+    "with the faster kept (a burst of other work slows one): axonn plan then\n"
     "charges those kernels as measured; LayerNorm, the activation, the adds, AdamW and the\n"
     "overlap are timed at its sizes.";
 
