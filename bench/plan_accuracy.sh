@@ -62,5 +62,10 @@ print('\n'.join(g[s:]+g[:s]))")
   read -r s1 t1 < <(cpu_ticks)
   echo "round $r: $(( $(date +%s) - start )) s, steal $(awk -v a=$((s1 - s0)) -v b=$((t1 - t0)) 'BEGIN{printf "%.1f", b ? 100*a/b : 0}')% of CPU time, $(cut -d' ' -f1-3 /proc/loadavg) load" | tee -a "$OUT/config.txt"
 done
-{ python3 bench/plan_accuracy.py "$OUT"; echo "# without the models' own kernel shapes (the generic machine file)"; echo
-  python3 bench/plan_accuracy.py "$OUT" --variant generic --no-points; } | tee "$OUT/summary.md"
+# the folder's summary (bench/README.md, "results/"): README.md, points.tsv and config.txt are
+# committed; the rounds' raw files (round*/) are not (bench/results/.gitignore)
+{ echo "# Planner accuracy: $(basename "$OUT")"; echo
+  echo "\`bash bench/plan_accuracy.sh --ranks $P --iters $ITERS --rounds $ROUNDS\` at $(git rev-parse --short HEAD), $(date +%F);"
+  echo "machine, commit and load in \`config.txt\`; predicted and measured ms per grid in \`points.tsv\`."; echo
+  python3 bench/plan_accuracy.py "$OUT"; echo "# without the models' own kernel shapes (the generic machine file)"; echo
+  python3 bench/plan_accuracy.py "$OUT" --variant generic --no-points; } | tee "$OUT/README.md"

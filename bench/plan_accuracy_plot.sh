@@ -10,7 +10,9 @@ out=$1; shift
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 plots=""; i=0
 for d in "$@"; do
-  python3 "$(dirname "$0")/plan_accuracy.py" "$d" >/dev/null      # (re)writes $d/points.tsv
+  if [ -n "$(ls "$d"/plan_*.json "$d"/round*/plan_*.json 2>/dev/null)" ]; then   # raw data here: rescore
+    python3 "$(dirname "$0")/plan_accuracy.py" "$d" >/dev/null    # (re)writes $d/points.tsv
+  fi                                                              # else the committed points.tsv
   for k in $(cut -f1 "$d/points.tsv" | sort -u); do
     i=$((i + 1)); awk -F'\t' -v k="$k" '$1 == k' "$d/points.tsv" >"$tmp/$i.tsv"
     plots="$plots${plots:+, }'$tmp/$i.tsv' using 3:4 with points pt 7 ps 1.2 title '$(basename "$d") model $k'"
