@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Overlapped communication (SPEC §4) on 2 ranks x 1 thread against 1 rank x 2
+# Overlapped communication (docs/algorithm.md §4) on 2 ranks x 1 thread against 1 rank x 2
 # threads: `axonn bench` of every 2-rank grid with --overlap none and all,
 # and each overlap alone on the grids where it applies. Prints a markdown
 # report: ms/iteration, tokens/s, exposed (blocked) communication per group.
