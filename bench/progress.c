@@ -1,5 +1,5 @@
 /* How much of a non-blocking all-reduce hides behind a GEMM, by progress
- * strategy (docs/algorithm.md §4): none (MPI moves it only at the final wait),
+ * strategy (docs/algorithm.md §4, progress on CPUs): none (MPI moves it only at the final wait),
  * poll (ax_gemm's row bands, testing between them: what axonn.c does) and
  * thread (a second thread testing in a loop, under MPI_THREAD_MULTIPLE).
  *

@@ -1,4 +1,4 @@
-/* SPEC §3's correctness definition: from the same initial weights and data,
+/* The correctness definition (docs/algorithm.md §3): from the same initial weights and data,
  * training on any 4D grid gives the single-rank losses and parameters up to
  * float reassociation. Every rank computes the serial run itself (on a 1-rank
  * grid over MPI_COMM_SELF); then the world trains on every ordered

@@ -1,4 +1,4 @@
-/* The 3D-parallel FC layer (SPEC §2) against a serial computation, on every
+/* The 3D-parallel FC layer (docs/algorithm.md §2) against a serial computation, on every
  * ordered factorisation (D, X, Y, Z) of the world size in one launch.
  *
  * Every rank builds the same logical W [out, in], b [out], X [Mtot, in] and

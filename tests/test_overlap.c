@@ -1,4 +1,4 @@
-/* Overlapped communication (SPEC §4: OAR, ORS, OAG, bucketed DP) changes
+/* Overlapped communication (docs/algorithm.md §4: OAR, ORS, OAG, bucketed DP) changes
  * when collectives complete, never what they compute: on every ordered
  * factorisation (D, X, Y, Z) of the world size, 5 steps with each overlap
  * alone, all of them, and all with the gathered weights kept, give the same

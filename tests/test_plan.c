@@ -1,5 +1,5 @@
-/* The performance model (src/plan): collective volumes against SPEC §4's
- * table worked by hand for a small model, the memory estimate against what
+/* The performance model (src/plan): collective volumes against the table of
+ * docs/algorithm.md §2 worked by hand for a small model, the memory estimate against what
  * model/gpt.c allocates on several grids and recompute modes, the reasons a
  * grid is rejected, the ranking and the minimum rank count, the alpha-beta
  * fit, and machine descriptions written and read back. Pure arithmetic: the
@@ -42,7 +42,7 @@ static void fake_grid(ax_grid *g, const int d[4]) {
 
 static double ring(int p, int ar) { return (ar ? 2.0 : 1.0) * (p - 1) / p; }
 
-/* SPEC §4, per FC layer and micro-batch, m rows, k in, n out: the X, Y and Z volumes in elements */
+/* docs/algorithm.md §2, per FC layer and micro-batch, m rows, k in, n out: the X, Y and Z volumes in elements */
 static void fc_volume(double m, double k, double n, int transposed, const int g[4], double v[3]) {
     int X = g[1], Y = g[2], Z = g[3];
     double w = ring(Z, 0) * k * n / (X * Y);     /* all-gather forward, again backward, reduce-scatter */
@@ -322,15 +322,15 @@ static void test_gemm_dtype(void) {
           "GEMM seconds fp32 %g, bf16 at 4x %g, bf16 without a rate %g", f32.gemm_s, b16.gemm_s, b16_none.gemm_s);
 }
 
-/* FLOP counts: SPEC §5's closed forms for GPT-2, and a Llama counted by hand
+/* FLOP counts: docs/algorithm.md §5's closed forms for GPT-2, and a Llama counted by hand
  * (grouped-query projections, three MLP matrices) */
 static void test_flops(void) {
     ax_gpt_config g2 = {.n_layer = 12, .n_head = 12, .n_embd = 768, .block_size = 1024, .vocab_size = 50257};
     double l = 12, h = 768, s = 1024, V = 50257, B = 8;
     double model = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * h * l));
     double hw = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * h * l));
-    CHECK(fabs(ax_model_flops(&g2, 8, 1024) / model - 1) < 1e-12, "GPT-2 model FLOPs %g, SPEC %g", ax_model_flops(&g2, 8, 1024), model);
-    CHECK(fabs(ax_hardware_flops(&g2, 8, 1024) / hw - 1) < 1e-12, "GPT-2 hardware FLOPs %g, SPEC %g", ax_hardware_flops(&g2, 8, 1024), hw);
+    CHECK(fabs(ax_model_flops(&g2, 8, 1024) / model - 1) < 1e-12, "GPT-2 model FLOPs %g, closed form %g", ax_model_flops(&g2, 8, 1024), model);
+    CHECK(fabs(ax_hardware_flops(&g2, 8, 1024) / hw - 1) < 1e-12, "GPT-2 hardware FLOPs %g, closed form %g", ax_hardware_flops(&g2, 8, 1024), hw);
     ax_gpt_config ll = {.n_layer = 2, .n_head = 8, .n_kv_head = 2, .n_embd = 64, .n_inner = 96, .block_size = 32,
                         .vocab_size = 100, .arch = AX_ARCH_LLAMA};
     /* per token per layer: q 64x64, k and v 64x16 each, o 64x64, gate/up/down 64x96 each */

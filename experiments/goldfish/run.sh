@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The goldfish-loss experiment (SPEC §7), one command per corpus:
+# The goldfish-loss experiment (docs/algorithm.md §7), one command per corpus:
 #   bash experiments/goldfish/run.sh                    # canary fortunes, about 25 minutes on 2 cores
 #   CORPUS=invented bash experiments/goldfish/run.sh    # invented-word passages pasted at random offsets
 # 100 canaries are repeated REPEATS times in a training stream made of a share

@@ -78,7 +78,7 @@ typedef struct {
     const char *recompute;              /* activations rebuilt in backward: "none" (default), "attn", "block" */
     const char *dtype;                  /* GEMM inputs: "fp32" (default) or "bf16" (fp32 master weights) */
     const char *overlap;                /* communication behind compute: "all" (default), "none", or a
-                                           comma list of oar, ors, oag, dp (SPEC §4) */
+                                           comma list of oar, ors, oag, dp (docs/algorithm.md §4) */
     int keep_gathered;                  /* keep Z-gathered weights from forward to backward */
     double bucket_mb;                   /* data-parallel gradient bucket, MiB (default 25) */
     int64_t max_shard_size;             /* the final model in shards of at most this many bytes when

@@ -1,4 +1,4 @@
-/* GEMM layout tuning (SPEC §4): BLAS libraries are not equally fast for NN,
+/* GEMM layout tuning (docs/algorithm.md §4): BLAS libraries are not equally fast for NN,
  * NT and TN, nor for a problem and its transpose. For each distinct problem
  * (m, n, k, dtypes, the caller's transposes, threads) the candidate layouts
  * are timed a few times on first use and the fastest is kept:

@@ -17,7 +17,7 @@ static const char *usage =
     "       [mpirun -np P] axonn bench gemm [options]\n\n"
     "Times --iters training steps (model and batch options as in axonn train; synthetic\n"
     "tokens unless --data) and reports the mean of all but the first two (their median\n"
-    "beside it): ms per iteration, tokens/s, model and hardware FLOP/s (SPEC 5), the share\n"
+    "beside it): ms per iteration, tokens/s, model and hardware FLOP/s (docs/algorithm.md §5), the share\n"
     "of a GEMM ceiling measured in the same run, and the time split into compute, blocked\n"
     "communication per group, optimizer and data. 'bench comm' measures collectives,\n"
     "GEMMs and kernels into a machine description for axonn plan (--help after 'comm'\n"

@@ -10,7 +10,7 @@
  * work already on the backend's compute stream (an event) and marks its end
  * with another; ax_nccl_join makes later compute wait for it on the device.
  * In between the GPU computes and communicates at once, which is the overlap
- * of SPEC §4 on a GPU: ax_wait joins where the CPU path blocks.
+ * of docs/algorithm.md §4 on a GPU: ax_wait joins where the CPU path blocks.
  *
  * Buffers are the backend's memory. Built only with the CUDA backend. */
 #ifndef AX_COMM_NCCL_H

@@ -1,4 +1,4 @@
-/* The 4D process grid (SPEC §1): P = Gd x Gx x Gy x Gz ranks, x fastest:
+/* The 4D process grid (docs/algorithm.md §1): P = Gd x Gx x Gy x Gz ranks, x fastest:
  *   world_rank = ((d * Gz + z) * Gy + y) * Gx + x
  * All groups are split from a private duplicate of the user's communicator. */
 #ifndef AX_GRID_GRID_H
@@ -11,7 +11,7 @@ typedef struct {
     int d, x, y, z;            /* this rank's coordinates */
     int rank, size;            /* in the private world */
     MPI_Comm world;            /* duplicate of the user's communicator */
-    ax_comm X, Y, Z, Zg;       /* Zg: a second Z group for all-gathers (SPEC §4) */
+    ax_comm X, Y, Z, Zg;       /* Zg: a second Z group for all-gathers (docs/algorithm.md §4) */
     ax_comm data;              /* ranks differing only in d */
     ax_comm dz;                /* data x Z: the ranks that split the rows */
     ax_comm tp;                /* X x Y x Z: one model replica */

@@ -1,4 +1,4 @@
-/* Verbatim-memorization audit (SPEC §7): prompt the model with a document's
+/* Verbatim-memorization audit (docs/algorithm.md §7): prompt the model with a document's
  * beginning, decode greedily, and compare with what the document really says.
  * Per document: the prompt is all but the last `suffix` tokens (or the first
  * `prefix` tokens when prefix > 0) and the reference is the `suffix` tokens

@@ -1,4 +1,4 @@
-/* Goldfish loss mask (Hans et al., NeurIPS'24; SPEC §7): a target token is left
+/* Goldfish loss mask (Hans et al., NeurIPS'24; docs/algorithm.md §7): a target token is left
  * out of the loss when a hash of the h ids of the token stream that end at it
  * (the target itself and the h-1 before it) falls below 1/k.
  *

@@ -1,4 +1,4 @@
-/* A decoder-only transformer on the 4D grid (SPEC §3): GPT-2, or Llama by
+/* A decoder-only transformer on the 4D grid (docs/algorithm.md §3): GPT-2, or Llama by
  * configuration (axonn.h: ax_gpt_config.arch). Every rank holds only its
  * shards; one flat allocation per role (parameters, gradients), pointed into
  * by a table of parameters in Hugging Face order. Zchunk tensors (wte and the FC weights)
@@ -62,7 +62,7 @@ typedef struct {
  * backward. Results are bitwise the same in every mode. */
 typedef enum { AX_RECOMPUTE_NONE, AX_RECOMPUTE_ATTN, AX_RECOMPUTE_BLOCK } ax_recompute;
 
-/* Communication left running behind compute (SPEC §4), each switchable:
+/* Communication left running behind compute (docs/algorithm.md §4), each switchable:
  * OAR the backward dX all-reduces during the dW GEMMs; ORS the Z
  * reduce-scatters of weight gradients until their buffers are reused or the
  * gradients are needed; OAG each FC weight's Z all-gather one weight ahead in

@@ -1,5 +1,5 @@
 /* Gradient synchronisation over the data-parallel groups, in buckets of
- * layers (SPEC §4): each bucket's all-reduces start as soon as backward has
+ * layers (docs/algorithm.md §4): each bucket's all-reduces start as soon as backward has
  * finished its layers (AX_OV_DP) or all at the end, the same messages either
  * way. Layer l's zchunk gradients (its FC weights) and replicated ones
  * (norms, biases) are each contiguous in the flat buffers (gpt.c lays the

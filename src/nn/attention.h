@@ -1,4 +1,4 @@
-/* Causal multi-head self-attention on the heads this rank holds (SPEC §3: the
+/* Causal multi-head self-attention on the heads this rank holds (docs/algorithm.md §3: the
  * QKV output is head-grouped, so the heads of a Y shard are complete and the
  * attention needs no communication; it is replicated over X).
  *   qkv (B*T, (Hl + 2 KVl) hd) = [q | k | v]: Hl query heads of size hd

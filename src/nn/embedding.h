@@ -1,4 +1,4 @@
-/* Token + position embedding (SPEC §3). The token table is sharded like a
+/* Token + position embedding (docs/algorithm.md §3). The token table is sharded like a
  * non-transposed FC weight: this rank's gathered block holds vocabulary rows
  * [v0, v0 + Vl) and Cl hidden columns. Each rank writes the rows it owns and
  * zeros elsewhere; the all-reduce over Y completes every row.

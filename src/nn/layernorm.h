@@ -1,4 +1,4 @@
-/* Exact LayerNorm and RMSNorm over features split across the X group (SPEC
+/* Exact LayerNorm and RMSNorm over features split across the X group (docs/algorithm.md
  * §3): the row statistics are all-reduced over X (LayerNorm: two passes,
  * mean then centred squares), so any Gx gives the serial result.
  *   x, out (M, Cl); w, b (Cl); mean, rstd (M); C = Cl * Gx. */

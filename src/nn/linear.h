@@ -1,4 +1,4 @@
-/* The 3D-parallel fully-connected layer (SPEC §2): y = x W^T + b, W [out, in].
+/* The 3D-parallel fully-connected layer (docs/algorithm.md §2): y = x W^T + b, W [out, in].
  *
  * Non-transposed (QKV, MLP up, LM head): input columns split over X, output
  * columns over Y; the forward partial products are all-reduced over X, the
@@ -33,7 +33,7 @@ typedef struct {
 
 /* What backward shares across layers: the weight-gradient reduce-scatters
  * over Z (nn/zcomm.h) and which communication it leaves running behind
- * compute. oar: the dX all-reduce runs during the dW GEMM (SPEC §4 OAR);
+ * compute. oar: the dX all-reduce runs during the dW GEMM (docs/algorithm.md §4 OAR);
  * ors: reduce-scatters complete when their slot is next needed, or at
  * ax_zscatter_drain (ORS). Results are the same bits either way. */
 typedef struct { ax_zscatter rs; int oar, ors; } ax_linear_ws;

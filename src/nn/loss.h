@@ -1,4 +1,4 @@
-/* Vocabulary-parallel cross-entropy (SPEC §3). Logits of this rank cover the
+/* Vocabulary-parallel cross-entropy (docs/algorithm.md §3). Logits of this rank cover the
  * vocabulary columns [v0, v0 + Vl); columns >= V (padding) are ignored. The row
  * max, the sum of exponentials and the target logit are all-reduced over Y.
  *   logits (M, Vl); targets (M); weight (M): 1 for tokens that count, 0 not

@@ -1,4 +1,4 @@
-/* How one logical (unsharded) parameter tensor lives on the grid (SPEC §2-3).
+/* How one logical (unsharded) parameter tensor lives on the grid (docs/algorithm.md §2-3).
  *
  * A logical tensor is [rows, cols] row-major (a vector is [1, cols]). Its rows
  * may be split over the X or Y group, and so may its columns; rows may be padded

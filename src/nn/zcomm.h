@@ -1,4 +1,4 @@
-/* The Z collectives of the 3D layers in flight (SPEC §4: OAG, ORS).
+/* The Z collectives of the 3D layers in flight (docs/algorithm.md §4: OAG, ORS).
  *
  * Weights are stored as Z chunks and gathered before use; weight gradients are
  * computed as full blocks and reduce-scattered back. Both can run behind

@@ -3,7 +3,7 @@
  * or taken from a built-in preset (nominal datasheet figures, docs/planner.md).
  *
  * Collectives follow the alpha-beta model: t = alpha + beta * bytes, where
- * bytes is the per-rank volume of SPEC §4 with its ring factor ((p-1)/p for
+ * bytes is the per-rank volume of docs/algorithm.md §2 with its ring factor ((p-1)/p for
  * all-gather and reduce-scatter, 2(p-1)/p for all-reduce) already applied, so
  * one fit serves every group size; a fit is kept per (collective, group size,
  * placement), group 0 standing for any size. Where bench comm measured the

@@ -1,4 +1,4 @@
-/* The performance model (SPEC §6): for a GPT model, a job (global batch,
+/* The performance model (docs/algorithm.md §6): for a GPT model, a job (global batch,
  * sequence, micro-batches, recompute mode, activation dtype), a grid
  * (D, X, Y, Z) and a machine description, the predicted step time, its parts
  * and the memory per rank. Pure arithmetic: nothing is allocated or run.
@@ -16,7 +16,7 @@
  *    are bytes moved at the machine's elementwise bandwidth, except the
  *    activation, LayerNorm and cross-entropy where the machine has their
  *    measured cost per element; AdamW per parameter;
- *  - every collective is alpha + beta x its SPEC §4 volume (ring factor
+ *  - every collective is alpha + beta x its docs/algorithm.md §2 volume (ring factor
  *    included), the fit of its group size and placement (x fastest: a group of
  *    stride s and size p stays in a node when s p divides the ranks per node);
  *  - the overlaps in force (ov_flags) hide each collective behind the compute

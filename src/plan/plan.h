@@ -1,4 +1,4 @@
-/* The planner (SPEC §6): every (D, X, Y, Z) with D X Y Z = P — any
+/* The planner (docs/algorithm.md §6): every (D, X, Y, Z) with D X Y Z = P — any
  * factorisation — estimated by plan/model.h and ranked: the grids that divide
  * the model and fit in memory by predicted step time, then those that fit
  * nothing, with the reason.

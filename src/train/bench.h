@@ -1,4 +1,4 @@
-/* axonn bench (SPEC §5): the training step of `axonn train`, timed the way the
+/* axonn bench (docs/algorithm.md §5): the training step of `axonn train`, timed the way the
  * AxoNN paper does (N iterations, the mean of the last N-2), with the time
  * split into data, compute, exposed communication per group and optimizer,
  * and a GEMM ceiling measured in the same run on the model's largest local

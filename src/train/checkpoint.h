@@ -1,4 +1,4 @@
-/* Training checkpoints, grid-independent (SPEC §3): a directory holding
+/* Training checkpoints, grid-independent (docs/algorithm.md §3): a directory holding
  *   model.safetensors + config.json   the logical Hugging Face tensors (usable as a model)
  *   optim.safetensors                 AdamW moments "opt.m.<name>", "opt.v.<name>", same layout
  *   state.json                        next step, seed, data position, batch geometry

@@ -3,7 +3,7 @@
 /* Per token, forward: 2 FLOPs per weight of the layers' matrices, 4 s h per
  * layer for the attention scores and their use on the values, 2 V h for the
  * LM head. For GPT-2 (matrices 12 h^2 per layer) model FLOPs = 3x forward is
- * SPEC §5's 72 B s l h^2 (1 + s/6h + V/12hl), and hardware FLOPs (the layers
+ * docs/algorithm.md §5's 72 B s l h^2 (1 + s/6h + V/12hl), and hardware FLOPs (the layers
  * 4x: full recomputation) its 96 B s l h^2 (1 + s/6h + V/16hl). */
 static void per_token(const ax_gpt_config *c, int s, double *layers, double *head) {
     double h = c->n_embd, hd = h / c->n_head, kv = c->n_kv_head ? c->n_kv_head : c->n_head;

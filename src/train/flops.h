@@ -1,4 +1,4 @@
-/* FLOPs of one training iteration of B sequences of s tokens (SPEC §5,
+/* FLOPs of one training iteration of B sequences of s tokens (docs/algorithm.md §5,
  * Narayanan et al.): model FLOPs count no recomputation, and causal attention
  * in full; the hardware formula assumes full activation recomputation (as the
  * published AxoNN numbers do). */
