@@ -23,6 +23,7 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "fixtures")
 SRC, OUT = os.path.join(ROOT, "llama_tiny"), os.path.join(ROOT, "llama_sharded")
 
 model = LlamaForCausalLM.from_pretrained(SRC, torch_dtype=torch.float32)
+model.config._name_or_path = "llama_tiny"  # not this machine's path: the fixtures name nothing outside the repository
 ref = {n: p.detach().clone() for n, p in model.state_dict().items()}
 model.save_pretrained(os.path.join(OUT, "f32"), safe_serialization=True, max_shard_size="80KB")
 
