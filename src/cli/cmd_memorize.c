@@ -20,7 +20,7 @@ static const char *usage =
     "or the final assistant reply) and the reference that part with its end token, at\n"
     "most --suffix tokens of it.";
 
-static void bar(int done, int total, void *ctx) {
+static void progress_bar(int done, int total, void *ctx) {
     if (!*(int *)ctx) return;
     fprintf(stderr, "\r\033[Kmemorize: %d/%d documents", done, total);
     if (done == total) fprintf(stderr, "\n");
@@ -87,7 +87,7 @@ int ax_cmd_memorize(int argc, char **argv) {
         ax_memo_doc *res = ax_malloc((n ? n : 1) * sizeof *res);
         ax_memo_summary s;
         int show = g.rank == 0 && isatty(2);
-        ax_memo_audit(&m, ids, lens, spans, n, suffix, prefix, batch, res, NULL, &s, bar, &show);
+        ax_memo_audit(&m, ids, lens, spans, n, suffix, prefix, batch, res, NULL, &s, progress_bar, &show);
         if (g.rank == 0 && json) {
             printf("{\"docs\": %d, \"evaluated\": %d, \"exact\": %d, \"exact_rate\": %.6f, \"match\": %.6f, \"rouge_l\": %.6f, "
                    "\"reference\": \"%s\", \"per_doc\": [", s.docs, s.evaluated, s.exact,

@@ -61,14 +61,23 @@ int ax_gpt_check_grid(const ax_gpt_config *c, const ax_grid *g) {
     return 0;
 }
 
-typedef struct { int k; const char *name; const ax_shard *sh; int hf_t, decay; double std; int one; } slot;
+/* How a parameter is stored, optimised and initialised (ax_param's fields):
+ * a bitmask. Random init is N(0, std) when std > 0, else INIT_ONES or zeros. */
+enum {
+    INIT_ZEROS = 0,   /* biases */
+    HF_T = 1,         /* stored [in, out] in Hugging Face files (GPT-2's Conv1D) */
+    DECAY = 2,        /* AdamW weight decay applies (matrices) */
+    INIT_ONES = 4,    /* norm weights */
+};
 
-static void add_param(ax_gpt *m, int id, const char *name, const ax_shard *s, int hf_t, int decay, double std, int one) {
+typedef struct { int k; const char *name; const ax_shard *sh; int flags; double std; } slot;
+
+static void add_param(ax_gpt *m, int id, const char *name, const ax_shard *s, int flags, double std) {
     ax_param *p = &m->p[id];
     snprintf(p->name, sizeof p->name, "%s", name);
     p->present = 1;
-    p->shard = *s; p->hf_transposed = hf_t; p->decay = decay;
-    p->init_std = std; p->init_one = one;
+    p->shard = *s; p->hf_transposed = !!(flags & HF_T); p->decay = !!(flags & DECAY);
+    p->init_std = std; p->init_one = !!(flags & INIT_ONES);
     p->numel = ax_shard_numel(s, m->g);
 }
 
@@ -89,32 +98,35 @@ static void build_table(ax_gpt *m) {
     m->np = 5 + L * AX_P_PER_LAYER;
     m->p = ax_calloc(m->np, sizeof(ax_param));
     ax_shard vec_x = {.rows = 1, .cols = C, .col_axis = AX_AXIS_X};
-    add_param(m, 0, llama ? "model.embed_tokens.weight" : "wte.weight", &m->lmhead.w, 0, 1, std, 0);
+    add_param(m, 0, llama ? "model.embed_tokens.weight" : "wte.weight", &m->lmhead.w, DECAY, std);
     if (!llama) {
         ax_shard wpe = {.rows = c->block_size, .cols = C, .col_axis = AX_AXIS_X};
-        add_param(m, 1, "wpe.weight", &wpe, 0, 1, std, 0);
+        add_param(m, 1, "wpe.weight", &wpe, DECAY, std);
     }
     for (int l = 0; l < L; l++) {
         slot gpt2[] = {
-            {AX_P_LN1W, "ln_1.weight", &vec_x, 0, 0, 0, 1}, {AX_P_LN1B, "ln_1.bias", &vec_x, 0, 0, 0, 0},
-            {AX_P_QKVW, "attn.c_attn.weight", &m->qkv.w, 1, 1, std, 0}, {AX_P_QKVB, "attn.c_attn.bias", &m->qkv.b, 0, 0, 0, 0},
-            {AX_P_PROJW, "attn.c_proj.weight", &m->proj.w, 1, 1, res_std, 0}, {AX_P_PROJB, "attn.c_proj.bias", &m->proj.b, 0, 0, 0, 0},
-            {AX_P_LN2W, "ln_2.weight", &vec_x, 0, 0, 0, 1}, {AX_P_LN2B, "ln_2.bias", &vec_x, 0, 0, 0, 0},
-            {AX_P_FCW, "mlp.c_fc.weight", &m->fc.w, 1, 1, std, 0}, {AX_P_FCB, "mlp.c_fc.bias", &m->fc.b, 0, 0, 0, 0},
-            {AX_P_FCPW, "mlp.c_proj.weight", &m->fcproj.w, 1, 1, res_std, 0}, {AX_P_FCPB, "mlp.c_proj.bias", &m->fcproj.b, 0, 0, 0, 0},
+            {AX_P_LN1W, "ln_1.weight", &vec_x, INIT_ONES}, {AX_P_LN1B, "ln_1.bias", &vec_x, INIT_ZEROS},
+            {AX_P_QKVW, "attn.c_attn.weight", &m->qkv.w, HF_T | DECAY, std},
+            {AX_P_QKVB, "attn.c_attn.bias", &m->qkv.b, INIT_ZEROS},
+            {AX_P_PROJW, "attn.c_proj.weight", &m->proj.w, HF_T | DECAY, res_std},
+            {AX_P_PROJB, "attn.c_proj.bias", &m->proj.b, INIT_ZEROS},
+            {AX_P_LN2W, "ln_2.weight", &vec_x, INIT_ONES}, {AX_P_LN2B, "ln_2.bias", &vec_x, INIT_ZEROS},
+            {AX_P_FCW, "mlp.c_fc.weight", &m->fc.w, HF_T | DECAY, std}, {AX_P_FCB, "mlp.c_fc.bias", &m->fc.b, INIT_ZEROS},
+            {AX_P_FCPW, "mlp.c_proj.weight", &m->fcproj.w, HF_T | DECAY, res_std},
+            {AX_P_FCPB, "mlp.c_proj.bias", &m->fcproj.b, INIT_ZEROS},
         }, llama_slots[] = {
-            {AX_P_LN1W, "input_layernorm.weight", &vec_x, 0, 0, 0, 1},
-            {AX_P_QKVW, "self_attn.qkv_proj.weight", &m->qkv.w, 0, 1, std, 0},
-            {AX_P_PROJW, "self_attn.o_proj.weight", &m->proj.w, 0, 1, std, 0},
-            {AX_P_LN2W, "post_attention_layernorm.weight", &vec_x, 0, 0, 0, 1},
-            {AX_P_FCW, "mlp.gate_up_proj.weight", &m->fc.w, 0, 1, std, 0},
-            {AX_P_FCPW, "mlp.down_proj.weight", &m->fcproj.w, 0, 1, std, 0},
+            {AX_P_LN1W, "input_layernorm.weight", &vec_x, INIT_ONES},
+            {AX_P_QKVW, "self_attn.qkv_proj.weight", &m->qkv.w, DECAY, std},
+            {AX_P_PROJW, "self_attn.o_proj.weight", &m->proj.w, DECAY, std},
+            {AX_P_LN2W, "post_attention_layernorm.weight", &vec_x, INIT_ONES},
+            {AX_P_FCW, "mlp.gate_up_proj.weight", &m->fc.w, DECAY, std},
+            {AX_P_FCPW, "mlp.down_proj.weight", &m->fcproj.w, DECAY, std},
         };
         const slot *e = llama ? llama_slots : gpt2;
         int ns = llama ? (int)(sizeof llama_slots / sizeof *llama_slots) : AX_P_PER_LAYER;
         for (int k = 0; k < ns; k++) {
             snprintf(n, sizeof n, llama ? "model.layers.%d.%s" : "h.%d.%s", l, e[k].name);
-            add_param(m, AX_PID(l, e[k].k), n, e[k].sh, e[k].hf_t, e[k].decay, e[k].std, e[k].one);
+            add_param(m, AX_PID(l, e[k].k), n, e[k].sh, e[k].flags, e[k].std);
         }
         if (llama) {   /* files keep q, k, v and gate, up apart */
             static const char *const qkv[] = {"q_proj", "k_proj", "v_proj"}, *const gu[] = {"gate_proj", "up_proj"};
@@ -122,9 +134,9 @@ static void build_table(ax_gpt *m) {
             add_sources(&m->p[AX_PID(l, AX_P_FCW)], "model.layers.%d.mlp.%s.weight", l, gu, m->fc.w.part, 2);
         }
     }
-    add_param(m, AX_PID_LNFW(m), llama ? "model.norm.weight" : "ln_f.weight", &vec_x, 0, 0, 0, 1);
-    if (!llama) add_param(m, AX_PID_LNFB(m), "ln_f.bias", &vec_x, 0, 0, 0, 0);
-    if (c->untied) add_param(m, AX_PID_HEAD(m), "lm_head.weight", &m->lmhead.w, 0, 1, std, 0);
+    add_param(m, AX_PID_LNFW(m), llama ? "model.norm.weight" : "ln_f.weight", &vec_x, INIT_ONES, 0);
+    if (!llama) add_param(m, AX_PID_LNFB(m), "ln_f.bias", &vec_x, INIT_ZEROS, 0);
+    if (c->untied) add_param(m, AX_PID_HEAD(m), "lm_head.weight", &m->lmhead.w, DECAY, std);
     /* zchunk tensors first, then the replicated ones */
     int64_t off = 0;
     for (int pass = 1; pass >= 0; pass--)
@@ -152,12 +164,13 @@ int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g) {
     m->KVl = KV >= g->gy ? KV / g->gy : 1;
     int64_t qkv_parts[3] = {(int64_t)H * m->hd, (int64_t)KV * m->hd, (int64_t)KV * m->hd}, fc_parts[2] = {F, F};
     int64_t heads[3] = {m->hd, m->hd, m->hd};   /* q, k and v are cut only between heads */
-    ax_linear_init(&m->qkv, g, C, (H + 2 * KV) * m->hd, 0, 0, 3, qkv_parts, heads);
-    ax_linear_init(&m->proj, g, C, C, 0, 1, 0, NULL, NULL);
-    if (m->swiglu) ax_linear_init(&m->fc, g, C, 2 * F, 0, 0, 2, fc_parts, NULL);
-    else ax_linear_init(&m->fc, g, C, F, 0, 0, 0, NULL, NULL);
-    ax_linear_init(&m->fcproj, g, F, C, 0, 1, 0, NULL, NULL);
-    ax_linear_init(&m->lmhead, g, C, c->vocab_size, m->Vp, 0, 0, NULL, NULL);
+    ax_linear_init(&m->qkv, g, C, (H + 2 * KV) * m->hd,
+                   (ax_linear_opts){.nparts = 3, .part = qkv_parts, .unit = heads});
+    ax_linear_init(&m->proj, g, C, C, (ax_linear_opts){.transposed = 1});
+    if (m->swiglu) ax_linear_init(&m->fc, g, C, 2 * F, (ax_linear_opts){.nparts = 2, .part = fc_parts});
+    else ax_linear_init(&m->fc, g, C, F, (ax_linear_opts){0});
+    ax_linear_init(&m->fcproj, g, F, C, (ax_linear_opts){.transposed = 1});
+    ax_linear_init(&m->lmhead, g, C, c->vocab_size, (ax_linear_opts){.out_pad = m->Vp});
     /* fewer key/value heads than G_y: the Y shards holding copies of one head
      * (consecutive y) sum their gradients; a subgroup of Y, split once */
     int64_t lo, hi;
@@ -240,11 +253,11 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
     LAYERS(lse, TAKE, (int64_t)B * m->Hl * T, !attn); LAYERS(atty, TAKE, M * Cy, !attn);
     LAYERS(res2, TAKE, M * Cx, !block);
     LAYERS(ln2, TAKE, M * Cx, !block && !h); LAYERS(ln2_mean, TAKE, M, !block); LAYERS(ln2_rstd, TAKE, M, !block);
-    LAYERS(fch, TAKE, M * Fc, !block); LAYERS(fch_gelu, TAKE, M * Fa, !block && !h);
+    LAYERS(fch, TAKE, M * Fc, !block); LAYERS(fch_act, TAKE, M * Fa, !block && !h);
     LAYERS(res3, TAKE, M * Cx, 1);                 /* the next layer's input: always kept */
     if (h) {
         LAYERS(ln1_h, TAKE_H, M * Cx, !block); LAYERS(atty_h, TAKE_H, M * Cy, !attn);
-        LAYERS(ln2_h, TAKE_H, M * Cx, !block); LAYERS(fch_gelu_h, TAKE_H, M * Fa, !block);
+        LAYERS(ln2_h, TAKE_H, M * Cx, !block); LAYERS(fch_act_h, TAKE_H, M * Fa, !block);
         m->lnf_h = TAKE_H(M * Cx);
         m->dy_h = TAKE_H(M * (wide > m->Vl ? wide : m->Vl));
     }
@@ -323,7 +336,7 @@ void ax_gpt_alloc_acts(ax_gpt *m, int B, int T) {
     layout_acts(m, B, T, m->act_mem);
 }
 
-const float *ax_gpt_wte(ax_gpt *m) {
+const float *ax_gpt_gather_wte(ax_gpt *m) {
     ax_grid *g = m->g;
     const float *w = ax_linear_weight(&m->lmhead, g, ax_gpt_param(m, 0), AX_F32, m->wte_block).data, *head = w;
     if (m->cfg.untied)
@@ -415,9 +428,9 @@ void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, in
     ax_add_inplace(a->res2, h, (size_t)M * Cx);
     norm_forward(m, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(AX_P_LN2W), P(AX_P_LN2B), M, scratch);
     ax_linear_forward(&m->fc, layer_weight(m, l, 2), P(AX_P_FCB), IN(ln2, m->fc), a->fch);
-    if (m->swiglu) ax_swiglu_forward(a->fch_gelu, a->fch, M, m->fcproj.in_l);
-    else ax_gelu_forward(a->fch_gelu, a->fch, (size_t)M * m->fc.out_l);
-    ax_linear_forward(&m->fcproj, layer_weight(m, l, 3), P(AX_P_FCPB), IN(fch_gelu, m->fcproj), a->res3);
+    if (m->swiglu) ax_swiglu_forward(a->fch_act, a->fch, M, m->fcproj.in_l);
+    else ax_gelu_forward(a->fch_act, a->fch, (size_t)M * m->fc.out_l);
+    ax_linear_forward(&m->fcproj, layer_weight(m, l, 3), P(AX_P_FCPB), IN(fch_act, m->fcproj), a->res3);
     ax_add_inplace(a->res3, a->res2, (size_t)M * Cx);
 #undef IN
 #undef P
@@ -440,7 +453,7 @@ void ax_gpt_forward_queue(ax_gpt *m, const int32_t *inputs, const int32_t *targe
     m->phase = AX_PHASE_FWD;
     ax_zfetch_reset(&m->wf);                       /* the weights may have changed since the last gather */
     if (m->dtype == AX_BF16) ax_be()->cast(m->params_h, AX_BF16, m->params, AX_F32, m->n_zchunk);
-    const float *wte = ax_gpt_wte(m);
+    const float *wte = ax_gpt_gather_wte(m);
     ax_embedding_forward(&g->Y, m->encoded, inputs, NULL, wte, ax_gpt_param(m, 1), M, T, m->v0, m->Vl, Cx);
     const float *h = m->encoded;
     for (int l = 0; l < m->cfg.n_layer; l++) {
@@ -512,7 +525,7 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
 #define G(k) ax_gpt_grad(m, AX_PID(l, k))
 #define IN(x, L) saved_input(m, a->x, a->x##_h, M, (L).in_l)
         /* MLP: res3 = res2 + fcproj(act(fc(norm2(res2)))) */
-        ax_linear_backward(&m->fcproj, g, layer_weight(m, l, 3), IN(fch_gelu, m->fcproj),
+        ax_linear_backward(&m->fcproj, g, layer_weight(m, l, 3), IN(fch_act, m->fcproj),
                            m->dres, m->s1, G(AX_P_FCPW), G(AX_P_FCPB), &m->ws, m->dy_h);
         /* the MLP hidden's gradient, then the norm output's; the activation's backward out of place
          * (GELU's in place: 2.6 ns an element in a step on an AVX-512 Xeon VM, out of place 2.0) */

@@ -49,10 +49,10 @@ typedef struct {
 typedef struct {
     /* per layer */
     float *ln1, *ln1_mean, *ln1_rstd, *qkv, *lse, *atty, *res2;
-    float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *res3;   /* fch_gelu: the MLP activation's output */
+    float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_act, *res3;   /* fch_act: act(fch), GELU or SwiGLU */
     /* bf16: the GEMM inputs as the GEMMs read them, kept for the weight
-     * gradients (the fp32 ln1, ln2 and fch_gelu are then transient) */
-    ax_bf16 *ln1_h, *atty_h, *ln2_h, *fch_gelu_h;
+     * gradients (the fp32 ln1, ln2 and fch_act are then transient) */
+    ax_bf16 *ln1_h, *atty_h, *ln2_h, *fch_act_h;
 } ax_layer_acts;
 
 /* Activations rebuilt in backward instead of kept for every layer:
@@ -185,10 +185,11 @@ double ax_gpt_loss_sum(ax_gpt *m, const float *weights, int M);
 /* Gradients accumulate into m->grads; they are final after ax_gpt_grad_sync
  * (reduce-scatters over Z may still be in flight when backward returns). */
 void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T);
-/* the token table's (Vl, Cx) block, gathered over Z when Gz > 1; also
- * gathers an untied LM head, and under bf16 rounds the head's weight */
-const float *ax_gpt_wte(ax_gpt *m);
-/* the LM head's weight as its GEMMs read it, after ax_gpt_wte */
+/* Gathers the token table's (Vl, Cx) block over Z when Gz > 1 (else it is
+ * the local chunk) and returns it; also gathers an untied LM head, and under
+ * bf16 rounds the gathered head's weight. Collective over Z. */
+const float *ax_gpt_gather_wte(ax_gpt *m);
+/* the LM head's weight as its GEMMs read it, after ax_gpt_gather_wte */
 ax_mat ax_gpt_lm_weight(const ax_gpt *m);
 /* x (rows, cols) as a GEMM input: itself under fp32, rounded into h under bf16 */
 ax_mat ax_gpt_gemm_input(const ax_gpt *m, const float *x, ax_bf16 *h, int rows, int cols);

@@ -72,7 +72,7 @@ static int parse_recompute(const char *s, ax_recompute *mode) {
     return AX_ERR("--recompute %s: expected none, attn or block", s);
 }
 
-static int validate(const ax_train_opts *o, const ax_gpt_config *c, const ax_grid *g) {
+static int check_options(const ax_train_opts *o, const ax_gpt_config *c, const ax_grid *g) {
     if (o->steps < 1) return AX_ERR("--steps %d: expected >= 1", o->steps);
     if (strcmp(o->export_dtype, "fp32") && strcmp(o->export_dtype, "bf16"))
         return AX_ERR("--export-dtype %s: expected fp32 or bf16", o->export_dtype);
@@ -190,7 +190,7 @@ int ax_run_setup(ax_run *r) {
     if (!o->batch) o->batch = 8;
     if (!o->seq) o->seq = cfg.block_size;
     r->st.batch = o->batch; r->st.seq = o->seq; r->st.steps = o->steps;
-    AX_TRY(validate(o, &cfg, &r->g));
+    AX_TRY(check_options(o, &cfg, &r->g));
     ax_recompute recompute = AX_RECOMPUTE_NONE;
     AX_TRY(parse_recompute(o->recompute, &recompute));
     ax_dtype dtype;
@@ -315,7 +315,7 @@ static void progress(ax_run *r, int step, double ms_avg, const char *tail) {
     fflush(stdout);
 }
 
-static void validate_loss(ax_run *r, int step) {
+static void log_val_loss(ax_run *r, int step) {
     const ax_train_opts *o = r->o;
     int64_t n = (int64_t)o->val_batches * o->batch, have = ax_source_nseq(&r->val);
     if (have && n > have) n = have;
@@ -399,7 +399,7 @@ static int loop(ax_run *r) {
             if (r->tty) progress(r, step, ms_avg, "");
             fflush(stdout);
         }
-        if (r->val.set && o->val_every > 0 && ((step + 1) % o->val_every == 0 || step + 1 == o->steps)) validate_loss(r, step);
+        if (r->val.set && o->val_every > 0 && ((step + 1) % o->val_every == 0 || step + 1 == o->steps)) log_val_loss(r, step);
         int last = step + 1 == end;
         if (o->out && ((o->save_every > 0 && (step + 1) % o->save_every == 0) || last)) {
             AX_TRY(save(r, step + 1));
