@@ -188,7 +188,7 @@ int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g) {
         m->head_block = c->untied ? be->alloc(nb) : m->wte_block;
         m->head_gblock = c->untied ? be->alloc(nb) : m->wte_gblock;
     }
-    ax_gpt_set_overlap(m, 0, 0, 0);
+    ax_gpt_set_overlap(m, AX_OV_NONE, 0, 0);   /* no gathered weights kept; buckets of the default size */
     return 0;
 }
 

@@ -70,7 +70,7 @@ typedef enum { AX_RECOMPUTE_NONE, AX_RECOMPUTE_ATTN, AX_RECOMPUTE_BLOCK } ax_rec
  * data-parallel (and data x Z) all-reduce as soon as backward has finished
  * those layers. The same collectives run on the same buffers in every
  * setting, so the results are the same bits. */
-enum { AX_OV_OAR = 1, AX_OV_ORS = 2, AX_OV_OAG = 4, AX_OV_DP = 8, AX_OV_ALL = 15 };
+enum { AX_OV_NONE = 0, AX_OV_OAR = 1, AX_OV_ORS = 2, AX_OV_OAG = 4, AX_OV_DP = 8, AX_OV_ALL = 15 };
 /* "none", "all" or a comma list of oar, ors, oag, dp */
 int ax_overlap_parse(const char *s, int *flags);
 /* the flags as "oar,ors,oag,dp" / "none" into buf */

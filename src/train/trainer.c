@@ -220,7 +220,7 @@ int ax_run_setup(ax_run *r) {
         if (!ax_file_exists(tok)) tok[0] = 0;
     }
     int rc = ax_source_open(&r->data, o->data, tok[0] ? tok : NULL, o->seq, cfg.vocab_size, o->shuffle, r->st.seed);
-    if (rc == 0 && o->val_data) rc = ax_source_open(&r->val, o->val_data, NULL, o->seq, cfg.vocab_size, 0, 0);
+    if (rc == 0 && o->val_data) rc = ax_source_open(&r->val, o->val_data, NULL, o->seq, cfg.vocab_size, AX_SOURCE_IN_ORDER, 0);
     AX_TRY(ax_agree(w, rc));
     r->h = (ax_hparams){.lr = o->lr, .min_lr_frac = o->min_lr_frac, .beta1 = o->beta1, .beta2 = o->beta2,
                         .eps = o->eps, .weight_decay = o->weight_decay, .clip = o->clip,
