@@ -15,9 +15,8 @@
 #include <string.h>
 
 static int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
-static int kv_heads(const ax_gpt_config *c) { return c->n_kv_head ? c->n_kv_head : c->n_head; }
-static int inner(const ax_gpt_config *c) { return c->n_inner ? c->n_inner : 4 * c->n_embd; }
 
+/* The one place the zero fields of a config get their values (axonn.h states them). */
 void ax_gpt_config_defaults(ax_gpt_config *c) {
     if (!c->n_kv_head) c->n_kv_head = c->n_head;
     if (!c->n_inner) c->n_inner = 4 * c->n_embd;
@@ -25,18 +24,22 @@ void ax_gpt_config_defaults(ax_gpt_config *c) {
     if (c->arch == AX_ARCH_LLAMA && !(c->rope_theta > 0)) c->rope_theta = 10000.0;
 }
 
-int64_t ax_gpt_num_params(const ax_gpt_config *c) {
-    int64_t C = c->n_embd, F = inner(c), V = c->vocab_size, hd = C / (c->n_head ? c->n_head : 1);
-    int64_t qkv = (c->n_head + 2 * kv_heads(c)) * hd;
+int64_t ax_gpt_num_params(const ax_gpt_config *given) {
+    ax_gpt_config d = *given, *c = &d;
+    ax_gpt_config_defaults(c);
+    int64_t C = c->n_embd, F = c->n_inner, V = c->vocab_size, hd = C / (c->n_head ? c->n_head : 1);
+    int64_t qkv = (c->n_head + 2 * c->n_kv_head) * hd;
     if (c->arch == AX_ARCH_LLAMA)   /* RMSNorm weights, no biases, SwiGLU's three matrices */
         return V * C * (c->untied ? 2 : 1) + C + c->n_layer * (2 * C + C * qkv + C * C + 3 * C * F);
     return V * C + (int64_t)c->block_size * C + 2 * C +
            c->n_layer * (4 * C + C * qkv + qkv + C * C + C + 2 * C * F + F + C);
 }
 
-int ax_gpt_check_grid(const ax_gpt_config *c, const ax_grid *g) {
-    int C = c->n_embd, KV = kv_heads(c), llama = c->arch == AX_ARCH_LLAMA;
-    if (c->n_layer < 1 || c->n_head < 1 || C < 1 || c->block_size < 1 || c->vocab_size < 2 || KV < 1 || inner(c) < 1)
+int ax_gpt_check_grid(const ax_gpt_config *given, const ax_grid *g) {
+    ax_gpt_config d = *given, *c = &d;
+    ax_gpt_config_defaults(c);
+    int C = c->n_embd, KV = c->n_kv_head, F = c->n_inner, llama = c->arch == AX_ARCH_LLAMA;
+    if (c->n_layer < 1 || c->n_head < 1 || C < 1 || c->block_size < 1 || c->vocab_size < 2 || KV < 1 || F < 1)
         return AX_ERR("model: n_layer, n_head, n_kv_head, n_embd, n_inner, n_positions must be >= 1 and vocab_size >= 2");
     if (c->arch != AX_ARCH_GPT2 && !llama) return AX_ERR("model: unknown architecture %d", c->arch);
     if (C % c->n_head)
@@ -54,8 +57,8 @@ int ax_gpt_check_grid(const ax_gpt_config *c, const ax_grid *g) {
     if (KV % g->gy && g->gy % KV)
         return AX_ERR("--grid: n_kv_head %d and G_y = %d: one must divide the other (key/value heads are split "
                       "over Y, or each replicated over G_y / n_kv_head Y shards)", KV, g->gy);
-    if (inner(c) % g->gy)
-        return AX_ERR("--grid: n_inner %d is not divisible by G_y = %d", inner(c), g->gy);
+    if (F % g->gy)
+        return AX_ERR("--grid: n_inner %d is not divisible by G_y = %d", F, g->gy);
     if (C % g->gx)
         return AX_ERR("--grid: n_embd %d is not divisible by G_x = %d", C, g->gx);
     return 0;
@@ -153,7 +156,7 @@ int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g) {
     m->cfg = *c; m->g = g;
     ax_gpt_config_defaults(&m->cfg);
     c = &m->cfg;
-    int C = c->n_embd, H = c->n_head, KV = kv_heads(c), F = inner(c), llama = c->arch == AX_ARCH_LLAMA;
+    int C = c->n_embd, H = c->n_head, KV = c->n_kv_head, F = c->n_inner, llama = c->arch == AX_ARCH_LLAMA;
     m->rms = m->swiglu = m->rope_on = llama;
     m->bias = !llama;
     m->eps = c->norm_eps;
@@ -275,6 +278,13 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
     return off;
 }
 
+int ax_recompute_parse(const char *s, ax_recompute *mode) {
+    static const char *names[] = {"none", "attn", "block"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, names[i])) { *mode = (ax_recompute)i; return 0; }
+    return AX_ERR("--recompute %s: expected none, attn or block", s);
+}
+
 void ax_gpt_set_recompute(ax_gpt *m, ax_recompute mode) {
     if (mode == m->recompute) return;
     m->recompute = mode;
@@ -304,7 +314,7 @@ static const ax_linear *fc_layer(const ax_gpt *m, int i) {
 void ax_gpt_set_overlap(ax_gpt *m, int flags, int keep_gathered, int64_t bucket_bytes) {
     ax_grid *g = m->g;
     m->overlap = flags; m->keep_gathered = keep_gathered;
-    m->bucket_bytes = bucket_bytes > 0 ? bucket_bytes : 25 << 20;
+    m->bucket_bytes = bucket_bytes > 0 ? bucket_bytes : AX_BUCKET_BYTES_DEFAULT;
     ax_linear_ws_free(&m->ws); ax_zfetch_free(&m->wf);
     const ax_linear *fcs[4] = {&m->qkv, &m->proj, &m->fc, &m->fcproj};
     int64_t nw = ax_shard_numel(&m->lmhead.w, g);

@@ -61,6 +61,8 @@ typedef struct {
  * runs the layer's forward again (its collectives included) before its
  * backward. Results are bitwise the same in every mode. */
 typedef enum { AX_RECOMPUTE_NONE, AX_RECOMPUTE_ATTN, AX_RECOMPUTE_BLOCK } ax_recompute;
+/* "none", "attn" or "block" */
+int ax_recompute_parse(const char *s, ax_recompute *mode);
 
 /* Communication left running behind compute (SPEC §4), each switchable:
  * OAR the backward dX all-reduces during the dW GEMMs; ORS the Z
@@ -132,9 +134,9 @@ typedef struct {
     ax_recompute recompute;       /* NONE after init; KV-cache decoding needs NONE */
 } ax_gpt;
 
-/* Fills the fields left 0 with their defaults (n_kv_head = n_head, n_inner =
- * 4 n_embd, norm_eps 1e-5, Llama's rope_theta 10000): two configs of the same
- * model then compare equal. */
+/* Fills the fields left 0 with their defaults (the values axonn.h's
+ * ax_gpt_config states): two configs of the same model then compare equal.
+ * Everything that reads a config's defaulted fields resolves them here. */
 void ax_gpt_config_defaults(ax_gpt_config *c);
 /* Checks that the model splits on the grid; one line naming what does not. */
 int ax_gpt_check_grid(const ax_gpt_config *c, const ax_grid *g);
@@ -147,8 +149,10 @@ void ax_gpt_set_recompute(ax_gpt *m, ax_recompute mode);
  * bf16 weights and activations and accumulate in fp32; parameters, gradients,
  * reductions, LayerNorm, attention softmax and the loss stay fp32. */
 void ax_gpt_set_dtype(ax_gpt *m, ax_dtype t);
+/* the gradient bucket size when none is given */
+enum { AX_BUCKET_BYTES_DEFAULT = 25 << 20 };
 /* Overlap flags (AX_OV_*; none after init), keeping gathered weights from
- * forward to backward, and the gradient bucket size in bytes (0: 25 MiB).
+ * forward to backward, and the gradient bucket size in bytes (0: AX_BUCKET_BYTES_DEFAULT).
  * Allocates the buffers they need; call after ax_gpt_set_dtype. */
 void ax_gpt_set_overlap(ax_gpt *m, int flags, int keep_gathered, int64_t bucket_bytes);
 /* NULL for a slot the architecture lacks */

@@ -40,11 +40,15 @@ void ax_train_defaults(ax_train_opts *o) {
     o->dtype = "fp32";
     o->gemm_tune = "off";
     o->overlap = "all";
-    o->bucket_mb = 25;
+    o->bucket_mb = AX_BUCKET_BYTES_DEFAULT / (double)(1 << 20);
     o->max_shard_size = 5000000000LL;   /* transformers' save_pretrained default, 5GB */
     o->export_dtype = "fp32";
 }
 
+void ax_train_default_shape(int *batch, int *seq, const ax_gpt_config *c) {
+    if (!*batch) *batch = 8;
+    if (!*seq) *seq = c->block_size;
+}
 
 #define SAY(r, ...) do { if ((r)->root && !(r)->silent) { printf(__VA_ARGS__); fflush(stdout); } } while (0)
 
@@ -63,13 +67,6 @@ static void set_threads(ax_run *r) {
         if (n < 1) n = 1;
     }
     ax_be()->set_threads(n);
-}
-
-static int parse_recompute(const char *s, ax_recompute *mode) {
-    static const char *names[] = {"none", "attn", "block"};
-    for (int i = 0; i < 3; i++)
-        if (!strcmp(s, names[i])) { *mode = (ax_recompute)i; return 0; }
-    return AX_ERR("--recompute %s: expected none, attn or block", s);
 }
 
 static int check_options(const ax_train_opts *o, const ax_gpt_config *c, const ax_grid *g) {
@@ -187,12 +184,11 @@ int ax_run_setup(ax_run *r) {
         ax_gpt_model_paths(o->init, st, path, sizeof path);
         AX_TRY(ax_agree(w, ax_gpt_config_read(&cfg, path)));
     }
-    if (!o->batch) o->batch = 8;
-    if (!o->seq) o->seq = cfg.block_size;
+    ax_train_default_shape(&o->batch, &o->seq, &cfg);
     r->st.batch = o->batch; r->st.seq = o->seq; r->st.steps = o->steps;
     AX_TRY(check_options(o, &cfg, &r->g));
     ax_recompute recompute = AX_RECOMPUTE_NONE;
-    AX_TRY(parse_recompute(o->recompute, &recompute));
+    AX_TRY(ax_recompute_parse(o->recompute, &recompute));
     ax_dtype dtype;
     int emulated, overlap;
     AX_TRY(ax_dtype_parse(o->dtype, &dtype));
