@@ -492,6 +492,55 @@ double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, 
     return targets ? ax_gpt_loss_sum(m, weights, Bl * T) : 0.0;
 }
 
+/* Layer l's backward: dres (the gradient of its output) becomes that of its
+ * input, and its parameters' gradients accumulate. Its activations are
+ * rebuilt first, bit for bit, where the recompute mode did not keep them. */
+static void layer_backward(ax_gpt *m, int l, int Bl, int T) {
+    ax_grid *g = m->g;
+    int M = Bl * T;
+    ax_layer_acts *a = &m->L[l];
+    const float *h = l ? m->L[l - 1].res3 : m->encoded;
+    /* shared buffers hold the last layer's activations after forward; the
+     * others are rebuilt, bit for bit, from what was kept */
+    if (m->recompute == AX_RECOMPUTE_BLOCK && l < m->cfg.n_layer - 1) {
+        m->phase = AX_PHASE_RECOMPUTE;
+        ax_gpt_layer_forward(m, l, a, h, Bl, T, NULL, m->scratch, NULL, NULL);
+    }
+    m->phase = AX_PHASE_BWD;
+    if (m->recompute == AX_RECOMPUTE_ATTN && l < m->cfg.n_layer - 1) {
+        ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->dtype, m->att_scratch,
+                             m->att_threads);
+        ax_gpt_gemm_input(m, a->atty, a->atty_h, M, m->proj.in_l);
+    }
+#define P(k) ax_gpt_param(m, AX_PID(l, k))
+#define G(k) ax_gpt_grad(m, AX_PID(l, k))
+#define IN(x, L) saved_input(m, a->x, a->x##_h, M, (L).in_l)
+    /* MLP: res3 = res2 + fcproj(act(fc(norm2(res2)))) */
+    ax_linear_backward(&m->fcproj, g, layer_weight(m, l, 3), IN(fch_act, m->fcproj),
+                       m->dres, m->s1, G(AX_P_FCPW), G(AX_P_FCPB), &m->ws, m->dy_h);
+    /* the MLP hidden's gradient, then the norm output's; the activation's backward out of place
+     * (GELU's in place: 2.6 ns an element in a step on an AVX-512 Xeon VM, out of place 2.0) */
+    float *dfc = m->s2, *dln2 = m->s1;
+    if (m->swiglu) ax_swiglu_backward(dfc, a->fch, m->s1, M, m->fcproj.in_l);
+    else ax_gelu_backward(dfc, a->fch, m->s1, (size_t)M * m->fc.out_l);
+    ax_linear_backward(&m->fc, g, layer_weight(m, l, 2), IN(ln2, m->fc),
+                       dfc, dln2, G(AX_P_FCW), G(AX_P_FCB), &m->ws, m->dy_h);
+    norm_backward(m, m->dres, G(AX_P_LN2W), G(AX_P_LN2B), dln2, a->res2, P(AX_P_LN2W), a->ln2_mean, a->ln2_rstd, M);
+    /* attention: res2 = h + proj(attend(rope(qkv(norm1(h))))) */
+    ax_linear_backward(&m->proj, g, layer_weight(m, l, 1), IN(atty, m->proj),
+                       m->dres, m->s1, G(AX_P_PROJW), G(AX_P_PROJB), &m->ws, m->dy_h);
+    ax_attention_backward(m->s2, m->s1, a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->dtype,
+                          m->att_scratch, m->att_threads);
+    if (m->rope_on) ax_rope_backward(&m->rope, m->s2, m->qkv.out_l, M, T, NULL, m->Hl + m->KVl);
+    ax_linear_backward(&m->qkv, g, layer_weight(m, l, 0), IN(ln1, m->qkv),
+                       m->s2, m->s1, G(AX_P_QKVW), G(AX_P_QKVB), &m->ws, m->dy_h);
+    norm_backward(m, m->dres, G(AX_P_LN1W), G(AX_P_LN1B), m->s1, h, P(AX_P_LN1W), a->ln1_mean, a->ln1_rstd, M);
+    ax_gpt_buckets_layer_done(m, l);
+#undef IN
+#undef P
+#undef G
+}
+
 void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
     ax_grid *g = m->g;
     int M = Bl * T, Cx = m->Cx, untied = m->cfg.untied;
@@ -516,49 +565,7 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
     ax_be()->zero(m->dres, (size_t)M * Cx * sizeof(float));
     norm_backward(m, m->dres, ax_gpt_grad(m, AX_PID_LNFW(m)), ax_gpt_grad(m, AX_PID_LNFB(m)), m->s1, hlast,
                   ax_gpt_param(m, AX_PID_LNFW(m)), m->lnf_mean, m->lnf_rstd, M);
-    for (int l = m->cfg.n_layer - 1; l >= 0; l--) {
-        ax_layer_acts *a = &m->L[l];
-        const float *h = l ? m->L[l - 1].res3 : m->encoded;
-        /* shared buffers hold the last layer's activations after forward; the
-         * others are rebuilt, bit for bit, from what was kept */
-        if (m->recompute == AX_RECOMPUTE_BLOCK && l < m->cfg.n_layer - 1) {
-            m->phase = AX_PHASE_RECOMPUTE;
-            ax_gpt_layer_forward(m, l, a, h, Bl, T, NULL, m->scratch, NULL, NULL);
-        }
-        m->phase = AX_PHASE_BWD;
-        if (m->recompute == AX_RECOMPUTE_ATTN && l < m->cfg.n_layer - 1) {
-            ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->dtype, m->att_scratch,
-                                 m->att_threads);
-            ax_gpt_gemm_input(m, a->atty, a->atty_h, M, m->proj.in_l);
-        }
-#define P(k) ax_gpt_param(m, AX_PID(l, k))
-#define G(k) ax_gpt_grad(m, AX_PID(l, k))
-#define IN(x, L) saved_input(m, a->x, a->x##_h, M, (L).in_l)
-        /* MLP: res3 = res2 + fcproj(act(fc(norm2(res2)))) */
-        ax_linear_backward(&m->fcproj, g, layer_weight(m, l, 3), IN(fch_act, m->fcproj),
-                           m->dres, m->s1, G(AX_P_FCPW), G(AX_P_FCPB), &m->ws, m->dy_h);
-        /* the MLP hidden's gradient, then the norm output's; the activation's backward out of place
-         * (GELU's in place: 2.6 ns an element in a step on an AVX-512 Xeon VM, out of place 2.0) */
-        float *dfc = m->s2, *dln2 = m->s1;
-        if (m->swiglu) ax_swiglu_backward(dfc, a->fch, m->s1, M, m->fcproj.in_l);
-        else ax_gelu_backward(dfc, a->fch, m->s1, (size_t)M * m->fc.out_l);
-        ax_linear_backward(&m->fc, g, layer_weight(m, l, 2), IN(ln2, m->fc),
-                           dfc, dln2, G(AX_P_FCW), G(AX_P_FCB), &m->ws, m->dy_h);
-        norm_backward(m, m->dres, G(AX_P_LN2W), G(AX_P_LN2B), dln2, a->res2, P(AX_P_LN2W), a->ln2_mean, a->ln2_rstd, M);
-        /* attention: res2 = h + proj(attend(rope(qkv(norm1(h))))) */
-        ax_linear_backward(&m->proj, g, layer_weight(m, l, 1), IN(atty, m->proj),
-                           m->dres, m->s1, G(AX_P_PROJW), G(AX_P_PROJB), &m->ws, m->dy_h);
-        ax_attention_backward(m->s2, m->s1, a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->dtype,
-                              m->att_scratch, m->att_threads);
-        if (m->rope_on) ax_rope_backward(&m->rope, m->s2, m->qkv.out_l, M, T, NULL, m->Hl + m->KVl);
-        ax_linear_backward(&m->qkv, g, layer_weight(m, l, 0), IN(ln1, m->qkv),
-                           m->s2, m->s1, G(AX_P_QKVW), G(AX_P_QKVB), &m->ws, m->dy_h);
-        norm_backward(m, m->dres, G(AX_P_LN1W), G(AX_P_LN1B), m->s1, h, P(AX_P_LN1W), a->ln1_mean, a->ln1_rstd, M);
-        ax_gpt_buckets_layer_done(m, l);
-#undef IN
-#undef P
-#undef G
-    }
+    for (int l = m->cfg.n_layer - 1; l >= 0; l--) layer_backward(m, l, Bl, T);
     ax_embedding_backward(dwte, ax_gpt_grad(m, 1), m->dres, inputs, NULL, M, T, m->v0, m->Vl, Cx);
     if (g->gz > 1) {
         ax_linear_reduce_grad(&m->lmhead, g, dwte, ax_gpt_grad(m, 0), &m->ws);
