@@ -228,7 +228,7 @@ void ax_gpt_init_random(ax_gpt *m, uint64_t seed) {
     float *params = ax_host_view(m->params, m->n_local * sizeof(float), 0);
     for (int i = 0; i < m->np; i++) {
         init_ctx c = {&m->p[i], m->g, params + m->p[i].offset, seed, i};
-        ax_host_parallel(m->p[i].numel, init_range, &c);   /* 1.3B parameters: a minute on one core */
+        ax_host_parallel(m->p[i].numel, init_range, &c);   /* threaded: large models are slow on one core */
     }
     ax_host_release(params, m->params, m->n_local * sizeof(float), 1);
 }
@@ -518,8 +518,8 @@ static void layer_backward(ax_gpt *m, int l, int Bl, int T) {
     /* MLP: res3 = res2 + fcproj(act(fc(norm2(res2)))) */
     ax_linear_backward(&m->fcproj, g, layer_weight(m, l, 3), IN(fch_act, m->fcproj),
                        m->dres, m->s1, G(AX_P_FCPW), G(AX_P_FCPB), &m->ws, m->dy_h);
-    /* the MLP hidden's gradient, then the norm output's; the activation's backward out of place
-     * (GELU's in place: 2.6 ns an element in a step on an AVX-512 Xeon VM, out of place 2.0) */
+    /* the MLP hidden's gradient, then the norm output's; the activation's backward out of place,
+     * which is faster than in place (figures: docs/design.md, Choices and why) */
     float *dfc = m->s2, *dln2 = m->s1;
     if (m->swiglu) ax_swiglu_backward(dfc, a->fch, m->s1, M, m->fcproj.in_l);
     else ax_gelu_backward(dfc, a->fch, m->s1, (size_t)M * m->fc.out_l);
