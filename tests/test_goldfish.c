@@ -134,7 +134,7 @@ int main(int argc, char **argv) {
 
     /* synthetic sequences are streams of their own: no context */
     ax_source syn;
-    ax_source_open(&syn, NULL, NULL, 16, 97, 0, 5);
+    ax_source_open(&syn, NULL, NULL, 16, 97, AX_SOURCE_IN_ORDER, 5);
     int32_t sb[H - 1 + 17];
     CHECK(ax_source_get(&syn, 3, H - 1, sb) == 0 && sb[0] == -1 && sb[H - 2] == -1, "synthetic source reported context");
     ax_source_close(&syn);

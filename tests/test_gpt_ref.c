@@ -35,6 +35,7 @@ static double worst_param_diff(const float *got, const float *ref, float *tmp, c
     return ax_t_worst_param_diff(&m, got, ref, tmp, is_key_bias, worst);
 }
 
+/* One scenario read top to bottom (set up, run, check each quantity in order): kept whole on purpose. */
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     char path[1300], dir[1024];

@@ -60,6 +60,7 @@ static void run(ax_gpt *m, ax_grid *g, double *losses, double *gnorms, ax_recomp
     ax_adamw_free(&o);
 }
 
+/* One scenario read top to bottom (set up, run, check each quantity in order): kept whole on purpose. */
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int P, rank;

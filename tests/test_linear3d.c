@@ -163,7 +163,9 @@ static void run_case(const lcase *c, const char *grid) {
     int Mtot = g.gd * g.gz * c->mloc, row0 = (g.d * g.gz + g.z) * c->mloc;
     serial s = serial_layer(c, Mtot);
     ax_linear L;
-    ax_linear_init(&L, &g, c->in, c->out, c->out_pad, c->transposed, c->nparts, c->part, NULL);
+    ax_linear_init(&L, &g, c->in, c->out,
+                   (ax_linear_opts){.out_pad = c->out_pad, .transposed = c->transposed, .nparts = c->nparts,
+                                    .part = c->part});
     int in_l = L.in_l, out_l = L.out_l, in0 = (c->transposed ? g.y : g.x) * in_l;
     int *icol = ax_malloc(in_l * sizeof(int)), *ocol = ax_malloc(out_l * sizeof(int));
     for (int j = 0; j < in_l; j++) icol[j] = in0 + j;

@@ -22,6 +22,7 @@
 static ax_gpt m;
 static ax_grid g;
 
+/* One scenario read top to bottom (set up, run, check each quantity in order): kept whole on purpose. */
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     char path[1300], dir[1024];

@@ -470,7 +470,7 @@ static double lin_loss(void *v) {
 static void test_linear(int transposed) {
     enum { M = 7, IN = 10, OUT = 6 };
     lin_ctx c;
-    ax_linear_init(&c.L, &g, IN, OUT, 0, transposed, 0, NULL, NULL);
+    ax_linear_init(&c.L, &g, IN, OUT, (ax_linear_opts){.transposed = transposed});
     c.M = M;
     long nw = ax_shard_numel(&c.L.w, &g);
     c.w = randn(nw, 0.5); c.b = randn(OUT, 1.0); c.x = randn(M * IN, 1.0); c.R = randn(M * OUT, 1.0);

@@ -76,9 +76,9 @@ int main(int argc, char **argv) {
         if (ax_grid_init(&g, MPI_COMM_WORLD, d, x, y, z)) ax_err_exit(1);
         if (ax_gpt_check_grid(&cfg, &g)) { ax_grid_free(&g); continue; }
         result ref[3] = {0};   /* none: fp32, fp32 with block recompute, bf16 */
-        run(&g, 0, 0, AX_RECOMPUTE_NONE, AX_F32, &ref[0]);
-        run(&g, 0, 0, AX_RECOMPUTE_BLOCK, AX_F32, &ref[1]);
-        run(&g, 0, 0, AX_RECOMPUTE_NONE, AX_BF16, &ref[2]);
+        run(&g, AX_OV_NONE, 0, AX_RECOMPUTE_NONE, AX_F32, &ref[0]);
+        run(&g, AX_OV_NONE, 0, AX_RECOMPUTE_BLOCK, AX_F32, &ref[1]);
+        run(&g, AX_OV_NONE, 0, AX_RECOMPUTE_NONE, AX_BF16, &ref[2]);
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
             result r;
             run(&g, cases[c].flags, cases[c].keep, cases[c].mode, cases[c].t, &r);

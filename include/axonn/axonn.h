@@ -33,7 +33,8 @@ extern "C" {
 enum { AX_ARCH_GPT2 = 0, AX_ARCH_LLAMA = 1 };
 
 /* Architecture hyper-parameters (Hugging Face config.json names in comments).
- * Zero-initialised fields take GPT-2's (or the architecture's) defaults. */
+ * Zero-initialised fields take the defaults stated beside them ("0: ..."; set in one place,
+ * ax_gpt_config_defaults in src/model/gpt.c). */
 typedef struct {
     int n_layer, n_head, n_embd;  /* num_hidden_layers, num_attention_heads, hidden_size */
     int block_size;    /* n_positions / max_position_embeddings */

@@ -69,7 +69,7 @@ static void *at(ax_mat M, int r, int c) {
 }
 
 /* Below this many multiply-adds a GEMM is not cut: the tests between tiles
- * would cost more than the communication gains (about 50 us of compute).
+ * would cost more than the communication gains (docs/design.md, Choices and why).
  * Tiles are bands of C's rows starting at multiples of 96: a BLAS kernel
  * works in blocks of a few rows from the start of a call and takes the
  * remainder with other kernels, which sum in another order; bands aligned

@@ -121,12 +121,40 @@ int ax_args_given(const ax_opt *opts, const char *name) {
     return 0;
 }
 
+/* the value an option holds now (before parsing: its default), as a flag would give it */
+static void current_value(const ax_opt *o, char *buf, size_t n) {
+    switch (o->type) {
+    case AX_OPT_INT: snprintf(buf, n, "%d", *(const int *)o->dst); break;
+    case AX_OPT_U64: snprintf(buf, n, "%llu", (unsigned long long)*(const uint64_t *)o->dst); break;
+    case AX_OPT_BYTES: snprintf(buf, n, "%lld", (long long)*(const int64_t *)o->dst); break;
+    case AX_OPT_FLAG: snprintf(buf, n, "%s", *(const int *)o->dst ? "true" : "false"); break;
+    case AX_OPT_STR: snprintf(buf, n, "%s", *(const char *const *)o->dst ? *(const char *const *)o->dst : "none"); break;
+    case AX_OPT_GRID: {
+        const int *d = o->dst;
+        snprintf(buf, n, "%d,%d,%d,%d", d[0], d[1], d[2], d[3]);
+        break;
+    }
+    case AX_OPT_DOUBLE: {     /* 1e-08 -> 1e-8 */
+        snprintf(buf, n, "%g", *(const double *)o->dst);
+        char *e = strstr(buf, "e-0");
+        if (!e) e = strstr(buf, "e+0");
+        if (e) memmove(e + 2, e + 3, strlen(e + 3) + 1);
+        break;
+    }
+    }
+}
+
 void ax_args_usage(const ax_opt *opts, const char *usage) {
     printf("%s\n\noptions:\n", usage);
     for (const ax_opt *o = opts; o->name; o++) {
-        char lhs[64];
+        char lhs[64], help[1024], value[64];
         snprintf(lhs, sizeof lhs, "--%s%s%s", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
-        printf("  %-26s %s\n", lhs, o->help);
+        const char *at = strstr(o->help, "{}");
+        if (at) {
+            current_value(o, value, sizeof value);
+            snprintf(help, sizeof help, "%.*s%s%s", (int)(at - o->help), o->help, value, at + 2);
+        }
+        printf("  %-26s %s\n", lhs, at ? help : o->help);
     }
     printf("  %-26s %s\n  %-26s %s\n", "--config FILE", "JSON object of options (flags win)", "--help", "this text");
 }

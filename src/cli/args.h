@@ -23,7 +23,9 @@ typedef struct {
     int set;               /* filled by the parser */
 } ax_opt;
 
-/* {"steps", AX_OPT_INT, &n, "N", "help", AX_RANGE('[', 1, 1e9, ']')} */
+/* {"steps", AX_OPT_INT, &n, "N", "help (default {})", AX_RANGE('[', 1, 1e9, ']')}: "{}" in the help
+ * is replaced by the value the option holds when --help is printed, its default,
+ * so that the default is written down once, where it is set. */
 #define AX_RANGE(l, a, b, r) .lo = (a), .hi = (b), .lb = (l), .rb = (r)
 
 /* Parses argv[first..]; positional arguments are collected in pos (may be NULL

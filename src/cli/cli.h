@@ -58,16 +58,16 @@ typedef struct { const char *preset, *arch; ax_gpt_config c; } ax_cli_model_flag
     AX_CLI_MODEL_OPTS(f), \
     {"batch", AX_OPT_INT, &(o).batch, "N", "global batch in sequences (default 8, or the preset's)", AX_RANGE('[',1,1048576,']')}, \
     {"seq", AX_OPT_INT, &(o).seq, "T", "tokens per sequence (default n_positions)", AX_RANGE('[',1,1048576,']')}, \
-    {"grad-accum", AX_OPT_INT, &(o).grad_accum, "N", "micro-batches per step (default 1)", AX_RANGE('[',1,65536,']')}, \
+    {"grad-accum", AX_OPT_INT, &(o).grad_accum, "N", "micro-batches per step (default {})", AX_RANGE('[',1,65536,']')}, \
     {"dtype", AX_OPT_STR, &(o).dtype, "T", "GEMM input, activation and communication dtype: fp32 (default) or bf16"}
 /* How a step runs, shared by train and bench (o: an ax_train_opts). */
 #define AX_CLI_STEP_OPTS(o) \
-    {"dtype", AX_OPT_STR, &(o).dtype, "TYPE", "GEMM input precision: fp32 (default) or bf16 (fp32 accumulation, master weights, optimizer and reductions)"}, \
-    {"recompute", AX_OPT_STR, &(o).recompute, "MODE", "activation recomputation: none (default), attn (attention outputs) or block (whole layers)"}, \
-    {"overlap", AX_OPT_STR, &(o).overlap, "LIST", "communication behind compute: all (default), none, or a comma list of oar (dX all-reduce), ors (dW reduce-scatter), oag (weight all-gather prefetch), dp (bucketed data-parallel all-reduce)"}, \
+    {"dtype", AX_OPT_STR, &(o).dtype, "TYPE", "GEMM input precision: fp32 or bf16 (fp32 accumulation, master weights, optimizer and reductions; default {})"}, \
+    {"recompute", AX_OPT_STR, &(o).recompute, "MODE", "activation recomputation: none, attn (attention outputs) or block (whole layers) (default {})"}, \
+    {"overlap", AX_OPT_STR, &(o).overlap, "LIST", "communication behind compute: all, none, or a comma list of oar (dX all-reduce), ors (dW reduce-scatter), oag (weight all-gather prefetch), dp (bucketed data-parallel all-reduce) (default {})"}, \
     {"keep-gathered", AX_OPT_FLAG, &(o).keep_gathered, NULL, "keep the weights gathered over Z from forward to backward (memory for communication)"}, \
-    {"bucket-mb", AX_OPT_DOUBLE, &(o).bucket_mb, "MB", "gradient bucket of the data-parallel all-reduce, MiB (default 25)", AX_RANGE('(',0,1e6,']')}, \
-    {"gemm-tune", AX_OPT_STR, &(o).gemm_tune, "off|on", "time each GEMM's layouts on first use and keep the fastest (default off)"}, \
+    {"bucket-mb", AX_OPT_DOUBLE, &(o).bucket_mb, "MB", "gradient bucket of the data-parallel all-reduce, MiB (default {})", AX_RANGE('(',0,1e6,']')}, \
+    {"gemm-tune", AX_OPT_STR, &(o).gemm_tune, "off|on", "time each GEMM's layouts on first use and keep the fastest (default {})"}, \
     {"gemm-tune-cache", AX_OPT_STR, &(o).gemm_tune_cache, "FILE", "the tuning cache (default $AXONN_GEMM_TUNE_CACHE, else $XDG_CACHE_HOME or ~/.cache /axonn/gemm-tune.json; none: no file)"}
 /* model = the preset, then --arch and the size flags given. from_file (--init,
  * or --resume of a directory): none may be given, config.json says. */

@@ -45,7 +45,7 @@ int ax_cmd_eval(int argc, char **argv) {
     ax_source src = {0};
     if (seq < 1 || seq > m.cfg.block_size) rc = AX_ERR("--seq %d: expected 1..%d (the model's n_positions)", seq, m.cfg.block_size);
     else if (batch % (g.gd * g.gz)) rc = AX_ERR("--batch %d: must divide over G_data*G_z = %d ranks", batch, g.gd * g.gz);
-    else rc = ax_agree(g.world, ax_source_open(&src, data, NULL, seq, m.cfg.vocab_size, 0, 0));
+    else rc = ax_agree(g.world, ax_source_open(&src, data, NULL, seq, m.cfg.vocab_size, AX_SOURCE_IN_ORDER, 0));
     if (rc == 0) evaluate(&m, &src, batch, seq, max_batches, json);
     ax_source_close(&src);
     ax_gpt_free(&m);

@@ -20,10 +20,51 @@ static const char *usage =
     "or the final assistant reply) and the reference that part with its end token, at\n"
     "most --suffix tokens of it.";
 
-static void bar(int done, int total, void *ctx) {
+static void progress_bar(int done, int total, void *ctx) {
     if (!*(int *)ctx) return;
     fprintf(stderr, "\r\033[Kmemorize: %d/%d documents", done, total);
     if (done == total) fprintf(stderr, "\n");
+}
+
+/* each document's token ids (instruction examples: their tokens and the span of the reference) */
+static int encode_docs(ax_tokenizer *t, const ax_doclist *d, const ax_instruct *ins, int n, int32_t **ids, int *lens,
+                       ax_memo_span *spans) {
+    int instruct = ins != NULL, rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        if (instruct) {          /* the example's tokens, its reference the last supervised run */
+            ids[i] = ins->ids + ins->off[i];
+            lens[i] = (int)(ins->off[i + 1] - ins->off[i]);
+            spans[i] = ax_memo_last_supervised(ins->sup + ins->off[i], lens[i]);
+            continue;
+        }
+        ax_ids x = {0};
+        rc = ax_tok_encode(t, d->text[i], d->len[i], 0, &x);
+        ids[i] = x.v; lens[i] = (int)x.n;
+    }
+    return rc;
+}
+
+/* the audit's documents and summary: one JSON object, or a line each and a summary line */
+static void print_report(const ax_memo_doc *res, int n, const ax_memo_summary *sm, int instruct, int json) {
+    ax_memo_summary s = *sm;
+    if (json) {
+        printf("{\"docs\": %d, \"evaluated\": %d, \"exact\": %d, \"exact_rate\": %.6f, \"match\": %.6f, \"rouge_l\": %.6f, "
+               "\"reference\": \"%s\", \"per_doc\": [", s.docs, s.evaluated, s.exact,
+               s.evaluated ? (double)s.exact / s.evaluated : 0.0, s.match_frac, s.rouge_l, instruct ? "completion" : "suffix");
+        for (int i = 0; i < n; i++)
+            printf("%s{\"doc\": %d, \"skipped\": %s, \"prompt_tokens\": %d, \"ref_tokens\": %d, \"exact\": %s, "
+                   "\"match\": %.4f, \"rouge_l\": %.4f}", i ? ", " : "", i, res[i].skipped ? "true" : "false",
+                   res[i].prompt_len, res[i].ref_len, res[i].exact ? "true" : "false", res[i].match_frac, res[i].rouge_l);
+        printf("]}\n");
+    } else {
+        for (int i = 0; i < n; i++)
+            if (!res[i].skipped) printf("doc %d | %d tokens | exact %d | match %.3f | ROUGE-L %.3f\n", i, res[i].ref_len,
+                                        res[i].exact, res[i].match_frac, res[i].rouge_l);
+        printf("memorize: %d of %d %s evaluated (%d %s); exact match %d (%.1f%%), mean match %.3f, mean ROUGE-L %.3f\n",
+               s.evaluated, s.docs, instruct ? "examples" : "documents", s.docs - s.evaluated,
+               instruct ? "without a completion" : "too short", s.exact, s.evaluated ? 100.0 * s.exact / s.evaluated : 0.0,
+               s.match_frac, s.rouge_l);
+    }
 }
 
 int ax_cmd_memorize(int argc, char **argv) {
@@ -34,10 +75,10 @@ int ax_cmd_memorize(int argc, char **argv) {
         {"docs", AX_OPT_STR, &docs, "FILE", "documents: .jsonl with \"text\", fortune file, or plain text"},
         {"tokenizer", AX_OPT_STR, &tok, "TOK", "tokenizer (default: tokenizer.json beside the model)"},
         {"instruct", AX_OPT_FLAG, &instruct, NULL, "--docs is instruction data (JSON Lines prompt/completion or messages): audit the completions"},
-        {"suffix", AX_OPT_INT, &suffix, "N", "tokens to reproduce (default 50)", AX_RANGE('[',1,1048576,']')},
+        {"suffix", AX_OPT_INT, &suffix, "N", "tokens to reproduce (default {})", AX_RANGE('[',1,1048576,']')},
         {"prefix", AX_OPT_INT, &prefix, "N", "prompt with the first N tokens instead of all but the suffix", AX_RANGE('[',0,1048576,']')},
-        {"batch", AX_OPT_INT, &batch, "N", "documents decoded together (default 16)", AX_RANGE('[',1,65536,']')},
-        {"grid", AX_OPT_GRID, grid, "D,X,Y,Z", "process grid (default 1,1,1,1)"},
+        {"batch", AX_OPT_INT, &batch, "N", "documents decoded together (default {})", AX_RANGE('[',1,65536,']')},
+        {"grid", AX_OPT_GRID, grid, "D,X,Y,Z", "process grid (default {})"},
         {"threads", AX_OPT_INT, &threads, "N", "threads per rank", AX_RANGE('[',0,1024,']')},
         {"json", AX_OPT_FLAG, &json, NULL, "print one JSON object with the summary and every document"},
         {NULL},
@@ -71,41 +112,14 @@ int ax_cmd_memorize(int argc, char **argv) {
     int32_t **ids = ax_calloc(n ? n : 1, sizeof(int32_t *));
     int *lens = ax_calloc(n ? n : 1, sizeof(int));
     ax_memo_span *spans = instruct ? ax_calloc(n ? n : 1, sizeof *spans) : NULL;
-    for (int i = 0; i < n && rc == 0; i++) {
-        if (instruct) {          /* the example's tokens, its reference the last supervised run */
-            ids[i] = ins.ids + ins.off[i];
-            lens[i] = (int)(ins.off[i + 1] - ins.off[i]);
-            spans[i] = ax_memo_last_supervised(ins.sup + ins.off[i], lens[i]);
-            continue;
-        }
-        ax_ids x = {0};
-        rc = ax_tok_encode(t, d.text[i], d.len[i], 0, &x);
-        ids[i] = x.v; lens[i] = (int)x.n;
-    }
+    if (rc == 0) rc = encode_docs(t, &d, instruct ? &ins : NULL, n, ids, lens, spans);
     rc = ax_agree(g.world, rc);
     if (rc == 0) {
         ax_memo_doc *res = ax_malloc((n ? n : 1) * sizeof *res);
         ax_memo_summary s;
         int show = g.rank == 0 && isatty(2);
-        ax_memo_audit(&m, ids, lens, spans, n, suffix, prefix, batch, res, NULL, &s, bar, &show);
-        if (g.rank == 0 && json) {
-            printf("{\"docs\": %d, \"evaluated\": %d, \"exact\": %d, \"exact_rate\": %.6f, \"match\": %.6f, \"rouge_l\": %.6f, "
-                   "\"reference\": \"%s\", \"per_doc\": [", s.docs, s.evaluated, s.exact,
-                   s.evaluated ? (double)s.exact / s.evaluated : 0.0, s.match_frac, s.rouge_l, instruct ? "completion" : "suffix");
-            for (int i = 0; i < n; i++)
-                printf("%s{\"doc\": %d, \"skipped\": %s, \"prompt_tokens\": %d, \"ref_tokens\": %d, \"exact\": %s, "
-                       "\"match\": %.4f, \"rouge_l\": %.4f}", i ? ", " : "", i, res[i].skipped ? "true" : "false",
-                       res[i].prompt_len, res[i].ref_len, res[i].exact ? "true" : "false", res[i].match_frac, res[i].rouge_l);
-            printf("]}\n");
-        } else if (g.rank == 0) {
-            for (int i = 0; i < n; i++)
-                if (!res[i].skipped) printf("doc %d | %d tokens | exact %d | match %.3f | ROUGE-L %.3f\n", i, res[i].ref_len,
-                                            res[i].exact, res[i].match_frac, res[i].rouge_l);
-            printf("memorize: %d of %d %s evaluated (%d %s); exact match %d (%.1f%%), mean match %.3f, mean ROUGE-L %.3f\n",
-                   s.evaluated, s.docs, instruct ? "examples" : "documents", s.docs - s.evaluated,
-                   instruct ? "without a completion" : "too short", s.exact, s.evaluated ? 100.0 * s.exact / s.evaluated : 0.0,
-                   s.match_frac, s.rouge_l);
-        }
+        ax_memo_audit(&m, ids, lens, spans, n, suffix, prefix, batch, res, NULL, &s, progress_bar, &show);
+        if (g.rank == 0) print_report(res, n, &s, instruct, json);
         free(res);
     }
     for (int i = 0; !instruct && i < n; i++) free(ids[i]);

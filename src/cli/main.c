@@ -48,13 +48,13 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[1], "plan") == 0) cmd = ax_cmd_plan;
     else { fprintf(stderr, "axonn: error: unknown command '%s' (expected train, eval, sample, prepare, tokenizer, memorize, bench or plan)\n", argv[1]); return 2; }
     /* Open MPI's non-blocking all-reduce picks recursive doubling by default,
-     * measured here at 2x the blocking one from 4 MiB up (64 MiB on 2 ranks:
-     * 75 against 35 ms); Rabenseifner's (reduce-scatter + all-gather) matches
-     * it. Every collective the trainer issues is non-blocking (docs/design.md),
+     * much slower than the blocking one for large messages; Rabenseifner's
+     * (reduce-scatter + all-gather) matches it (figures: docs/design.md,
+     * Choices and why). Every collective the trainer issues is non-blocking (docs/design.md),
      * so this is the default unless the user set one. Other MPIs ignore it. */
     setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "3", 0);
-    /* Started without mpirun, Open MPI 4 forks a daemon for the lone rank:
-     * 0.15 s of every command's start, for nothing axonn uses (no spawning). */
+    /* Started without mpirun, Open MPI 4 forks a daemon for the lone rank at
+     * every command's start, for nothing axonn uses (no spawning). */
     setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
     int provided;   /* OpenMP threads never call MPI */
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);

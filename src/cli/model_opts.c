@@ -3,6 +3,8 @@
 #include "cli/cli.h"
 #include "model/gpt.h"
 #include "plan/plan.h"
+#include "backend/backend.h"
+#include "train/run.h"
 #include "util/err.h"
 #include "util/fileio.h"
 #include <stdio.h>
@@ -50,17 +52,18 @@ int ax_cli_machine(const char *arg, ax_machine *m) {
 int ax_cli_plan_job(const ax_train_opts *o, ax_plan_job *j) {
     ax_plan_job_defaults(j);
     j->cfg = o->model;
-    j->batch = o->batch ? o->batch : 8;
-    j->seq = o->seq ? o->seq : o->model.block_size;
+    j->batch = o->batch;
+    j->seq = o->seq;
+    ax_train_default_shape(&j->batch, &j->seq, &o->model);
     j->grad_accum = o->grad_accum;
-    static const char *modes[] = {"none", "attn", "block"};
-    j->recompute = -1;
-    for (int i = 0; i < 3; i++) if (!strcmp(o->recompute, modes[i])) j->recompute = i;
-    if (j->recompute < 0) return AX_ERR("--recompute %s: expected none, attn or block", o->recompute);
+    ax_recompute mode;
+    AX_TRY(ax_recompute_parse(o->recompute, &mode));
+    j->recompute = (int)mode;
     AX_TRY(ax_overlap_parse(o->overlap, &j->ov_flags));
     j->keep_gathered = o->keep_gathered;
-    if (!strcmp(o->dtype, "bf16")) j->act_bytes = 2;
-    else if (strcmp(o->dtype, "fp32")) return AX_ERR("--dtype %s: expected fp32 or bf16", o->dtype);
+    ax_dtype dtype;
+    AX_TRY(ax_dtype_parse(o->dtype, &dtype));
+    if (dtype == AX_BF16) j->act_bytes = 2;
     if (j->seq > o->model.block_size)
         return AX_ERR("--seq %d: expected 1..%d (the model's n_positions)", j->seq, o->model.block_size);
     return 0;

@@ -14,15 +14,18 @@ static int merge_row_cmp(const void *x, const void *y) {
     return (p->b > q->b) - (p->b < q->b);
 }
 
-static json_t *bytelevel_json(int prefix_space, int trim_offsets) {
-    return json_pack("{s:s, s:b, s:b, s:b}", "type", "ByteLevel", "add_prefix_space", prefix_space,
-                     "trim_offsets", trim_offsets, "use_regex", 1);
+/* the ByteLevel step's options, a bitmask (none: 0) */
+enum { ADD_PREFIX_SPACE = 1, TRIM_OFFSETS = 2 };
+
+static json_t *bytelevel_json(int flags) {
+    return json_pack("{s:s, s:b, s:b, s:b}", "type", "ByteLevel", "add_prefix_space", !!(flags & ADD_PREFIX_SPACE),
+                     "trim_offsets", !!(flags & TRIM_OFFSETS), "use_regex", 1);
 }
 
 /* GPT-2's layout (ByteLevel with its own regex) when that is the only step;
  * otherwise the Split steps as the file spelt them, then ByteLevel. */
 static json_t *pre_tokenizer_json(const ax_tokenizer *t) {
-    if (t->nsplit == 1 && !t->split[0].src) return bytelevel_json(0, 1);
+    if (t->nsplit == 1 && !t->split[0].src) return bytelevel_json(TRIM_OFFSETS);
     json_t *seq = json_array();
     int own_regex = 0;
     for (int i = 0; i < t->nsplit; i++) {
@@ -32,7 +35,7 @@ static json_t *pre_tokenizer_json(const ax_tokenizer *t) {
         json_array_append_new(seq, json_pack("{s:s, s:{s:s}, s:s, s:b}", "type", "Split", "pattern",
                                              s->literal ? "String" : "Regex", src, "behavior", "Isolated", "invert", 0));
     }
-    json_t *bl = bytelevel_json(0, 1);
+    json_t *bl = bytelevel_json(TRIM_OFFSETS);
     json_object_set_new(bl, "use_regex", json_boolean(own_regex));
     json_array_append_new(seq, bl);
     return json_pack("{s:s, s:o}", "type", "Sequence", "pretokenizers", seq);
@@ -60,7 +63,7 @@ static void template_items(const ax_tokenizer *t, const ax_ids *ids, int type_id
 /* ByteLevel (offsets only), then the template when there is one; a pair of
  * texts repeats it, the second with type id 1, as Llama-3's does. */
 static json_t *post_processor_json(const ax_tokenizer *t) {
-    json_t *bl = bytelevel_json(1, 0);
+    json_t *bl = bytelevel_json(ADD_PREFIX_SPACE);
     if (!t->tpl_pre.n && !t->tpl_post.n) return bl;
     json_t *single = json_array(), *pair = json_array(), *named = json_object();
     template_items(t, &t->tpl_pre, 0, single, named);
@@ -143,7 +146,7 @@ int ax_tok_save_json(const ax_tokenizer *t, const char *path) {
                               merges_json(t));
     json_t *root = json_pack("{s:s, s:n, s:n, s:o, s:n, s:o, s:o, s:o, s:o}", "version", "1.0", "truncation",
                              "padding", "added_tokens", added, "normalizer", "pre_tokenizer", pre_tokenizer_json(t),
-                             "post_processor", post_processor_json(t), "decoder", bytelevel_json(1, 1), "model", model);
+                             "post_processor", post_processor_json(t), "decoder", bytelevel_json(ADD_PREFIX_SPACE | TRIM_OFFSETS), "model", model);
     char *text = root ? json_dumps(root, JSON_INDENT(2)) : NULL;
     json_decref(root);
     if (!text) return AX_ERR("%s: cannot save: JSON encoding failed", path);

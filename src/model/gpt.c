@@ -15,9 +15,8 @@
 #include <string.h>
 
 static int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
-static int kv_heads(const ax_gpt_config *c) { return c->n_kv_head ? c->n_kv_head : c->n_head; }
-static int inner(const ax_gpt_config *c) { return c->n_inner ? c->n_inner : 4 * c->n_embd; }
 
+/* The one place the zero fields of a config get their values (axonn.h states them). */
 void ax_gpt_config_defaults(ax_gpt_config *c) {
     if (!c->n_kv_head) c->n_kv_head = c->n_head;
     if (!c->n_inner) c->n_inner = 4 * c->n_embd;
@@ -25,18 +24,22 @@ void ax_gpt_config_defaults(ax_gpt_config *c) {
     if (c->arch == AX_ARCH_LLAMA && !(c->rope_theta > 0)) c->rope_theta = 10000.0;
 }
 
-int64_t ax_gpt_num_params(const ax_gpt_config *c) {
-    int64_t C = c->n_embd, F = inner(c), V = c->vocab_size, hd = C / (c->n_head ? c->n_head : 1);
-    int64_t qkv = (c->n_head + 2 * kv_heads(c)) * hd;
+int64_t ax_gpt_num_params(const ax_gpt_config *given) {
+    ax_gpt_config d = *given, *c = &d;
+    ax_gpt_config_defaults(c);
+    int64_t C = c->n_embd, F = c->n_inner, V = c->vocab_size, hd = C / (c->n_head ? c->n_head : 1);
+    int64_t qkv = (c->n_head + 2 * c->n_kv_head) * hd;
     if (c->arch == AX_ARCH_LLAMA)   /* RMSNorm weights, no biases, SwiGLU's three matrices */
         return V * C * (c->untied ? 2 : 1) + C + c->n_layer * (2 * C + C * qkv + C * C + 3 * C * F);
     return V * C + (int64_t)c->block_size * C + 2 * C +
            c->n_layer * (4 * C + C * qkv + qkv + C * C + C + 2 * C * F + F + C);
 }
 
-int ax_gpt_check_grid(const ax_gpt_config *c, const ax_grid *g) {
-    int C = c->n_embd, KV = kv_heads(c), llama = c->arch == AX_ARCH_LLAMA;
-    if (c->n_layer < 1 || c->n_head < 1 || C < 1 || c->block_size < 1 || c->vocab_size < 2 || KV < 1 || inner(c) < 1)
+int ax_gpt_check_grid(const ax_gpt_config *given, const ax_grid *g) {
+    ax_gpt_config d = *given, *c = &d;
+    ax_gpt_config_defaults(c);
+    int C = c->n_embd, KV = c->n_kv_head, F = c->n_inner, llama = c->arch == AX_ARCH_LLAMA;
+    if (c->n_layer < 1 || c->n_head < 1 || C < 1 || c->block_size < 1 || c->vocab_size < 2 || KV < 1 || F < 1)
         return AX_ERR("model: n_layer, n_head, n_kv_head, n_embd, n_inner, n_positions must be >= 1 and vocab_size >= 2");
     if (c->arch != AX_ARCH_GPT2 && !llama) return AX_ERR("model: unknown architecture %d", c->arch);
     if (C % c->n_head)
@@ -54,21 +57,30 @@ int ax_gpt_check_grid(const ax_gpt_config *c, const ax_grid *g) {
     if (KV % g->gy && g->gy % KV)
         return AX_ERR("--grid: n_kv_head %d and G_y = %d: one must divide the other (key/value heads are split "
                       "over Y, or each replicated over G_y / n_kv_head Y shards)", KV, g->gy);
-    if (inner(c) % g->gy)
-        return AX_ERR("--grid: n_inner %d is not divisible by G_y = %d", inner(c), g->gy);
+    if (F % g->gy)
+        return AX_ERR("--grid: n_inner %d is not divisible by G_y = %d", F, g->gy);
     if (C % g->gx)
         return AX_ERR("--grid: n_embd %d is not divisible by G_x = %d", C, g->gx);
     return 0;
 }
 
-typedef struct { int k; const char *name; const ax_shard *sh; int hf_t, decay; double std; int one; } slot;
+/* How a parameter is stored, optimised and initialised (ax_param's fields):
+ * a bitmask. Random init is N(0, std) when std > 0, else INIT_ONES or zeros. */
+enum {
+    INIT_ZEROS = 0,   /* biases */
+    HF_T = 1,         /* stored [in, out] in Hugging Face files (GPT-2's Conv1D) */
+    DECAY = 2,        /* AdamW weight decay applies (matrices) */
+    INIT_ONES = 4,    /* norm weights */
+};
 
-static void add_param(ax_gpt *m, int id, const char *name, const ax_shard *s, int hf_t, int decay, double std, int one) {
+typedef struct { int k; const char *name; const ax_shard *sh; int flags; double std; } slot;
+
+static void add_param(ax_gpt *m, int id, const char *name, const ax_shard *s, int flags, double std) {
     ax_param *p = &m->p[id];
     snprintf(p->name, sizeof p->name, "%s", name);
     p->present = 1;
-    p->shard = *s; p->hf_transposed = hf_t; p->decay = decay;
-    p->init_std = std; p->init_one = one;
+    p->shard = *s; p->hf_transposed = !!(flags & HF_T); p->decay = !!(flags & DECAY);
+    p->init_std = std; p->init_one = !!(flags & INIT_ONES);
     p->numel = ax_shard_numel(s, m->g);
 }
 
@@ -89,32 +101,35 @@ static void build_table(ax_gpt *m) {
     m->np = 5 + L * AX_P_PER_LAYER;
     m->p = ax_calloc(m->np, sizeof(ax_param));
     ax_shard vec_x = {.rows = 1, .cols = C, .col_axis = AX_AXIS_X};
-    add_param(m, 0, llama ? "model.embed_tokens.weight" : "wte.weight", &m->lmhead.w, 0, 1, std, 0);
+    add_param(m, 0, llama ? "model.embed_tokens.weight" : "wte.weight", &m->lmhead.w, DECAY, std);
     if (!llama) {
         ax_shard wpe = {.rows = c->block_size, .cols = C, .col_axis = AX_AXIS_X};
-        add_param(m, 1, "wpe.weight", &wpe, 0, 1, std, 0);
+        add_param(m, 1, "wpe.weight", &wpe, DECAY, std);
     }
     for (int l = 0; l < L; l++) {
         slot gpt2[] = {
-            {AX_P_LN1W, "ln_1.weight", &vec_x, 0, 0, 0, 1}, {AX_P_LN1B, "ln_1.bias", &vec_x, 0, 0, 0, 0},
-            {AX_P_QKVW, "attn.c_attn.weight", &m->qkv.w, 1, 1, std, 0}, {AX_P_QKVB, "attn.c_attn.bias", &m->qkv.b, 0, 0, 0, 0},
-            {AX_P_PROJW, "attn.c_proj.weight", &m->proj.w, 1, 1, res_std, 0}, {AX_P_PROJB, "attn.c_proj.bias", &m->proj.b, 0, 0, 0, 0},
-            {AX_P_LN2W, "ln_2.weight", &vec_x, 0, 0, 0, 1}, {AX_P_LN2B, "ln_2.bias", &vec_x, 0, 0, 0, 0},
-            {AX_P_FCW, "mlp.c_fc.weight", &m->fc.w, 1, 1, std, 0}, {AX_P_FCB, "mlp.c_fc.bias", &m->fc.b, 0, 0, 0, 0},
-            {AX_P_FCPW, "mlp.c_proj.weight", &m->fcproj.w, 1, 1, res_std, 0}, {AX_P_FCPB, "mlp.c_proj.bias", &m->fcproj.b, 0, 0, 0, 0},
+            {AX_P_LN1W, "ln_1.weight", &vec_x, INIT_ONES}, {AX_P_LN1B, "ln_1.bias", &vec_x, INIT_ZEROS},
+            {AX_P_QKVW, "attn.c_attn.weight", &m->qkv.w, HF_T | DECAY, std},
+            {AX_P_QKVB, "attn.c_attn.bias", &m->qkv.b, INIT_ZEROS},
+            {AX_P_PROJW, "attn.c_proj.weight", &m->proj.w, HF_T | DECAY, res_std},
+            {AX_P_PROJB, "attn.c_proj.bias", &m->proj.b, INIT_ZEROS},
+            {AX_P_LN2W, "ln_2.weight", &vec_x, INIT_ONES}, {AX_P_LN2B, "ln_2.bias", &vec_x, INIT_ZEROS},
+            {AX_P_FCW, "mlp.c_fc.weight", &m->fc.w, HF_T | DECAY, std}, {AX_P_FCB, "mlp.c_fc.bias", &m->fc.b, INIT_ZEROS},
+            {AX_P_FCPW, "mlp.c_proj.weight", &m->fcproj.w, HF_T | DECAY, res_std},
+            {AX_P_FCPB, "mlp.c_proj.bias", &m->fcproj.b, INIT_ZEROS},
         }, llama_slots[] = {
-            {AX_P_LN1W, "input_layernorm.weight", &vec_x, 0, 0, 0, 1},
-            {AX_P_QKVW, "self_attn.qkv_proj.weight", &m->qkv.w, 0, 1, std, 0},
-            {AX_P_PROJW, "self_attn.o_proj.weight", &m->proj.w, 0, 1, std, 0},
-            {AX_P_LN2W, "post_attention_layernorm.weight", &vec_x, 0, 0, 0, 1},
-            {AX_P_FCW, "mlp.gate_up_proj.weight", &m->fc.w, 0, 1, std, 0},
-            {AX_P_FCPW, "mlp.down_proj.weight", &m->fcproj.w, 0, 1, std, 0},
+            {AX_P_LN1W, "input_layernorm.weight", &vec_x, INIT_ONES},
+            {AX_P_QKVW, "self_attn.qkv_proj.weight", &m->qkv.w, DECAY, std},
+            {AX_P_PROJW, "self_attn.o_proj.weight", &m->proj.w, DECAY, std},
+            {AX_P_LN2W, "post_attention_layernorm.weight", &vec_x, INIT_ONES},
+            {AX_P_FCW, "mlp.gate_up_proj.weight", &m->fc.w, DECAY, std},
+            {AX_P_FCPW, "mlp.down_proj.weight", &m->fcproj.w, DECAY, std},
         };
         const slot *e = llama ? llama_slots : gpt2;
         int ns = llama ? (int)(sizeof llama_slots / sizeof *llama_slots) : AX_P_PER_LAYER;
         for (int k = 0; k < ns; k++) {
             snprintf(n, sizeof n, llama ? "model.layers.%d.%s" : "h.%d.%s", l, e[k].name);
-            add_param(m, AX_PID(l, e[k].k), n, e[k].sh, e[k].hf_t, e[k].decay, e[k].std, e[k].one);
+            add_param(m, AX_PID(l, e[k].k), n, e[k].sh, e[k].flags, e[k].std);
         }
         if (llama) {   /* files keep q, k, v and gate, up apart */
             static const char *const qkv[] = {"q_proj", "k_proj", "v_proj"}, *const gu[] = {"gate_proj", "up_proj"};
@@ -122,9 +137,9 @@ static void build_table(ax_gpt *m) {
             add_sources(&m->p[AX_PID(l, AX_P_FCW)], "model.layers.%d.mlp.%s.weight", l, gu, m->fc.w.part, 2);
         }
     }
-    add_param(m, AX_PID_LNFW(m), llama ? "model.norm.weight" : "ln_f.weight", &vec_x, 0, 0, 0, 1);
-    if (!llama) add_param(m, AX_PID_LNFB(m), "ln_f.bias", &vec_x, 0, 0, 0, 0);
-    if (c->untied) add_param(m, AX_PID_HEAD(m), "lm_head.weight", &m->lmhead.w, 0, 1, std, 0);
+    add_param(m, AX_PID_LNFW(m), llama ? "model.norm.weight" : "ln_f.weight", &vec_x, INIT_ONES, 0);
+    if (!llama) add_param(m, AX_PID_LNFB(m), "ln_f.bias", &vec_x, INIT_ZEROS, 0);
+    if (c->untied) add_param(m, AX_PID_HEAD(m), "lm_head.weight", &m->lmhead.w, DECAY, std);
     /* zchunk tensors first, then the replicated ones */
     int64_t off = 0;
     for (int pass = 1; pass >= 0; pass--)
@@ -141,7 +156,7 @@ int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g) {
     m->cfg = *c; m->g = g;
     ax_gpt_config_defaults(&m->cfg);
     c = &m->cfg;
-    int C = c->n_embd, H = c->n_head, KV = kv_heads(c), F = inner(c), llama = c->arch == AX_ARCH_LLAMA;
+    int C = c->n_embd, H = c->n_head, KV = c->n_kv_head, F = c->n_inner, llama = c->arch == AX_ARCH_LLAMA;
     m->rms = m->swiglu = m->rope_on = llama;
     m->bias = !llama;
     m->eps = c->norm_eps;
@@ -152,12 +167,13 @@ int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g) {
     m->KVl = KV >= g->gy ? KV / g->gy : 1;
     int64_t qkv_parts[3] = {(int64_t)H * m->hd, (int64_t)KV * m->hd, (int64_t)KV * m->hd}, fc_parts[2] = {F, F};
     int64_t heads[3] = {m->hd, m->hd, m->hd};   /* q, k and v are cut only between heads */
-    ax_linear_init(&m->qkv, g, C, (H + 2 * KV) * m->hd, 0, 0, 3, qkv_parts, heads);
-    ax_linear_init(&m->proj, g, C, C, 0, 1, 0, NULL, NULL);
-    if (m->swiglu) ax_linear_init(&m->fc, g, C, 2 * F, 0, 0, 2, fc_parts, NULL);
-    else ax_linear_init(&m->fc, g, C, F, 0, 0, 0, NULL, NULL);
-    ax_linear_init(&m->fcproj, g, F, C, 0, 1, 0, NULL, NULL);
-    ax_linear_init(&m->lmhead, g, C, c->vocab_size, m->Vp, 0, 0, NULL, NULL);
+    ax_linear_init(&m->qkv, g, C, (H + 2 * KV) * m->hd,
+                   (ax_linear_opts){.nparts = 3, .part = qkv_parts, .unit = heads});
+    ax_linear_init(&m->proj, g, C, C, (ax_linear_opts){.transposed = 1});
+    if (m->swiglu) ax_linear_init(&m->fc, g, C, 2 * F, (ax_linear_opts){.nparts = 2, .part = fc_parts});
+    else ax_linear_init(&m->fc, g, C, F, (ax_linear_opts){0});
+    ax_linear_init(&m->fcproj, g, F, C, (ax_linear_opts){.transposed = 1});
+    ax_linear_init(&m->lmhead, g, C, c->vocab_size, (ax_linear_opts){.out_pad = m->Vp});
     /* fewer key/value heads than G_y: the Y shards holding copies of one head
      * (consecutive y) sum their gradients; a subgroup of Y, split once */
     int64_t lo, hi;
@@ -175,7 +191,7 @@ int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g) {
         m->head_block = c->untied ? be->alloc(nb) : m->wte_block;
         m->head_gblock = c->untied ? be->alloc(nb) : m->wte_gblock;
     }
-    ax_gpt_set_overlap(m, 0, 0, 0);
+    ax_gpt_set_overlap(m, AX_OV_NONE, 0, 0);   /* no gathered weights kept; buckets of the default size */
     return 0;
 }
 
@@ -212,7 +228,7 @@ void ax_gpt_init_random(ax_gpt *m, uint64_t seed) {
     float *params = ax_host_view(m->params, m->n_local * sizeof(float), 0);
     for (int i = 0; i < m->np; i++) {
         init_ctx c = {&m->p[i], m->g, params + m->p[i].offset, seed, i};
-        ax_host_parallel(m->p[i].numel, init_range, &c);   /* 1.3B parameters: a minute on one core */
+        ax_host_parallel(m->p[i].numel, init_range, &c);   /* threaded: large models are slow on one core */
     }
     ax_host_release(params, m->params, m->n_local * sizeof(float), 1);
 }
@@ -240,11 +256,11 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
     LAYERS(lse, TAKE, (int64_t)B * m->Hl * T, !attn); LAYERS(atty, TAKE, M * Cy, !attn);
     LAYERS(res2, TAKE, M * Cx, !block);
     LAYERS(ln2, TAKE, M * Cx, !block && !h); LAYERS(ln2_mean, TAKE, M, !block); LAYERS(ln2_rstd, TAKE, M, !block);
-    LAYERS(fch, TAKE, M * Fc, !block); LAYERS(fch_gelu, TAKE, M * Fa, !block && !h);
+    LAYERS(fch, TAKE, M * Fc, !block); LAYERS(fch_act, TAKE, M * Fa, !block && !h);
     LAYERS(res3, TAKE, M * Cx, 1);                 /* the next layer's input: always kept */
     if (h) {
         LAYERS(ln1_h, TAKE_H, M * Cx, !block); LAYERS(atty_h, TAKE_H, M * Cy, !attn);
-        LAYERS(ln2_h, TAKE_H, M * Cx, !block); LAYERS(fch_gelu_h, TAKE_H, M * Fa, !block);
+        LAYERS(ln2_h, TAKE_H, M * Cx, !block); LAYERS(fch_act_h, TAKE_H, M * Fa, !block);
         m->lnf_h = TAKE_H(M * Cx);
         m->dy_h = TAKE_H(M * (wide > m->Vl ? wide : m->Vl));
     }
@@ -260,6 +276,13 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
 #undef TAKE_H
 #undef TAKE
     return off;
+}
+
+int ax_recompute_parse(const char *s, ax_recompute *mode) {
+    static const char *names[] = {"none", "attn", "block"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, names[i])) { *mode = (ax_recompute)i; return 0; }
+    return AX_ERR("--recompute %s: expected none, attn or block", s);
 }
 
 void ax_gpt_set_recompute(ax_gpt *m, ax_recompute mode) {
@@ -291,7 +314,7 @@ static const ax_linear *fc_layer(const ax_gpt *m, int i) {
 void ax_gpt_set_overlap(ax_gpt *m, int flags, int keep_gathered, int64_t bucket_bytes) {
     ax_grid *g = m->g;
     m->overlap = flags; m->keep_gathered = keep_gathered;
-    m->bucket_bytes = bucket_bytes > 0 ? bucket_bytes : 25 << 20;
+    m->bucket_bytes = bucket_bytes > 0 ? bucket_bytes : AX_BUCKET_BYTES_DEFAULT;
     ax_linear_ws_free(&m->ws); ax_zfetch_free(&m->wf);
     const ax_linear *fcs[4] = {&m->qkv, &m->proj, &m->fc, &m->fcproj};
     int64_t nw = ax_shard_numel(&m->lmhead.w, g);
@@ -323,7 +346,7 @@ void ax_gpt_alloc_acts(ax_gpt *m, int B, int T) {
     layout_acts(m, B, T, m->act_mem);
 }
 
-const float *ax_gpt_wte(ax_gpt *m) {
+const float *ax_gpt_gather_wte(ax_gpt *m) {
     ax_grid *g = m->g;
     const float *w = ax_linear_weight(&m->lmhead, g, ax_gpt_param(m, 0), AX_F32, m->wte_block).data, *head = w;
     if (m->cfg.untied)
@@ -415,9 +438,9 @@ void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, in
     ax_add_inplace(a->res2, h, (size_t)M * Cx);
     norm_forward(m, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(AX_P_LN2W), P(AX_P_LN2B), M, scratch);
     ax_linear_forward(&m->fc, layer_weight(m, l, 2), P(AX_P_FCB), IN(ln2, m->fc), a->fch);
-    if (m->swiglu) ax_swiglu_forward(a->fch_gelu, a->fch, M, m->fcproj.in_l);
-    else ax_gelu_forward(a->fch_gelu, a->fch, (size_t)M * m->fc.out_l);
-    ax_linear_forward(&m->fcproj, layer_weight(m, l, 3), P(AX_P_FCPB), IN(fch_gelu, m->fcproj), a->res3);
+    if (m->swiglu) ax_swiglu_forward(a->fch_act, a->fch, M, m->fcproj.in_l);
+    else ax_gelu_forward(a->fch_act, a->fch, (size_t)M * m->fc.out_l);
+    ax_linear_forward(&m->fcproj, layer_weight(m, l, 3), P(AX_P_FCPB), IN(fch_act, m->fcproj), a->res3);
     ax_add_inplace(a->res3, a->res2, (size_t)M * Cx);
 #undef IN
 #undef P
@@ -440,7 +463,7 @@ void ax_gpt_forward_queue(ax_gpt *m, const int32_t *inputs, const int32_t *targe
     m->phase = AX_PHASE_FWD;
     ax_zfetch_reset(&m->wf);                       /* the weights may have changed since the last gather */
     if (m->dtype == AX_BF16) ax_be()->cast(m->params_h, AX_BF16, m->params, AX_F32, m->n_zchunk);
-    const float *wte = ax_gpt_wte(m);
+    const float *wte = ax_gpt_gather_wte(m);
     ax_embedding_forward(&g->Y, m->encoded, inputs, NULL, wte, ax_gpt_param(m, 1), M, T, m->v0, m->Vl, Cx);
     const float *h = m->encoded;
     for (int l = 0; l < m->cfg.n_layer; l++) {
@@ -469,6 +492,55 @@ double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, 
     return targets ? ax_gpt_loss_sum(m, weights, Bl * T) : 0.0;
 }
 
+/* Layer l's backward: dres (the gradient of its output) becomes that of its
+ * input, and its parameters' gradients accumulate. Its activations are
+ * rebuilt first, bit for bit, where the recompute mode did not keep them. */
+static void layer_backward(ax_gpt *m, int l, int Bl, int T) {
+    ax_grid *g = m->g;
+    int M = Bl * T;
+    ax_layer_acts *a = &m->L[l];
+    const float *h = l ? m->L[l - 1].res3 : m->encoded;
+    /* shared buffers hold the last layer's activations after forward; the
+     * others are rebuilt, bit for bit, from what was kept */
+    if (m->recompute == AX_RECOMPUTE_BLOCK && l < m->cfg.n_layer - 1) {
+        m->phase = AX_PHASE_RECOMPUTE;
+        ax_gpt_layer_forward(m, l, a, h, Bl, T, NULL, m->scratch, NULL, NULL);
+    }
+    m->phase = AX_PHASE_BWD;
+    if (m->recompute == AX_RECOMPUTE_ATTN && l < m->cfg.n_layer - 1) {
+        ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->dtype, m->att_scratch,
+                             m->att_threads);
+        ax_gpt_gemm_input(m, a->atty, a->atty_h, M, m->proj.in_l);
+    }
+#define P(k) ax_gpt_param(m, AX_PID(l, k))
+#define G(k) ax_gpt_grad(m, AX_PID(l, k))
+#define IN(x, L) saved_input(m, a->x, a->x##_h, M, (L).in_l)
+    /* MLP: res3 = res2 + fcproj(act(fc(norm2(res2)))) */
+    ax_linear_backward(&m->fcproj, g, layer_weight(m, l, 3), IN(fch_act, m->fcproj),
+                       m->dres, m->s1, G(AX_P_FCPW), G(AX_P_FCPB), &m->ws, m->dy_h);
+    /* the MLP hidden's gradient, then the norm output's; the activation's backward out of place,
+     * which is faster than in place (figures: docs/design.md, Choices and why) */
+    float *dfc = m->s2, *dln2 = m->s1;
+    if (m->swiglu) ax_swiglu_backward(dfc, a->fch, m->s1, M, m->fcproj.in_l);
+    else ax_gelu_backward(dfc, a->fch, m->s1, (size_t)M * m->fc.out_l);
+    ax_linear_backward(&m->fc, g, layer_weight(m, l, 2), IN(ln2, m->fc),
+                       dfc, dln2, G(AX_P_FCW), G(AX_P_FCB), &m->ws, m->dy_h);
+    norm_backward(m, m->dres, G(AX_P_LN2W), G(AX_P_LN2B), dln2, a->res2, P(AX_P_LN2W), a->ln2_mean, a->ln2_rstd, M);
+    /* attention: res2 = h + proj(attend(rope(qkv(norm1(h))))) */
+    ax_linear_backward(&m->proj, g, layer_weight(m, l, 1), IN(atty, m->proj),
+                       m->dres, m->s1, G(AX_P_PROJW), G(AX_P_PROJB), &m->ws, m->dy_h);
+    ax_attention_backward(m->s2, m->s1, a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->dtype,
+                          m->att_scratch, m->att_threads);
+    if (m->rope_on) ax_rope_backward(&m->rope, m->s2, m->qkv.out_l, M, T, NULL, m->Hl + m->KVl);
+    ax_linear_backward(&m->qkv, g, layer_weight(m, l, 0), IN(ln1, m->qkv),
+                       m->s2, m->s1, G(AX_P_QKVW), G(AX_P_QKVB), &m->ws, m->dy_h);
+    norm_backward(m, m->dres, G(AX_P_LN1W), G(AX_P_LN1B), m->s1, h, P(AX_P_LN1W), a->ln1_mean, a->ln1_rstd, M);
+    ax_gpt_buckets_layer_done(m, l);
+#undef IN
+#undef P
+#undef G
+}
+
 void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
     ax_grid *g = m->g;
     int M = Bl * T, Cx = m->Cx, untied = m->cfg.untied;
@@ -493,49 +565,7 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
     ax_be()->zero(m->dres, (size_t)M * Cx * sizeof(float));
     norm_backward(m, m->dres, ax_gpt_grad(m, AX_PID_LNFW(m)), ax_gpt_grad(m, AX_PID_LNFB(m)), m->s1, hlast,
                   ax_gpt_param(m, AX_PID_LNFW(m)), m->lnf_mean, m->lnf_rstd, M);
-    for (int l = m->cfg.n_layer - 1; l >= 0; l--) {
-        ax_layer_acts *a = &m->L[l];
-        const float *h = l ? m->L[l - 1].res3 : m->encoded;
-        /* shared buffers hold the last layer's activations after forward; the
-         * others are rebuilt, bit for bit, from what was kept */
-        if (m->recompute == AX_RECOMPUTE_BLOCK && l < m->cfg.n_layer - 1) {
-            m->phase = AX_PHASE_RECOMPUTE;
-            ax_gpt_layer_forward(m, l, a, h, Bl, T, NULL, m->scratch, NULL, NULL);
-        }
-        m->phase = AX_PHASE_BWD;
-        if (m->recompute == AX_RECOMPUTE_ATTN && l < m->cfg.n_layer - 1) {
-            ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->dtype, m->att_scratch,
-                                 m->att_threads);
-            ax_gpt_gemm_input(m, a->atty, a->atty_h, M, m->proj.in_l);
-        }
-#define P(k) ax_gpt_param(m, AX_PID(l, k))
-#define G(k) ax_gpt_grad(m, AX_PID(l, k))
-#define IN(x, L) saved_input(m, a->x, a->x##_h, M, (L).in_l)
-        /* MLP: res3 = res2 + fcproj(act(fc(norm2(res2)))) */
-        ax_linear_backward(&m->fcproj, g, layer_weight(m, l, 3), IN(fch_gelu, m->fcproj),
-                           m->dres, m->s1, G(AX_P_FCPW), G(AX_P_FCPB), &m->ws, m->dy_h);
-        /* the MLP hidden's gradient, then the norm output's; the activation's backward out of place
-         * (GELU's in place: 2.6 ns an element in a step on an AVX-512 Xeon VM, out of place 2.0) */
-        float *dfc = m->s2, *dln2 = m->s1;
-        if (m->swiglu) ax_swiglu_backward(dfc, a->fch, m->s1, M, m->fcproj.in_l);
-        else ax_gelu_backward(dfc, a->fch, m->s1, (size_t)M * m->fc.out_l);
-        ax_linear_backward(&m->fc, g, layer_weight(m, l, 2), IN(ln2, m->fc),
-                           dfc, dln2, G(AX_P_FCW), G(AX_P_FCB), &m->ws, m->dy_h);
-        norm_backward(m, m->dres, G(AX_P_LN2W), G(AX_P_LN2B), dln2, a->res2, P(AX_P_LN2W), a->ln2_mean, a->ln2_rstd, M);
-        /* attention: res2 = h + proj(attend(rope(qkv(norm1(h))))) */
-        ax_linear_backward(&m->proj, g, layer_weight(m, l, 1), IN(atty, m->proj),
-                           m->dres, m->s1, G(AX_P_PROJW), G(AX_P_PROJB), &m->ws, m->dy_h);
-        ax_attention_backward(m->s2, m->s1, a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->dtype,
-                              m->att_scratch, m->att_threads);
-        if (m->rope_on) ax_rope_backward(&m->rope, m->s2, m->qkv.out_l, M, T, NULL, m->Hl + m->KVl);
-        ax_linear_backward(&m->qkv, g, layer_weight(m, l, 0), IN(ln1, m->qkv),
-                           m->s2, m->s1, G(AX_P_QKVW), G(AX_P_QKVB), &m->ws, m->dy_h);
-        norm_backward(m, m->dres, G(AX_P_LN1W), G(AX_P_LN1B), m->s1, h, P(AX_P_LN1W), a->ln1_mean, a->ln1_rstd, M);
-        ax_gpt_buckets_layer_done(m, l);
-#undef IN
-#undef P
-#undef G
-    }
+    for (int l = m->cfg.n_layer - 1; l >= 0; l--) layer_backward(m, l, Bl, T);
     ax_embedding_backward(dwte, ax_gpt_grad(m, 1), m->dres, inputs, NULL, M, T, m->v0, m->Vl, Cx);
     if (g->gz > 1) {
         ax_linear_reduce_grad(&m->lmhead, g, dwte, ax_gpt_grad(m, 0), &m->ws);

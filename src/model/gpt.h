@@ -49,10 +49,10 @@ typedef struct {
 typedef struct {
     /* per layer */
     float *ln1, *ln1_mean, *ln1_rstd, *qkv, *lse, *atty, *res2;
-    float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *res3;   /* fch_gelu: the MLP activation's output */
+    float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_act, *res3;   /* fch_act: act(fch), GELU or SwiGLU */
     /* bf16: the GEMM inputs as the GEMMs read them, kept for the weight
-     * gradients (the fp32 ln1, ln2 and fch_gelu are then transient) */
-    ax_bf16 *ln1_h, *atty_h, *ln2_h, *fch_gelu_h;
+     * gradients (the fp32 ln1, ln2 and fch_act are then transient) */
+    ax_bf16 *ln1_h, *atty_h, *ln2_h, *fch_act_h;
 } ax_layer_acts;
 
 /* Activations rebuilt in backward instead of kept for every layer:
@@ -61,6 +61,8 @@ typedef struct {
  * runs the layer's forward again (its collectives included) before its
  * backward. Results are bitwise the same in every mode. */
 typedef enum { AX_RECOMPUTE_NONE, AX_RECOMPUTE_ATTN, AX_RECOMPUTE_BLOCK } ax_recompute;
+/* "none", "attn" or "block" */
+int ax_recompute_parse(const char *s, ax_recompute *mode);
 
 /* Communication left running behind compute (docs/algorithm.md §4), each switchable:
  * OAR the backward dX all-reduces during the dW GEMMs; ORS the Z
@@ -70,7 +72,7 @@ typedef enum { AX_RECOMPUTE_NONE, AX_RECOMPUTE_ATTN, AX_RECOMPUTE_BLOCK } ax_rec
  * data-parallel (and data x Z) all-reduce as soon as backward has finished
  * those layers. The same collectives run on the same buffers in every
  * setting, so the results are the same bits. */
-enum { AX_OV_OAR = 1, AX_OV_ORS = 2, AX_OV_OAG = 4, AX_OV_DP = 8, AX_OV_ALL = 15 };
+enum { AX_OV_NONE = 0, AX_OV_OAR = 1, AX_OV_ORS = 2, AX_OV_OAG = 4, AX_OV_DP = 8, AX_OV_ALL = 15 };
 /* "none", "all" or a comma list of oar, ors, oag, dp */
 int ax_overlap_parse(const char *s, int *flags);
 /* the flags as "oar,ors,oag,dp" / "none" into buf */
@@ -132,9 +134,9 @@ typedef struct {
     ax_recompute recompute;       /* NONE after init; KV-cache decoding needs NONE */
 } ax_gpt;
 
-/* Fills the fields left 0 with their defaults (n_kv_head = n_head, n_inner =
- * 4 n_embd, norm_eps 1e-5, Llama's rope_theta 10000): two configs of the same
- * model then compare equal. */
+/* Fills the fields left 0 with their defaults (the values axonn.h's
+ * ax_gpt_config states): two configs of the same model then compare equal.
+ * Everything that reads a config's defaulted fields resolves them here. */
 void ax_gpt_config_defaults(ax_gpt_config *c);
 /* Checks that the model splits on the grid; one line naming what does not. */
 int ax_gpt_check_grid(const ax_gpt_config *c, const ax_grid *g);
@@ -147,8 +149,10 @@ void ax_gpt_set_recompute(ax_gpt *m, ax_recompute mode);
  * bf16 weights and activations and accumulate in fp32; parameters, gradients,
  * reductions, LayerNorm, attention softmax and the loss stay fp32. */
 void ax_gpt_set_dtype(ax_gpt *m, ax_dtype t);
+/* the gradient bucket size when none is given */
+enum { AX_BUCKET_BYTES_DEFAULT = 25 << 20 };
 /* Overlap flags (AX_OV_*; none after init), keeping gathered weights from
- * forward to backward, and the gradient bucket size in bytes (0: 25 MiB).
+ * forward to backward, and the gradient bucket size in bytes (0: AX_BUCKET_BYTES_DEFAULT).
  * Allocates the buffers they need; call after ax_gpt_set_dtype. */
 void ax_gpt_set_overlap(ax_gpt *m, int flags, int keep_gathered, int64_t bucket_bytes);
 /* NULL for a slot the architecture lacks */
@@ -185,10 +189,11 @@ double ax_gpt_loss_sum(ax_gpt *m, const float *weights, int M);
 /* Gradients accumulate into m->grads; they are final after ax_gpt_grad_sync
  * (reduce-scatters over Z may still be in flight when backward returns). */
 void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T);
-/* the token table's (Vl, Cx) block, gathered over Z when Gz > 1; also
- * gathers an untied LM head, and under bf16 rounds the head's weight */
-const float *ax_gpt_wte(ax_gpt *m);
-/* the LM head's weight as its GEMMs read it, after ax_gpt_wte */
+/* Gathers the token table's (Vl, Cx) block over Z when Gz > 1 (else it is
+ * the local chunk) and returns it; also gathers an untied LM head, and under
+ * bf16 rounds the gathered head's weight. Collective over Z. */
+const float *ax_gpt_gather_wte(ax_gpt *m);
+/* the LM head's weight as its GEMMs read it, after ax_gpt_gather_wte */
 ax_mat ax_gpt_lm_weight(const ax_gpt *m);
 /* x (rows, cols) as a GEMM input: itself under fp32, rounded into h under bf16 */
 ax_mat ax_gpt_gemm_input(const ax_gpt *m, const float *x, ax_bf16 *h, int rows, int cols);

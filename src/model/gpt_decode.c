@@ -24,10 +24,10 @@ void ax_kv_init(ax_kvcache *c, ax_gpt *m, int B, int Tmax) {
     float *p = c->mem = ax_calloc(total, sizeof(float));
 #define TAKE(n) (p += (n), p - (n))
     c->x = TAKE(B * Cx); c->ln = TAKE(B * Cx); c->qkv = TAKE(B * Q); c->atty = TAKE(B * Cy);
-    c->tmp = TAKE(B * wide); c->fch = TAKE(B * Fc); c->fchg = TAKE(B * Fa);
+    c->tmp = TAKE(B * wide); c->fch = TAKE(B * Fc); c->fch_act = TAKE(B * Fa);
     c->mean = TAKE(B); c->rstd = TAKE(B); c->scratch = TAKE(4 * (size_t)B); c->logits = TAKE((size_t)B * m->Vl);
     c->ln_h = (ax_bf16 *)TAKE((B * Cx + 1) / 2); c->atty_h = (ax_bf16 *)TAKE((B * Cy + 1) / 2);
-    c->fchg_h = (ax_bf16 *)TAKE((B * Fa + 1) / 2);
+    c->fch_act_h = (ax_bf16 *)TAKE((B * Fa + 1) / 2);
 #undef TAKE
 }
 
@@ -60,13 +60,13 @@ static void attend_cached(void *ctx, ax_gpt *m, int l, ax_layer_acts *a) {
 void ax_kv_step(ax_kvcache *c, ax_gpt *m, const int32_t *tokens, int nb) {
     ax_grid *g = m->g;
     int Cx = m->Cx;
-    const float *wte = ax_gpt_wte(m);   /* under bf16, the weights as the prefill's forward rounded them */
+    const float *wte = ax_gpt_gather_wte(m);   /* under bf16, the weights as the prefill's forward rounded them */
     ax_embedding_forward(&g->Y, c->x, tokens, c->len, wte, ax_gpt_param(m, 1), nb, 1, m->v0, m->Vl, Cx);
     /* one row per sequence; the layer's output overwrites its input x */
     ax_layer_acts a = {.ln1 = c->ln, .ln1_mean = c->mean, .ln1_rstd = c->rstd, .qkv = c->qkv, .atty = c->atty,
                        .res2 = c->tmp, .ln2 = c->ln, .ln2_mean = c->mean, .ln2_rstd = c->rstd,
-                       .fch = c->fch, .fch_gelu = c->fchg, .res3 = c->x,
-                       .ln1_h = c->ln_h, .atty_h = c->atty_h, .ln2_h = c->ln_h, .fch_gelu_h = c->fchg_h};
+                       .fch = c->fch, .fch_act = c->fch_act, .res3 = c->x,
+                       .ln1_h = c->ln_h, .atty_h = c->atty_h, .ln2_h = c->ln_h, .fch_act_h = c->fch_act_h};
     c->nb = nb;
     for (int l = 0; l < m->cfg.n_layer; l++)
         ax_gpt_layer_forward(m, l, &a, c->x, nb, 1, c->len, c->scratch, attend_cached, c);

@@ -315,14 +315,16 @@ int ax_gpt_config_read(ax_gpt_config *c, const char *path) {
     return rc;
 }
 
-static json_t *config_json(const ax_gpt_config *c) {
-    double eps = c->norm_eps > 0 ? c->norm_eps : 1e-5;
+static json_t *config_json(const ax_gpt_config *given) {
+    ax_gpt_config d = *given, *c = &d;
+    ax_gpt_config_defaults(c);
+    double eps = c->norm_eps;
     if (c->arch != AX_ARCH_LLAMA)
         return json_pack("{s:s, s:[s], s:i, s:i, s:i, s:i, s:i, s:i, s:o, s:f, s:s, s:f, s:f, s:f, s:b, s:i, s:i}",
             "model_type", "gpt2", "architectures", "GPT2LMHeadModel",
             "n_layer", c->n_layer, "n_head", c->n_head, "n_embd", c->n_embd,
             "n_positions", c->block_size, "n_ctx", c->block_size, "vocab_size", c->vocab_size,
-            "n_inner", c->n_inner ? json_integer(c->n_inner) : json_null(),
+            "n_inner", json_integer(c->n_inner),
             "layer_norm_epsilon", eps, "activation_function", "gelu_new",
             "resid_pdrop", 0.0, "embd_pdrop", 0.0, "attn_pdrop", 0.0, "tie_word_embeddings", 1,
             "bos_token_id", c->vocab_size - 1, "eos_token_id", c->vocab_size - 1);
@@ -334,9 +336,9 @@ static json_t *config_json(const ax_gpt_config *c) {
     return json_pack("{s:s, s:[s], s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:o, s:s, s:b, s:b, s:b, s:f, s:i, s:i}",
         "model_type", "llama", "architectures", "LlamaForCausalLM",
         "num_hidden_layers", c->n_layer, "num_attention_heads", c->n_head,
-        "num_key_value_heads", c->n_kv_head ? c->n_kv_head : c->n_head, "hidden_size", c->n_embd,
-        "intermediate_size", c->n_inner ? c->n_inner : 4 * c->n_embd, "max_position_embeddings", c->block_size,
-        "vocab_size", c->vocab_size, "rms_norm_eps", eps, "rope_theta", c->rope_theta > 0 ? c->rope_theta : 10000.0,
+        "num_key_value_heads", c->n_kv_head, "hidden_size", c->n_embd,
+        "intermediate_size", c->n_inner, "max_position_embeddings", c->block_size,
+        "vocab_size", c->vocab_size, "rms_norm_eps", eps, "rope_theta", c->rope_theta,
         "rope_scaling", rs, "hidden_act", "silu", "tie_word_embeddings", !c->untied,
         "attention_bias", 0, "mlp_bias", 0, "initializer_range", 0.02,
         "bos_token_id", c->vocab_size - 1, "eos_token_id", c->vocab_size - 1);

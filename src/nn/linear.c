@@ -2,8 +2,9 @@
 #include "backend/backend.h"
 #include <string.h>
 
-void ax_linear_init(ax_linear *L, ax_grid *g, int in, int out, int out_pad, int transposed, int nparts,
-                    const int64_t *part, const int64_t *unit) {
+void ax_linear_init(ax_linear *L, ax_grid *g, int in, int out, ax_linear_opts o) {
+    int out_pad = o.out_pad, transposed = o.transposed, nparts = o.nparts;
+    const int64_t *part = o.part, *unit = o.unit;
     memset(L, 0, sizeof *L);
     L->in = in; L->out = out; L->out_pad = out_pad ? out_pad : out;
     L->transposed = transposed;

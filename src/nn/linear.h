@@ -10,7 +10,7 @@
  * precision: the weight chunk is then its bf16 copy and gathered as such);
  * outputs, reductions and gradients stay fp32.
  *
- *   ax_linear fc; ax_linear_init(&fc, g, C, 4*C, 0, 0, 0, NULL, NULL);
+ *   ax_linear fc; ax_linear_init(&fc, g, C, 4*C, (ax_linear_opts){0});
  *   ax_linear_ws ws; ax_linear_ws_init(&ws, g, (const ax_linear *[]){&fc}, 1, 1, 0);
  *   ax_mat W = ax_linear_weight(&fc, g, w_chunk, AX_F32, wblock);      // (out_l, in_l)
  *   ax_linear_forward(&fc, W, b, ax_mat_f32(x, M, fc.in_l), y);        // y (M, out_l)
@@ -38,12 +38,21 @@ typedef struct {
  * ax_zscatter_drain (ORS). Results are the same bits either way. */
 typedef struct { ax_zscatter rs; int oar, ors; } ax_linear_ws;
 
-/* nparts > 0: the output features are nparts parts of part[i] features
- * (summing to out) made of units of unit[i] features (NULL: 1), grouped per
- * Y shard (nn/shard.h): the fused [q|k|v] of whole heads (a part of fewer
- * heads than G_y replicated), or [gate|up]. */
-void ax_linear_init(ax_linear *L, ax_grid *g, int in, int out, int out_pad, int transposed, int nparts,
-                    const int64_t *part, const int64_t *unit);
+/* What sets a layer apart from the plain non-transposed one of in x out;
+ * give the fields that apply by name, the others are 0:
+ *   (ax_linear_opts){.transposed = 1}, (ax_linear_opts){.out_pad = Vp} */
+typedef struct {
+    int out_pad;            /* padded output rows (the vocabulary); 0: out */
+    int transposed;         /* an out-projection: the roles of X and Y swapped */
+    /* nparts > 0: the output features are nparts parts of part[i] features
+     * (summing to out) made of units of unit[i] features (NULL: 1), grouped
+     * per Y shard (nn/shard.h): the fused [q|k|v] of whole heads (a part of
+     * fewer heads than G_y replicated), or [gate|up]. */
+    int nparts;
+    const int64_t *part, *unit;
+} ax_linear_opts;
+
+void ax_linear_init(ax_linear *L, ax_grid *g, int in, int out, ax_linear_opts o);
 /* slots of reduce-scatter, each for the largest of the layers' blocks, and
  * chunks of at least chunk_min (blocks the caller reduces from its own
  * buffers, like the embedding's) */

@@ -8,7 +8,7 @@
  * context / low_freq_factor are slowed by factor, shorter than context /
  * high_freq_factor kept, and those between blended smoothly. */
 void ax_rope_freqs(const ax_gpt_config *c, int hd, double *f) {
-    double theta = c->rope_theta > 0 ? c->rope_theta : 10000.0;
+    double theta = c->rope_theta;   /* resolved (ax_gpt_config_defaults) */
     for (int k = 0; k < hd / 2; k++) {
         f[k] = pow(theta, -2.0 * k / hd);
         if (c->rope_factor <= 0) continue;

@@ -17,6 +17,7 @@ typedef struct {
     float *cs;          /* (npos, hd/2, 2): cos and sin */
 } ax_rope;
 
+/* c: a config with its defaults resolved (ax_gpt_config_defaults; rope_theta > 0) */
 void ax_rope_init(ax_rope *r, const ax_gpt_config *c, int hd);
 void ax_rope_free(ax_rope *r);
 /* the frequencies, Llama 3 scaling applied (hd/2 of them) */

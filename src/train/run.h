@@ -37,6 +37,10 @@ typedef struct {
     int silent;                  /* no start-up lines (axonn bench --json) */
 } ax_run;
 
+/* The one place batch and seq left 0 (ax_train_opts: "from the checkpoint")
+ * get their values when there is none: 8 sequences of c's n_positions. */
+void ax_train_default_shape(int *batch, int *seq, const ax_gpt_config *c);
+
 void ax_run_init(ax_run *r, const ax_train_opts *o, MPI_Comm comm);
 int ax_run_setup(ax_run *r);
 /* the sequences (and goldfish masks) of `step` into r->seqs (r->weights) */

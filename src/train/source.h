@@ -20,8 +20,10 @@ typedef struct {
     uint64_t seed;
 } ax_source;
 
+/* the order ax_source_open reads sequences in: shuffle takes one of these */
+enum { AX_SOURCE_IN_ORDER = 0, AX_SOURCE_SHUFFLED = 1 };
 /* glob: shards, or a .jsonl file of instruction examples encoded with the
- * tokenizer at tok_path (its ids must lie below V) */
+ * tokenizer at tok_path (its ids must lie below V); seed: of the shuffle */
 int ax_source_open(ax_source *s, const char *glob, const char *tok_path, int T, int V, int shuffle, uint64_t seed);
 void ax_source_close(ax_source *s);
 /* Sequence pos into out[before .. before+T], preceded by up to `before` tokens

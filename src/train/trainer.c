@@ -40,11 +40,15 @@ void ax_train_defaults(ax_train_opts *o) {
     o->dtype = "fp32";
     o->gemm_tune = "off";
     o->overlap = "all";
-    o->bucket_mb = 25;
+    o->bucket_mb = AX_BUCKET_BYTES_DEFAULT / (double)(1 << 20);
     o->max_shard_size = 5000000000LL;   /* transformers' save_pretrained default, 5GB */
     o->export_dtype = "fp32";
 }
 
+void ax_train_default_shape(int *batch, int *seq, const ax_gpt_config *c) {
+    if (!*batch) *batch = 8;
+    if (!*seq) *seq = c->block_size;
+}
 
 #define SAY(r, ...) do { if ((r)->root && !(r)->silent) { printf(__VA_ARGS__); fflush(stdout); } } while (0)
 
@@ -65,14 +69,7 @@ static void set_threads(ax_run *r) {
     ax_be()->set_threads(n);
 }
 
-static int parse_recompute(const char *s, ax_recompute *mode) {
-    static const char *names[] = {"none", "attn", "block"};
-    for (int i = 0; i < 3; i++)
-        if (!strcmp(s, names[i])) { *mode = (ax_recompute)i; return 0; }
-    return AX_ERR("--recompute %s: expected none, attn or block", s);
-}
-
-static int validate(const ax_train_opts *o, const ax_gpt_config *c, const ax_grid *g) {
+static int check_options(const ax_train_opts *o, const ax_gpt_config *c, const ax_grid *g) {
     if (o->steps < 1) return AX_ERR("--steps %d: expected >= 1", o->steps);
     if (strcmp(o->export_dtype, "fp32") && strcmp(o->export_dtype, "bf16"))
         return AX_ERR("--export-dtype %s: expected fp32 or bf16", o->export_dtype);
@@ -148,8 +145,18 @@ static int trim_metrics(const char *path, int step) {
     return ax_out_commit(&out);
 }
 
-int ax_run_setup(ax_run *r) {
-    ax_train_opts *o = &r->args;
+/* What the steps of ax_run_setup hand on: the model's config, the checkpoint
+ * resumed from, and the step settings parsed from the options. */
+typedef struct {
+    ax_gpt_config cfg;
+    char ckdir[4096];
+    int overlap, emulated;
+    const char *kernel;          /* the GEMM kernel of the dtype */
+} setup_ctx;
+
+/* grid, threads, GEMM timing and tuning */
+static int setup_runtime(ax_run *r) {
+    const ax_train_opts *o = r->o;
     AX_TRY(ax_grid_init(&r->g, r->comm, o->grid[0], o->grid[1], o->grid[2], o->grid[3]));
     r->root = r->g.rank == 0;
     /* no progress bar under an MPI launcher: it forwards output through a
@@ -160,20 +167,30 @@ int ax_run_setup(ax_run *r) {
     int tune;
     AX_TRY(ax_gemm_tune_parse(o->gemm_tune, &tune));
     ax_gemm_tune_set(tune, o->gemm_tune_cache, r->root);
-    ax_gpt_config cfg = o->model, want = o->model;
+    return 0;
+}
+
+/* Where the run starts: a checkpoint (its config, step, batch and seq), a
+ * model to fine-tune (its config), or the options' model; then the batch
+ * shape. Every rank reads the files itself; each rank-local step ends in
+ * ax_agree, so a file that one rank cannot read fails the whole job the same way. */
+static int resolve_start(ax_run *r, setup_ctx *s) {
+    ax_train_opts *o = &r->args;
+    ax_gpt_config want = o->model;
     ax_gpt_config_defaults(&want);
-    char ckdir[4096] = "", path[4200];
+    s->cfg = o->model;
     MPI_Comm w = r->g.world;
     r->st = (ax_ckpt_state){.step = 0, .seed = o->seed};
-    /* Every rank reads the files itself; each rank-local step ends in ax_agree,
-     * so a file that one rank cannot read fails the whole job the same way. */
-    if ((r->resumed = find_checkpoint(r, ckdir, sizeof ckdir)) < 0) return -1;
+    if ((r->resumed = find_checkpoint(r, s->ckdir, sizeof s->ckdir)) < 0) return -1;
     if (r->resumed) {
         ax_ckpt_state saved;
-        AX_TRY(ax_agree(w, ax_ckpt_peek(ckdir, &cfg, &saved)));
-        if (!o->init && strcmp(o->resume, "auto") == 0 && memcmp(&cfg, &want, sizeof cfg) != 0)
-            return AX_ERR("--resume auto: %s holds a model of n_layer %d, n_head %d, n_embd %d, n_positions %d, vocab %d; "
-                          "the options describe another", ckdir, cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.block_size, cfg.vocab_size);
+        const char *ckdir = s->ckdir;
+        const ax_gpt_config *cfg = &s->cfg;
+        AX_TRY(ax_agree(w, ax_ckpt_peek(ckdir, &s->cfg, &saved)));
+        if (!o->init && strcmp(o->resume, "auto") == 0 && memcmp(cfg, &want, sizeof want) != 0)
+            return AX_ERR("--resume auto: %s holds a model of n_layer %d, n_head %d, n_embd %d, n_positions %d, "
+                          "vocab %d; the options describe another", ckdir, cfg->n_layer, cfg->n_head, cfg->n_embd,
+                          cfg->block_size, cfg->vocab_size);
         if ((o->batch && saved.batch != o->batch) || (o->seq && saved.seq != o->seq))
             return AX_ERR("--resume %s: saved with --batch %d --seq %d; resume with the same (got %d, %d)",
                           ckdir, saved.batch, saved.seq, o->batch, o->seq);
@@ -183,33 +200,45 @@ int ax_run_setup(ax_run *r) {
         if (!o->batch) o->batch = saved.batch;
         if (!o->seq) o->seq = saved.seq;
     } else if (o->init) {
-        char st[4200];
+        char st[4200], path[4200];
         ax_gpt_model_paths(o->init, st, path, sizeof path);
-        AX_TRY(ax_agree(w, ax_gpt_config_read(&cfg, path)));
+        AX_TRY(ax_agree(w, ax_gpt_config_read(&s->cfg, path)));
     }
-    if (!o->batch) o->batch = 8;
-    if (!o->seq) o->seq = cfg.block_size;
+    ax_train_default_shape(&o->batch, &o->seq, &s->cfg);
     r->st.batch = o->batch; r->st.seq = o->seq; r->st.steps = o->steps;
-    AX_TRY(validate(o, &cfg, &r->g));
+    return 0;
+}
+
+/* the options checked, the model built in the recompute mode, dtype and
+ * overlap they name, and its parameters read or initialised */
+static int build_model(ax_run *r, setup_ctx *s) {
+    const ax_train_opts *o = r->o;
+    AX_TRY(check_options(o, &s->cfg, &r->g));
     ax_recompute recompute = AX_RECOMPUTE_NONE;
-    AX_TRY(parse_recompute(o->recompute, &recompute));
+    AX_TRY(ax_recompute_parse(o->recompute, &recompute));
     ax_dtype dtype;
-    int emulated, overlap;
     AX_TRY(ax_dtype_parse(o->dtype, &dtype));
-    AX_TRY(ax_overlap_parse(o->overlap, &overlap));
+    AX_TRY(ax_overlap_parse(o->overlap, &s->overlap));
     if (!(o->bucket_mb > 0)) return AX_ERR("--bucket-mb %g: expected a positive size", o->bucket_mb);
-    const char *kernel = ax_be()->gemm_kernel(dtype, &emulated);
-    if (!kernel)
+    s->kernel = ax_be()->gemm_kernel(dtype, &s->emulated);
+    if (!s->kernel)
         return AX_ERR("--dtype %s: this build of the %s backend has no %s GEMMs (built without oneDNN: install "
                       "libdnnl-dev and rebuild)", o->dtype, ax_be()->name, o->dtype);
-    AX_TRY(ax_gpt_init(&r->m, &cfg, &r->g));
+    AX_TRY(ax_gpt_init(&r->m, &s->cfg, &r->g));
     ax_gpt_set_recompute(&r->m, recompute);
     ax_gpt_set_dtype(&r->m, dtype);
-    ax_gpt_set_overlap(&r->m, overlap, o->keep_gathered, (int64_t)(o->bucket_mb * (1 << 20)));
+    ax_gpt_set_overlap(&r->m, s->overlap, o->keep_gathered, (int64_t)(o->bucket_mb * (1 << 20)));
     ax_adamw_init(&r->opt, r->m.n_local);
-    if (r->resumed) AX_TRY(ax_agree(w, ax_ckpt_load(ckdir, &r->m, &r->opt)));
+    MPI_Comm w = r->g.world;
+    if (r->resumed) AX_TRY(ax_agree(w, ax_ckpt_load(s->ckdir, &r->m, &r->opt)));
     else if (o->init) AX_TRY(ax_agree(w, ax_gpt_load(&r->m, o->init)));
     else ax_gpt_init_random(&r->m, r->st.seed);
+    return 0;
+}
+
+/* the training and validation data, the step's hyper-parameters and buffers */
+static int open_data(ax_run *r, const setup_ctx *s) {
+    const ax_train_opts *o = r->o;
     char tok[4200] = "";                   /* instruction data: the tokenizer given, or the model's */
     if (o->tokenizer) snprintf(tok, sizeof tok, "%s", o->tokenizer);
     else if (o->init) {
@@ -219,9 +248,10 @@ int ax_run_setup(ax_run *r) {
         snprintf(tok, sizeof tok, "%s/tokenizer.json", st);
         if (!ax_file_exists(tok)) tok[0] = 0;
     }
-    int rc = ax_source_open(&r->data, o->data, tok[0] ? tok : NULL, o->seq, cfg.vocab_size, o->shuffle, r->st.seed);
-    if (rc == 0 && o->val_data) rc = ax_source_open(&r->val, o->val_data, NULL, o->seq, cfg.vocab_size, 0, 0);
-    AX_TRY(ax_agree(w, rc));
+    int V = s->cfg.vocab_size;
+    int rc = ax_source_open(&r->data, o->data, tok[0] ? tok : NULL, o->seq, V, o->shuffle, r->st.seed);
+    if (rc == 0 && o->val_data) rc = ax_source_open(&r->val, o->val_data, NULL, o->seq, V, AX_SOURCE_IN_ORDER, 0);
+    AX_TRY(ax_agree(r->g.world, rc));
     r->h = (ax_hparams){.lr = o->lr, .min_lr_frac = o->min_lr_frac, .beta1 = o->beta1, .beta2 = o->beta2,
                         .eps = o->eps, .weight_decay = o->weight_decay, .clip = o->clip,
                         .warmup = o->warmup, .steps = o->steps};
@@ -234,7 +264,14 @@ int ax_run_setup(ax_run *r) {
         r->window = ax_malloc(((size_t)o->goldfish_h + o->seq) * sizeof(int32_t));
         r->mask = ax_malloc((size_t)o->seq * sizeof(float));
     }
-    rc = 0;
+    return 0;
+}
+
+/* the output directory and the metrics file (a resumed run's trimmed and appended to) */
+static int open_outputs(ax_run *r) {
+    const ax_train_opts *o = r->o;
+    char path[4200];
+    int rc = 0;
     if (r->root && o->out) rc = ax_mkdir_p(o->out);
     if (rc == 0 && r->root && (o->metrics || o->out)) {
         if (o->metrics) snprintf(path, sizeof path, "%s", o->metrics);
@@ -243,29 +280,46 @@ int ax_run_setup(ax_run *r) {
         r->metrics = rc ? NULL : fopen(path, r->resumed ? "a" : "w");
         if (!rc && !r->metrics) rc = AX_ERR("%s: cannot open the metrics file for writing: %s", path, strerror(errno));
     }
-    AX_TRY(ax_agree(w, rc));
+    return ax_agree(r->g.world, rc);
+}
+
+/* the start-up lines: grid, model, precision, overlap, data, memory */
+static void say_setup(ax_run *r, const setup_ctx *s) {
+    const ax_train_opts *o = r->o;
     const ax_gpt_config *mc = &r->m.cfg;   /* defaults resolved */
-    SAY(r, "axonn: %d ranks, grid D=%d X=%d Y=%d Z=%d, backend %s (compiled: %s), %d threads/rank; model %s L=%d H=%d KV=%d C=%d F=%d "
-           "V=%d T=%d%s (%.2fM parameters)\n",
+    SAY(r, "axonn: %d ranks, grid D=%d X=%d Y=%d Z=%d, backend %s (compiled: %s), %d threads/rank; "
+           "model %s L=%d H=%d KV=%d C=%d F=%d V=%d T=%d%s (%.2fM parameters)\n",
         r->g.size, r->g.gd, r->g.gx, r->g.gy, r->g.gz, ax_be()->name, ax_backend_names(), ax_be()->threads(),
         mc->arch == AX_ARCH_LLAMA ? "llama" : "gpt2", mc->n_layer, mc->n_head, mc->n_kv_head, mc->n_embd, mc->n_inner,
         mc->vocab_size, mc->block_size, mc->untied ? " untied" : "", ax_gpt_num_params(mc) / 1e6);
     SAY(r, "precision: %s GEMM inputs, fp32 accumulation, master weights and reductions; GEMMs: %s\n",
-        o->dtype, kernel);
+        o->dtype, s->kernel);
     char ov[32];
-    SAY(r, "overlap: %s%s; gradient buckets of %.3g MiB (%d)\n", ax_overlap_name(overlap, ov, sizeof ov),
+    SAY(r, "overlap: %s%s; gradient buckets of %.3g MiB (%d)\n", ax_overlap_name(s->overlap, ov, sizeof ov),
         o->keep_gathered ? ", gathered weights kept for backward" : "", o->bucket_mb, r->m.nbuckets);
     if (strcmp(o->gemm_tune, "on") == 0)
         SAY(r, "GEMM layout tuning: on, each new GEMM's layouts timed on first use; cache %s\n",
             ax_gemm_tune_cache_path()[0] ? ax_gemm_tune_cache_path() : "none");
-    if (emulated) SAY(r, "note: this CPU has no bf16 instructions, so bf16 is emulated (same numerics as bf16 "
-                         "hardware, fp32 speed or slower)\n");
-    if (o->goldfish_k) SAY(r, "goldfish loss: k = %d, h = %d (about 1/%d of targets left out)\n", o->goldfish_k, o->goldfish_h, o->goldfish_k);
+    if (s->emulated) SAY(r, "note: this CPU has no bf16 instructions, so bf16 is emulated (same numerics as bf16 "
+                            "hardware, fp32 speed or slower)\n");
+    if (o->goldfish_k)
+        SAY(r, "goldfish loss: k = %d, h = %d (about 1/%d of targets left out)\n", o->goldfish_k, o->goldfish_h,
+            o->goldfish_k);
     SAY(r, "data: %s; batch %d x %d tokens (%d micro-batches of %d per data x Z rank)%s\n",
         o->data ? o->data : "synthetic Markov stream", o->batch, o->seq, o->grad_accum, r->Bl,
         r->resumed ? "; resuming" : "");
-    if (r->resumed) SAY(r, "resumed from %s at step %d\n", ckdir, r->st.step);
+    if (r->resumed) SAY(r, "resumed from %s at step %d\n", s->ckdir, r->st.step);
     print_memory(r);
+}
+
+int ax_run_setup(ax_run *r) {
+    setup_ctx s = {0};
+    AX_TRY(setup_runtime(r));
+    AX_TRY(resolve_start(r, &s));
+    AX_TRY(build_model(r, &s));
+    AX_TRY(open_data(r, &s));
+    AX_TRY(open_outputs(r));
+    say_setup(r, &s);
     return 0;
 }
 
@@ -315,7 +369,7 @@ static void progress(ax_run *r, int step, double ms_avg, const char *tail) {
     fflush(stdout);
 }
 
-static void validate_loss(ax_run *r, int step) {
+static void log_val_loss(ax_run *r, int step) {
     const ax_train_opts *o = r->o;
     int64_t n = (int64_t)o->val_batches * o->batch, have = ax_source_nseq(&r->val);
     if (have && n > have) n = have;
@@ -347,6 +401,41 @@ static void report_profile(ax_run *r, double t_total) {
         if (groups[i].c->size > 1) SAY(r, ", %s %.1f%%", groups[i].n, 100 * s / t_total);
     }
     SAY(r, "\n");
+}
+
+/* a finished step's metrics line, log line and progress bar */
+static void record_step(ax_run *r, int step, const ax_step_stats *st, double dt, double flops, int log_now,
+                        double ms_avg) {
+    const ax_train_opts *o = r->o;
+    double tps = o->batch * o->seq / dt, tf = flops / dt / 1e12;
+    if (r->metrics) {
+        fprintf(r->metrics, "{\"step\": %d, \"loss\": %.6f, \"lr\": %.6e, \"grad_norm\": %.6f, \"ms\": %.3f, "
+                "\"tokens_per_s\": %.1f, \"model_tflops\": %.5f, \"supervised_tokens\": %.0f, \"tokens\": %d}\n",
+                step + 1, st->loss, st->lr, st->gnorm, dt * 1e3, tps, tf, st->tokens, o->batch * o->seq);
+        fflush(r->metrics);
+    }
+    char line[320], sup[64] = "";
+    if (r->weights) snprintf(sup, sizeof sup, " | supervised %.0f/%d", st->tokens, o->batch * o->seq);
+    snprintf(line, sizeof line,
+             "step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %7.1f ms | %8.0f tok/s | %.3f TFLOP/s%s",
+             step + 1, o->steps, st->loss, st->lr, st->gnorm, dt * 1e3, tps, tf, sup);
+    if (r->root && !o->quiet) {
+        if (log_now) printf("%s%s\n", r->tty ? "\r\033[K" : "", line);
+        if (r->tty) progress(r, step, ms_avg, "");
+        fflush(stdout);
+    }
+}
+
+/* the final model into --out, in the export dtype */
+static int export_model(ax_run *r) {
+    const ax_train_opts *o = r->o;
+    if (!o->out) return 0;
+    char index[4200];
+    AX_TRY(ax_model_save(o->out, &r->m, o->max_shard_size, strcmp(o->export_dtype, "bf16") ? AX_ST_F32 : AX_ST_BF16));
+    snprintf(index, sizeof index, "%s/model.safetensors.index.json", o->out);
+    SAY(r, "model written to %s/%s (%s, + config.json)\n", o->out,
+        ax_file_exists(index) ? "model.safetensors.index.json and its shards" : "model.safetensors", o->export_dtype);
+    return 0;
 }
 
 static int loop(ax_run *r) {
@@ -382,24 +471,9 @@ static int loop(ax_run *r) {
         if (step - first >= 2) { t_sum += dt; t_n++; }
         if (o->profile && step - first == 1) reset_profile(r);
         ms_avg = ms_avg ? 0.9 * ms_avg + 0.1 * dt * 1e3 : dt * 1e3;
-        double tps = o->batch * o->seq / dt, tf = flops / dt / 1e12;
-        if (r->metrics) {
-            fprintf(r->metrics, "{\"step\": %d, \"loss\": %.6f, \"lr\": %.6e, \"grad_norm\": %.6f, \"ms\": %.3f, "
-                    "\"tokens_per_s\": %.1f, \"model_tflops\": %.5f, \"supervised_tokens\": %.0f, \"tokens\": %d}\n",
-                    step + 1, st.loss, st.lr, st.gnorm, dt * 1e3, tps, tf, st.tokens, o->batch * o->seq);
-            fflush(r->metrics);
-        }
-        char line[320], sup[64] = "";
-        if (r->weights) snprintf(sup, sizeof sup, " | supervised %.0f/%d", st.tokens, o->batch * o->seq);
-        snprintf(line, sizeof line, "step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %7.1f ms | %8.0f tok/s | %.3f TFLOP/s%s",
-                 step + 1, o->steps, st.loss, st.lr, st.gnorm, dt * 1e3, tps, tf, sup);
         int log_now = (step + 1) % (o->log_every > 0 ? o->log_every : 1) == 0 || step == first || step + 1 == end;
-        if (r->root && !o->quiet) {
-            if (log_now) printf("%s%s\n", r->tty ? "\r\033[K" : "", line);
-            if (r->tty) progress(r, step, ms_avg, "");
-            fflush(stdout);
-        }
-        if (r->val.set && o->val_every > 0 && ((step + 1) % o->val_every == 0 || step + 1 == o->steps)) validate_loss(r, step);
+        record_step(r, step, &st, dt, flops, log_now, ms_avg);
+        if (r->val.set && o->val_every > 0 && ((step + 1) % o->val_every == 0 || step + 1 == o->steps)) log_val_loss(r, step);
         int last = step + 1 == end;
         if (o->out && ((o->save_every > 0 && (step + 1) % o->save_every == 0) || last)) {
             AX_TRY(save(r, step + 1));
@@ -414,14 +488,7 @@ static int loop(ax_run *r) {
                "(%.3f per rank), hardware-with-recompute formula %.3f TFLOP/s\n",
             t_n, dt * 1e3, o->batch * o->seq / dt, flops / dt / 1e12, flops / dt / 1e12 / r->g.size, hflops / dt / 1e12);
     }
-    if (o->out && end == o->steps) {
-        char index[4200];
-        AX_TRY(ax_model_save(o->out, &r->m, o->max_shard_size, strcmp(o->export_dtype, "bf16") ? AX_ST_F32 : AX_ST_BF16));
-        snprintf(index, sizeof index, "%s/model.safetensors.index.json", o->out);
-        SAY(r, "model written to %s/%s (%s, + config.json)\n", o->out,
-            ax_file_exists(index) ? "model.safetensors.index.json and its shards" : "model.safetensors", o->export_dtype);
-    }
-    return 0;
+    return end == o->steps ? export_model(r) : 0;
 }
 
 void ax_run_init(ax_run *r, const ax_train_opts *o, MPI_Comm comm) {

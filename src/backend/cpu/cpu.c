@@ -13,9 +13,8 @@ void ax_host_parallel(int64_t n, void (*fn)(void *ctx, int64_t lo, int64_t hi), 
 }
 
 /* Zeroed and 64-byte aligned: the model carves its buffers at 64-byte offsets
- * from one block, so none of their vector loads splits a cache line (at
- * calloc's 16-byte alignment the GELU backward ran at 2.0 ns an element in a
- * step on an AVX-512 Xeon VM, aligned 1.6). Over-allocated from calloc
+ * from one block, so none of their vector loads splits a cache line (which
+ * slows elementwise kernels: docs/design.md, Choices and why). Over-allocated from calloc
  * (its zero pages are touched on first use, not here), the block's start kept
  * just before the pointer handed out. */
 static void *cpu_alloc(size_t bytes) {
