@@ -105,7 +105,7 @@ static void test_memory(int llama) {
         for (int rc = 0; rc < 3; rc++) {
             const int *g = grids[t];
             j.recompute = rc;
-            j.ov_flags = rc == 1 ? 0 : 15; j.keep_gathered = rc == 2;   /* overlap buffers: none, all, all kept */
+            j.ov_flags = rc == 1 ? 0 : AX_OV_ALL; j.keep_gathered = rc == 2;   /* overlap buffers: none, all, all kept */
             ax_plan_cost c;
             ax_plan_estimate(&j, g, &mc, &c);
             ax_grid fg; ax_gpt m;

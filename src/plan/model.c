@@ -1,4 +1,5 @@
 #include "plan/model.h"
+#include "model/gpt.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -7,7 +8,7 @@ const char *const ax_plan_group_names[AX_PG_N] = {"X", "Y", "Z", "data", "data_z
 void ax_plan_job_defaults(ax_plan_job *j) {
     memset(j, 0, sizeof *j);
     j->grad_accum = 1; j->act_bytes = 4; j->mem_reserve = 0.1;
-    j->ov_flags = 15;                                  /* AX_OV_ALL, as axonn train */
+    j->ov_flags = AX_OV_ALL;                           /* as axonn train */
 }
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -105,7 +106,7 @@ static void estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, 
     int64_t Q = (nh + 2 * (KV >= Y ? KV : Y)) * hd, Fo = llama ? 2 * F : F;
     int64_t Bl = j->batch / j->grad_accum / (D * Z), M = Bl * T;
     int64_t Vp = cdiv(cf->vocab_size, 64 * Y) * 64 * Y, Vl = Vp / Y, Cx = C / X, Cy = C / Y, Hl = nh / Y;
-    int block = j->recompute == 2, attn = j->recompute != 0;
+    int block = j->recompute == AX_RECOMPUTE_BLOCK, attn = j->recompute != AX_RECOMPUTE_NONE;
     double ab = j->act_bytes;
     /* ---- memory, as model/gpt.c lays it out ---- */
     ax_fc fcs[4] = {{C, Q, 0}, {C, C, 1}, {C, Fo, 0}, {F, C, 1}};
@@ -122,7 +123,7 @@ static void estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, 
     c->param_bytes = 4.0 * c->n_local;
     /* nn/zcomm.h: gather buffers (1, 2 with prefetch, one per FC kept) in the GEMMs'
      * dtype, reduce-scatter slots (1, 4 with ORS) of a block and a chunk; the token table's two blocks */
-    int64_t nbuf = j->keep_gathered ? 4 * L : j->ov_flags & 4 ? 2 : 1, slots = j->ov_flags & 2 ? 4 : 1;
+    int64_t nbuf = j->keep_gathered ? 4 * L : j->ov_flags & AX_OV_OAG ? 2 : 1, slots = j->ov_flags & AX_OV_ORS ? 4 : 1;
     int64_t chunk = cap / Z > nw ? cap / Z : nw;
     c->ws_bytes = Z > 1 ? ab * nbuf * cap + 4.0 * (slots * (cap + chunk) + 2 * tables * nw * Z) : 0;
     int64_t wide = Cx > Q / Y ? Cx : Q / Y;
@@ -154,7 +155,8 @@ static void estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, 
      * OAR the dX all-reduce behind the dW GEMM, ORS the reduce-scatter behind
      * the next FC's backward GEMMs (taken as its own), DP the gradient
      * all-reduces behind the backward of the layers still to run. */
-    int oag = j->ov_flags & 4, oar = j->ov_flags & 1, ors = j->ov_flags & 2, dp = j->ov_flags & 8;
+    int oag = j->ov_flags & AX_OV_OAG, oar = j->ov_flags & AX_OV_OAR, ors = j->ov_flags & AX_OV_ORS;
+    int dp = j->ov_flags & AX_OV_DP;
     double hidden = 0, bwd = 0, attn_rate = ax_machine_attn_rate(m, (int)T, (int)hd);
     for (int pass = 0; pass < 2; pass++) {
         /* pass 0: forward and backward of every layer; pass 1: the forward rerun of block recomputation (L-1 layers) */
