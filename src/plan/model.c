@@ -1,5 +1,6 @@
 #include "plan/model.h"
 #include "model/gpt.h"
+#include "util/err.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -13,17 +14,18 @@ void ax_plan_job_defaults(ax_plan_job *j) {
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* Why the grid cannot run the job (the rules of ax_gpt_check_grid and the trainer), or NULL. */
+/* Why the grid cannot run the job, or NULL: the model's rules (ax_gpt_check_grid, on a grid
+ * of sizes only), then the trainer's (the batch splits into grad_accum micro-batches, and a
+ * micro-batch's sequences over D x Z). */
 static const char *illegal(const ax_plan_job *j, const int g[4], char *buf, size_t n) {
-    const ax_gpt_config *c = &j->cfg;
-    int D = g[0], X = g[1], Y = g[2], Z = g[3];
-    if (c->n_embd % c->n_head) snprintf(buf, n, "n_embd %d is not divisible by n_head %d", c->n_embd, c->n_head);
-    else if (c->n_head % Y) snprintf(buf, n, "n_head %d is not divisible by Y = %d", c->n_head, Y);
-    else if (c->n_kv_head && c->n_kv_head % Y && Y % c->n_kv_head)
-        snprintf(buf, n, "n_kv_head %d and Y = %d: one must divide the other", c->n_kv_head, Y);
-    else if (c->n_inner && c->n_inner % Y) snprintf(buf, n, "n_inner %d is not divisible by Y = %d", c->n_inner, Y);
-    else if (c->n_embd % X) snprintf(buf, n, "n_embd %d is not divisible by X = %d", c->n_embd, X);
-    else if (j->batch % j->grad_accum) snprintf(buf, n, "batch %d is not a multiple of grad_accum %d", j->batch, j->grad_accum);
+    int D = g[0], Z = g[3];
+    ax_grid sizes = {.gd = D, .gx = g[1], .gy = g[2], .gz = Z, .size = D * g[1] * g[2] * Z};
+    if (ax_gpt_check_grid(&j->cfg, &sizes)) {
+        const char *msg = ax_err_msg();
+        snprintf(buf, n, "%s", strncmp(msg, "--grid: ", 8) ? msg : msg + 8);   /* here every reason is a grid's */
+        ax_err_clear();
+    } else if (j->batch % j->grad_accum)
+        snprintf(buf, n, "batch %d is not a multiple of grad_accum %d", j->batch, j->grad_accum);
     else if ((j->batch / j->grad_accum) % (D * Z))
         snprintf(buf, n, "micro-batch of %d sequences does not divide over D*Z = %d", j->batch / j->grad_accum, D * Z);
     else return NULL;
