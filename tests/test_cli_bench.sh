@@ -111,7 +111,7 @@ assert g[(1, 1, 2, 2)]['Z'] == 'core' and g[(1, 1, 2, 2)]['Y'] == 'intra' and g[
 then ok "bench comm, 4 ranks bound to 2 cores: groups on one core measured and placed"
 else bad "bench comm, ranks bound to cores"; cat cc.err; grep -E "core|intra" cc.out | head -5; fi
 if "$BIN" plan --ranks 8 --machine perlmutter "${MODEL[@]}" >p.txt 2>&1 && grep -q "^   1 " p.txt \
-   && grep -q "n_head 4 is not divisible by Y = 8" p.txt && grep -q "smallest rank count" p.txt
+   && grep -q "n_head 4 is not divisible by G_y = 8" p.txt && grep -q "smallest rank count" p.txt
 then ok "plan text: ranking and reasons"; else bad "plan text"; cat p.txt; fi
 
 # --top K --run: the top grids timed in the same job, measured beside predicted

@@ -105,7 +105,7 @@ static void test_memory(int llama) {
         for (int rc = 0; rc < 3; rc++) {
             const int *g = grids[t];
             j.recompute = rc;
-            j.ov_flags = rc == 1 ? 0 : 15; j.keep_gathered = rc == 2;   /* overlap buffers: none, all, all kept */
+            j.ov_flags = rc == 1 ? 0 : AX_OV_ALL; j.keep_gathered = rc == 2;   /* overlap buffers: none, all, all kept */
             ax_plan_cost c;
             ax_plan_estimate(&j, g, &mc, &c);
             ax_grid fg; ax_gpt m;
@@ -134,9 +134,9 @@ static void test_rejects_and_ranking(void) {
     ax_plan_job j = small_job();
     ax_plan_cost c;
     ax_plan_estimate(&j, (int[]){1, 1, 8, 1}, &mc, &c);
-    CHECK(!c.legal && strstr(c.why, "n_head 4 is not divisible by Y = 8"), "why: %s", c.why);
+    CHECK(!c.legal && strstr(c.why, "n_head 4 is not divisible by G_y = 8"), "why: %s", c.why);
     ax_plan_estimate(&j, (int[]){1, 3, 1, 1}, &mc, &c);
-    CHECK(!c.legal && strstr(c.why, "n_embd 32 is not divisible by X = 3"), "why: %s", c.why);
+    CHECK(!c.legal && strstr(c.why, "n_embd 32 is not divisible by G_x = 3"), "why: %s", c.why);
     ax_plan_estimate(&j, (int[]){4, 1, 1, 4}, &mc, &c);
     CHECK(!c.legal && strstr(c.why, "micro-batch of 8 sequences does not divide over D*Z = 16"), "why: %s", c.why);
     ax_plan p;

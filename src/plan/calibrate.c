@@ -2,6 +2,7 @@
 #include "plan/calibrate.h"
 #include "backend/backend.h"
 #include "plan/model.h"
+#include "plan/shared_cores.h"
 #include "comm/comm.h"
 #include "train/bench.h"
 #include "util/err.h"
@@ -10,12 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sched.h>
 #include <unistd.h>
 
 /* The kernels' operands in the backend's memory, laid out as the model's are
- * (64-byte aligned on the CPU: a misaligned GELU ran 20% slower); the CPU
- * backend's is host memory, which the fills below write. */
+ * (64-byte aligned on the CPU: misaligned, the elementwise kernels run
+ * slower; docs/planner-shared-cores.md); the CPU backend's is host memory,
+ * which the fills below write. */
 static float *operand(size_t n) { return ax_be()->alloc(n * sizeof(float)); }
 static void operand_free(void *p) { ax_be()->free(p); }
 
@@ -53,18 +54,15 @@ static double ring_factor(int op, int p) { return (op == AX_COLL_AR ? 2.0 : 1.0)
 /* one layout of groups of p ranks: consecutive (stride 1) or strided (stride
  * W/p), measured unless a layout of the same placement was: across nodes
  * where any group's members are on two nodes, on one core where every
- * group's members are bound to one core (core_of: -1 unbound), else within a
+ * group's members are bound to one core (plan/shared_cores.h), else within a
  * node */
 static int measure_groups(ax_machine *m, const ax_calib_opts *o, MPI_Comm w, int p, int strided,
-                          const int *node_of, const int *core_of, int *done_place) {
+                          const int *node_of, const ax_cores *k, int *done_place) {
     int W, r;
     MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
     int color = strided ? r % (W / p) : r / p, s = strided ? W / p : 1;
-    int first = strided ? color : color * p, inter = 0, one_core = core_of[first] >= 0;
-    for (int i = 0; i < p; i++) {
-        inter |= node_of[first + i * s] != node_of[first];
-        one_core &= core_of[first + i * s] == core_of[first];
-    }
+    int first = strided ? color : color * p, inter = 0, one_core = ax_cores_group_on_one(k, first, s, p);
+    for (int i = 0; i < p; i++) inter |= node_of[first + i * s] != node_of[first];
     MPI_Allreduce(MPI_IN_PLACE, &inter, 1, MPI_INT, MPI_MAX, w);
     MPI_Allreduce(MPI_IN_PLACE, &one_core, 1, MPI_INT, MPI_MIN, w);
     int place = inter ? AX_PLACE_INTER : one_core ? AX_PLACE_CORE : AX_PLACE_INTRA;
@@ -221,12 +219,12 @@ static void job_sizes_of(const ax_machine *m, const ax_calib_opts *o, int W, job
  * clamped to [-1, 1]. At the job's sizes (its MLP's forward GEMM and the
  * gather of that FC's weight block), else each part about a millisecond.
  * Negative where overlapping costs more than not, as where ranks outnumber the
- * cores: the progress tests between the GEMM's bands hand the core to the
- * rank's core-mates, and the collective, whose peers wait for a turn on a
- * core, stays in flight the whole GEMM (2 and 4 ranks on a 2-core VM at the
- * tiny models' sizes: -191% to -369%; about a millisecond each, -18% to
- * -35%); the planner then charges that share of the overlapped collectives
- * on top. The job's rows are cut to keep the GEMM near 20 ms at the fit. */
+ * cores (plan/shared_cores.h): the progress tests between the GEMM's bands
+ * hand the core to the rank's core-mates, and the collective, whose peers
+ * wait for a turn on a core, stays in flight the whole GEMM; the planner then
+ * charges that share of the overlapped collectives on top (measured:
+ * docs/planner-shared-cores.md). The job's rows are cut to keep the GEMM near
+ * 20 ms at the fit. */
 typedef struct { ax_comm *c; float *a, *b, *y, *s, *r; int M, N, K; size_t blk; int what; } ov_ctx;
 static void run_ov(void *p) {
     ov_ctx *x = p;
@@ -305,14 +303,12 @@ static double attn_rate(int T, int hd, size_t span, double min_s, MPI_Comm w) {
 
 /* The share of a GEMM's time its first operand (x forward, dY backward: the
  * output of the kernel just before) spends hot, from the GEMM's operand bytes
- * times the ranks sharing the core (core-mates run their own kernels between
- * a rank's two, at the blocking collectives that hand the core over): all of
+ * times the ranks sharing the core (1 on a cluster; where ranks outnumber
+ * cores, core-mates run their own kernels between a rank's two, at the
+ * blocking collectives that hand the core over: plan/shared_cores.h): all of
  * it within half the core's L2 (the kernel before and MPI's buffers take the
- * rest), none beyond the whole L2, linear between. On a 2-core VM with 2 MiB
- * L2s and 4 ranks: model a's FC forward at 1,1,2,2 (512 KiB of operands, 1
- * MiB for the core's two ranks) hot, its second FC's at 1,4,1,1 (1.1 MiB)
- * and model b's (2 MiB and more) not, as the step times had them
- * (docs/planner.md, 2026-12-06). 0 where the L2 size is not known. */
+ * rest), none beyond the whole L2, linear between (the step times behind the
+ * rule: docs/planner-shared-cores.md). 0 where the L2 size is not known. */
 double ax_gemm_hot_share(const ax_gemm_point *p, int share, long l2) {
     double bytes = ((double)p->m * p->k + (double)p->n * p->k) * (p->bf16 ? 2 : 4) + 4.0 * p->m * p->n;
     double f = l2 > 0 ? 2 - 2 * share * bytes / l2 : 0;
@@ -342,9 +338,9 @@ static void measure_job(ax_machine *m, const ax_calib_opts *o, const ax_operand_
     hot.hot_first = 1;
     /* Two passes, the second in reverse order, each shape keeping its faster
      * one: a burst of other work on a shared machine slows every shape timed
-     * within it (8 of 105 shapes at 1/4 to 1/8 of their rate for half a second
-     * on the 2-core VM, the grids using them predicted up to 60% slow), and
-     * the passes time a shape seconds apart. The attention likewise. */
+     * within it, and the grids using those shapes are predicted slow; the
+     * passes time a shape seconds apart (docs/planner-shared-cores.md). The
+     * attention likewise. */
     int T = j->seq, hd = j->cfg.n_embd / j->cfg.n_head;
     double attn = 0;
     for (int pass = 0; pass < 2; pass++) {
@@ -392,52 +388,31 @@ static void fit_gemm(ax_machine *m, const ax_calib_opts *o, const ax_operand_poo
 
 /* The span of the kernels' operand sets (train/bench.h): the bytes a rank of
  * the job holds (job_sizes' mem); 64 MiB without a job; times the ranks that
- * share a core (share): in a step they take turns on it at every collective
- * that waits, each through its own memory, so between two uses of a rank's
- * operands the core's caches see all of theirs (model a on 8 ranks of a
- * 2-core VM, docs/planner.md: charged 10% short with one rank's span, 2-3%
- * long with four's); at most 1 GiB, beyond any cache. */
+ * share a core (share: 1 on a cluster; plan/shared_cores.h): in a step they
+ * take turns on it at every collective that waits, each through its own
+ * memory, so between two uses of a rank's operands the core's caches see all
+ * of theirs; at most 1 GiB, beyond any cache. */
 static size_t operand_span(const job_sizes *z, int share) {
     double span = (z->mem > 0 ? z->mem : 64 << 20) * share;
     return span > (1 << 30) ? (size_t)1 << 30 : (size_t)span;
 }
 
-int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
-    memset(m, 0, sizeof *m);
-    MPI_Comm w, node;
-    MPI_Comm_dup(comm, &w);
+/* The world's nodes: each rank's node (node_of[r], its node's first rank; the caller frees),
+ * ranks per node, memory per rank, the name; and where ranks outnumber the node's cores,
+ * which share them (k: plan/shared_cores.h) */
+static int *measure_nodes(ax_machine *m, MPI_Comm w, ax_cores *k) {
     int W, r, local;
     MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
+    MPI_Comm node;
     MPI_Comm_split_type(w, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    int lr;
-    MPI_Comm_size(node, &local); MPI_Comm_rank(node, &lr);
-    /* ranks (times their threads) to a core of the node: the cores any rank of it may run on */
-    cpu_set_t mine, cores;
-    CPU_ZERO(&mine);
-    if (sched_getaffinity(0, sizeof mine, &mine)) CPU_SET(0, &mine);
-    cores = mine;
-    MPI_Allreduce(MPI_IN_PLACE, &cores, sizeof cores, MPI_BYTE, MPI_BOR, node);
-    int ncores = CPU_COUNT(&cores), share = (local * ax_be()->threads() + ncores - 1) / ncores;
-    /* a rank bound to one core: that core, and its place among the node's (-1: not bound to one) */
-    int core = -1, pos = -1;
-    for (int c = 0; c < CPU_SETSIZE && CPU_COUNT(&mine) == 1; c++)
-        if (CPU_ISSET(c, &cores)) { pos++; if (CPU_ISSET(c, &mine)) { core = c; break; } }
+    MPI_Comm_size(node, &local);
     int leader = r;
     MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node);
-    MPI_Comm_free(&node);
-    int *node_of = ax_malloc(2 * W * sizeof(int)), *core_of = node_of + W;
+    int *node_of = ax_malloc(W * sizeof(int));
     MPI_Allgather(&leader, 1, MPI_INT, node_of, 1, MPI_INT, w);
-    MPI_Allgather(&core, 1, MPI_INT, core_of, 1, MPI_INT, w);
     MPI_Allreduce(&local, &m->ranks_per_node, 1, MPI_INT, MPI_MAX, w);
-    /* how the node's ranks fill its cores, where they outnumber them: every rank bound to one,
-     * the node's l-th on its l mod cores-th (round robin) or its l / (ranks per core)-th (blocks) */
-    int fit[2] = {core >= 0 && pos == lr % ncores, core >= 0 && local % ncores == 0 && pos == lr / (local / ncores)};
-    MPI_Allreduce(MPI_IN_PLACE, fit, 2, MPI_INT, MPI_MIN, w);
-    MPI_Allreduce(MPI_IN_PLACE, &ncores, 1, MPI_INT, MPI_MIN, w);
-    if (m->ranks_per_node > ncores) {
-        m->cores_per_node = ncores;
-        m->core_map = fit[0] ? AX_CORES_ROUND_ROBIN : fit[1] ? AX_CORES_BLOCK : AX_CORES_UNKNOWN;
-    }
+    ax_cores_detect(k, m, w, node);
+    MPI_Comm_free(&node);
     double mem = (double)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE) / local;
     MPI_Allreduce(&mem, &m->mem_bytes, 1, MPI_DOUBLE, MPI_MIN, w);
     char host[64] = "this machine";
@@ -445,39 +420,54 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     snprintf(m->name, sizeof m->name, "%s (%d ranks, %d per node, %d threads per rank)", host, W,
              m->ranks_per_node, ax_be()->threads());
     snprintf(m->source, sizeof m->source, "axonn bench comm, backend %s", ax_be()->name);
+    return node_of;
+}
+
+/* Every group size that divides the world, consecutive and strided, in each placement met */
+static void measure_collectives(ax_machine *m, const ax_calib_opts *o, MPI_Comm w, const int *node_of,
+                                const ax_cores *k) {
+    int W, r;
+    MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
     if (o->verbose && r == 0) printf("collectives (the slowest rank's time per call; GB/s of the ring volume):\n");
     for (int p = 2; p <= W; p++) {
         if (W % p) continue;
         int done[AX_PLACE_N] = {0};
-        measure_groups(m, o, w, p, 0, node_of, core_of, done);
-        if (p < W) measure_groups(m, o, w, p, 1, node_of, core_of, done);
+        measure_groups(m, o, w, p, 0, node_of, k, done);
+        if (p < W) measure_groups(m, o, w, p, 1, node_of, k, done);
     }
     if (W == 1)   /* nothing to measure: a group of one costs nothing, but the file needs an entry */
         for (int op = 0; op < AX_COLL_N; op++) m->fit[m->nfit++] = (ax_coll_fit){op, 0, 0, 0, 0};
-    job_sizes z;
-    job_sizes_of(m, o, W, &z);
-    ax_operand_pool pool = {NULL, operand_span(&z, share), 0};
+}
+
+/* The GEMM fits (fp32, and bf16 where the build has it), the overlap efficiency and the job's
+ * own kernels, on a pool of operands over the span; returns the span */
+static size_t measure_gemms(ax_machine *m, const ax_calib_opts *o, const job_sizes *z, int share, MPI_Comm w) {
+    int r;
+    MPI_Comm_rank(w, &r);
+    ax_operand_pool pool = {NULL, operand_span(z, share), 0};
     pool.base = ax_be()->alloc(pool.bytes);
     ax_be()->zero(pool.base, pool.bytes);   /* every page touched once, before any timing */
     if (o->verbose && r == 0)
         printf("kernels timed on operand sets in turn over %.1f MiB per rank (%s, times %d rank%s to a core)\n",
-               pool.bytes / 1048576.0, o->job ? "the median of the job's memory per rank over its grids" : "no job given",
-               share, share > 1 ? "s" : "");
+               pool.bytes / 1048576.0,
+               o->job ? "the median of the job's memory per rank over its grids" : "no job given", share,
+               share > 1 ? "s" : "");
     fit_gemm(m, o, &pool, w, AX_F32, &m->gemm_alpha, &m->gemm_flops);
     int emulated;
     if (ax_be()->gemm_kernel(AX_BF16, &emulated))   /* NULL: this build has no bf16 GEMMs */
         fit_gemm(m, o, &pool, w, AX_BF16, &m->gemm_bf16_alpha, &m->gemm_bf16_flops);
-    m->overlap_eff = overlap_efficiency(m, o, &z, w);
+    m->overlap_eff = overlap_efficiency(m, o, z, w);
     if (o->job) measure_job(m, o, &pool, share, sysconf(_SC_LEVEL2_CACHE_SIZE), w);
     ax_be()->free(pool.base);   /* the other kernels' sets are slices of their own arrays */
-    /* attention: the kernel's rate at T 256, head size 64 */
-    m->attn_flops = attn_rate(256, 64, pool.bytes, o->min_s, w);
-    /* elementwise: y += x at a residual add's size (rows x C / X; 1M elements without a job),
-     * 12 bytes per element, x hot (the kernel before wrote it), y in turn; both written first
-     * (an untouched x would be read from the kernel's one zero page) */
-    int rows = z.rows > 0 ? (int)z.rows : 1024, cx = z.rows > 0 ? (int)z.cx : 1024;
-    size_t nr = (size_t)rows * cx, na = z.rows > 0 ? (size_t)(z.rows * z.fy) : (size_t)1 << 20;
-    int sets = ax_operand_sets(pool.bytes, nr * sizeof(float), 64);
+    return pool.bytes;
+}
+
+/* elementwise: y += x at a residual add's size (rows x C / X; 1M elements without a job),
+ * 12 bytes per element, x hot (the kernel before wrote it), y in turn; both written first
+ * (an untouched x would be read from the kernel's one zero page) */
+static void measure_add(ax_machine *m, const ax_calib_opts *o, int rows, int cx, size_t span, MPI_Comm w) {
+    size_t nr = (size_t)rows * cx;
+    int sets = ax_operand_sets(span, nr * sizeof(float), 64);
     float *y = operand(nr * sets), *x = operand(nr);
     fill(x, nr);
     ax_be()->zero(y, nr * sets * sizeof(float));
@@ -485,13 +475,17 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     for (int s = 0; s < sets; s++) ad[s] = (add_ctx){y + s * nr, x, NULL, nr};
     m->mem_bw = 12.0 * nr / ax_time_sets(run_add, ad, sizeof *ad, sets, o->min_s, w);
     free(ad); operand_free(y); operand_free(x);
-    /* the MLP's activation at the job's size (rows x F / Y; 1M elements without a job), out of
-     * place as the layer runs it: y = gelu(x) forward, x hot (the GEMM just wrote it), y in
-     * turn; y = gelu'(x) d backward, d hot (x's last slice), the saved x and y in turn.
-     * Nothing timed writes x: no values shrink call after call into subnormals, which cost 7x. */
-    int fsets = ax_operand_sets(pool.bytes, na * sizeof(float), 64);
-    int bsets = ax_operand_sets(pool.bytes, 2 * na * sizeof(float), 64), ns = fsets > bsets ? fsets : bsets;
-    y = operand(na * ns); x = operand(na * (bsets + 1));
+}
+
+/* the MLP's activation at the job's size (rows x F / Y; 1M elements without a job), out of
+ * place as the layer runs it: y = gelu(x) forward, x hot (the GEMM just wrote it), y in
+ * turn; y = gelu'(x) d backward, d hot (x's last slice), the saved x and y in turn.
+ * Nothing timed writes x: no values shrink call after call into subnormals, which cost
+ * many times a normal number's arithmetic. */
+static void measure_activation(ax_machine *m, const ax_calib_opts *o, size_t na, size_t span, MPI_Comm w) {
+    int fsets = ax_operand_sets(span, na * sizeof(float), 64);
+    int bsets = ax_operand_sets(span, 2 * na * sizeof(float), 64), ns = fsets > bsets ? fsets : bsets;
+    float *y = operand(na * ns), *x = operand(na * (bsets + 1));
     fill(x, na * (bsets + 1));
     ax_be()->zero(y, na * ns * sizeof(float));
     add_ctx *gf = ax_malloc(2 * ns * sizeof *gf), *gb = gf + ns;
@@ -502,30 +496,57 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     m->act_fwd_s = ax_time_sets(run_gelu_fwd, gf, sizeof *gf, fsets, o->min_s, w) / na;
     m->act_bwd_s = ax_time_sets(run_gelu_bwd, gb, sizeof *gb, bsets, o->min_s, w) / na;
     free(gf); operand_free(y); operand_free(x);
-    row_kernels(m, o, rows, z.rows > 0 ? cx : 256, pool.bytes, w);
-    /* AdamW over the job's parameters per rank (its state in the caches or not, as in the
-     * step: model a's 0.07-0.5M a rank ran ~20% faster than 4M), on copies over the span */
+}
+
+/* AdamW over the job's parameters per rank (4M without a job; its state in the caches or
+ * not, as in the step), on copies over the span */
+static void measure_optimizer(ax_machine *m, const ax_calib_opts *o, const job_sizes *z, size_t span, MPI_Comm w) {
     adam_ctx ac[16];
-    int64_t np = z.params > 0 ? (int64_t)z.params : 4 << 20;
-    int asets = ax_operand_sets(pool.bytes, 16 * (size_t)np, 16);
+    int64_t np = z->params > 0 ? (int64_t)z->params : 4 << 20;
+    int asets = ax_operand_sets(span, 16 * (size_t)np, 16);
     float *st = operand(4 * (size_t)np * asets);   /* every set's w, g, m, v */
     for (int s = 0; s < asets; s++) {
         float *b = st + 4 * (size_t)np * s;
         ac[s] = (adam_ctx){b, b + np, b + 2 * np, b + 3 * np, np, 0};
-        for (int64_t i = 0; i < np; i++) { b[i] = 0; b[np + i] = (float)(i % 13 - 6) * 1e-3f; b[2 * np + i] = b[3 * np + i] = 0; }
+        for (int64_t i = 0; i < np; i++) {
+            b[i] = 0; b[np + i] = (float)(i % 13 - 6) * 1e-3f; b[2 * np + i] = b[3 * np + i] = 0;
+        }
     }
     m->optim_s_per_param = ax_time_sets(run_adam, ac, sizeof *ac, asets, o->min_s, w) / np;
     operand_free(st);
-    if (o->verbose && r == 0)
-        printf("gemm fit: %.2f GFLOP/s + %.1f us per call (bf16 %.2f + %.1f us); attention %.2f GFLOP/s; "
-               "elementwise %.2f GB/s; activation %.2f + %.2f ns per element; LayerNorm %.2f + %.2f ns per "
-               "element; loss %.2f ns per logit; optimizer %.2f ns per parameter; %d ranks per node, %.2f GiB "
-               "per rank\n", m->gemm_flops / 1e9, m->gemm_alpha * 1e6, m->gemm_bf16_flops / 1e9,
-               m->gemm_bf16_alpha * 1e6, m->attn_flops / 1e9, m->mem_bw / 1e9,
-               m->act_fwd_s * 1e9, m->act_bwd_s * 1e9, m->ln_fwd_s * 1e9, m->ln_bwd_s * 1e9, m->loss_s * 1e9,
-               m->optim_s_per_param * 1e9, m->ranks_per_node,
-               m->mem_bytes / (1 << 30));
+}
+
+static void print_summary(const ax_machine *m) {
+    printf("gemm fit: %.2f GFLOP/s + %.1f us per call (bf16 %.2f + %.1f us); attention %.2f GFLOP/s; "
+           "elementwise %.2f GB/s; activation %.2f + %.2f ns per element; LayerNorm %.2f + %.2f ns per "
+           "element; loss %.2f ns per logit; optimizer %.2f ns per parameter; %d ranks per node, %.2f GiB "
+           "per rank\n", m->gemm_flops / 1e9, m->gemm_alpha * 1e6, m->gemm_bf16_flops / 1e9,
+           m->gemm_bf16_alpha * 1e6, m->attn_flops / 1e9, m->mem_bw / 1e9,
+           m->act_fwd_s * 1e9, m->act_bwd_s * 1e9, m->ln_fwd_s * 1e9, m->ln_bwd_s * 1e9, m->loss_s * 1e9,
+           m->optim_s_per_param * 1e9, m->ranks_per_node, m->mem_bytes / (1 << 30));
+}
+
+int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
+    memset(m, 0, sizeof *m);
+    MPI_Comm w;
+    MPI_Comm_dup(comm, &w);
+    int W, r;
+    MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
+    ax_cores k;
+    int *node_of = measure_nodes(m, w, &k);
+    measure_collectives(m, o, w, node_of, &k);
+    job_sizes z;
+    job_sizes_of(m, o, W, &z);
+    size_t span = measure_gemms(m, o, &z, k.share, w);
+    m->attn_flops = attn_rate(256, 64, span, o->min_s, w);   /* the kernel's rate at T 256, head size 64 */
+    int rows = z.rows > 0 ? (int)z.rows : 1024, cx = z.rows > 0 ? (int)z.cx : 1024;
+    measure_add(m, o, rows, cx, span, w);
+    measure_activation(m, o, z.rows > 0 ? (size_t)(z.rows * z.fy) : (size_t)1 << 20, span, w);
+    row_kernels(m, o, rows, z.rows > 0 ? cx : 256, span, w);
+    measure_optimizer(m, o, &z, span, w);
+    if (o->verbose && r == 0) print_summary(m);
     free(node_of);
+    ax_cores_free(&k);
     MPI_Comm_free(&w);
     return 0;
 }

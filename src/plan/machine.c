@@ -9,7 +9,6 @@
 
 const char *const ax_coll_names[AX_COLL_N] = {"allreduce", "allgather", "reduce_scatter"};
 const char *const ax_place_names[AX_PLACE_N] = {"intra", "inter", "core"};
-static const char *const core_maps[] = {"unknown", "round_robin", "block"};   /* ax_core_map */
 const char *const ax_machine_preset_list = "perlmutter, frontier, alps, h100x8, h200x8 or cpu";
 
 static int op_of(const char *s) {
@@ -24,14 +23,10 @@ static int place_dist(int a, int b) {
 }
 
 int ax_machine_place(const ax_machine *m, int s, int p, int P) {
-    int R = m->ranks_per_node, C = m->cores_per_node;
+    int R = m->ranks_per_node;
     /* a group of p ranks, stride s, stays in one node when the job fits in one node or s*p ranks tile the node */
     if (p > 1 && P > R && !(s * p <= R && R % (s * p) == 0)) return AX_PLACE_INTER;
-    if (p < 2 || C < 1 || R <= C) return AX_PLACE_INTRA;
-    if (m->core_map == AX_CORES_ROUND_ROBIN && s % C == 0) return AX_PLACE_CORE;
-    int per = R / C;   /* in blocks: s*p ranks tile a core's */
-    if (m->core_map == AX_CORES_BLOCK && R % C == 0 && s * p <= per && per % (s * p) == 0) return AX_PLACE_CORE;
-    return AX_PLACE_INTRA;
+    return ax_cores_one_core(m, s, p) ? AX_PLACE_CORE : AX_PLACE_INTRA;   /* shared cores only */
 }
 
 double ax_machine_coll(const ax_machine *m, int op, int p, int place, double bytes) {
@@ -85,8 +80,12 @@ static int num(json_t *o, const char *key, double *v, const char *path, const ch
     return 0;
 }
 
-static int parse(ax_machine *m, json_t *j, const char *path) {
-    if (!json_is_object(j)) return AX_ERR("--machine %s: expected a JSON object", path);
+int ax_machine_num(json_t *o, const char *key, double *v, const char *path, const char *where, int required) {
+    return num(o, key, v, path, where, required);
+}
+
+/* name, source, ranks per node (and the shared cores' fields), memory and the per-element costs */
+static int parse_node(ax_machine *m, json_t *j, const char *path) {
     json_t *s = json_object_get(j, "name");
     snprintf(m->name, sizeof m->name, "%s", json_is_string(s) ? json_string_value(s) : path);
     s = json_object_get(j, "source");
@@ -95,16 +94,7 @@ static int parse(ax_machine *m, json_t *j, const char *path) {
     AX_TRY(num(j, "ranks_per_node", &rpn, path, "", 1));
     if (rpn < 1 || rpn != floor(rpn)) return AX_ERR("--machine %s: \"ranks_per_node\" must be an integer >= 1", path);
     m->ranks_per_node = (int)rpn;
-    double cpn = 0;
-    AX_TRY(num(j, "cores_per_node", &cpn, path, "", 0));
-    if (cpn != floor(cpn)) return AX_ERR("--machine %s: \"cores_per_node\" must be a whole number", path);
-    m->cores_per_node = (int)cpn;
-    json_t *cm = json_object_get(j, "core_map");
-    m->core_map = cm ? -1 : AX_CORES_UNKNOWN;
-    for (int k = 0; json_is_string(cm) && k < 3; k++)
-        if (!strcmp(json_string_value(cm), core_maps[k])) m->core_map = k;
-    if (m->core_map < 0)
-        return AX_ERR("--machine %s: field \"core_map\": expected unknown, round_robin or block", path);
+    AX_TRY(ax_cores_read(m, j, path));
     AX_TRY(num(j, "memory_per_rank_bytes", &m->mem_bytes, path, "", 1));
     AX_TRY(num(j, "attention_flops", &m->attn_flops, path, "", 1));
     AX_TRY(num(j, "memory_bandwidth", &m->mem_bw, path, "", 1));
@@ -121,6 +111,11 @@ static int parse(ax_machine *m, json_t *j, const char *path) {
         if (!(m->overlap_eff >= -1 && m->overlap_eff <= 1))
             return AX_ERR("--machine %s: \"overlap_efficiency\" must be a number in [-1, 1]", path);
     }
+    return 0;
+}
+
+/* "gemm" (the fit and its measured shapes) and "gemm_bf16" */
+static int parse_gemm(ax_machine *m, json_t *j, const char *path) {
     json_t *g = json_object_get(j, "gemm");
     if (!json_is_object(g)) return AX_ERR("--machine %s: missing field \"gemm\" (an object with \"flops\")", path);
     AX_TRY(num(g, "flops", &m->gemm_flops, path, " in \"gemm\"", 1));
@@ -135,7 +130,8 @@ static int parse(ax_machine *m, json_t *j, const char *path) {
     size_t i;
     if (sh && !json_is_array(sh)) return AX_ERR("--machine %s: \"shapes\" in \"gemm\" must be an array", path);
     json_array_foreach(sh, i, e) {
-        if (m->ngemm == AX_MACHINE_GEMMS) return AX_ERR("--machine %s: more than %d GEMM shapes", path, AX_MACHINE_GEMMS);
+        if (m->ngemm == AX_MACHINE_GEMMS)
+            return AX_ERR("--machine %s: more than %d GEMM shapes", path, AX_MACHINE_GEMMS);
         char where[64];
         snprintf(where, sizeof where, " in \"gemm\".\"shapes\"[%zu]", i);
         double d[5] = {0, 0, 0, 0, 1};   /* m n k ta tb: an entry without a layout is A B^T, as the fits time it */
@@ -145,16 +141,23 @@ static int parse(ax_machine *m, json_t *j, const char *path) {
         *p = (ax_gemm_point){(int)d[0], (int)d[1], (int)d[2], d[3] != 0, d[4] != 0, 0, 0};
         AX_TRY(num(e, "flops", &p->flops, path, where, 1));
         json_t *t = json_object_get(e, "dtype");
-        if (t && (!json_is_string(t) || (strcmp(json_string_value(t), "fp32") && strcmp(json_string_value(t), "bf16"))))
+        const char *ts = json_is_string(t) ? json_string_value(t) : "";
+        if (t && strcmp(ts, "fp32") && strcmp(ts, "bf16"))
             return AX_ERR("--machine %s: field \"dtype\"%s: expected fp32 or bf16", path, where);
-        p->bf16 = t && !strcmp(json_string_value(t), "bf16");
+        p->bf16 = t && !strcmp(ts, "bf16");
         if (!(p->flops > 0) || p->m < 1 || p->n < 1 || p->k < 1)
             return AX_ERR("--machine %s: %s: m, n, k and flops must be positive", path, where + 4);
     }
-    json_t *at = json_object_get(j, "attention_shapes");
+    return 0;
+}
+
+static int parse_attention(ax_machine *m, json_t *j, const char *path) {
+    json_t *at = json_object_get(j, "attention_shapes"), *e;
+    size_t i;
     if (at && !json_is_array(at)) return AX_ERR("--machine %s: \"attention_shapes\" must be an array", path);
     json_array_foreach(at, i, e) {
-        if (m->nattn == AX_MACHINE_ATTNS) return AX_ERR("--machine %s: more than %d attention shapes", path, AX_MACHINE_ATTNS);
+        if (m->nattn == AX_MACHINE_ATTNS)
+            return AX_ERR("--machine %s: more than %d attention shapes", path, AX_MACHINE_ATTNS);
         char where[64];
         snprintf(where, sizeof where, " in \"attention_shapes\"[%zu]", i);
         double T = 0, hd = 0;
@@ -166,10 +169,31 @@ static int parse(ax_machine *m, json_t *j, const char *path) {
         if (!(p->flops > 0) || p->T < 1 || p->hd < 1)
             return AX_ERR("--machine %s: %s: T, hd and flops must be positive", path, where + 4);
     }
-    if (!(m->gemm_flops > 0) || !(m->attn_flops > 0) || !(m->mem_bw > 0) || !(m->mem_bytes > 0))
-        return AX_ERR("--machine %s: \"gemm\".\"flops\", \"attention_flops\", \"memory_bandwidth\" and "
-                      "\"memory_per_rank_bytes\" must be positive", path);
-    json_t *c = json_object_get(j, "collectives");
+    return 0;
+}
+
+/* a collective's measured [bytes, seconds] points, bytes ascending */
+static int parse_points(ax_coll_fit *f, json_t *e, const char *path, const char *where) {
+    json_t *pts = json_object_get(e, "points"), *q;
+    size_t k;
+    if (pts && (!json_is_array(pts) || json_array_size(pts) > AX_COLL_POINTS))
+        return AX_ERR("--machine %s: field \"points\"%s: expected an array of at most %d [bytes, seconds]", path,
+                      where, AX_COLL_POINTS);
+    json_array_foreach(pts, k, q) {
+        json_t *b = json_array_get(q, 0), *t = json_array_get(q, 1);
+        double bb = json_is_number(b) ? json_number_value(b) : -1, tt = json_is_number(t) ? json_number_value(t) : -1;
+        if (!json_is_array(q) || json_array_size(q) != 2 || !(bb > 0) || !(tt > 0) || !isfinite(bb) ||
+            !isfinite(tt) || (k > 0 && bb <= f->pt_bytes[k - 1]))
+            return AX_ERR("--machine %s: field \"points\"[%zu]%s: expected [bytes, seconds], positive, bytes "
+                          "ascending", path, k, where);
+        f->pt_bytes[k] = bb; f->pt_s[k] = tt; f->npt = (int)k + 1;
+    }
+    return 0;
+}
+
+static int parse_collectives(ax_machine *m, json_t *j, const char *path) {
+    json_t *c = json_object_get(j, "collectives"), *e;
+    size_t i;
     if (!json_is_array(c) || json_array_size(c) == 0)
         return AX_ERR("--machine %s: missing field \"collectives\" (a non-empty array of alpha-beta fits)", path);
     json_array_foreach(c, i, e) {
@@ -179,7 +203,8 @@ static int parse(ax_machine *m, json_t *j, const char *path) {
         ax_coll_fit *f = &m->fit[m->nfit++];
         json_t *op = json_object_get(e, "op"), *pl = json_object_get(e, "placement");
         if (!json_is_string(op) || (f->op = op_of(json_string_value(op))) < 0)
-            return AX_ERR("--machine %s: field \"op\"%s: expected allreduce, allgather or reduce_scatter", path, where);
+            return AX_ERR("--machine %s: field \"op\"%s: expected allreduce, allgather or reduce_scatter", path,
+                          where);
         f->place = AX_PLACE_N;
         for (int k = 0; json_is_string(pl) && k < AX_PLACE_N; k++)
             if (!strcmp(json_string_value(pl), ax_place_names[k])) f->place = k;
@@ -190,22 +215,20 @@ static int parse(ax_machine *m, json_t *j, const char *path) {
         f->group = (int)gs;
         AX_TRY(num(e, "alpha_s", &f->alpha, path, where, 1));
         AX_TRY(num(e, "beta_s_per_byte", &f->beta, path, where, 1));
-        json_t *pts = json_object_get(e, "points"), *q;
-        size_t k;
-        if (pts && (!json_is_array(pts) || json_array_size(pts) > AX_COLL_POINTS))
-            return AX_ERR("--machine %s: field \"points\"%s: expected an array of at most %d [bytes, seconds]", path,
-                          where, AX_COLL_POINTS);
-        json_array_foreach(pts, k, q) {
-            json_t *b = json_array_get(q, 0), *t = json_array_get(q, 1);
-            double bb = json_is_number(b) ? json_number_value(b) : -1, tt = json_is_number(t) ? json_number_value(t) : -1;
-            if (!json_is_array(q) || json_array_size(q) != 2 || !(bb > 0) || !(tt > 0) || !isfinite(bb) || !isfinite(tt) ||
-                (k > 0 && bb <= f->pt_bytes[k - 1]))
-                return AX_ERR("--machine %s: field \"points\"[%zu]%s: expected [bytes, seconds], positive, bytes ascending",
-                              path, k, where);
-            f->pt_bytes[k] = bb; f->pt_s[k] = tt; f->npt = (int)k + 1;
-        }
+        AX_TRY(parse_points(f, e, path, where));
     }
     return 0;
+}
+
+static int parse(ax_machine *m, json_t *j, const char *path) {
+    if (!json_is_object(j)) return AX_ERR("--machine %s: expected a JSON object", path);
+    AX_TRY(parse_node(m, j, path));
+    AX_TRY(parse_gemm(m, j, path));
+    AX_TRY(parse_attention(m, j, path));
+    if (!(m->gemm_flops > 0) || !(m->attn_flops > 0) || !(m->mem_bw > 0) || !(m->mem_bytes > 0))
+        return AX_ERR("--machine %s: \"gemm\".\"flops\", \"attention_flops\", \"memory_bandwidth\" and "
+                      "\"memory_per_rank_bytes\" must be positive", path);
+    return parse_collectives(m, j, path);
 }
 
 int ax_machine_read(ax_machine *m, const char *path) {
@@ -223,10 +246,7 @@ int ax_machine_write(const ax_machine *m, const char *path) {
     json_object_set_new(j, "name", json_string(m->name));
     json_object_set_new(j, "source", json_string(m->source));
     json_object_set_new(j, "ranks_per_node", json_integer(m->ranks_per_node));
-    if (m->cores_per_node > 0) {
-        json_object_set_new(j, "cores_per_node", json_integer(m->cores_per_node));
-        json_object_set_new(j, "core_map", json_string(core_maps[m->core_map]));
-    }
+    ax_cores_write(m, j);
     json_object_set_new(j, "memory_per_rank_bytes", json_real(m->mem_bytes));
     json_object_set_new(g, "flops", json_real(m->gemm_flops));
     json_object_set_new(g, "alpha_s", json_real(m->gemm_alpha));

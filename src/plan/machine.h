@@ -9,8 +9,8 @@
  * placement), group 0 standing for any size. Where bench comm measured the
  * collective, the fit keeps its points too, and a volume within their range
  * costs the line between its two neighbours: on a CPU node the bandwidth peaks
- * where the buffers fit the caches and falls by half beyond them, which no one
- * line follows (2 ranks per core: 2.8 GB/s at 1 MiB, 1.4 GB/s at 16 MiB).
+ * where the buffers fit the caches and falls beyond them, which no one line
+ * follows (measured: docs/planner-shared-cores.md).
  *
  *   ax_machine mc;
  *   if (ax_machine_read(&mc, "machine.json")) ...      // or ax_machine_preset(&mc, "perlmutter")
@@ -18,21 +18,16 @@
  */
 #ifndef AX_PLAN_MACHINE_H
 #define AX_PLAN_MACHINE_H
+#include "plan/shared_cores.h"   /* ax_core_map: ranks outnumbering cores */
 
 typedef enum { AX_COLL_AR, AX_COLL_AG, AX_COLL_RS, AX_COLL_N } ax_coll_op;
 extern const char *const ax_coll_names[AX_COLL_N];     /* allreduce, allgather, reduce_scatter */
 /* Where a group's ranks are: within one node, across nodes, or all on one
- * core (ranks outnumbering the cores): such a group's ranks take turns and
- * copy through that core's caches, no peer waiting on another core (all-
- * reduce of 128 KiB in groups of 2 on a 2-core VM, 4 ranks a core: 62 us on
- * one core, 154 us across both). */
+ * core, where ranks outnumber the cores (plan/shared_cores.h): such a group's
+ * ranks take turns and copy through that core's caches, no peer waiting on
+ * another core, and cost less than a group across cores. */
 typedef enum { AX_PLACE_INTRA, AX_PLACE_INTER, AX_PLACE_CORE, AX_PLACE_N } ax_place;
 extern const char *const ax_place_names[AX_PLACE_N];   /* intra, inter, core */
-/* How a node's ranks, in rank order, fill its cores when they outnumber them
- * (bench comm reads the bindings): unknown (no group is taken as one core's),
- * round robin (node rank l on core l mod cores: Open MPI's --bind-to core),
- * or in blocks (l / ranks per core). */
-typedef enum { AX_CORES_UNKNOWN, AX_CORES_ROUND_ROBIN, AX_CORES_BLOCK } ax_core_map;
 
 #define AX_COLL_POINTS 16
 typedef struct {
@@ -51,10 +46,10 @@ typedef struct { int T, hd; double flops; } ax_attn_point;
 #define AX_MACHINE_FITS 256
 #define AX_MACHINE_GEMMS 1024
 #define AX_MACHINE_ATTNS 64
-typedef struct {
+typedef struct ax_machine {
     char name[128], source[256];
     int ranks_per_node;
-    int cores_per_node, core_map;   /* ax_core_map; where ranks outnumber cores, else 0 */
+    int cores_per_node, core_map;   /* where ranks outnumber cores (plan/shared_cores.h), else 0 */
     double mem_bytes;          /* memory per rank */
     double gemm_flops;         /* GEMM rate of large shapes, per rank */
     double gemm_alpha;         /* fixed seconds per GEMM call (small shapes fall short of the rate) */
@@ -94,8 +89,12 @@ extern const char *const ax_machine_preset_list;
  * points their interpolation, beyond the last one the last segment's slope. */
 double ax_machine_coll(const ax_machine *m, int op, int p, int place, double bytes);
 /* The placement of a group of p ranks at stride s among P (ranks in node
- * blocks of ranks_per_node, and on a node's cores by core_map). */
+ * blocks of ranks_per_node; on one core by ax_cores_one_core where ranks
+ * outnumber cores). */
 int ax_machine_place(const ax_machine *m, int s, int p, int P);
+/* For the readers of machine files: the number at key in o, non-negative and finite, into *v
+ * (absent: an error when required, else *v kept); errors name path, key and where. */
+int ax_machine_num(json_t *o, const char *key, double *v, const char *path, const char *where, int required);
 /* Seconds of a GEMM of `flops`, its inputs in bf16 or fp32, at the fit */
 static inline double ax_machine_gemm(const ax_machine *m, double flops, int bf16) {
     if (bf16 && m->gemm_bf16_flops > 0) return m->gemm_bf16_alpha + flops / m->gemm_bf16_flops;

@@ -1,4 +1,6 @@
 #include "plan/model.h"
+#include "model/gpt.h"
+#include "util/err.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -7,22 +9,23 @@ const char *const ax_plan_group_names[AX_PG_N] = {"X", "Y", "Z", "data", "data_z
 void ax_plan_job_defaults(ax_plan_job *j) {
     memset(j, 0, sizeof *j);
     j->grad_accum = 1; j->act_bytes = 4; j->mem_reserve = 0.1;
-    j->ov_flags = 15;                                  /* AX_OV_ALL, as axonn train */
+    j->ov_flags = AX_OV_ALL;                           /* as axonn train */
 }
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* Why the grid cannot run the job (the rules of ax_gpt_check_grid and the trainer), or NULL. */
+/* Why the grid cannot run the job, or NULL: the model's rules (ax_gpt_check_grid, on a grid
+ * of sizes only), then the trainer's (the batch splits into grad_accum micro-batches, and a
+ * micro-batch's sequences over D x Z). */
 static const char *illegal(const ax_plan_job *j, const int g[4], char *buf, size_t n) {
-    const ax_gpt_config *c = &j->cfg;
-    int D = g[0], X = g[1], Y = g[2], Z = g[3];
-    if (c->n_embd % c->n_head) snprintf(buf, n, "n_embd %d is not divisible by n_head %d", c->n_embd, c->n_head);
-    else if (c->n_head % Y) snprintf(buf, n, "n_head %d is not divisible by Y = %d", c->n_head, Y);
-    else if (c->n_kv_head && c->n_kv_head % Y && Y % c->n_kv_head)
-        snprintf(buf, n, "n_kv_head %d and Y = %d: one must divide the other", c->n_kv_head, Y);
-    else if (c->n_inner && c->n_inner % Y) snprintf(buf, n, "n_inner %d is not divisible by Y = %d", c->n_inner, Y);
-    else if (c->n_embd % X) snprintf(buf, n, "n_embd %d is not divisible by X = %d", c->n_embd, X);
-    else if (j->batch % j->grad_accum) snprintf(buf, n, "batch %d is not a multiple of grad_accum %d", j->batch, j->grad_accum);
+    int D = g[0], Z = g[3];
+    ax_grid sizes = {.gd = D, .gx = g[1], .gy = g[2], .gz = Z, .size = D * g[1] * g[2] * Z};
+    if (ax_gpt_check_grid(&j->cfg, &sizes)) {
+        const char *msg = ax_err_msg();
+        snprintf(buf, n, "%s", strncmp(msg, "--grid: ", 8) ? msg : msg + 8);   /* here every reason is a grid's */
+        ax_err_clear();
+    } else if (j->batch % j->grad_accum)
+        snprintf(buf, n, "batch %d is not a multiple of grad_accum %d", j->batch, j->grad_accum);
     else if ((j->batch / j->grad_accum) % (D * Z))
         snprintf(buf, n, "micro-batch of %d sequences does not divide over D*Z = %d", j->batch / j->grad_accum, D * Z);
     else return NULL;
@@ -30,8 +33,101 @@ static const char *illegal(const ax_plan_job *j, const int g[4], char *buf, size
 }
 
 typedef struct { ax_gemm_point *p; int n, max; } ax_shapes;   /* the distinct GEMMs met */
-/* scale: repetitions; rec: where the GEMMs are listed (NULL: nowhere) */
-typedef struct { const ax_machine *m; ax_plan_cost *c; double scale; int bf16; ax_shapes *rec; } ax_acc;
+
+/* one FC layer's weight: in x out, split (in / X, out / Y), or transposed (in / Y, out / X) */
+typedef struct { int64_t in, out; int transposed; } ax_fc;
+
+/* The job on one grid, in the model's terms (model/gpt.c): sizes per rank and micro-batch. */
+typedef struct {
+    int D, X, Y, Z, P;
+    int64_t C, L, T, nh, hd, KV, F;
+    int llama, tables;              /* tables: the token table, and an untied LM head */
+    int64_t Q, Fo;                  /* fused q|k|v width; the MLP's first FC ([gate|up] for SwiGLU) */
+    int64_t Bl, M;                  /* sequences and rows of a micro-batch on a rank */
+    int64_t Vp, Vl, Cx, Cy, Hl;     /* padded and local vocabulary, hidden per X and Y shard, local heads */
+    int block, attn;                /* recomputed: whole blocks; attention (also under block) */
+    double ab;                      /* bytes per activation element */
+    ax_fc fcs[4];                   /* qkv, proj, fc, fcproj */
+    int64_t zchunk, repl, nw;       /* parameters per rank: Z-chunked, replicated; a token table's chunk */
+} ax_dims;
+
+static void dims_of(const ax_plan_job *j, const int g[4], ax_dims *d) {
+    const ax_gpt_config *cf = &j->cfg;
+    int D = g[0], X = g[1], Y = g[2], Z = g[3];
+    int64_t C = cf->n_embd, nh = cf->n_head, hd = C / nh;
+    int64_t KV = cf->n_kv_head ? cf->n_kv_head : nh, F = cf->n_inner ? cf->n_inner : 4 * C;
+    int llama = cf->arch == AX_ARCH_LLAMA;
+    /* fused q|k|v (key/value heads fewer than Y: one copy per Y shard) */
+    int64_t Q = (nh + 2 * (KV >= Y ? KV : Y)) * hd, Fo = llama ? 2 * F : F;
+    int64_t Bl = j->batch / j->grad_accum / (D * Z), Vp = cdiv(cf->vocab_size, 64 * Y) * 64 * Y;
+    *d = (ax_dims){.D = D, .X = X, .Y = Y, .Z = Z, .P = D * X * Y * Z, .C = C, .L = cf->n_layer, .T = j->seq,
+                   .nh = nh, .hd = hd, .KV = KV, .F = F, .llama = llama, .tables = cf->untied ? 2 : 1, .Q = Q, .Fo = Fo,
+                   .Bl = Bl, .M = Bl * j->seq, .Vp = Vp, .Vl = Vp / Y, .Cx = C / X, .Cy = C / Y, .Hl = nh / Y,
+                   .block = j->recompute == AX_RECOMPUTE_BLOCK, .attn = j->recompute != AX_RECOMPUTE_NONE,
+                   .ab = j->act_bytes, .fcs = {{C, Q, 0}, {C, C, 1}, {C, Fo, 0}, {F, C, 1}}};
+}
+
+/* ---- memory, as model/gpt.c lays it out ---- */
+
+/* Parameters per rank (the zchunk region of the FC weights and token tables, then the
+ * replicated vectors), and the largest gathered FC weight (cap) */
+static void params_of(const ax_plan_job *j, ax_dims *d, int64_t *cap) {
+    int X = d->X, Y = d->Y, Z = d->Z;
+    int64_t Cx = d->Cx, L = d->L;
+    int64_t zchunk = 0;
+    *cap = 0;
+    d->nw = cdiv(d->Vl * Cx, Z);
+    for (int i = 0; i < 4; i++) {
+        const ax_fc *f = &d->fcs[i];
+        int64_t blk = f->out / (f->transposed ? X : Y) * (f->in / (f->transposed ? Y : X));
+        zchunk += cdiv(blk, Z);
+        if (cdiv(blk, Z) * Z > *cap) *cap = cdiv(blk, Z) * Z;
+    }
+    d->zchunk = zchunk * L + d->tables * d->nw;
+    /* GPT-2: positions, per layer two LayerNorms and four biases, the final LayerNorm; Llama: RMSNorm weights only */
+    d->repl = d->llama ? L * 2 * Cx + Cx
+                       : (int64_t)j->cfg.block_size * Cx + L * (4 * Cx + d->Q / Y + Cx + d->F / Y + Cx) + 2 * Cx;
+}
+
+static void estimate_memory(const ax_plan_job *j, ax_dims *d, const ax_machine *m, ax_plan_cost *c) {
+    int64_t cap, Z = d->Z, L = d->L, M = d->M, Cx = d->Cx, Cy = d->Cy, Y = d->Y, Q = d->Q, Fo = d->Fo, F = d->F;
+    params_of(j, d, &cap);
+    c->n_local = d->zchunk + d->repl;
+    c->param_bytes = 4.0 * c->n_local;
+    /* nn/zcomm.h: gather buffers (1, 2 with prefetch, one per FC kept) in the GEMMs'
+     * dtype, reduce-scatter slots (1, 4 with ORS) of a block and a chunk; the token table's two blocks */
+    int64_t nbuf = j->keep_gathered ? 4 * L : j->ov_flags & AX_OV_OAG ? 2 : 1, slots = j->ov_flags & AX_OV_ORS ? 4 : 1;
+    int64_t nw = d->nw, chunk = cap / Z > nw ? cap / Z : nw;
+    double ab = d->ab;
+    c->ws_bytes = Z > 1 ? ab * nbuf * cap + 4.0 * (slots * (cap + chunk) + 2 * d->tables * nw * Z) : 0;
+    int64_t wide = Cx > Q / Y ? Cx : Q / Y;
+    if (Fo / Y > wide) wide = Fo / Y;
+    int64_t kept = d->block ? 1 : L, kept_attn = d->attn ? 1 : L;
+    /* encoded; per layer kept ln1 .. fch_gelu; lse, atty; res3; then lnf, logits, losses, dres, s1, s2, scratch */
+    double acts = M * Cx
+        + kept * (double)(M * Cx + 2 * M + M * Q / Y + M * Cx + M * Cx + 2 * M + M * Fo / Y + M * F / Y)
+        + kept_attn * (double)(d->Bl * d->Hl * d->T + M * Cy)
+        + L * (double)(M * Cx)
+        + M * Cx + 2 * M + M * d->Vl + M + M * Cx + 2 * M * wide + 4 * M;
+    c->act_bytes = ab * acts;
+    c->mem_bytes = 4 * c->param_bytes + c->act_bytes + c->ws_bytes;
+    double avail = m->mem_bytes * (1 - j->mem_reserve);
+    c->fits = c->mem_bytes <= avail;
+    if (!c->fits)
+        snprintf(c->why, sizeof c->why, "needs %.2f GiB per rank, %.2f GiB available (%.0f%% of %.2f GiB)",
+                 c->mem_bytes / (1 << 30), avail / (1 << 30), 100 * (1 - j->mem_reserve), m->mem_bytes / (1 << 30));
+}
+
+/* ---- time ---- */
+
+/* The step's tally: scale, the repetitions of what is charged; rec, where the GEMMs are listed
+ * (NULL: nowhere); elem, the bytes through the elementwise kernels; kern, the seconds of those
+ * charged per element instead; hidden, the collectives' seconds the overlaps can hide; bwd, the
+ * backward GEMMs' seconds (the window of the data-parallel reductions). */
+typedef struct {
+    const ax_machine *m; ax_plan_cost *c; double scale; int bf16; ax_shapes *rec;
+    double elem, kern, hidden, bwd;
+} ax_acc;
 
 /* each returns the seconds it added */
 static double coll(ax_acc *a, int group, int op, int p, double elems, double bytes_per) {
@@ -68,11 +164,148 @@ static double layernorm(double n, int bwd, const ax_machine *m, double ab, doubl
     return n * (m->ln_fwd_s + (bwd ? m->ln_bwd_s : 0));
 }
 
-/* one FC layer on one micro-batch of M rows: forward (with_fwd), backward */
-typedef struct { int64_t in, out; int transposed; } ax_fc;
+/* The placement of each group (x fastest) */
+static void place_groups(const ax_dims *d, const ax_machine *m, ax_plan_cost *c) {
+    int X = d->X, Y = d->Y, Z = d->Z, D = d->D;
+    int size[AX_PG_N] = {X, Y, Z, D, D * Z, X * Y * Z}, stride[AX_PG_N] = {1, X, X * Y, X * Y * Z, X * Y, 1};
+    for (int i = 0; i < AX_PG_N; i++) c->place[i] = ax_machine_place(m, stride[i], size[i], d->P);
+}
+
+/* One FC layer on a micro-batch: forward, and on pass 0 backward. Overlap (model/gpt.h
+ * AX_OV_*): a collective left in flight hides behind the compute it runs with, up to that
+ * compute's time: OAG a weight's gather behind the GEMMs of the weight before it (taken as
+ * its own), OAR the dX all-reduce behind the dW GEMM, ORS the reduce-scatter behind the next
+ * FC's backward GEMMs (taken as its own). */
+static void fc_time(ax_acc *a, const ax_plan_job *j, const ax_dims *d, const ax_fc *f, int pass) {
+    int X = d->X, Y = d->Y, Z = d->Z, ov = j->ov_flags;
+    int64_t M = d->M;
+    double ab = d->ab;
+    int fx = f->transposed ? AX_PG_Y : AX_PG_X, bx = f->transposed ? AX_PG_X : AX_PG_Y;
+    int pf = f->transposed ? Y : X, pb = f->transposed ? X : Y;
+    double in_l = f->in / (f->transposed ? Y : X), out_l = f->out / (f->transposed ? X : Y);
+    double wblk = in_l * out_l;
+    double tf = gemm(a, M, out_l, in_l, 0, 1);
+    if (!(pass && j->keep_gathered)) {                           /* kept from forward: no gather */
+        double tg = coll(a, AX_PG_Z, AX_COLL_AG, Z, wblk, ab);   /* gather the weight */
+        if (ov & AX_OV_OAG) a->hidden += fmin2(tg, tf);
+    }
+    coll(a, fx, AX_COLL_AR, pf, M * out_l, ab);                 /* forward partial sums */
+    if (pass) return;
+    double tdx = gemm(a, M, in_l, out_l, 0, 0), tdw = gemm(a, out_l, in_l, M, 1, 0);   /* dX, dW */
+    a->bwd += tdx + tdw;
+    if (!j->keep_gathered) {
+        double tg = coll(a, AX_PG_Z, AX_COLL_AG, Z, wblk, ab);   /* gathered again */
+        if (ov & AX_OV_OAG) a->hidden += fmin2(tg, tdx + tdw);
+    }
+    double tar = coll(a, bx, AX_COLL_AR, pb, M * in_l, ab);     /* dX partial sums */
+    if (ov & AX_OV_OAR) a->hidden += fmin2(tar, tdw);
+    double trs = coll(a, AX_PG_Z, AX_COLL_RS, Z, wblk, 4);      /* dW to its chunk owner */
+    if (ov & AX_OV_ORS) a->hidden += fmin2(trs, tdx + tdw);
+    if (Z > 1) a->elem += a->scale * 12.0 * cdiv((int64_t)wblk, Z);   /* chunk accumulation */
+}
+
+/* The transformer blocks of a micro-batch, grad_accum times: pass 0 forward and backward of
+ * every layer; pass 1 the forward rerun of block recomputation (L - 1 layers) */
+static void layers_time(ax_acc *a, const ax_plan_job *j, const ax_dims *d) {
+    const ax_machine *m = a->m;
+    ax_plan_cost *c = a->c;
+    int64_t L = d->L, M = d->M, T = d->T, hd = d->hd, Bl = d->Bl, Hl = d->Hl, Cx = d->Cx, Cy = d->Cy;
+    double ab = d->ab, attn_rate = ax_machine_attn_rate(m, (int)T, (int)hd);
+    int act = m->act_fwd_s > 0 && m->act_bwd_s > 0, ln = m->ln_fwd_s > 0 && m->ln_bwd_s > 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1 && !d->block) break;
+        a->scale = j->grad_accum * (double)(pass ? L - 1 : L);
+        for (int i = 0; i < 4; i++) fc_time(a, j, d, &d->fcs[i], pass);
+        /* LayerNorm statistics: two per row, over X; twice per layer (backward again) */
+        for (int k = 0; k < (pass ? 2 : 4); k++) coll(a, AX_PG_X, AX_COLL_AR, d->X, 2.0 * M, 4);
+        c->attn_s += a->scale * Bl * Hl * (pass ? 2.0 : 7.0) * T * T * hd / attn_rate;
+        a->elem += a->scale * ab * M * (pass ? 14.0 * Cx + 22.0 * Cy : 24.0 * Cx + 41.0 * Cy);
+        /* the activation's elements at their measured cost, instead of its bytes (2 forward, 3 backward) */
+        if (act) {
+            double n = a->scale * (double)M * d->F / d->Y;
+            a->elem -= n * ab * (pass ? 2 : 5);
+            a->kern += n * (pass ? m->act_fwd_s : m->act_fwd_s + m->act_bwd_s);
+        }
+        if (ln)      /* the two LayerNorms' M x Cx elements likewise (their bytes: x, y forward; dy, x, dx backward) */
+            a->kern += layernorm(a->scale * 2.0 * M * Cx, !pass, m, ab, &a->elem);
+    }
+    if (d->attn && !d->block) c->attn_s += j->grad_accum * (double)(L - 1) * Bl * Hl * 2.0 * T * T * hd / attn_rate;
+}
+
+/* Embedding, final norm, LM head (the token table, and an untied head, gathered once per
+ * forward) and loss of a micro-batch, grad_accum times */
+static void head_time(ax_acc *a, const ax_plan_job *j, const ax_dims *d) {
+    const ax_machine *m = a->m;
+    int X = d->X, Y = d->Y, Z = d->Z, tables = d->tables;
+    int64_t M = d->M, Vl = d->Vl, Cx = d->Cx;
+    double ab = d->ab;
+    a->scale = j->grad_accum;
+    for (int t = 0; t < tables; t++) coll(a, AX_PG_Z, AX_COLL_AG, Z, (double)Vl * Cx, ab);
+    coll(a, AX_PG_Y, AX_COLL_AR, Y, (double)M * Cx, ab);              /* embedding rows over the vocabulary */
+    for (int k = 0; k < 2; k++) coll(a, AX_PG_X, AX_COLL_AR, X, 2.0 * M, 4);
+    gemm(a, M, Vl, Cx, 0, 1); gemm(a, M, Cx, Vl, 0, 0); gemm(a, Vl, Cx, M, 1, 0);
+    coll(a, AX_PG_X, AX_COLL_AR, X, (double)M * Vl, ab);              /* logits' partial sums */
+    coll(a, AX_PG_Y, AX_COLL_AR, Y, (double)M, 4);                    /* loss: row max */
+    coll(a, AX_PG_Y, AX_COLL_AR, Y, 2.0 * M, 4);                      /* sum of exponentials, target logit */
+    coll(a, AX_PG_Y, AX_COLL_AR, Y, (double)M * Cx, ab);              /* LM head dX */
+    for (int t = 0; t < tables; t++) coll(a, AX_PG_Z, AX_COLL_RS, Z, (double)Vl * Cx, 4);
+    a->elem += a->scale * (ab * (4.0 * M * Vl + 17.0 * M * Cx) + (Z > 1 ? 12.0 * tables * d->nw : 0));
+    if (m->ln_fwd_s > 0 && m->ln_bwd_s > 0)                           /* the final LayerNorm */
+        a->kern += layernorm(a->scale * (double)M * Cx, 1, m, ab, &a->elem);
+    if (m->loss_s > 0) {   /* the cross-entropy's logits at their measured cost, instead of 4 element passes */
+        a->elem -= a->scale * 4.0 * M * Vl * ab;
+        a->kern += a->scale * (double)M * Vl * m->loss_s;
+    }
+}
+
+/* Once per step: token count and loss over data x Z, the gradients' reductions (DP: behind
+ * the backward of the layers still to run, the last bucket waiting), the norm */
+static void reductions_time(ax_acc *a, const ax_plan_job *j, const ax_dims *d) {
+    int D = d->D, Z = d->Z;
+    int64_t L = d->L;
+    a->scale = 1;
+    coll(a, AX_PG_DZ, AX_COLL_AR, D * Z, 2, 8);
+    coll(a, AX_PG_DZ, AX_COLL_AR, D * Z, 1, 8);
+    double tdp = coll(a, AX_PG_DATA, AX_COLL_AR, D, (double)d->zchunk, 4) +
+                 coll(a, AX_PG_DZ, AX_COLL_AR, D * Z, (double)d->repl, 4);
+    if (j->ov_flags & AX_OV_DP) a->hidden += fmin2(tdp * (L - 1) / L, a->bwd / j->grad_accum * (L - 1) / L);
+    coll(a, AX_PG_TP, AX_COLL_AR, d->X * d->Y * Z, 1, 8);
+}
+
+/* The step: compute, the optimizer, and the communication the overlaps leave exposed */
+static void step_total(ax_acc *a, const ax_plan_job *j, ax_plan_cost *c) {
+    const ax_machine *m = a->m;
+    c->elem_s = a->elem / m->mem_bw + a->kern;
+    /* AdamW reads w, g, m, v and writes w, m, v; the norm reads g; the gradients are zeroed */
+    c->optim_s = c->n_local * (m->optim_s_per_param > 0 ? m->optim_s_per_param : 36.0 / m->mem_bw);
+    c->compute_s = c->gemm_s + c->attn_s + c->elem_s;
+    for (int i = 0; i < AX_PG_N; i++) c->comm_total_s += c->comm_s[i];
+    /* the overlaps' windows capped by the compute, times the measured share hidden (negative:
+     * overlapping costs that share on top); then the hidden share of what is left (a what-if) */
+    double ov = j->overlap < 0 ? 0 : j->overlap > 1 ? 1 : j->overlap;
+    double hidden = m->overlap_eff * fmin2(a->hidden, fmin2(c->compute_s, c->comm_total_s));
+    c->hidden_s = hidden;
+    c->exposed_s = (1 - ov) * (c->comm_total_s - hidden);
+    c->step_s = c->compute_s + c->exposed_s + c->optim_s;
+}
 
 static void estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, ax_plan_cost *c, int with_time,
-                     ax_shapes *rec);
+                     ax_shapes *rec) {
+    memset(c, 0, sizeof *c);
+    memcpy(c->grid, g, sizeof c->grid);
+    if (illegal(j, g, c->why, sizeof c->why)) return;
+    c->legal = 1;
+    ax_dims d;
+    dims_of(j, g, &d);
+    estimate_memory(j, &d, m, c);
+    if (!with_time) return;
+    place_groups(&d, m, c);
+    ax_acc a = {m, c, j->grad_accum, j->act_bytes == 2, rec, 0, 0, 0, 0};   /* --dtype bf16: the GEMMs read bf16 */
+    layers_time(&a, j, &d);
+    head_time(&a, j, &d);
+    reductions_time(&a, j, &d);
+    step_total(&a, j, c);
+}
 
 void ax_plan_estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, ax_plan_cost *c) {
     estimate(j, g, m, c, 1, NULL);
@@ -88,150 +321,4 @@ int ax_plan_gemm_shapes(const ax_plan_job *j, const int g[4], ax_gemm_point *sha
     ax_shapes rec = {shapes, n, max};
     estimate(j, g, &m, &c, 1, &rec);
     return rec.n;
-}
-
-static void estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, ax_plan_cost *c, int with_time,
-                     ax_shapes *rec) {
-    memset(c, 0, sizeof *c);
-    memcpy(c->grid, g, sizeof c->grid);
-    if (illegal(j, g, c->why, sizeof c->why)) return;
-    c->legal = 1;
-    const ax_gpt_config *cf = &j->cfg;
-    int D = g[0], X = g[1], Y = g[2], Z = g[3], P = D * X * Y * Z;
-    int64_t C = cf->n_embd, L = cf->n_layer, T = j->seq, nh = cf->n_head, hd = C / nh;
-    int llama = cf->arch == AX_ARCH_LLAMA, tables = cf->untied ? 2 : 1;
-    int64_t KV = cf->n_kv_head ? cf->n_kv_head : nh, F = cf->n_inner ? cf->n_inner : 4 * C;
-    /* fused q|k|v (key/value heads fewer than Y: one copy per Y shard); the MLP's first FC ([gate|up] for SwiGLU) */
-    int64_t Q = (nh + 2 * (KV >= Y ? KV : Y)) * hd, Fo = llama ? 2 * F : F;
-    int64_t Bl = j->batch / j->grad_accum / (D * Z), M = Bl * T;
-    int64_t Vp = cdiv(cf->vocab_size, 64 * Y) * 64 * Y, Vl = Vp / Y, Cx = C / X, Cy = C / Y, Hl = nh / Y;
-    int block = j->recompute == 2, attn = j->recompute != 0;
-    double ab = j->act_bytes;
-    /* ---- memory, as model/gpt.c lays it out ---- */
-    ax_fc fcs[4] = {{C, Q, 0}, {C, C, 1}, {C, Fo, 0}, {F, C, 1}};
-    int64_t zchunk = 0, cap = 0, nw = cdiv(Vl * Cx, Z);
-    for (int i = 0; i < 4; i++) {
-        int64_t blk = fcs[i].out / (fcs[i].transposed ? X : Y) * (fcs[i].in / (fcs[i].transposed ? Y : X));
-        zchunk += cdiv(blk, Z);
-        if (cdiv(blk, Z) * Z > cap) cap = cdiv(blk, Z) * Z;
-    }
-    zchunk = zchunk * L + tables * nw;
-    /* GPT-2: positions, per layer two LayerNorms and four biases, the final LayerNorm; Llama: RMSNorm weights only */
-    int64_t repl = llama ? L * 2 * Cx + Cx : (int64_t)cf->block_size * Cx + L * (4 * Cx + Q / Y + Cx + F / Y + Cx) + 2 * Cx;
-    c->n_local = zchunk + repl;
-    c->param_bytes = 4.0 * c->n_local;
-    /* nn/zcomm.h: gather buffers (1, 2 with prefetch, one per FC kept) in the GEMMs'
-     * dtype, reduce-scatter slots (1, 4 with ORS) of a block and a chunk; the token table's two blocks */
-    int64_t nbuf = j->keep_gathered ? 4 * L : j->ov_flags & 4 ? 2 : 1, slots = j->ov_flags & 2 ? 4 : 1;
-    int64_t chunk = cap / Z > nw ? cap / Z : nw;
-    c->ws_bytes = Z > 1 ? ab * nbuf * cap + 4.0 * (slots * (cap + chunk) + 2 * tables * nw * Z) : 0;
-    int64_t wide = Cx > Q / Y ? Cx : Q / Y;
-    if (Fo / Y > wide) wide = Fo / Y;
-    int64_t kept = block ? 1 : L, kept_attn = attn ? 1 : L;
-    double acts = M * Cx                                               /* encoded */
-        + kept * (double)(M * Cx + 2 * M + M * Q / Y + M * Cx + M * Cx + 2 * M + M * Fo / Y + M * F / Y)   /* ln1..fch_gelu */
-        + kept_attn * (double)(Bl * Hl * T + M * Cy)                   /* lse, atty */
-        + L * (double)(M * Cx)                                         /* res3 */
-        + M * Cx + 2 * M + M * Vl + M + M * Cx + 2 * M * wide + 4 * M; /* lnf, logits, losses, dres, s1, s2, scratch */
-    c->act_bytes = ab * acts;
-    c->mem_bytes = 4 * c->param_bytes + c->act_bytes + c->ws_bytes;
-    double avail = m->mem_bytes * (1 - j->mem_reserve);
-    c->fits = c->mem_bytes <= avail;
-    if (!c->fits)
-        snprintf(c->why, sizeof c->why, "needs %.2f GiB per rank, %.2f GiB available (%.0f%% of %.2f GiB)",
-                 c->mem_bytes / (1 << 30), avail / (1 << 30), 100 * (1 - j->mem_reserve), m->mem_bytes / (1 << 30));
-    if (!with_time) return;
-    /* ---- placement of each group (x fastest) ---- */
-    int size[AX_PG_N] = {X, Y, Z, D, D * Z, X * Y * Z}, stride[AX_PG_N] = {1, X, X * Y, X * Y * Z, X * Y, 1};
-    for (int i = 0; i < AX_PG_N; i++) c->place[i] = ax_machine_place(m, stride[i], size[i], P);
-    /* ---- one micro-batch, repeated accum times ---- */
-    ax_acc a = {m, c, j->grad_accum, j->act_bytes == 2, rec};   /* --dtype bf16: the GEMMs read bf16 */
-    double elem = 0, kern_s = 0;   /* bytes through the elementwise kernels; seconds of those charged per element */
-    int act = m->act_fwd_s > 0 && m->act_bwd_s > 0, ln = m->ln_fwd_s > 0 && m->ln_bwd_s > 0;
-    /* Overlap (model/gpt.h AX_OV_*): a collective left in flight hides behind
-     * the compute it runs with, up to that compute's time: OAG a weight's
-     * gather behind the GEMMs of the weight before it (taken as its own),
-     * OAR the dX all-reduce behind the dW GEMM, ORS the reduce-scatter behind
-     * the next FC's backward GEMMs (taken as its own), DP the gradient
-     * all-reduces behind the backward of the layers still to run. */
-    int oag = j->ov_flags & 4, oar = j->ov_flags & 1, ors = j->ov_flags & 2, dp = j->ov_flags & 8;
-    double hidden = 0, bwd = 0, attn_rate = ax_machine_attn_rate(m, (int)T, (int)hd);
-    for (int pass = 0; pass < 2; pass++) {
-        /* pass 0: forward and backward of every layer; pass 1: the forward rerun of block recomputation (L-1 layers) */
-        if (pass == 1 && !block) break;
-        a.scale = j->grad_accum * (double)(pass ? L - 1 : L);
-        for (int i = 0; i < 4; i++) {
-            const ax_fc *f = &fcs[i];
-            int fx = f->transposed ? AX_PG_Y : AX_PG_X, bx = f->transposed ? AX_PG_X : AX_PG_Y;
-            int pf = f->transposed ? Y : X, pb = f->transposed ? X : Y;
-            double in_l = f->in / (f->transposed ? Y : X), out_l = f->out / (f->transposed ? X : Y);
-            double wblk = in_l * out_l;
-            double tf = gemm(&a, M, out_l, in_l, 0, 1);
-            if (!(pass && j->keep_gathered)) {                           /* kept from forward: no gather */
-                double tg = coll(&a, AX_PG_Z, AX_COLL_AG, Z, wblk, ab);  /* gather the weight */
-                if (oag) hidden += fmin2(tg, tf);
-            }
-            coll(&a, fx, AX_COLL_AR, pf, M * out_l, ab);                /* forward partial sums */
-            if (pass) continue;
-            double tdx = gemm(&a, M, in_l, out_l, 0, 0), tdw = gemm(&a, out_l, in_l, M, 1, 0);   /* dX, dW */
-            bwd += tdx + tdw;
-            if (!j->keep_gathered) {
-                double tg = coll(&a, AX_PG_Z, AX_COLL_AG, Z, wblk, ab);  /* gathered again */
-                if (oag) hidden += fmin2(tg, tdx + tdw);
-            }
-            double tar = coll(&a, bx, AX_COLL_AR, pb, M * in_l, ab);    /* dX partial sums */
-            if (oar) hidden += fmin2(tar, tdw);
-            double trs = coll(&a, AX_PG_Z, AX_COLL_RS, Z, wblk, 4);     /* dW to its chunk owner */
-            if (ors) hidden += fmin2(trs, tdx + tdw);
-            if (Z > 1) elem += a.scale * 12.0 * cdiv((int64_t)wblk, Z); /* chunk accumulation */
-        }
-        /* LayerNorm statistics: two per row, over X; twice per layer (backward again) */
-        for (int k = 0; k < (pass ? 2 : 4); k++) coll(&a, AX_PG_X, AX_COLL_AR, X, 2.0 * M, 4);
-        c->attn_s += a.scale * Bl * Hl * (pass ? 2.0 : 7.0) * T * T * hd / attn_rate;
-        elem += a.scale * ab * M * (pass ? 14.0 * Cx + 22.0 * Cy : 24.0 * Cx + 41.0 * Cy);
-        if (act) {   /* the activation's elements at their measured cost, instead of its bytes (2 forward, 3 backward) */
-            double n = a.scale * (double)M * F / Y;
-            elem -= n * ab * (pass ? 2 : 5);
-            kern_s += n * (pass ? m->act_fwd_s : m->act_fwd_s + m->act_bwd_s);
-        }
-        if (ln)      /* the two LayerNorms' M x Cx elements likewise (their bytes: x, y forward; dy, x, dx backward) */
-            kern_s += layernorm(a.scale * 2.0 * M * Cx, !pass, m, ab, &elem);
-    }
-    if (attn && !block) c->attn_s += j->grad_accum * (double)(L - 1) * Bl * Hl * 2.0 * T * T * hd / attn_rate;
-    /* embedding, final norm, LM head (the token table, and an untied head, gathered once per forward), loss */
-    a.scale = j->grad_accum;
-    for (int t = 0; t < tables; t++) coll(&a, AX_PG_Z, AX_COLL_AG, Z, (double)Vl * Cx, ab);
-    coll(&a, AX_PG_Y, AX_COLL_AR, Y, (double)M * Cx, ab);              /* embedding rows over the vocabulary */
-    for (int k = 0; k < 2; k++) coll(&a, AX_PG_X, AX_COLL_AR, X, 2.0 * M, 4);
-    gemm(&a, M, Vl, Cx, 0, 1); gemm(&a, M, Cx, Vl, 0, 0); gemm(&a, Vl, Cx, M, 1, 0);
-    coll(&a, AX_PG_X, AX_COLL_AR, X, (double)M * Vl, ab);              /* logits' partial sums */
-    coll(&a, AX_PG_Y, AX_COLL_AR, Y, (double)M, 4);                    /* loss: row max */
-    coll(&a, AX_PG_Y, AX_COLL_AR, Y, 2.0 * M, 4);                      /* sum of exponentials, target logit */
-    coll(&a, AX_PG_Y, AX_COLL_AR, Y, (double)M * Cx, ab);              /* LM head dX */
-    for (int t = 0; t < tables; t++) coll(&a, AX_PG_Z, AX_COLL_RS, Z, (double)Vl * Cx, 4);
-    elem += a.scale * (ab * (4.0 * M * Vl + 17.0 * M * Cx) + (Z > 1 ? 12.0 * tables * nw : 0));
-    if (ln) kern_s += layernorm(a.scale * (double)M * Cx, 1, m, ab, &elem);   /* the final LayerNorm */
-    if (m->loss_s > 0) {   /* the cross-entropy's logits at their measured cost, instead of 4 element passes */
-        elem -= a.scale * 4.0 * M * Vl * ab;
-        kern_s += a.scale * (double)M * Vl * m->loss_s;
-    }
-    /* once per step: token count and loss over data x Z, gradients, the norm */
-    a.scale = 1;
-    coll(&a, AX_PG_DZ, AX_COLL_AR, D * Z, 2, 8);
-    coll(&a, AX_PG_DZ, AX_COLL_AR, D * Z, 1, 8);
-    double tdp = coll(&a, AX_PG_DATA, AX_COLL_AR, D, (double)zchunk, 4) + coll(&a, AX_PG_DZ, AX_COLL_AR, D * Z, (double)repl, 4);
-    if (dp) hidden += fmin2(tdp * (L - 1) / L, bwd / j->grad_accum * (L - 1) / L);   /* the last bucket waits */
-    coll(&a, AX_PG_TP, AX_COLL_AR, X * Y * Z, 1, 8);
-    c->elem_s = elem / m->mem_bw + kern_s;
-    /* AdamW reads w, g, m, v and writes w, m, v; the norm reads g; the gradients are zeroed */
-    c->optim_s = c->n_local * (m->optim_s_per_param > 0 ? m->optim_s_per_param : 36.0 / m->mem_bw);
-    c->compute_s = c->gemm_s + c->attn_s + c->elem_s;
-    for (int i = 0; i < AX_PG_N; i++) c->comm_total_s += c->comm_s[i];
-    /* the overlaps' windows capped by the compute, times the measured share hidden (negative:
-     * overlapping costs that share on top); then the hidden share of what is left (a what-if) */
-    double ov = j->overlap < 0 ? 0 : j->overlap > 1 ? 1 : j->overlap;
-    hidden = m->overlap_eff * fmin2(hidden, fmin2(c->compute_s, c->comm_total_s));
-    c->hidden_s = hidden;
-    c->exposed_s = (1 - ov) * (c->comm_total_s - hidden);
-    c->step_s = c->compute_s + c->exposed_s + c->optim_s;
 }

@@ -35,7 +35,7 @@
 typedef struct {
     ax_gpt_config cfg;
     int batch, seq, grad_accum;   /* global batch in sequences, tokens per sequence, micro-batches */
-    int recompute;                /* ax_recompute: 0 none, 1 attn, 2 block */
+    int recompute;                /* ax_recompute (model/gpt.h): AX_RECOMPUTE_NONE, _ATTN, _BLOCK */
     int act_bytes;                /* bytes per activation element (and per communicated one): 4 fp32, 2 bf16 */
     double overlap;               /* share of communication hidden behind compute (0..1) */
     int ov_flags, keep_gathered;  /* the trainer's --overlap (AX_OV_*, default all) and --keep-gathered: their buffers */

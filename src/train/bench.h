@@ -69,9 +69,8 @@ int ax_bench_gemm(const ax_train_opts *o, int silent, MPI_Comm comm, ax_bench_ge
  * two collectives), the median kept (a burst of other work on a shared machine
  * moves one trial). Each trial lasts about min_s / 5. Where ranks share cores,
  * timing each rank alone would count the stretches it ran while its core-mates
- * waited in the barrier: too high a rate (the planner's 4-rank step-time error
- * on a 2-core VM fell from 13.2% / 10.5% to 9.1% / 6.4% with this alone,
- * docs/planner.md). Collective over w. */
+ * waited in the barrier: too high a rate, and the planner's step times too
+ * short (measured: docs/planner-shared-cores.md). Collective over w. */
 typedef void (*ax_op_fn)(void *ctx);
 double ax_time_all(ax_op_fn f, void *ctx, double min_s, MPI_Comm w);
 
@@ -79,15 +78,14 @@ double ax_time_all(ax_op_fn f, void *ctx, double min_s, MPI_Comm w);
  * input was the last kernel's output, its weights and saved activations were
  * touched a layer or a step before, with the rest of the rank's memory in
  * between. Timed on one set of operands over and over, a kernel runs from the
- * caches, faster than in the step (an AVX-512 Xeon VM: OpenBLAS sgemm at a GPT
- * step's shapes 12-18% faster hot than cold, GELU forward 1.8x). So the calibration
+ * caches, faster than in the step (docs/planner-shared-cores.md). So the calibration
  * times a kernel on copies of its operands in turn, each call on the next, as
  * many as fill the bytes a rank of the job holds (its span, ax_calibrate):
  * between two uses of a copy the caches see as much other data as in a step,
  * and every rank does the same at once, as they share the node's caches in a
  * step. ax_operand_sets: how many sets of set_bytes a span holds, within
  * [1, max]. The GEMMs' sets are carved from one pool of span bytes of the
- * backend's memory, touched once (a fresh page costs ~11 us on these VMs).
+ * backend's memory, touched once (a fresh page is slow to fault in).
  * ax_time_sets is ax_time_all over the contexts ctxs[0 .. nsets-1], each
  * ctx_size bytes. */
 typedef struct {
