@@ -301,7 +301,7 @@ int ax_machine_write(const ax_machine *m, const char *path) {
 
 /* ---- presets: nominal figures, sources in docs/planner.md ----
  * Sustained rates are taken as fixed shares of the datasheet: GEMMs 80% of
- * the dense bf16 peak (docs/algorithm.md §5: 790 of 989 TFLOP/s sustained on one H200),
+ * the dense bf16 peak (the measured share behind it: docs/algorithm.md §5),
  * fused attention half the GEMM rate, elementwise kernels 80% of the HBM
  * bandwidth, collectives 80% of the link's one-direction bandwidth per rank
  * with 5 us (in a node) and 15 us (across nodes) latency. */

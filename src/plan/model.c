@@ -103,7 +103,7 @@ static void estimate_memory(const ax_plan_job *j, ax_dims *d, const ax_machine *
     int64_t wide = Cx > Q / Y ? Cx : Q / Y;
     if (Fo / Y > wide) wide = Fo / Y;
     int64_t kept = d->block ? 1 : L, kept_attn = d->attn ? 1 : L;
-    /* encoded; per layer kept ln1 .. fch_gelu; lse, atty; res3; then lnf, logits, losses, dres, s1, s2, scratch */
+    /* encoded; per layer kept ln1 .. fch_act; lse, atty; res3; then lnf, logits, losses, dres, s1, s2, scratch */
     double acts = M * Cx
         + kept * (double)(M * Cx + 2 * M + M * Q / Y + M * Cx + M * Cx + 2 * M + M * Fo / Y + M * F / Y)
         + kept_attn * (double)(d->Bl * d->Hl * d->T + M * Cy)
