@@ -18,8 +18,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *last = memrchr(buf, 0, size);
     const char *cfg = ax_fuzz_write("opts.json", last ? last + 1 : "", last ? strlen(last + 1) : 0);
     for (char *p = buf; p < (last ? last : buf + size) && argc < 64; p += strlen(p) + 1) {
-        if (strcmp(p, "@") == 0) { argv[argc++] = "--config"; argv[argc++] = (char *)cfg; }
-        else argv[argc++] = p;
+        if (strcmp(p, "@") == 0) {
+            argv[argc++] = "--config";
+            argv[argc++] = (char *)cfg;
+        } else argv[argc++] = p;
     }
     int n = 0, flag = 0, grid[4] = {1, 1, 1, 1};
     double x = 0;

@@ -19,8 +19,14 @@ const char *ax_fuzz_path(const char *name) {
 const char *ax_fuzz_write(const char *name, const void *data, size_t size) {
     const char *p = ax_fuzz_path(name);
     FILE *f = fopen(p, "wb");
-    if (!f) { perror(p); abort(); }
-    if (size && fwrite(data, 1, size, f) != size) { perror(p); abort(); }
+    if (!f) {
+        perror(p);
+        abort();
+    }
+    if (size && fwrite(data, 1, size, f) != size) {
+        perror(p);
+        abort();
+    }
     fclose(f);
     return p;
 }

@@ -11,19 +11,29 @@
 
 static int run(const char *path, int *count) {
     struct stat st;
-    if (stat(path, &st) != 0) { fprintf(stderr, "%s: no such file\n", path); return 1; }
+    if (stat(path, &st) != 0) {
+        fprintf(stderr, "%s: no such file\n", path);
+        return 1;
+    }
     if (S_ISDIR(st.st_mode)) {
         DIR *d = opendir(path);
         struct dirent *e;
         char p[4096];
         int rc = 0;
         while (d && (e = readdir(d)))
-            if (e->d_name[0] != '.') { snprintf(p, sizeof p, "%s/%s", path, e->d_name); rc |= run(p, count); }
+            if (e->d_name[0] != '.') {
+                snprintf(p, sizeof p, "%s/%s", path, e->d_name);
+                rc |= run(p, count);
+            }
         if (d) closedir(d);
         return rc;
     }
-    char *data; size_t n;
-    if (ax_read_file(path, &data, &n)) { fprintf(stderr, "%s: cannot read\n", path); return 1; }
+    char *data;
+    size_t n;
+    if (ax_read_file(path, &data, &n)) {
+        fprintf(stderr, "%s: cannot read\n", path);
+        return 1;
+    }
     LLVMFuzzerTestOneInput((const uint8_t *)data, n);
     free(data);
     (*count)++;

@@ -10,8 +10,8 @@
 
 /* The grid of "--grid D,X,Y,Z" (else 1,1,1,1) and the fixture model in
  * dir = AXONN_TEST_DATA/name (config.json, model.safetensors) on it; exits on failure. */
-static inline ax_gpt_config ax_t_open_fixture(int argc, char **argv, const char *name, ax_grid *g, ax_gpt *m,
-                                              char *dir, size_t n) {
+static inline ax_gpt_config ax_t_open_fixture(int argc, char **argv, const char *name, ax_grid *g, ax_gpt *m, char *dir,
+                                              size_t n) {
     int dims[4] = {1, 1, 1, 1};
     if (argc > 2 && strcmp(argv[1], "--grid") == 0 && ax_grid_parse(argv[2], dims)) ax_err_exit(1);
     if (ax_grid_init(g, MPI_COMM_WORLD, dims[0], dims[1], dims[2], dims[3])) ax_err_exit(1);
@@ -40,7 +40,10 @@ static inline double ax_t_worst_param_diff(ax_gpt *m, const float *got, const fl
         double dn = ax_gpt_sumsq(m, tmp);
         for (int64_t k = 0; k < p->numel; k++) tmp[p->offset + k] = skip && skip(p, k) ? 0.0f : ref[p->offset + k];
         double rn = ax_gpt_sumsq(m, tmp), r = sqrt(dn) / (rn > 1e-30 ? sqrt(rn) : 1.0);
-        if (r > w) { w = r; *worst = p->name; }
+        if (r > w) {
+            w = r;
+            *worst = p->name;
+        }
     }
     return w;
 }

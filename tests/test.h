@@ -10,15 +10,25 @@
 
 static int ax_t_pass, ax_t_fail;
 
-#define CHECK(cond, ...) do { \
-    if (cond) ax_t_pass++; \
-    else { ax_t_fail++; fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-           fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+#define CHECK(cond, ...)                                                    \
+    do {                                                                    \
+        if (cond) ax_t_pass++;                                              \
+        else {                                                              \
+            ax_t_fail++;                                                    \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                   \
+            fputc('\n', stderr);                                            \
+        }                                                                   \
+    } while (0)
 
 /* Norm-wise relative difference ||a-b|| / max(||b||, tiny). */
 static inline double ax_t_reldiff(const float *a, const float *b, long n) {
     double num = 0, den = 0;
-    for (long i = 0; i < n; i++) { double d = (double)a[i] - b[i]; num += d * d; den += (double)b[i] * b[i]; }
+    for (long i = 0; i < n; i++) {
+        double d = (double)a[i] - b[i];
+        num += d * d;
+        den += (double)b[i] * b[i];
+    }
     return sqrt(num) / (den > 1e-30 ? sqrt(den) : 1.0);
 }
 
@@ -39,10 +49,15 @@ static inline const char *ax_t_data(void) {
 /* Collective over MPI_COMM_WORLD: a failure on any rank fails the test. */
 static inline int ax_test_done(const char *name) {
     int counts[2] = {ax_t_pass, ax_t_fail}, tot[2];
-    int inited = 0; MPI_Initialized(&inited);
+    int inited = 0;
+    MPI_Initialized(&inited);
     if (inited) MPI_Allreduce(counts, tot, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    else { tot[0] = counts[0]; tot[1] = counts[1]; }
-    int rank = 0; if (inited) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    else {
+        tot[0] = counts[0];
+        tot[1] = counts[1];
+    }
+    int rank = 0;
+    if (inited) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (rank == 0) printf("%s: %d passed, %d failed\n", name, tot[0], tot[1]);
     return tot[1] ? 1 : 0;
 }

@@ -19,13 +19,18 @@ static const ax_backend *C_, *G_;
 static uint64_t rng = 88172645463325252ull;
 
 static float uniform(float lo, float hi) {
-    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
     return lo + (hi - lo) * (float)((rng >> 40) / 16777216.0);
 }
 
 /* the CPU buffer, the GPU one and a host mirror of the GPU one (h, filled by
  * got() for reading); inputs are written in c and sent to g by put() */
-typedef struct { void *c, *g, *h; size_t bytes; } pair;
+typedef struct {
+    void *c, *g, *h;
+    size_t bytes;
+} pair;
 
 static pair mk(size_t bytes) {
     pair p = {C_->alloc(bytes), G_->alloc(bytes), ax_calloc(bytes ? bytes : 1, 1), bytes};
@@ -51,7 +56,11 @@ static pair randh(size_t n) {
     put(p);
     return p;
 }
-static void drop(pair p) { C_->free(p.c); G_->free(p.g); free(p.h); }
+static void drop(pair p) {
+    C_->free(p.c);
+    G_->free(p.g);
+    free(p.h);
+}
 #define F(p) ((float *)(p).c)
 #define G(p) ((float *)(p).g)
 
@@ -63,7 +72,7 @@ static void row(const char *op, const char *shape, pair p, int bf16, double tol)
         double c = bf16 ? ax_bf16_widen(((uint16_t *)p.c)[i]) : F(p)[i];
         double g = bf16 ? ax_bf16_widen(((uint16_t *)p.h)[i]) : ((float *)p.h)[i];
         double d = fabs(g - c);
-        if (!(d <= err)) err = d;           /* NaN counts as the worst */
+        if (!(d <= err)) err = d; /* NaN counts as the worst */
         if (fabs(c) > ref) ref = fabs(c);
     }
     double e = err / (ref > 1e-30 ? ref : 1.0);
@@ -72,7 +81,11 @@ static void row(const char *op, const char *shape, pair p, int bf16, double tol)
     CHECK(ok, "%s %s: error %.3g > tolerance %.3g", op, shape, e, tol);
 }
 
-static void none(void *ctx, float *buf, size_t n) { (void)ctx; (void)buf; (void)n; }
+static void none(void *ctx, float *buf, size_t n) {
+    (void)ctx;
+    (void)buf;
+    (void)n;
+}
 static const ax_reducer solo = {none, none, NULL};
 
 static void gemms(void) {
@@ -95,7 +108,12 @@ static void gemms(void) {
         snprintf(sh, sizeof sh, "%dx%dx%d %s%s", M, N, K, ta ? "T" : "N", tb ? "T" : "N");
         row("gemm fp32 beta=1", sh, c, 0, 1e-5);
         row("gemm bf16->bf16", sh, ch, 1, 8e-3);
-        drop(a); drop(b); drop(c); drop(ah); drop(bh); drop(ch);
+        drop(a);
+        drop(b);
+        drop(c);
+        drop(ah);
+        drop(bh);
+        drop(ch);
     }
     /* strided batch, bf16 inputs into fp32, a leading dimension wider than the matrix */
     int bt = 3;
@@ -103,27 +121,39 @@ static void gemms(void) {
     for (int s = 0; s < 2; s++) {
         ax_mat A = ax_mat_of(s ? a.g : a.c, AX_BF16, 64, 96), B = ax_mat_of(s ? b.g : b.c, AX_BF16, 80, 96);
         ax_mat Cm = ax_mat_of(s ? c.g : c.c, AX_F32, 64, 80);
-        B.stride = 80 * 96; Cm.ld = 128; Cm.stride = 64 * 128;
+        B.stride = 80 * 96;
+        Cm.ld = 128;
+        Cm.stride = 64 * 128;
         (s ? G_ : C_)->gemm(bt, 1.0f, A, 0, B, 1, 0.0f, Cm);
     }
     row("gemm bf16->fp32 batched", "3 x 64x80x96 NT, ldc 128", c, 0, 1e-5);
-    drop(a); drop(b); drop(c);
+    drop(a);
+    drop(b);
+    drop(c);
     /* mixed: fp32 A, bf16 B */
     pair x = randf(48 * 64, -1, 1), w = randh(64 * 32), y = mk(48 * 32 * 4);
-    C_->gemm(1, 1.0f, ax_mat_of(x.c, AX_F32, 48, 64), 0, ax_mat_of(w.c, AX_BF16, 64, 32), 0, 0.0f, ax_mat_of(y.c, AX_F32, 48, 32));
-    G_->gemm(1, 1.0f, ax_mat_of(x.g, AX_F32, 48, 64), 0, ax_mat_of(w.g, AX_BF16, 64, 32), 0, 0.0f, ax_mat_of(y.g, AX_F32, 48, 32));
+    C_->gemm(1, 1.0f, ax_mat_of(x.c, AX_F32, 48, 64), 0, ax_mat_of(w.c, AX_BF16, 64, 32), 0, 0.0f,
+             ax_mat_of(y.c, AX_F32, 48, 32));
+    G_->gemm(1, 1.0f, ax_mat_of(x.g, AX_F32, 48, 64), 0, ax_mat_of(w.g, AX_BF16, 64, 32), 0, 0.0f,
+             ax_mat_of(y.g, AX_F32, 48, 32));
     row("gemm fp32 x bf16", "48x32x64 NN", y, 0, 1e-5);
-    drop(x); drop(w); drop(y);
+    drop(x);
+    drop(w);
+    drop(y);
 }
 
 static void casts(void) {
     size_t n = 100003;
     pair x = randf(n, -1e3f, 1e3f), h = mk(n * 2), back = mk(n * 4);
-    C_->cast(h.c, AX_BF16, x.c, AX_F32, n); G_->cast(h.g, AX_BF16, x.g, AX_F32, n);
+    C_->cast(h.c, AX_BF16, x.c, AX_F32, n);
+    G_->cast(h.g, AX_BF16, x.g, AX_F32, n);
     row("cast fp32->bf16", "100003", h, 1, 0);
-    C_->cast(back.c, AX_F32, h.c, AX_BF16, n); G_->cast(back.g, AX_F32, h.g, AX_BF16, n);
+    C_->cast(back.c, AX_F32, h.c, AX_BF16, n);
+    G_->cast(back.g, AX_F32, h.g, AX_BF16, n);
     row("cast bf16->fp32", "100003", back, 0, 0);
-    drop(x); drop(h); drop(back);
+    drop(x);
+    drop(h);
+    drop(back);
 }
 
 /* M = 96, and a training step's 8200 rows (33 row chunks of the GPU's
@@ -151,53 +181,75 @@ static void norms(int M) {
     C_->rmsnorm_forward(F(out), F(rstd), F(x), F(w), M, C, C, 1e-5f, &solo);
     G_->rmsnorm_forward(G(out), G(rstd), G(x), G(w), M, C, C, 1e-5f, &solo);
     row("rmsnorm fwd out", sh, out, 0, 1e-5);
-    put(dx); put(dw);                   /* from the same inputs: no error carried over */
+    put(dx);
+    put(dw); /* from the same inputs: no error carried over */
     C_->rmsnorm_backward(F(dx), F(dw), F(d), F(x), F(w), F(rstd), M, C, C, F(sc), &solo);
     G_->rmsnorm_backward(G(dx), G(dw), G(d), G(x), G(w), G(rstd), M, C, C, G(sc), &solo);
     row("rmsnorm bwd dx", sh, dx, 0, 1e-5);
     row("rmsnorm bwd dw", sh, dw, 0, 1e-5);
-    drop(x); drop(w); drop(b); drop(out); drop(mean); drop(rstd); drop(sc); drop(d); drop(dx); drop(dw); drop(db);
+    drop(x);
+    drop(w);
+    drop(b);
+    drop(out);
+    drop(mean);
+    drop(rstd);
+    drop(sc);
+    drop(d);
+    drop(dx);
+    drop(dw);
+    drop(db);
 }
 
 static void pointwise(void) {
     size_t n = 300007;
     pair x = randf(n, -6, 6), d = randf(n, -1, 1), o = mk(n * 4), g = mk(n * 4);
-    C_->gelu_forward(F(o), F(x), n); G_->gelu_forward(G(o), G(x), n);
+    C_->gelu_forward(F(o), F(x), n);
+    G_->gelu_forward(G(o), G(x), n);
     row("gelu fwd", "300007", o, 0, 1e-6);
-    C_->gelu_backward(F(g), F(x), F(d), n); G_->gelu_backward(G(g), G(x), G(d), n);
+    C_->gelu_backward(F(g), F(x), F(d), n);
+    G_->gelu_backward(G(g), G(x), G(d), n);
     /* CUDA's tanhf is within 2 ulp, glibc's within 1, and the gradient's
      * x * (1 - tanh^2) terms magnify the difference: measured 1.5e-6 on an H200 */
     row("gelu bwd", "300007", g, 0, 4e-6);
     int M = 64, Fd = 1000;
     pair gu = randf((size_t)M * 2 * Fd, -5, 5), so = mk((size_t)M * Fd * 4), dso = randf((size_t)M * Fd, -1, 1);
     pair dgu = mk((size_t)M * 2 * Fd * 4);
-    C_->swiglu_forward(F(so), F(gu), M, Fd); G_->swiglu_forward(G(so), G(gu), M, Fd);
+    C_->swiglu_forward(F(so), F(gu), M, Fd);
+    G_->swiglu_forward(G(so), G(gu), M, Fd);
     row("swiglu fwd", "64x1000", so, 0, 1e-6);
-    C_->swiglu_backward(F(dgu), F(gu), F(dso), M, Fd); G_->swiglu_backward(G(dgu), G(gu), G(dso), M, Fd);
+    C_->swiglu_backward(F(dgu), F(gu), F(dso), M, Fd);
+    G_->swiglu_backward(G(dgu), G(gu), G(dso), M, Fd);
     row("swiglu bwd", "64x1000", dgu, 0, 1e-6);
     int T = 40, nh = 3, hd = 64, ld = 5 * hd, Mr = 2 * T;
     pair cs = randf((size_t)T * hd, -1, 1), xr = randf((size_t)Mr * ld, -1, 1), pos = randi(Mr, 0, T);
-    C_->rope(F(xr), ld, Mr, T, NULL, nh, hd, F(cs), 1.0f); G_->rope(G(xr), ld, Mr, T, NULL, nh, hd, G(cs), 1.0f);
+    C_->rope(F(xr), ld, Mr, T, NULL, nh, hd, F(cs), 1.0f);
+    G_->rope(G(xr), ld, Mr, T, NULL, nh, hd, G(cs), 1.0f);
     row("rope fwd", "80 rows, 3x64 of 320", xr, 0, 1e-6);
-    put(xr);                            /* each op from the same inputs: no error carried over */
-    C_->rope(F(xr), ld, Mr, T, pos.c, nh, hd, F(cs), -1.0f); G_->rope(G(xr), ld, Mr, T, pos.g, nh, hd, G(cs), -1.0f);
+    put(xr); /* each op from the same inputs: no error carried over */
+    C_->rope(F(xr), ld, Mr, T, pos.c, nh, hd, F(cs), -1.0f);
+    G_->rope(G(xr), ld, Mr, T, pos.g, nh, hd, G(cs), -1.0f);
     row("rope bwd (positions)", "80 rows, 3x64 of 320", xr, 0, 1e-6);
     put(o);
-    C_->add(F(o), F(d), n); G_->add(G(o), G(d), n);
+    C_->add(F(o), F(d), n);
+    G_->add(G(o), G(d), n);
     row("add", "300007", o, 0, 0);
     int R = 301, Cn = 997;
     pair y = randf((size_t)R * Cn, -1, 1), bias = randf(Cn, -1, 1), dbias = randf(Cn, -1, 1);
-    C_->bias_add(F(y), F(bias), R, Cn); G_->bias_add(G(y), G(bias), R, Cn);
+    C_->bias_add(F(y), F(bias), R, Cn);
+    G_->bias_add(G(y), G(bias), R, Cn);
     row("bias_add", "301x997", y, 0, 0);
-    C_->bias_grad(F(dbias), F(y), R, Cn); G_->bias_grad(G(dbias), G(y), R, Cn);
+    C_->bias_grad(F(dbias), F(y), R, Cn);
+    G_->bias_grad(G(dbias), G(y), R, Cn);
     /* the GPU sums rows in chunks (colsum.cuh), the CPU row by row: rounding
      * differs, a C model of both orders gave 6.7e-7 (301 rows), 2.7e-6 (8200) */
     row("bias_grad", "301x997", dbias, 0, 2e-6);
-    int Rl = 8200, Cw = 768;                /* a training step's rows: 33 row chunks, the last partial */
+    int Rl = 8200, Cw = 768; /* a training step's rows: 33 row chunks, the last partial */
     pair yl = randf((size_t)Rl * Cw, -1, 1), dbl = randf(Cw, -1, 1);
-    C_->bias_grad(F(dbl), F(yl), Rl, Cw); G_->bias_grad(G(dbl), G(yl), Rl, Cw);
+    C_->bias_grad(F(dbl), F(yl), Rl, Cw);
+    G_->bias_grad(G(dbl), G(yl), Rl, Cw);
     row("bias_grad", "8200x768", dbl, 0, 1e-5);
-    drop(yl); drop(dbl);
+    drop(yl);
+    drop(dbl);
     pair w = randf(n, -1, 1), gr = randf(n, -1, 1), m = randf(n, -0.1f, 0.1f), v = randf(n, 0, 0.01f);
     for (int s = 0; s < 3; s++) {
         C_->adamw(F(w), F(gr), F(m), F(v), (int64_t)n, 0.5f, 0.9f, 0.95f, 0.5f, 0.3f, 1e-3f, 1e-8f, 0.999f);
@@ -205,14 +257,31 @@ static void pointwise(void) {
     }
     row("adamw w (3 steps)", "300007", w, 0, 1e-6);
     row("adamw v", "300007", v, 0, 1e-6);
-    drop(x); drop(d); drop(o); drop(g); drop(gu); drop(so); drop(dso); drop(dgu); drop(cs); drop(xr); drop(pos);
-    drop(y); drop(bias); drop(dbias); drop(w); drop(gr); drop(m); drop(v);
+    drop(x);
+    drop(d);
+    drop(o);
+    drop(g);
+    drop(gu);
+    drop(so);
+    drop(dso);
+    drop(dgu);
+    drop(cs);
+    drop(xr);
+    drop(pos);
+    drop(y);
+    drop(bias);
+    drop(dbias);
+    drop(w);
+    drop(gr);
+    drop(m);
+    drop(v);
 }
 
 static void vocab(void) {
     int M = 128, T = 32, Vl = 500, Cl = 64, v0 = 250;
     pair tok = randi(M, 0, 1000), wte = randf((size_t)Vl * Cl, -1, 1), wpe = randf((size_t)T * Cl, -1, 1);
-    pair out = mk((size_t)M * Cl * 4), d = randf((size_t)M * Cl, -1, 1), dwte = mk((size_t)Vl * Cl * 4), dwpe = mk((size_t)T * Cl * 4);
+    pair out = mk((size_t)M * Cl * 4), d = randf((size_t)M * Cl, -1, 1), dwte = mk((size_t)Vl * Cl * 4),
+         dwpe = mk((size_t)T * Cl * 4);
     C_->embedding_forward(F(out), tok.c, NULL, F(wte), F(wpe), M, T, v0, Vl, Cl, &solo);
     G_->embedding_forward(G(out), tok.g, NULL, G(wte), G(wpe), M, T, v0, Vl, Cl, &solo);
     row("embedding fwd", "128 tokens, 500x64 of 1000", out, 0, 0);
@@ -220,14 +289,25 @@ static void vocab(void) {
     G_->embedding_backward(G(dwte), G(dwpe), G(d), tok.g, NULL, M, T, v0, Vl, Cl);
     row("embedding bwd dwte", "500x64", dwte, 0, 0);
     row("embedding bwd dwpe", "32x64", dwpe, 0, 0);
-    int Mx = 64, V = 4000, Vx = 4096;               /* the last 96 columns are padding */
-    pair logits = randf((size_t)Mx * Vx, -8, 8), tg = randi(Mx, 0, V), wt = randf(Mx, 0, 1), loss = mk(Mx * 4), sc = mk(3 * Mx * 4);
+    int Mx = 64, V = 4000, Vx = 4096; /* the last 96 columns are padding */
+    pair logits = randf((size_t)Mx * Vx, -8, 8), tg = randi(Mx, 0, V), wt = randf(Mx, 0, 1), loss = mk(Mx * 4),
+         sc = mk(3 * Mx * 4);
     C_->xent(F(logits), F(loss), tg.c, F(wt), Mx, Vx, 0, V, 1.0f / Mx, F(sc), &solo);
     G_->xent(G(logits), G(loss), tg.g, G(wt), Mx, Vx, 0, V, 1.0f / Mx, G(sc), &solo);
     row("xent loss", "64 x 4000 (4096)", loss, 0, 1e-5);
     row("xent dlogits", "64 x 4000 (4096)", logits, 0, 1e-5);
-    drop(tok); drop(wte); drop(wpe); drop(out); drop(d); drop(dwte); drop(dwpe);
-    drop(logits); drop(tg); drop(wt); drop(loss); drop(sc);
+    drop(tok);
+    drop(wte);
+    drop(wpe);
+    drop(out);
+    drop(d);
+    drop(dwte);
+    drop(dwpe);
+    drop(logits);
+    drop(tg);
+    drop(wt);
+    drop(loss);
+    drop(sc);
 }
 
 /* The embedding backward on a step's rows: the GPU adds each table row's
@@ -239,7 +319,8 @@ static void vocab(void) {
 static void embedding_rows(void) {
     int M = 4100, Cl = 200, v0 = 5, Vl = 30, T = 128, Tn = 1000, V = 50257, Cv = 64;
     pair tok = randi(M, 0, 40), pos = randi(M, 0, T), d = randf((size_t)M * Cl, -1, 1);
-    pair dwte = randf((size_t)Vl * Cl, -1, 1), dwpe = randf((size_t)T * Cl, -1, 1), dwpn = randf((size_t)Tn * Cl, -1, 1);
+    pair dwte = randf((size_t)Vl * Cl, -1, 1), dwpe = randf((size_t)T * Cl, -1, 1),
+         dwpn = randf((size_t)Tn * Cl, -1, 1);
     C_->embedding_backward(F(dwte), F(dwpe), F(d), tok.c, pos.c, M, T, v0, Vl, Cl);
     G_->embedding_backward(G(dwte), G(dwpe), G(d), tok.g, pos.g, M, T, v0, Vl, Cl);
     row("embedding bwd dwte", "4100 rows, 30x200 of 40", dwte, 0, 0);
@@ -253,7 +334,15 @@ static void embedding_rows(void) {
     C_->embedding_backward(F(dwv), NULL, F(dv), tv.c, NULL, M, T, 0, V, Cv);
     G_->embedding_backward(G(dwv), NULL, G(dv), tv.g, NULL, M, T, 0, V, Cv);
     row("embedding bwd dwte", "4100 rows, 50257x64", dwv, 0, 0);
-    drop(tok); drop(pos); drop(d); drop(dwte); drop(dwpe); drop(dwpn); drop(tv); drop(dv); drop(dwv);
+    drop(tok);
+    drop(pos);
+    drop(d);
+    drop(dwte);
+    drop(dwpe);
+    drop(dwpn);
+    drop(tv);
+    drop(dv);
+    drop(dwv);
 }
 
 /* dt AX_F32: the tiled fp32 kernels, which differ from the CPU's only in
@@ -273,17 +362,23 @@ static void attention(int B, int T, int Hl, int KVl, int hd, ax_dtype dt) {
     G_->attention_forward(G(out), G(lse), G(qkv), B, T, Hl, KVl, hd, dt, G(sc), G_->threads());
     char sh[64];
     int bf = dt == AX_BF16;
-    static const char *path[] = {[AX_CUDA_ATTN_TILED] = "tiled", [AX_CUDA_ATTN_MM] = "mm",
-                                 [AX_CUDA_ATTN_FLASH] = "flash"};
+    static const char *path[] = {
+        [AX_CUDA_ATTN_TILED] = "tiled", [AX_CUDA_ATTN_MM] = "mm", [AX_CUDA_ATTN_FLASH] = "flash"};
     snprintf(sh, sizeof sh, "B%d T%d H%d KV%d hd%d%s%s", B, T, Hl, KVl, hd, bf ? " bf16 " : "",
              bf ? path[ax_cuda_attention_mode(dt, hd)] : "");
     row("attention fwd out", sh, out, 0, bf ? 1e-2 : 1e-5);
     row("attention fwd lse", sh, lse, 0, bf ? 2e-3 : 1e-5);
-    put(out); put(lse);                 /* the backward from the same inputs */
+    put(out);
+    put(lse); /* the backward from the same inputs */
     C_->attention_backward(F(dqkv), F(dout), F(out), F(lse), F(qkv), B, T, Hl, KVl, hd, dt, F(sc), nthr);
     G_->attention_backward(G(dqkv), G(dout), G(out), G(lse), G(qkv), B, T, Hl, KVl, hd, dt, G(sc), G_->threads());
     row("attention bwd dqkv", sh, dqkv, 0, bf ? 1e-2 : 1e-4);
-    drop(qkv); drop(out); drop(lse); drop(dout); drop(dqkv); drop(sc);
+    drop(qkv);
+    drop(out);
+    drop(lse);
+    drop(dout);
+    drop(dqkv);
+    drop(sc);
 }
 
 /* the gradient norm's sum of squares over ranges (one long enough for every
@@ -294,9 +389,11 @@ static void sumsq(void) {
     pair a = randf(len[0], -1, 1), b = randf(len[2] + 5, -1, 1);
     const float *xc[3] = {F(a), F(b), F(b) + 5}, *xg[3] = {G(a), G(b), G(b) + 5};
     double c = C_->sumsq(3, xc, len), g = G_->sumsq(3, xg, len), e = fabs(g - c) / c;
-    printf("%-24s %-30s %10.2e %8.0e  %s\n", "sumsq", "3 ranges: 3000017, 0, 777", e, 4e-10, e <= 4e-10 ? "ok" : "FAIL");
+    printf("%-24s %-30s %10.2e %8.0e  %s\n", "sumsq", "3 ranges: 3000017, 0, 777", e, 4e-10,
+           e <= 4e-10 ? "ok" : "FAIL");
     CHECK(e <= 4e-10, "sumsq: relative error %.3g", e);
-    drop(a); drop(b);
+    drop(a);
+    drop(b);
 }
 
 static void decode(void) {
@@ -310,13 +407,17 @@ static void decode(void) {
     G_->attention_decode(G(out), G(qkv), G(kc), G(vc), len.g, nb, Hl, KVl, hd, Tmax);
     row("attention_decode out", "3 rows, len 0/5/39, GQA 4/2", out, 0, 1e-5);
     row("attention_decode kcache", "3x2x40x64", kc, 0, 0);
-    drop(qkv); drop(kc); drop(vc); drop(out); drop(len);
+    drop(qkv);
+    drop(kc);
+    drop(vc);
+    drop(out);
+    drop(len);
 }
 #endif
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
-    setvbuf(stdout, NULL, _IONBF, 0);   /* the table so far survives a crash */
+    setvbuf(stdout, NULL, _IONBF, 0); /* the table so far survives a crash */
 #ifndef AX_HAVE_CUDA
     printf("SKIP backend_cmp: built without the CUDA backend\n");
     MPI_Finalize();
@@ -327,7 +428,8 @@ int main(int argc, char **argv) {
         MPI_Finalize();
         return 77;
     }
-    C_ = &ax_cpu_backend; G_ = &ax_cuda_backend;
+    C_ = &ax_cpu_backend;
+    G_ = &ax_cuda_backend;
     printf("CUDA backend vs CPU backend on %s\n", ax_cuda_backend.gemm_kernel(AX_BF16, &(int){0}));
     printf("%-24s %-30s %10s %8s\n", "op", "shape", "max err", "tol");
     gemms();
@@ -342,9 +444,9 @@ int main(int argc, char **argv) {
         attention(1, 64, 2, 2, 128, dt);
         attention(2, 33, 4, 4, 8, dt);
     }
-    attention(1, 1024, 2, 2, 64, AX_BF16);      /* a training length: many chunk rows */
+    attention(1, 1024, 2, 2, 64, AX_BF16); /* a training length: many chunk rows */
     decode();
-    norms(8200);                        /* last: the earlier cases keep their random inputs */
+    norms(8200); /* last: the earlier cases keep their random inputs */
     embedding_rows();
     int rc = ax_test_done("backend_cmp");
     MPI_Finalize();

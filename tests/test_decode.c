@@ -10,7 +10,8 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int dims[4] = {1, 1, 1, 1};
     if (argc > 2 && strcmp(argv[1], "--grid") == 0 && ax_grid_parse(argv[2], dims)) ax_err_exit(1);
-    ax_grid g; ax_gpt m;
+    ax_grid g;
+    ax_gpt m;
     if (ax_grid_init(&g, MPI_COMM_WORLD, dims[0], dims[1], dims[2], dims[3])) ax_err_exit(1);
     char path[1024];
     ax_gpt_config cfg;
@@ -41,14 +42,15 @@ int main(int argc, char **argv) {
         memcpy(got, c.logits, (size_t)R * m.Vl * sizeof(float));
         int32_t am[R];
         ax_kv_argmax(&c, &m, R, am);
-        for (int b = 0; b < R; b++) {          /* the full forward over the row's prefix */
+        for (int b = 0; b < R; b++) { /* the full forward over the row's prefix */
             int n = plen[b] + s;
             ax_gpt_forward(&m, seq[b], NULL, NULL, 1, n, 0.0f);
             memcpy(want + (size_t)b * m.Vl, m.logits + (size_t)(n - 1) * m.Vl, m.Vl * sizeof(float));
-            int best = 0;                       /* argmax over the whole vocabulary, gathered */
+            int best = 0; /* argmax over the whole vocabulary, gathered */
             float *full = ax_malloc((size_t)m.Vp * sizeof(float));
             ax_allgather_f32(&g.Y, want + (size_t)b * m.Vl, full, m.Vl);
-            for (int j = 1; j < cfg.vocab_size; j++) if (full[j] > full[best]) best = j;
+            for (int j = 1; j < cfg.vocab_size; j++)
+                if (full[j] > full[best]) best = j;
             argmax_ok &= am[b] == best;
             free(full);
         }

@@ -11,10 +11,9 @@
  * access elsewhere faults, and the handler names the address.
  *
  * On every grid of the world size, 3 training steps of 2 micro-batches with
- * every overlap on (goldfish weights at step 1: the weights are sent too), then a checkpoint written and read back into a second
- * model, must give the plain CPU run's losses, gradient norms, parameters and
- * optimizer moments bit for bit: the kernels and collectives are the same
- * ones, only where the host reads differs. Then a whole ax_train run
+ * every overlap on (goldfish weights at step 1: the weights are sent too), then a checkpoint written and read back into
+ * a second model, must give the plain CPU run's losses, gradient norms, parameters and optimizer moments bit for bit:
+ * the kernels and collectives are the same ones, only where the host reads differs. Then a whole ax_train run
  * (evaluation, checkpoints, the final model) on 1,1,1,P writes the same
  * files byte for byte. Arguments: --llama (replicated
  * key/value heads, RMSNorm, rotary tables), --bf16.
@@ -39,18 +38,29 @@
 /* ---- the guard: every allocation, opened while depth > 0 ---- */
 
 #define MAX_BLOCKS 4096
-static struct { void *p; size_t len; } blocks[MAX_BLOCKS];
+static struct {
+    void *p;
+    size_t len;
+} blocks[MAX_BLOCKS];
 static int nblocks, depth, guarding;
 
 static void protect_all(int prot) {
     for (int i = 0; i < nblocks; i++)
-        if (mprotect(blocks[i].p, blocks[i].len, prot)) { perror("mprotect"); abort(); }
+        if (mprotect(blocks[i].p, blocks[i].len, prot)) {
+            perror("mprotect");
+            abort();
+        }
 }
-static void open_guard(void) { if (depth++ == 0 && guarding) protect_all(PROT_READ | PROT_WRITE); }
-static void close_guard(void) { if (--depth == 0 && guarding) protect_all(PROT_NONE); }
+static void open_guard(void) {
+    if (depth++ == 0 && guarding) protect_all(PROT_READ | PROT_WRITE);
+}
+static void close_guard(void) {
+    if (--depth == 0 && guarding) protect_all(PROT_NONE);
+}
 
 static void on_fault(int sig, siginfo_t *si, void *ctx) {
-    (void)sig; (void)ctx;
+    (void)sig;
+    (void)ctx;
     char msg[160];
     int n = snprintf(msg, sizeof msg, "FAIL devmem: the host touched backend memory at %p outside the backend\n",
                      si->si_addr);
@@ -66,8 +76,13 @@ static size_t pages(size_t bytes) {
 static void *g_alloc(size_t bytes) {
     size_t len = pages(bytes ? bytes : 1);
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED || nblocks == MAX_BLOCKS) { perror("devmem alloc"); abort(); }
-    blocks[nblocks].p = p; blocks[nblocks].len = len; nblocks++;
+    if (p == MAP_FAILED || nblocks == MAX_BLOCKS) {
+        perror("devmem alloc");
+        abort();
+    }
+    blocks[nblocks].p = p;
+    blocks[nblocks].len = len;
+    nblocks++;
     if (depth == 0 && guarding && mprotect(p, len, PROT_NONE)) abort();
     return p;
 }
@@ -75,7 +90,11 @@ static void *g_alloc(size_t bytes) {
 static void g_free(void *p) {
     if (!p) return;
     for (int i = 0; i < nblocks; i++)
-        if (blocks[i].p == p) { munmap(p, blocks[i].len); blocks[i] = blocks[--nblocks]; return; }
+        if (blocks[i].p == p) {
+            munmap(p, blocks[i].len);
+            blocks[i] = blocks[--nblocks];
+            return;
+        }
     fprintf(stderr, "FAIL devmem: free of %p, which the backend did not allocate\n", p);
     abort();
 }
@@ -83,21 +102,32 @@ static void g_free(void *p) {
 /* ---- the CPU backend's entries, each run with the guard open ---- */
 
 #define CPU ax_cpu_backend
-#define WRAP(name, params, args) static void g_##name params { open_guard(); CPU.name args; close_guard(); }
+#define WRAP(name, params, args)  \
+    static void g_##name params { \
+        open_guard();             \
+        CPU.name args;            \
+        close_guard();            \
+    }
 WRAP(copy, (void *d, const void *s, size_t n), (d, s, n))
 WRAP(zero, (void *p, size_t n), (p, n))
 WRAP(gemm, (int bt, float al, ax_mat A, int ta, ax_mat B, int tb, float be, ax_mat C), (bt, al, A, ta, B, tb, be, C))
 WRAP(cast, (void *d, ax_dtype dt, const void *s, ax_dtype st, size_t n), (d, dt, s, st, n))
 WRAP(transpose, (ax_mat d, ax_mat s, float beta), (d, s, beta))
-WRAP(layernorm_forward, (float *o, float *mu, float *rs, const float *x, const float *w, const float *b, int M, int Cl,
-                         int C, float eps, float *sc, const ax_reducer *X), (o, mu, rs, x, w, b, M, Cl, C, eps, sc, X))
-WRAP(layernorm_backward, (float *dx, float *dw, float *db, const float *d, const float *x, const float *w,
-                          const float *mu, const float *rs, int M, int Cl, int C, float *sc, const ax_reducer *X),
+WRAP(layernorm_forward,
+     (float *o, float *mu, float *rs, const float *x, const float *w, const float *b, int M, int Cl, int C, float eps,
+      float *sc, const ax_reducer *X),
+     (o, mu, rs, x, w, b, M, Cl, C, eps, sc, X))
+WRAP(layernorm_backward,
+     (float *dx, float *dw, float *db, const float *d, const float *x, const float *w, const float *mu, const float *rs,
+      int M, int Cl, int C, float *sc, const ax_reducer *X),
      (dx, dw, db, d, x, w, mu, rs, M, Cl, C, sc, X))
-WRAP(rmsnorm_forward, (float *o, float *rs, const float *x, const float *w, int M, int Cl, int C, float eps,
-                       const ax_reducer *X), (o, rs, x, w, M, Cl, C, eps, X))
-WRAP(rmsnorm_backward, (float *dx, float *dw, const float *d, const float *x, const float *w, const float *rs, int M,
-                        int Cl, int C, float *sc, const ax_reducer *X), (dx, dw, d, x, w, rs, M, Cl, C, sc, X))
+WRAP(rmsnorm_forward,
+     (float *o, float *rs, const float *x, const float *w, int M, int Cl, int C, float eps, const ax_reducer *X),
+     (o, rs, x, w, M, Cl, C, eps, X))
+WRAP(rmsnorm_backward,
+     (float *dx, float *dw, const float *d, const float *x, const float *w, const float *rs, int M, int Cl, int C,
+      float *sc, const ax_reducer *X),
+     (dx, dw, d, x, w, rs, M, Cl, C, sc, X))
 WRAP(gelu_forward, (float *o, const float *x, size_t n), (o, x, n))
 WRAP(gelu_backward, (float *dx, const float *x, const float *d, size_t n), (dx, x, d, n))
 WRAP(swiglu_forward, (float *o, const float *gu, int M, int F), (o, gu, M, F))
@@ -107,35 +137,72 @@ WRAP(rope, (float *x, int ld, int M, int T, const int32_t *pos, int nh, int hd, 
 WRAP(add, (float *y, const float *x, size_t n), (y, x, n))
 WRAP(bias_add, (float *y, const float *b, int M, int n), (y, b, M, n))
 WRAP(bias_grad, (float *db, const float *dy, int M, int n), (db, dy, M, n))
-WRAP(embedding_forward, (float *o, const int32_t *t, const int32_t *pos, const float *wte, const float *wpe, int M,
-                         int T, int v0, int Vl, int Cl, const ax_reducer *Y), (o, t, pos, wte, wpe, M, T, v0, Vl, Cl, Y))
-WRAP(embedding_backward, (float *dwte, float *dwpe, const float *d, const int32_t *t, const int32_t *pos, int M, int T,
-                          int v0, int Vl, int Cl), (dwte, dwpe, d, t, pos, M, T, v0, Vl, Cl))
-WRAP(xent, (float *lg, float *ls, const int32_t *tg, const float *w, int M, int Vl, int v0, int V, float ds, float *sc,
-            const ax_reducer *Y), (lg, ls, tg, w, M, Vl, v0, V, ds, sc, Y))
-WRAP(attention_forward, (float *o, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd, ax_dtype dt,
-                         float *sc, int nt), (o, lse, qkv, B, T, Hl, KVl, hd, dt, sc, nt))
-WRAP(attention_backward, (float *dq, const float *d, const float *o, const float *lse, const float *qkv, int B, int T,
-                          int Hl, int KVl, int hd, ax_dtype dt, float *sc, int nt),
+WRAP(embedding_forward,
+     (float *o, const int32_t *t, const int32_t *pos, const float *wte, const float *wpe, int M, int T, int v0, int Vl,
+      int Cl, const ax_reducer *Y),
+     (o, t, pos, wte, wpe, M, T, v0, Vl, Cl, Y))
+WRAP(embedding_backward,
+     (float *dwte, float *dwpe, const float *d, const int32_t *t, const int32_t *pos, int M, int T, int v0, int Vl,
+      int Cl),
+     (dwte, dwpe, d, t, pos, M, T, v0, Vl, Cl))
+WRAP(xent,
+     (float *lg, float *ls, const int32_t *tg, const float *w, int M, int Vl, int v0, int V, float ds, float *sc,
+      const ax_reducer *Y),
+     (lg, ls, tg, w, M, Vl, v0, V, ds, sc, Y))
+WRAP(attention_forward,
+     (float *o, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *sc, int nt),
+     (o, lse, qkv, B, T, Hl, KVl, hd, dt, sc, nt))
+WRAP(attention_backward,
+     (float *dq, const float *d, const float *o, const float *lse, const float *qkv, int B, int T, int Hl, int KVl,
+      int hd, ax_dtype dt, float *sc, int nt),
      (dq, d, o, lse, qkv, B, T, Hl, KVl, hd, dt, sc, nt))
-WRAP(attention_decode, (float *o, const float *qkv, float *kc, float *vc, const int *len, int nb, int Hl, int KVl,
-                        int hd, int Tmax), (o, qkv, kc, vc, len, nb, Hl, KVl, hd, Tmax))
-WRAP(adamw, (float *w, const float *g, float *m, float *v, int64_t n, float gs, float b1, float b2, float c1, float c2,
-             float lr, float eps, float dec), (w, g, m, v, n, gs, b1, b2, c1, c2, lr, eps, dec))
+WRAP(attention_decode,
+     (float *o, const float *qkv, float *kc, float *vc, const int *len, int nb, int Hl, int KVl, int hd, int Tmax),
+     (o, qkv, kc, vc, len, nb, Hl, KVl, hd, Tmax))
+WRAP(adamw,
+     (float *w, const float *g, float *m, float *v, int64_t n, float gs, float b1, float b2, float c1, float c2,
+      float lr, float eps, float dec),
+     (w, g, m, v, n, gs, b1, b2, c1, c2, lr, eps, dec))
 static double g_sumsq(int n, const float *const *x, const size_t *len) {
-    open_guard(); double s = CPU.sumsq(n, x, len); close_guard(); return s;
+    open_guard();
+    double s = CPU.sumsq(n, x, len);
+    close_guard();
+    return s;
 }
 #undef WRAP
 
 static ax_backend guarded(void) {
     ax_backend b = CPU;
-    b.name = "cpu-guarded"; b.host_memory = 0;
-    b.alloc = g_alloc; b.free = g_free; b.copy = g_copy; b.zero = g_zero; b.sumsq = g_sumsq;
+    b.name = "cpu-guarded";
+    b.host_memory = 0;
+    b.alloc = g_alloc;
+    b.free = g_free;
+    b.copy = g_copy;
+    b.zero = g_zero;
+    b.sumsq = g_sumsq;
 #define E(n) b.n = g_##n
-    E(gemm); E(cast); E(transpose); E(layernorm_forward); E(layernorm_backward); E(rmsnorm_forward);
-    E(rmsnorm_backward); E(gelu_forward); E(gelu_backward); E(swiglu_forward); E(swiglu_backward); E(rope); E(add);
-    E(bias_add); E(bias_grad); E(embedding_forward); E(embedding_backward); E(xent); E(attention_forward);
-    E(attention_backward); E(attention_decode); E(adamw);
+    E(gemm);
+    E(cast);
+    E(transpose);
+    E(layernorm_forward);
+    E(layernorm_backward);
+    E(rmsnorm_forward);
+    E(rmsnorm_backward);
+    E(gelu_forward);
+    E(gelu_backward);
+    E(swiglu_forward);
+    E(swiglu_backward);
+    E(rope);
+    E(add);
+    E(bias_add);
+    E(bias_grad);
+    E(embedding_forward);
+    E(embedding_backward);
+    E(xent);
+    E(attention_forward);
+    E(attention_backward);
+    E(attention_decode);
+    E(adamw);
 #undef E
     return b;
 }
@@ -147,22 +214,29 @@ static ax_backend guarded(void) {
  * the host's side, so a device buffer handed to them faults. */
 
 static int on_device(MPI_Datatype t) { return t != MPI_DOUBLE && t != MPI_INT; }
-#define PM(name, params, t, args) int name params { \
-    int dev = on_device(t); if (dev) open_guard(); int rc_ = P##name args; if (dev) close_guard(); return rc_; }
+#define PM(name, params, t, args) \
+    int name params {             \
+        int dev = on_device(t);   \
+        if (dev) open_guard();    \
+        int rc_ = P##name args;   \
+        if (dev) close_guard();   \
+        return rc_;               \
+    }
 PM(MPI_Allreduce, (const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c), t, (s, r, n, t, o, c))
 PM(MPI_Iallreduce, (const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c, MPI_Request *q), t,
    (s, r, n, t, o, c, q))
 PM(MPI_Allgather, (const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt, MPI_Comm c), st,
    (s, sn, st, r, rn, rt, c))
-PM(MPI_Iallgather, (const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt, MPI_Comm c,
-                    MPI_Request *q), st, (s, sn, st, r, rn, rt, c, q))
+PM(MPI_Iallgather,
+   (const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt, MPI_Comm c, MPI_Request *q), st,
+   (s, sn, st, r, rn, rt, c, q))
 PM(MPI_Reduce_scatter_block, (const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c), t,
    (s, r, n, t, o, c))
-PM(MPI_Ireduce_scatter_block, (const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c,
-                               MPI_Request *q), t, (s, r, n, t, o, c, q))
-PM(MPI_Wait, (MPI_Request *q, MPI_Status *st), MPI_FLOAT, (q, st))
+PM(MPI_Ireduce_scatter_block, (const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c, MPI_Request *q), t,
+   (s, r, n, t, o, c, q))
+PM(MPI_Wait, (MPI_Request * q, MPI_Status *st), MPI_FLOAT, (q, st))
 PM(MPI_Waitall, (int n, MPI_Request q[], MPI_Status st[]), MPI_FLOAT, (n, q, st))
-PM(MPI_Test, (MPI_Request *q, int *f, MPI_Status *st), MPI_FLOAT, (q, f, st))
+PM(MPI_Test, (MPI_Request * q, int *f, MPI_Status *st), MPI_FLOAT, (q, f, st))
 PM(MPI_Testall, (int n, MPI_Request q[], int *f, MPI_Status st[]), MPI_FLOAT, (n, q, f, st))
 #undef PM
 
@@ -172,10 +246,21 @@ PM(MPI_Testall, (int n, MPI_Request q[], int *f, MPI_Status st[]), MPI_FLOAT, (n
 #define ACCUM 2
 static ax_gpt_config cfg = {.n_layer = 2, .n_head = 4, .n_embd = 32, .block_size = 8, .vocab_size = 101};
 static const int B = 8, T = 8;
-static const ax_hparams hp = {.lr = 1e-2, .min_lr_frac = 0.1, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8,
-                              .weight_decay = 0.1, .clip = 0.5, .warmup = 1, .steps = STEPS};
+static const ax_hparams hp = {.lr = 1e-2,
+                              .min_lr_frac = 0.1,
+                              .beta1 = 0.9,
+                              .beta2 = 0.95,
+                              .eps = 1e-8,
+                              .weight_decay = 0.1,
+                              .clip = 0.5,
+                              .warmup = 1,
+                              .steps = STEPS};
 
-typedef struct { double loss[STEPS], gnorm[STEPS]; float *params, *moment, *loaded, *loaded_moment; int64_t n; } result;
+typedef struct {
+    double loss[STEPS], gnorm[STEPS];
+    float *params, *moment, *loaded, *loaded_moment;
+    int64_t n;
+} result;
 
 /* n floats of the backend's memory, as the host sees them */
 static float *host_copy(float *p, int64_t n) {
@@ -190,8 +275,9 @@ static void run(ax_grid *g, ax_dtype t, const char *dir, result *r) {
     ax_gpt_set_dtype(&m, t);
     ax_gpt_set_overlap(&m, AX_OV_ALL, 0, 1);
     ax_gpt_init_random(&m, 7);
-    ax_adamw o; ax_adamw_init(&o, m.n_local);
-    ax_t_train(&m, &o, &hp, 3, B, ACCUM, T, STEPS, 1, r->loss, r->gnorm);   /* goldfish weights at step 1 */
+    ax_adamw o;
+    ax_adamw_init(&o, m.n_local);
+    ax_t_train(&m, &o, &hp, 3, B, ACCUM, T, STEPS, 1, r->loss, r->gnorm); /* goldfish weights at step 1 */
     r->n = m.n_local;
     r->params = host_copy(m.params, m.n_local);
     r->moment = host_copy(o.m, m.n_local);
@@ -204,7 +290,8 @@ static void run(ax_grid *g, ax_dtype t, const char *dir, result *r) {
     if (ax_ckpt_load(dir, &m2, &o2)) ax_err_exit(1);
     r->loaded = host_copy(m2.params, m2.n_local);
     r->loaded_moment = host_copy(o2.m, m2.n_local);
-    ax_adamw_free(&o2); ax_gpt_free(&m2);
+    ax_adamw_free(&o2);
+    ax_gpt_free(&m2);
     ax_adamw_free(&o);
     ax_gpt_free(&m);
 }
@@ -214,9 +301,20 @@ static void train(int P, const char *dir) {
     ax_train_opts o;
     ax_train_defaults(&o);
     o.model = cfg;
-    o.grid[0] = 1; o.grid[1] = 1; o.grid[2] = 1; o.grid[3] = P;
-    o.steps = 4; o.batch = B; o.seq = T; o.grad_accum = ACCUM; o.seed = 3;
-    o.val_every = 2; o.val_batches = 1; o.save_every = 2; o.quiet = 1; o.out = dir;
+    o.grid[0] = 1;
+    o.grid[1] = 1;
+    o.grid[2] = 1;
+    o.grid[3] = P;
+    o.steps = 4;
+    o.batch = B;
+    o.seq = T;
+    o.grad_accum = ACCUM;
+    o.seed = 3;
+    o.val_every = 2;
+    o.val_batches = 1;
+    o.save_every = 2;
+    o.quiet = 1;
+    o.out = dir;
     if (ax_train(&o, MPI_COMM_WORLD)) ax_err_exit(1);
 }
 
@@ -233,7 +331,12 @@ static int same_file(const char *a, const char *b) {
     return same;
 }
 
-static void result_free(result *r) { free(r->params); free(r->moment); free(r->loaded); free(r->loaded_moment); }
+static void result_free(result *r) {
+    free(r->params);
+    free(r->moment);
+    free(r->loaded);
+    free(r->loaded_moment);
+}
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -242,44 +345,61 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--llama")) { cfg.arch = AX_ARCH_LLAMA; cfg.n_kv_head = 1; cfg.n_inner = 40; cfg.untied = 1; }
+        if (!strcmp(argv[i], "--llama")) {
+            cfg.arch = AX_ARCH_LLAMA;
+            cfg.n_kv_head = 1;
+            cfg.n_inner = 40;
+            cfg.untied = 1;
+        }
         if (!strcmp(argv[i], "--bf16")) t = AX_BF16;
     }
     struct sigaction sa = {0};
-    sa.sa_sigaction = on_fault; sa.sa_flags = SA_SIGINFO;
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO;
     sigaction(SIGSEGV, &sa, NULL);
     static ax_backend gb;
     gb = guarded();
     char dir[256];
     snprintf(dir, sizeof dir, "%s/axonn-devmem-%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getppid());
-    for (int d = 1; d <= P; d++) for (int x = 1; x <= P; x++) for (int y = 1; y <= P; y++) for (int z = 1; z <= P; z++) {
-        if (d * x * y * z != P) continue;
-        ax_grid g;
-        if (ax_grid_init(&g, MPI_COMM_WORLD, d, x, y, z)) ax_err_exit(1);
-        if (ax_gpt_check_grid(&cfg, &g)) { ax_grid_free(&g); continue; }
-        result plain, dev;
-        ax_backend_install(&ax_cpu_backend);
-        run(&g, t, dir, &plain);
-        ax_backend_install(&gb);
-        guarding = 1;
-        run(&g, t, dir, &dev);
-        guarding = 0;
-        protect_all(PROT_READ | PROT_WRITE);
-        ax_backend_install(&ax_cpu_backend);
-        CHECK(nblocks == 0, "grid %d,%d,%d,%d: %d backend allocations left after free", d, x, y, z, nblocks);
-        CHECK(!memcmp(plain.loss, dev.loss, sizeof plain.loss) && !memcmp(plain.gnorm, dev.gnorm, sizeof plain.gnorm),
-              "grid %d,%d,%d,%d: losses or gradient norms differ (%.9g vs %.9g)", d, x, y, z, plain.loss[STEPS - 1],
-              dev.loss[STEPS - 1]);
-        size_t bytes = plain.n * sizeof(float);
-        CHECK(!memcmp(plain.params, dev.params, bytes) && !memcmp(plain.moment, dev.moment, bytes),
-              "grid %d,%d,%d,%d: parameters or moments differ", d, x, y, z);
-        CHECK(!memcmp(dev.params, dev.loaded, bytes) && !memcmp(dev.moment, dev.loaded_moment, bytes),
-              "grid %d,%d,%d,%d: the checkpoint read back differs from what was written", d, x, y, z);
-        if (rank == 0) printf("grid %d,%d,%d,%d: guarded device memory = host memory, checkpoint round trip\n", d, x, y, z);
-        result_free(&plain); result_free(&dev);
-        ax_grid_free(&g);
-        ngrids++;
-    }
+    for (int d = 1; d <= P; d++)
+        for (int x = 1; x <= P; x++)
+            for (int y = 1; y <= P; y++)
+                for (int z = 1; z <= P; z++) {
+                    if (d * x * y * z != P) continue;
+                    ax_grid g;
+                    if (ax_grid_init(&g, MPI_COMM_WORLD, d, x, y, z)) ax_err_exit(1);
+                    if (ax_gpt_check_grid(&cfg, &g)) {
+                        ax_grid_free(&g);
+                        continue;
+                    }
+                    result plain, dev;
+                    ax_backend_install(&ax_cpu_backend);
+                    run(&g, t, dir, &plain);
+                    ax_backend_install(&gb);
+                    guarding = 1;
+                    run(&g, t, dir, &dev);
+                    guarding = 0;
+                    protect_all(PROT_READ | PROT_WRITE);
+                    ax_backend_install(&ax_cpu_backend);
+                    CHECK(nblocks == 0, "grid %d,%d,%d,%d: %d backend allocations left after free", d, x, y, z,
+                          nblocks);
+                    CHECK(!memcmp(plain.loss, dev.loss, sizeof plain.loss) &&
+                              !memcmp(plain.gnorm, dev.gnorm, sizeof plain.gnorm),
+                          "grid %d,%d,%d,%d: losses or gradient norms differ (%.9g vs %.9g)", d, x, y, z,
+                          plain.loss[STEPS - 1], dev.loss[STEPS - 1]);
+                    size_t bytes = plain.n * sizeof(float);
+                    CHECK(!memcmp(plain.params, dev.params, bytes) && !memcmp(plain.moment, dev.moment, bytes),
+                          "grid %d,%d,%d,%d: parameters or moments differ", d, x, y, z);
+                    CHECK(!memcmp(dev.params, dev.loaded, bytes) && !memcmp(dev.moment, dev.loaded_moment, bytes),
+                          "grid %d,%d,%d,%d: the checkpoint read back differs from what was written", d, x, y, z);
+                    if (rank == 0)
+                        printf("grid %d,%d,%d,%d: guarded device memory = host memory, checkpoint round trip\n", d, x,
+                               y, z);
+                    result_free(&plain);
+                    result_free(&dev);
+                    ax_grid_free(&g);
+                    ngrids++;
+                }
     CHECK(ngrids > 0, "no grid of %d ranks fits the model", P);
     /* the trainer around the step: evaluation, checkpoints, the final model */
     char plain_dir[300], dev_dir[300];
@@ -299,7 +419,9 @@ int main(int argc, char **argv) {
         CHECK(same_file(ax_t_join(plain_dir, "ckpt-000004/optim.safetensors"),
                         ax_t_join(dev_dir, "ckpt-000004/optim.safetensors")),
               "ax_train on 1,1,1,%d: the checkpoints' optimizer states differ", P);
-        ax_remove_tree(plain_dir); ax_remove_tree(dev_dir); ax_remove_tree(dir);
+        ax_remove_tree(plain_dir);
+        ax_remove_tree(dev_dir);
+        ax_remove_tree(dir);
     }
     int rc = ax_test_done("devmem");
     MPI_Finalize();

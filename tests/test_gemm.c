@@ -54,8 +54,8 @@ static ax_mat make(ax_dtype t, int batch, int rows, int cols, int pad) {
     return m;
 }
 
-static int run(const char *path, int batch, int tA, int tB, ax_dtype ti, ax_dtype to, float alpha, float beta,
-               int M, int N, int K, int pad) {
+static int run(const char *path, int batch, int tA, int tB, ax_dtype ti, ax_dtype to, float alpha, float beta, int M,
+               int N, int K, int pad) {
     ax_mat A = tA ? make(ti, batch, K, M, pad) : make(ti, batch, M, K, pad);
     ax_mat B = tB ? make(ti, batch, N, K, pad) : make(ti, batch, K, N, pad);
     ax_mat C = make(to, batch, M, N, pad);
@@ -77,17 +77,23 @@ static int run(const char *path, int batch, int tA, int tB, ax_dtype ti, ax_dtyp
         for (int i = 0; i < M; i++) {
             for (int j = 0; j < N; j++) {
                 double r = ref[((size_t)b * M + i) * N + j], d = elem(C, b, i, j) - r;
-                num += d * d; den += r * r;
+                num += d * d;
+                den += r * r;
                 if (to == AX_BF16 && fabs(d) > fabs(r) * 0x1p-8 + 1e-5 * rms) worst = fmax(worst, fabs(d) / fabs(r));
             }
             for (int j = N; j < C.ld; j++) nan_pad &= isnan(elem(C, b, i, j));
         }
     double rel = sqrt(num / (den > 0 ? den : 1));
     int ok = (to == AX_F32 ? rel < 1e-5 : worst == 0) && nan_pad;
-    CHECK(ok, "%s gemm batch %d %c%c %s->%s alpha %g beta %g M %d N %d K %d pad %d: rel diff %.3g, "
-          "worst bf16 element %.3g, padding untouched %d", path, batch, tA ? 'T' : 'N', tB ? 'T' : 'N',
-          ax_dtype_name(ti), ax_dtype_name(to), alpha, beta, M, N, K, pad, rel, worst, nan_pad);
-    free(A.data); free(B.data); free(C.data); free(ref);
+    CHECK(ok,
+          "%s gemm batch %d %c%c %s->%s alpha %g beta %g M %d N %d K %d pad %d: rel diff %.3g, "
+          "worst bf16 element %.3g, padding untouched %d",
+          path, batch, tA ? 'T' : 'N', tB ? 'T' : 'N', ax_dtype_name(ti), ax_dtype_name(to), alpha, beta, M, N, K, pad,
+          rel, worst, nan_pad);
+    free(A.data);
+    free(B.data);
+    free(C.data);
+    free(ref);
     return ok;
 }
 
@@ -106,7 +112,7 @@ static void gemm_path(const char *path, ax_gemm_path p, int bf16) {
     ax_cpu_gemm_force(AX_GEMM_AUTO);
 }
 
-static int polls, polls_busy;   /* a fake poll: busy for polls_busy calls */
+static int polls, polls_busy; /* a fake poll: busy for polls_busy calls */
 static int fake_poll(void) { return ++polls <= polls_busy; }
 
 static void tiled(const char *path, ax_gemm_path p, int threads) {
@@ -128,16 +134,24 @@ static void tiled(const char *path, ax_gemm_path p, int threads) {
                     memcpy(C2.data, C1.data, bytes);
                     ax_backend_set_progress(NULL);
                     ax_gemm(0.5f, A, tA, B, tB, 1.0f, C1);
-                    polls = 0; polls_busy = busy;
+                    polls = 0;
+                    polls_busy = busy;
                     ax_backend_set_progress(fake_poll);
                     ax_gemm(0.5f, A, tA, B, tB, 1.0f, C2);
                     ax_backend_set_progress(NULL);
-                    int cut = threads == 1 ? polls >= 3 : polls == 1;   /* 1 before, then one per tile */
-                    CHECK(!memcmp(C1.data, C2.data, bytes) && cut, "%s tiled gemm %c%c %s->%s M %d N %d K %d busy %d: "
-                          "%s (%d polls)", path, tA ? 'T' : 'N', tB ? 'T' : 'N', ax_dtype_name(ti), ax_dtype_name(to),
-                          M, N, K, busy, cut ? "bits differ from one call" : threads == 1 ? "not cut into tiles" :
-                          "cut with 2 threads", polls);
-                    free(A.data); free(B.data); free(C1.data); free(C2.data);
+                    int cut = threads == 1 ? polls >= 3 : polls == 1; /* 1 before, then one per tile */
+                    CHECK(!memcmp(C1.data, C2.data, bytes) && cut,
+                          "%s tiled gemm %c%c %s->%s M %d N %d K %d busy %d: "
+                          "%s (%d polls)",
+                          path, tA ? 'T' : 'N', tB ? 'T' : 'N', ax_dtype_name(ti), ax_dtype_name(to), M, N, K, busy,
+                          cut            ? "bits differ from one call"
+                          : threads == 1 ? "not cut into tiles"
+                                         : "cut with 2 threads",
+                          polls);
+                    free(A.data);
+                    free(B.data);
+                    free(C1.data);
+                    free(C2.data);
                 }
     ax_be()->set_threads(was);
     ax_cpu_gemm_force(AX_GEMM_AUTO);
@@ -145,8 +159,9 @@ static void tiled(const char *path, ax_gemm_path p, int threads) {
 
 /* the nearer bf16 neighbour of x, ties to the even mantissa, from doubles */
 static uint16_t round_ref(float x) {
-    uint32_t u; memcpy(&u, &x, 4);
-    uint16_t lo = (uint16_t)(u >> 16), hi = (uint16_t)(lo + 1);      /* truncation and the next value away from 0 */
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    uint16_t lo = (uint16_t)(u >> 16), hi = (uint16_t)(lo + 1); /* truncation and the next value away from 0 */
     double dl = fabs((double)x - ax_bf16_widen(lo)), dh = fabs((double)ax_bf16_widen(hi) - x);
     if ((u & 0xffff) == 0) return lo;
     if (dl < dh) return lo;
@@ -160,9 +175,9 @@ static void casts(void) {
     uint16_t *h = ax_malloc(N * 2);
     for (int i = 0; i < N; i++) {
         uint32_t u = (uint32_t)ax_rng_next(&rng);
-        if (i % 4 == 0) u = (u & 0xffff0000u) | 0x8000u;   /* exact ties */
+        if (i % 4 == 0) u = (u & 0xffff0000u) | 0x8000u; /* exact ties */
         memcpy(&x[i], &u, 4);
-        if (!isfinite(x[i]) || fabsf(x[i]) > 3e38f) x[i] = (float)i;  /* overflow and NaN apart below */
+        if (!isfinite(x[i]) || fabsf(x[i]) > 3e38f) x[i] = (float)i; /* overflow and NaN apart below */
     }
     ax_cpu_cast(h, AX_BF16, x, AX_F32, N);
     int bad = 0;
@@ -170,7 +185,7 @@ static void casts(void) {
     CHECK(bad == 0, "cast fp32->bf16: %d of %d differ from the nearest-even definition", bad, N);
     ax_cpu_cast(back, AX_F32, h, AX_BF16, N);
     bad = 0;
-    for (int i = 0; i < N; i++)   /* half an ulp: relative, or absolute for denormals */
+    for (int i = 0; i < N; i++) /* half an ulp: relative, or absolute for denormals */
         bad += back[i] != ax_bf16_widen(h[i]) || fabsf(back[i] - x[i]) > fmaxf(fabsf(x[i]) * 0x1p-8f, 0x1p-134f);
     CHECK(bad == 0, "cast bf16->fp32: %d of %d wrong or further than half a bf16 ulp", bad, N);
     float sp[] = {INFINITY, -INFINITY, NAN, FLT_MAX, 1e-40f, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, -0.0f};
@@ -181,7 +196,9 @@ static void casts(void) {
     want[4] = round_ref(1e-40f);
     for (int i = 0; i < 8; i++)
         if (i != 2) CHECK(got[i] == want[i], "cast of %g: %#x, expected %#x", sp[i], got[i], want[i]);
-    free(x); free(back); free(h);
+    free(x);
+    free(back);
+    free(h);
 }
 
 static void memory(void) {
@@ -189,7 +206,7 @@ static void memory(void) {
     size_t sizes[] = {1, 3, 64, 4095, 4096, (1 << 20) + 7};
     for (int i = 0; i < 6; i++) {
         unsigned char *p[3];
-        for (int j = 0; j < 3; j++) {   /* several live at once: malloc's blocks land at differing alignments */
+        for (int j = 0; j < 3; j++) { /* several live at once: malloc's blocks land at differing alignments */
             p[j] = be->alloc(sizes[i]);
             size_t nz = 0;
             for (size_t b = 0; b < sizes[i]; b++) nz += p[j][b] != 0;

@@ -56,8 +56,8 @@ static ax_mat copy(ax_mat m) {
     return c;
 }
 
-static void layout_case(int L, int tA, int tB, ax_dtype ti, ax_dtype to, float alpha, float beta, int M, int N,
-                        int K, int pad) {
+static void layout_case(int L, int tA, int tB, ax_dtype ti, ax_dtype to, float alpha, float beta, int M, int N, int K,
+                        int pad) {
     ax_mat A = tA ? make(ti, K, M, pad) : make(ti, M, K, pad);
     ax_mat B = tB ? make(ti, N, K, pad) : make(ti, K, N, pad);
     ax_mat C0 = make(to, M, N, pad), C = copy(C0), R = copy(C0);
@@ -80,11 +80,16 @@ static void layout_case(int L, int tA, int tB, ax_dtype ti, ax_dtype to, float a
         }
         for (int j = N; j < C.ld; j++) nan_pad &= isnan(elem(C, i, j));
     }
-    CHECK(bad == 0 && nan_pad, "layout %s %c%c %s->%s alpha %g beta %g M %d N %d K %d pad %d: %d elements beyond "
-          "the reassociation bound (worst |diff|/sum|terms| %.3g), padding untouched %d", ax_gemm_layout_names[L],
-          tA ? 'T' : 'N', tB ? 'T' : 'N', ax_dtype_name(ti), ax_dtype_name(to), alpha, beta, M, N, K, pad, bad,
-          worst, nan_pad);
-    free(A.data); free(B.data); free(C0.data); free(C.data); free(R.data);
+    CHECK(bad == 0 && nan_pad,
+          "layout %s %c%c %s->%s alpha %g beta %g M %d N %d K %d pad %d: %d elements beyond "
+          "the reassociation bound (worst |diff|/sum|terms| %.3g), padding untouched %d",
+          ax_gemm_layout_names[L], tA ? 'T' : 'N', tB ? 'T' : 'N', ax_dtype_name(ti), ax_dtype_name(to), alpha, beta, M,
+          N, K, pad, bad, worst, nan_pad);
+    free(A.data);
+    free(B.data);
+    free(C0.data);
+    free(C.data);
+    free(R.data);
 }
 
 static void layouts(void) {
@@ -104,7 +109,11 @@ static void layouts(void) {
 /* three problems (distinct keys) through ax_gemm with tuning on */
 static void three_gemms(void) {
     static ax_mat a, b, c;
-    if (!a.data) { a = make(AX_F32, 64, 64, 0); b = make(AX_F32, 64, 64, 0); c = make(AX_F32, 64, 64, 0); }
+    if (!a.data) {
+        a = make(AX_F32, 64, 64, 0);
+        b = make(AX_F32, 64, 64, 0);
+        c = make(AX_F32, 64, 64, 0);
+    }
     ax_mat C = ax_mat_f32(c.data, 64, 32);
     ax_gemm(1.0f, ax_mat_f32(a.data, 64, 48), 0, ax_mat_f32(b.data, 32, 48), 1, 0.0f, C);
     ax_gemm(1.0f, ax_mat_f32(a.data, 48, 64), 1, ax_mat_f32(b.data, 48, 32), 0, 0.0f, C);
@@ -114,8 +123,8 @@ static void three_gemms(void) {
 static void counts_are(const char *what, int want_timed, int want_hits) {
     int timed, hits;
     ax_gemm_tune_counts(&timed, &hits);
-    CHECK(timed == want_timed && hits == want_hits, "%s: %d timed, %d from the cache; expected %d and %d", what,
-          timed, hits, want_timed, want_hits);
+    CHECK(timed == want_timed && hits == want_hits, "%s: %d timed, %d from the cache; expected %d and %d", what, timed,
+          hits, want_timed, want_hits);
 }
 
 static json_t *entries(const char *path) {
@@ -154,10 +163,15 @@ static void cache(void) {
     three_gemms();
     counts_are("a second run on the cache", 0, 3);
     ax_mat A = make(AX_F32, 64, 48, 0), B = make(AX_F32, 32, 48, 0), C = make(AX_F32, 64, 32, 0);
-    CHECK(ax_gemm_tune_choice(ax_be(), 1.0f, A, 0, B, 1, 0.0f, C) == AX_GT_SWAP, "the layout edited into the cache is not used");
-    free(A.data); free(B.data); free(C.data);
+    CHECK(ax_gemm_tune_choice(ax_be(), 1.0f, A, 0, B, 1, 0.0f, C) == AX_GT_SWAP,
+          "the layout edited into the cache is not used");
+    free(A.data);
+    free(B.data);
+    free(C.data);
     /* a new problem rewrites the file: the other machine's entry stays */
-    A = make(AX_F32, 9, 8, 0); B = make(AX_F32, 8, 7, 0); C = make(AX_F32, 9, 7, 0);
+    A = make(AX_F32, 9, 8, 0);
+    B = make(AX_F32, 8, 7, 0);
+    C = make(AX_F32, 9, 7, 0);
     ax_gemm(1.0f, A, 0, B, 0, 0.0f, C);
     json_decref(a);
     a = entries(path);
@@ -171,7 +185,7 @@ static void cache(void) {
     char *text;
     size_t n;
     ax_read_file(path, &text, &n);
-    json_t *valid = json_loads(text, 0, NULL);   /* good entries and one malformed: the whole file is rejected */
+    json_t *valid = json_loads(text, 0, NULL); /* good entries and one malformed: the whole file is rejected */
     json_array_append_new(json_object_get(valid, "entries"), json_pack("{s:i}", "m", 1));
     char *shape = json_dumps(valid, 0);
     json_decref(valid);
@@ -179,15 +193,18 @@ static void cache(void) {
     size_t len[] = {n / 2, strlen(bad[1]), strlen(bad[2])};
     for (int b = 0; b < 3; b++) {
         write_text(path, bad[b], len[b]);
-        ax_gemm_tune_set(1, path, 1);   /* says so in one line on stderr */
+        ax_gemm_tune_set(1, path, 1); /* says so in one line on stderr */
         three_gemms();
         counts_are(b == 0 ? "a truncated cache" : "a cache of the wrong shape", 3, 0);
-        ax_gemm_tune_reset();   /* rewritten valid: read back without a warning, nothing timed */
+        ax_gemm_tune_reset(); /* rewritten valid: read back without a warning, nothing timed */
         three_gemms();
         counts_are("the rewritten cache", 0, 3);
     }
-    free(text); free(shape);
-    free(A.data); free(B.data); free(C.data);
+    free(text);
+    free(shape);
+    free(A.data);
+    free(B.data);
+    free(C.data);
     ax_gemm_tune_set(0, "none", 0);
     unlink(path);
 }

@@ -15,16 +15,16 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#define H 13
-#define K 4
-#define N 24000                  /* stream tokens */
-#define PLEN 150                 /* passage tokens */
-#define NOCC 9                   /* passage occurrences */
+#define H    13
+#define K    4
+#define N    24000 /* stream tokens */
+#define PLEN 150   /* passage tokens */
+#define NOCC 9     /* passage occurrences */
 #define TMAX 128
 
 static int32_t stream[N];
 static int occ[NOCC];
-static float ref[N];             /* 1 keeps the target stream[p], 0 drops it */
+static float ref[N]; /* 1 keeps the target stream[p], 0 drops it */
 
 /* the definition, on the whole stream: only the first h-1 tokens lack a window */
 static void reference_mask(void) {
@@ -48,7 +48,7 @@ static void make_stream(void) {
  * stores the weight of each target at its stream position (got[p]; -1 where no
  * sequence has that target). Returns 0, or -1 on a context-count mismatch. */
 static int masks_through_loader(const char *dir, int T, int use_context, float *got) {
-    static const int cut[2] = {7001, 15997};        /* file boundaries, not multiples of any T */
+    static const int cut[2] = {7001, 15997}; /* file boundaries, not multiples of any T */
     char path[3][256], pat[256];
     int start[3] = {0, cut[0], cut[1]}, end[3] = {cut[0], cut[1], N};
     for (int f = 0; f < 3; f++) {
@@ -66,14 +66,18 @@ static int masks_through_loader(const char *dir, int T, int use_context, float *
     for (int64_t pos = 0; pos < L.nseq; pos++) {
         int have = ax_loader_get(&L, pos, H - 1, buf);
         int64_t idx = L.perm[pos], at = 0;
-        for (int f = 0; f < 3; f++) {                /* stream offset of sequence idx */
+        for (int f = 0; f < 3; f++) { /* stream offset of sequence idx */
             int64_t k = (end[f] - start[f] - 1) / T;
-            if (idx < k) { at = start[f] + idx * T; break; }
+            if (idx < k) {
+                at = start[f] + idx * T;
+                break;
+            }
             idx -= k;
         }
         int want = at < H - 1 ? (int)at : H - 1;
         if (have != want || memcmp(buf + H - 1, stream + at, (T + 1) * sizeof(int32_t)) ||
-            (want && memcmp(buf + H - 1 - want, stream + at - want, want * sizeof(int32_t)))) bad = 1;
+            (want && memcmp(buf + H - 1 - want, stream + at - want, want * sizeof(int32_t))))
+            bad = 1;
         ax_goldfish_mask(buf + H - 1, use_context ? have : 0, T, K, H, w);
         for (int i = 0; i < T; i++) got[at + 1 + i] = w[i];
     }
@@ -95,7 +99,10 @@ static int passage_masks_agree(const float *got) {
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     char dir[] = "/tmp/axonn_goldfish_XXXXXX";
-    if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
     make_stream();
     reference_mask();
     static float got[N];
@@ -104,11 +111,16 @@ int main(int argc, char **argv) {
     const int Ts[] = {16, 37, 128};
     for (int t = 0; t < 3; t++) {
         int T = Ts[t];
-        CHECK(masks_through_loader(dir, T, 1, got) == 0, "T = %d: wrong sequence or context from the loader: %s", T, ax_err_msg());
+        CHECK(masks_through_loader(dir, T, 1, got) == 0, "T = %d: wrong sequence or context from the loader: %s", T,
+              ax_err_msg());
         long cmp = 0, diff = 0;
         for (int p = 1; p < N; p++)
-            if (got[p] >= 0) { cmp++; diff += got[p] != ref[p]; }
-        CHECK(cmp > N - 4 * TMAX && diff == 0, "T = %d: %ld of %ld targets masked unlike the stream definition", T, diff, cmp);
+            if (got[p] >= 0) {
+                cmp++;
+                diff += got[p] != ref[p];
+            }
+        CHECK(cmp > N - 4 * TMAX && diff == 0, "T = %d: %ld of %ld targets masked unlike the stream definition", T,
+              diff, cmp);
         CHECK(passage_masks_agree(got), "T = %d: the passage's mask depends on where the windows cut it", T);
         int dropped = 0;
         for (int j = H - 1; j < PLEN; j++) dropped += got[occ[0] + j] == 0;
@@ -127,7 +139,10 @@ int main(int argc, char **argv) {
     for (int k = 2; k <= 8; k *= 2) {
         long n = 0, d = 0;
         uint64_t thresh = UINT64_MAX / (uint64_t)k;
-        for (int p = H - 1; p < N; p++) { n++; d += ax_goldfish_hash(stream + p - H + 1, H) < thresh; }
+        for (int p = H - 1; p < N; p++) {
+            n++;
+            d += ax_goldfish_hash(stream + p - H + 1, H) < thresh;
+        }
         double q = 1.0 / k, sd = sqrt(n * q * (1 - q));
         CHECK(fabs(d - n * q) < 5 * sd, "k = %d: dropped %ld of %ld, expected about %.0f", k, d, n, n * q);
     }
@@ -136,7 +151,8 @@ int main(int argc, char **argv) {
     ax_source syn;
     ax_source_open(&syn, NULL, NULL, 16, 97, AX_SOURCE_IN_ORDER, 5);
     int32_t sb[H - 1 + 17];
-    CHECK(ax_source_get(&syn, 3, H - 1, sb) == 0 && sb[0] == -1 && sb[H - 2] == -1, "synthetic source reported context");
+    CHECK(ax_source_get(&syn, 3, H - 1, sb) == 0 && sb[0] == -1 && sb[H - 2] == -1,
+          "synthetic source reported context");
     ax_source_close(&syn);
 
     /* order-sensitive; pinned values */
@@ -144,7 +160,8 @@ int main(int argc, char **argv) {
     CHECK(ax_goldfish_hash(w1, 3) != ax_goldfish_hash(w2, 3), "hash ignores order");
     uint64_t h1 = ax_goldfish_hash(w1, 3);
     printf("hash(1,2,3) = 0x%016llx\n", (unsigned long long)h1);
-    CHECK(h1 == 0x0b4046fd006a3b24ULL, "hash(1,2,3) changed: 0x%016llx (it defines every mask)", (unsigned long long)h1);
+    CHECK(h1 == 0x0b4046fd006a3b24ULL, "hash(1,2,3) changed: 0x%016llx (it defines every mask)",
+          (unsigned long long)h1);
     rmdir(dir);
     int rc = ax_test_done("goldfish");
     MPI_Finalize();

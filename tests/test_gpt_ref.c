@@ -52,11 +52,13 @@ int main(int argc, char **argv) {
     int Bl = B / (g.gd * g.gz), M = Bl * T;
 
     /* forward at the initial weights on batch 0 */
-    int32_t *seqs = ax_malloc((size_t)B * (T + 1) * sizeof(int32_t)), *scr = ax_malloc(2 * (size_t)B * T * sizeof(int32_t));
+    int32_t *seqs = ax_malloc((size_t)B * (T + 1) * sizeof(int32_t)),
+            *scr = ax_malloc(2 * (size_t)B * T * sizeof(int32_t));
     int32_t *in = scr, *tg = scr + M;
     for (int b = 0; b < Bl; b++) {
         const int32_t *s = tokens + ax_seq_pos(&g, B, 1, 0, 0, b) * (T + 1);
-        memcpy(in + b * T, s, T * 4); memcpy(tg + b * T, s + 1, T * 4);
+        memcpy(in + b * T, s, T * 4);
+        memcpy(tg + b * T, s + 1, T * 4);
     }
     double lsum = ax_gpt_forward(&m, in, tg, NULL, Bl, T, 0.0f);
     float *rlog = ax_malloc(B * T * V * sizeof(float));
@@ -67,13 +69,15 @@ int main(int argc, char **argv) {
             for (int j = 0; j < m.Vl && m.v0 + j < V; j++) {
                 int64_t gs = ax_seq_pos(&g, B, 1, 0, 0, b);
                 double r = rlog[(gs * T + t) * V + m.v0 + j], c = m.logits[(int64_t)(b * T + t) * m.Vl + j];
-                dn += (r - c) * (r - c); rn += r * r;
+                dn += (r - c) * (r - c);
+                rn += r * r;
             }
     double both[2] = {dn, rn};
     MPI_Allreduce(MPI_IN_PLACE, both, 2, MPI_DOUBLE, MPI_SUM, g.world);
     CHECK(sqrt(both[0] / both[1]) < 1e-5, "logits rel diff %.3g", sqrt(both[0] / both[1]));
     ax_allreduce_f64(&g.dz, &lsum, 1);
-    float loss0; ax_st_read_f32(&ref, ax_st_find(&ref, "loss0"), &loss0, 1);
+    float loss0;
+    ax_st_read_f32(&ref, ax_st_find(&ref, "loss0"), &loss0, 1);
     CHECK(fabs(lsum / (B * T) - loss0) < 1e-5 * loss0, "loss %.8f vs %.8f", lsum / (B * T), loss0);
 
     /* gradients at the initial weights */
@@ -88,8 +92,9 @@ int main(int argc, char **argv) {
     CHECK(gd < 1e-4, "gradient rel diff %.3g (worst %s)", gd, worst);
     double kb = key_bias_err(m.grads, want);
     CHECK(kb < 1e-6, "key-bias gradient (true value 0) differs by %.3g", kb);
-    if (g.rank == 0) printf("grid %d,%d,%d,%d: logits %.2g, worst gradient %.2g (%s)\n", g.gd, g.gx, g.gy, g.gz,
-                            sqrt(both[0] / both[1]), gd, worst);
+    if (g.rank == 0)
+        printf("grid %d,%d,%d,%d: logits %.2g, worst gradient %.2g (%s)\n", g.gd, g.gx, g.gy, g.gz,
+               sqrt(both[0] / both[1]), gd, worst);
 
     /* goldfish loss (k = 3, h = 4) on batch 0: mask, masked mean loss, gradients */
     ax_st_file gf;
@@ -103,7 +108,10 @@ int main(int argc, char **argv) {
     for (int b = 0; b < Bl; b++) {
         int64_t gs = ax_seq_pos(&g, B, 1, 0, 0, b);
         ax_goldfish_mask(tokens + gs * (T + 1), 0, T, 3, 4, w + b * T);
-        for (int t = 0; t < T; t++) { mask_ok &= w[b * T + t] == rmask[gs * T + t]; kept += w[b * T + t]; }
+        for (int t = 0; t < T; t++) {
+            mask_ok &= w[b * T + t] == rmask[gs * T + t];
+            kept += w[b * T + t];
+        }
     }
     CHECK(mask_ok, "goldfish mask differs from the Python reference");
     ax_allreduce_f64(&g.dz, &kept, 1);
@@ -117,23 +125,31 @@ int main(int argc, char **argv) {
     if (ax_gpt_read_flat(&m, &gf, "grad.", want)) ax_err_exit(0);
     double gfd = worst_param_diff(m.grads, want, tmp, &worst);
     CHECK(gfd < 1e-4, "goldfish gradient rel diff %.3g (worst %s)", gfd, worst);
-    if (g.rank == 0) printf("goldfish: kept %.0f of %d, loss %.7f, worst gradient %.2g (%s)\n", kept, B * T, lsum / kept, gfd, worst);
+    if (g.rank == 0)
+        printf("goldfish: kept %.0f of %d, loss %.7f, worst gradient %.2g (%s)\n", kept, B * T, lsum / kept, gfd,
+               worst);
     ax_st_close(&gf);
 
     /* 10 AdamW steps; two micro-batches when the grid leaves room */
-    char *js; size_t jl;
+    char *js;
+    size_t jl;
     snprintf(path, sizeof path, "%s/ref.json", dir);
     if (ax_read_file(path, &js, &jl)) ax_err_exit(0);
     json_t *hj = json_loads(js, 0, NULL);
-    ax_hparams h = {.lr = json_real_value(json_object_get(hj, "lr")), .min_lr_frac = json_real_value(json_object_get(hj, "min_lr_frac")),
-                    .beta1 = json_real_value(json_object_get(hj, "beta1")), .beta2 = json_real_value(json_object_get(hj, "beta2")),
-                    .eps = json_real_value(json_object_get(hj, "eps")), .weight_decay = json_real_value(json_object_get(hj, "weight_decay")),
+    ax_hparams h = {.lr = json_real_value(json_object_get(hj, "lr")),
+                    .min_lr_frac = json_real_value(json_object_get(hj, "min_lr_frac")),
+                    .beta1 = json_real_value(json_object_get(hj, "beta1")),
+                    .beta2 = json_real_value(json_object_get(hj, "beta2")),
+                    .eps = json_real_value(json_object_get(hj, "eps")),
+                    .weight_decay = json_real_value(json_object_get(hj, "weight_decay")),
                     .clip = json_number_value(json_object_get(hj, "clip")),
-                    .warmup = (int)json_integer_value(json_object_get(hj, "warmup")), .steps = S};
+                    .warmup = (int)json_integer_value(json_object_get(hj, "warmup")),
+                    .steps = S};
     int accum = B % (2 * g.gd * g.gz) == 0 ? 2 : 1;
     int Blm = B / accum / (g.gd * g.gz);
     memcpy(m.params, init, m.n_local * sizeof(float));
-    ax_adamw opt; ax_adamw_init(&opt, m.n_local);
+    ax_adamw opt;
+    ax_adamw_init(&opt, m.n_local);
     float losses[64], gnorms[64];
     ax_st_read_f32(&ref, ax_st_find(&ref, "losses"), losses, S);
     ax_st_read_f32(&ref, ax_st_find(&ref, "gradnorms"), gnorms, S);
@@ -141,11 +157,13 @@ int main(int argc, char **argv) {
     for (int s = 0; s < S; s++) {
         for (int a = 0; a < accum; a++)
             for (int b = 0; b < Blm; b++)
-                memcpy(seqs + ((size_t)a * Blm + b) * (T + 1), tokens + ax_seq_pos(&g, B, accum, s, a, b) % ((int64_t)S * B) * (T + 1), (T + 1) * 4);
+                memcpy(seqs + ((size_t)a * Blm + b) * (T + 1),
+                       tokens + ax_seq_pos(&g, B, accum, s, a, b) % ((int64_t)S * B) * (T + 1), (T + 1) * 4);
         ax_step_stats st;
         ax_train_step(&m, &opt, &h, s, seqs, NULL, accum, Blm, T, &st, scr);
         double el = fabs(st.loss - losses[s]) / losses[s], eg = fabs(st.gnorm - gnorms[s]) / gnorms[s];
-        wl = el > wl ? el : wl; wg = eg > wg ? eg : wg;
+        wl = el > wl ? el : wl;
+        wg = eg > wg ? eg : wg;
     }
     CHECK(wl < 1e-5, "10-step losses: worst rel diff %.3g", wl);
     CHECK(wg < 1e-4, "10-step grad norms: worst rel diff %.3g", wg);
@@ -154,7 +172,9 @@ int main(int argc, char **argv) {
     CHECK(pd < 1e-5, "parameters after 10 steps: rel diff %.3g (worst %s)", pd, worst);
     kb = key_bias_err(m.params, want);
     CHECK(kb < 2e-5, "key bias after 10 steps differs by %.3g", kb);
-    if (g.rank == 0) printf("accum %d: worst loss %.2g, grad norm %.2g, final params %.2g (%s), key bias %.2g\n", accum, wl, wg, pd, worst, kb);
+    if (g.rank == 0)
+        printf("accum %d: worst loss %.2g, grad norm %.2g, final params %.2g (%s), key bias %.2g\n", accum, wl, wg, pd,
+               worst, kb);
     int rc = ax_test_done("gpt_ref");
     MPI_Finalize();
     return rc;

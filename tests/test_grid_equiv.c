@@ -15,9 +15,9 @@
  * on grids of Y = 4, 6, 8, 12, where each Y shard holds a copy of the one
  * key/value head its query heads read, and the copies' gradients are summed).
  * Every grid's trained model is saved and loaded back on the same grid: the
- * same bits (so replicated copies stayed identical, too). With --dtype bf16 everything runs in mixed precision, and the tolerances
- * widen (see TOL below); the bf16 serial run is also checked to differ from
- * the fp32 one by what bf16 rounding gives, neither nothing nor much more. */
+ * same bits (so replicated copies stayed identical, too). With --dtype bf16 everything runs in mixed precision, and the
+ * tolerances widen (see TOL below); the bf16 serial run is also checked to differ from the fp32 one by what bf16
+ * rounding gives, neither nothing nor much more. */
 #include "test.h"
 #include "train_steps.h"
 #include "model/gpt.h"
@@ -40,12 +40,19 @@ static ax_dtype dt = AX_F32;
  * steps, nearly sign(g) * lr, turn the flips of near-zero gradients into
  * whole steps: measured up to 3e-3 on the parameters and 7e-4 on the
  * gradient norm after 3 steps, so 1e-2. */
-#define TOL (dt == AX_F32 ? 1e-5 : 1e-2)
+#define TOL  (dt == AX_F32 ? 1e-5 : 1e-2)
 #define TOL0 (dt == AX_F32 ? 1e-5 : 5e-5)
 static ax_gpt_config cfg = {.n_layer = 2, .n_head = 24, .n_embd = 48, .block_size = 8, .vocab_size = 101};
 static const int B = 24, T = 8, ACCUM = 1;
-static const ax_hparams hp = {.lr = 1e-2, .min_lr_frac = 0.1, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8,
-                              .weight_decay = 0.1, .clip = 0.5, .warmup = 1, .steps = STEPS};
+static const ax_hparams hp = {.lr = 1e-2,
+                              .min_lr_frac = 0.1,
+                              .beta1 = 0.9,
+                              .beta2 = 0.95,
+                              .eps = 1e-8,
+                              .weight_decay = 0.1,
+                              .clip = 0.5,
+                              .warmup = 1,
+                              .steps = STEPS};
 
 /* trains STEPS steps on grid g from the seed-7 initialisation; losses and
  * pre-clip gradient norms out (AdamW would hide a gradient scaled k times);
@@ -55,8 +62,9 @@ static void run(ax_gpt *m, ax_grid *g, double *losses, double *gnorms, ax_recomp
     ax_gpt_set_recompute(m, mode);
     ax_gpt_set_dtype(m, t);
     ax_gpt_init_random(m, 7);
-    ax_adamw o; ax_adamw_init(&o, m->n_local);
-    ax_t_train(m, &o, &hp, 11, B, ACCUM, T, STEPS, 1, losses, gnorms);   /* goldfish weights at step 1 */
+    ax_adamw o;
+    ax_adamw_init(&o, m->n_local);
+    ax_t_train(m, &o, &hp, 11, B, ACCUM, T, STEPS, 1, losses, gnorms); /* goldfish weights at step 1 */
     ax_adamw_free(&o);
 }
 
@@ -71,7 +79,11 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--kv")) kv = atoi(argv[i + 1]);
         if (!strcmp(argv[i], "--dtype") && ax_dtype_parse(argv[i + 1], &dt)) ax_err_exit(1);
         if (!strcmp(argv[i], "--arch") && !strcmp(argv[i + 1], "llama")) {
-            cfg.arch = AX_ARCH_LLAMA; cfg.n_kv_head = 12; cfg.n_inner = 72; cfg.untied = 1; cfg.norm_eps = 1e-6f;
+            cfg.arch = AX_ARCH_LLAMA;
+            cfg.n_kv_head = 12;
+            cfg.n_inner = 72;
+            cfg.untied = 1;
+            cfg.norm_eps = 1e-6f;
         }
     }
     if (kv) cfg.n_kv_head = kv;
@@ -82,18 +94,22 @@ int main(int argc, char **argv) {
     snprintf(dir, sizeof dir, "/tmp/axonn_grid_equiv_%d", pid);
 
     /* the serial reference, as logical tensors */
-    ax_grid g1; ax_gpt m1; double ref[STEPS], rnorm[STEPS];
+    ax_grid g1;
+    ax_gpt m1;
+    double ref[STEPS], rnorm[STEPS];
     if (ax_grid_init(&g1, MPI_COMM_SELF, 1, 1, 1, 1)) ax_err_exit(0);
     run(&m1, &g1, ref, rnorm, AX_RECOMPUTE_NONE, dt);
     if (dt == AX_BF16) {
-        ax_gpt mf; double fl[STEPS], fn[STEPS], dl = 0, dn = 0;
+        ax_gpt mf;
+        double fl[STEPS], fn[STEPS], dl = 0, dn = 0;
         run(&mf, &g1, fl, fn, AX_RECOMPUTE_NONE, AX_F32);
         for (int s = 0; s < STEPS; s++) {
             dl = fmax(dl, fabs(fl[s] - ref[s]) / fl[s]);
             dn = fmax(dn, fabs(fn[s] - rnorm[s]) / fn[s]);
         }
         /* bf16 rounds GEMM inputs by up to 2^-9: the loss moves by ~1e-3 at most */
-        CHECK(dl > 1e-7 && dl < 1e-2 && dn > 1e-7 && dn < 5e-2, "bf16 against fp32: loss %.3g, gradient norm %.3g", dl, dn);
+        CHECK(dl > 1e-7 && dl < 1e-2 && dn > 1e-7 && dn < 5e-2, "bf16 against fp32: loss %.3g, gradient norm %.3g", dl,
+              dn);
         if (rank == 0) printf("bf16 serial against fp32 serial: loss %.2g, gradient norm %.2g\n", dl, dn);
         ax_gpt_free(&mf);
     }
@@ -108,57 +124,72 @@ int main(int argc, char **argv) {
     }
 
     int ngrids = 0;
-    for (int d = 1; d <= P; d++) for (int x = 1; x <= P; x++) for (int y = 1; y <= P; y++) for (int z = 1; z <= P; z++) {
-        if (d * x * y * z != P) continue;
-        ax_grid g; ax_gpt m; double got[STEPS], gnorm[STEPS];
-        if (ax_grid_init(&g, MPI_COMM_WORLD, d, x, y, z)) ax_err_exit(0);
-        if (ax_gpt_check_grid(&cfg, &g)) {   /* e.g. Llama's 12 key/value heads on G_y = 8, 2 on G_y = 3 */
-            if (rank == 0) printf("grid %d,%d,%d,%d: skipped: %s\n", d, x, y, z, ax_err_msg());
-            ax_grid_free(&g);
-            continue;
-        }
-        run(&m, &g, got, gnorm, AX_RECOMPUTE_NONE, dt);
-        double wl = 0, wn = 0, w0 = fmax(fabs(got[0] - ref[0]) / ref[0], fabs(gnorm[0] - rnorm[0]) / rnorm[0]);
-        CHECK(w0 < TOL0, "grid %d,%d,%d,%d: first step's loss or gradient norm differs by %.3g", d, x, y, z, w0);
-        for (int s = 0; s < STEPS; s++) {
-            wl = fmax(wl, fabs(got[s] - ref[s]) / ref[s]);
-            wn = fmax(wn, fabs(gnorm[s] - rnorm[s]) / rnorm[s]);
-        }
-        /* parameters: this rank's shards against the serial tensors' shards */
-        float *want = ax_malloc(m.n_local * sizeof(float)), *diff = ax_malloc(m.n_local * sizeof(float));
-        for (int i = 0; i < m.np; i++) ax_shard_extract(&m.p[i].shard, &g, logical[i], want + m.p[i].offset);
-        for (int64_t k = 0; k < m.n_local; k++) diff[k] = m.params[k] - want[k];
-        double wp = sqrt(ax_gpt_sumsq(&m, diff) / ax_gpt_sumsq(&m, want));
-        CHECK(wl < TOL, "grid %d,%d,%d,%d: losses differ by %.3g", d, x, y, z, wl);
-        CHECK(wn < TOL, "grid %d,%d,%d,%d: gradient norms differ by %.3g", d, x, y, z, wn);
-        CHECK(wp < TOL, "grid %d,%d,%d,%d: parameters differ by %.3g", d, x, y, z, wp);
-        if (rank == 0) printf("grid %d,%d,%d,%d%s: first step %.2g; loss %.2g, gradient norm %.2g, parameters %.2g\n",
-                              d, x, y, z, m.kv_copies > 1 ? " (key/value heads replicated)" : "", w0, wl, wn, wp);
-        /* saved and loaded back: every rank's parameters, bit for bit */
-        ax_gpt ml;
-        CHECK(ax_model_save(dir, &m, 0, AX_ST_F32) == 0, "grid %d,%d,%d,%d: save: %s", d, x, y, z, ax_err_msg());
-        ax_gpt_init(&ml, &cfg, &g);
-        CHECK(ax_gpt_load(&ml, dir) == 0, "grid %d,%d,%d,%d: load: %s", d, x, y, z, ax_err_msg());
-        CHECK(!memcmp(ml.params, m.params, m.n_local * sizeof(float)),
-              "grid %d,%d,%d,%d: saved and loaded parameters differ", d, x, y, z);
-        ax_gpt_free(&ml);
-        MPI_Barrier(MPI_COMM_WORLD);
-        if (rank == 0) ax_remove_tree(dir);
-        /* activation recomputation, attn and block by turns: the same bits */
-        ax_recompute mode = ngrids % 2 ? AX_RECOMPUTE_BLOCK : AX_RECOMPUTE_ATTN;
-        ax_gpt mr; double rl[STEPS], rn[STEPS];
-        run(&mr, &g, rl, rn, mode, dt);
-        CHECK(!memcmp(rl, got, sizeof rl) && !memcmp(rn, gnorm, sizeof rn) &&
-              !memcmp(mr.params, m.params, m.n_local * sizeof(float)),
-              "grid %d,%d,%d,%d: recompute %s changes the results", d, x, y, z, mode == AX_RECOMPUTE_BLOCK ? "block" : "attn");
-        CHECK(mr.act_bytes < m.act_bytes, "grid %d,%d,%d,%d: recompute keeps no less memory", d, x, y, z);
-        if (rank == 0) printf("  recompute %s: identical, activations %.0f%% of none\n", mode == AX_RECOMPUTE_BLOCK ? "block" : "attn",
-                              100 * mr.act_bytes / m.act_bytes);
-        ax_gpt_free(&mr);
-        free(want); free(diff);
-        ax_gpt_free(&m); ax_grid_free(&g);
-        ngrids++;
-    }
+    for (int d = 1; d <= P; d++)
+        for (int x = 1; x <= P; x++)
+            for (int y = 1; y <= P; y++)
+                for (int z = 1; z <= P; z++) {
+                    if (d * x * y * z != P) continue;
+                    ax_grid g;
+                    ax_gpt m;
+                    double got[STEPS], gnorm[STEPS];
+                    if (ax_grid_init(&g, MPI_COMM_WORLD, d, x, y, z)) ax_err_exit(0);
+                    if (ax_gpt_check_grid(&cfg, &g)) { /* e.g. Llama's 12 key/value heads on G_y = 8, 2 on G_y = 3 */
+                        if (rank == 0) printf("grid %d,%d,%d,%d: skipped: %s\n", d, x, y, z, ax_err_msg());
+                        ax_grid_free(&g);
+                        continue;
+                    }
+                    run(&m, &g, got, gnorm, AX_RECOMPUTE_NONE, dt);
+                    double wl = 0, wn = 0,
+                           w0 = fmax(fabs(got[0] - ref[0]) / ref[0], fabs(gnorm[0] - rnorm[0]) / rnorm[0]);
+                    CHECK(w0 < TOL0, "grid %d,%d,%d,%d: first step's loss or gradient norm differs by %.3g", d, x, y, z,
+                          w0);
+                    for (int s = 0; s < STEPS; s++) {
+                        wl = fmax(wl, fabs(got[s] - ref[s]) / ref[s]);
+                        wn = fmax(wn, fabs(gnorm[s] - rnorm[s]) / rnorm[s]);
+                    }
+                    /* parameters: this rank's shards against the serial tensors' shards */
+                    float *want = ax_malloc(m.n_local * sizeof(float)), *diff = ax_malloc(m.n_local * sizeof(float));
+                    for (int i = 0; i < m.np; i++)
+                        ax_shard_extract(&m.p[i].shard, &g, logical[i], want + m.p[i].offset);
+                    for (int64_t k = 0; k < m.n_local; k++) diff[k] = m.params[k] - want[k];
+                    double wp = sqrt(ax_gpt_sumsq(&m, diff) / ax_gpt_sumsq(&m, want));
+                    CHECK(wl < TOL, "grid %d,%d,%d,%d: losses differ by %.3g", d, x, y, z, wl);
+                    CHECK(wn < TOL, "grid %d,%d,%d,%d: gradient norms differ by %.3g", d, x, y, z, wn);
+                    CHECK(wp < TOL, "grid %d,%d,%d,%d: parameters differ by %.3g", d, x, y, z, wp);
+                    if (rank == 0)
+                        printf("grid %d,%d,%d,%d%s: first step %.2g; loss %.2g, gradient norm %.2g, parameters %.2g\n",
+                               d, x, y, z, m.kv_copies > 1 ? " (key/value heads replicated)" : "", w0, wl, wn, wp);
+                    /* saved and loaded back: every rank's parameters, bit for bit */
+                    ax_gpt ml;
+                    CHECK(ax_model_save(dir, &m, 0, AX_ST_F32) == 0, "grid %d,%d,%d,%d: save: %s", d, x, y, z,
+                          ax_err_msg());
+                    ax_gpt_init(&ml, &cfg, &g);
+                    CHECK(ax_gpt_load(&ml, dir) == 0, "grid %d,%d,%d,%d: load: %s", d, x, y, z, ax_err_msg());
+                    CHECK(!memcmp(ml.params, m.params, m.n_local * sizeof(float)),
+                          "grid %d,%d,%d,%d: saved and loaded parameters differ", d, x, y, z);
+                    ax_gpt_free(&ml);
+                    MPI_Barrier(MPI_COMM_WORLD);
+                    if (rank == 0) ax_remove_tree(dir);
+                    /* activation recomputation, attn and block by turns: the same bits */
+                    ax_recompute mode = ngrids % 2 ? AX_RECOMPUTE_BLOCK : AX_RECOMPUTE_ATTN;
+                    ax_gpt mr;
+                    double rl[STEPS], rn[STEPS];
+                    run(&mr, &g, rl, rn, mode, dt);
+                    CHECK(!memcmp(rl, got, sizeof rl) && !memcmp(rn, gnorm, sizeof rn) &&
+                              !memcmp(mr.params, m.params, m.n_local * sizeof(float)),
+                          "grid %d,%d,%d,%d: recompute %s changes the results", d, x, y, z,
+                          mode == AX_RECOMPUTE_BLOCK ? "block" : "attn");
+                    CHECK(mr.act_bytes < m.act_bytes, "grid %d,%d,%d,%d: recompute keeps no less memory", d, x, y, z);
+                    if (rank == 0)
+                        printf("  recompute %s: identical, activations %.0f%% of none\n",
+                               mode == AX_RECOMPUTE_BLOCK ? "block" : "attn", 100 * mr.act_bytes / m.act_bytes);
+                    ax_gpt_free(&mr);
+                    free(want);
+                    free(diff);
+                    ax_gpt_free(&m);
+                    ax_grid_free(&g);
+                    ngrids++;
+                }
     if (rank == 0) printf("%d grids of %d ranks, serial losses %.6f %.6f %.6f\n", ngrids, P, ref[0], ref[1], ref[2]);
     int rc = ax_test_done("grid_equiv");
     MPI_Finalize();

@@ -19,7 +19,10 @@ static const char *fixture(const char *name) { return ax_t_join(ax_t_data(), nam
 
 static void write_file(const char *path, const char *s) {
     FILE *f = fopen(path, "wb");
-    if (f) { fputs(s, f); fclose(f); }
+    if (f) {
+        fputs(s, f);
+        fclose(f);
+    }
 }
 
 static void check_set(json_t *set, json_t *lines, int T) {
@@ -30,7 +33,10 @@ static void check_set(json_t *set, json_t *lines, int T) {
     if (!t) return;
     ax_instruct d;
     CHECK(ax_instruct_open(&d, fixture("instruct/sft.jsonl"), t, T) == 0, "%s: open: %s", name, ax_err_msg());
-    if (d.path == NULL) { ax_tok_free(t); return; }
+    if (d.path == NULL) {
+        ax_tok_free(t);
+        return;
+    }
     CHECK(ax_instruct_count(&d) == (int64_t)json_array_size(ex), "%s: %lld examples, want %zu", name,
           (long long)ax_instruct_count(&d), json_array_size(ex));
     int32_t *tok = malloc((size_t)(T + 1) * sizeof *tok);
@@ -38,7 +44,8 @@ static void check_set(json_t *set, json_t *lines, int T) {
     int bad = 0, badline = 0, cut = 0;
     long sup = 0, ids = 0;
     for (int64_t i = 0; i < ax_instruct_count(&d) && i < (int64_t)json_array_size(ex); i++) {
-        json_t *e = json_array_get(ex, (size_t)i), *rt = json_object_get(e, "tokens"), *rw = json_object_get(e, "weights");
+        json_t *e = json_array_get(ex, (size_t)i), *rt = json_object_get(e, "tokens"),
+               *rw = json_object_get(e, "weights");
         ax_instruct_get(&d, i, tok, w);
         int same = 1;
         for (int j = 0; j <= T; j++) same &= tok[j] == json_integer_value(json_array_get(rt, (size_t)j));
@@ -69,7 +76,8 @@ static void check_set(json_t *set, json_t *lines, int T) {
     printf("%s (%s chat): %lld examples, %ld tokens and %d weights each equal to the reference, %ld supervised\n", name,
            json_string_value(json_object_get(set, "chat")), (long long)ax_instruct_count(&d), ids / (T + 1), T, sup);
     if (note) printf("  notice: %s\n", note);
-    free(tok); free(w);
+    free(tok);
+    free(w);
     ax_instruct_close(&d);
     ax_tok_free(t);
 }
@@ -124,7 +132,10 @@ static void test_bad_input(void) {
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     snprintf(dir, sizeof dir, "/tmp/ax_instr_XXXXXX");
-    if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
     json_error_t je;
     json_t *ref = json_load_file(fixture("instruct/ref.json"), 0, &je);
     CHECK(ref != NULL, "%s: %s", fixture("instruct/ref.json"), je.text);

@@ -31,24 +31,31 @@
 #include <stdint.h>
 
 #define SEED 777u
-#define TOL 1e-5
+#define TOL  1e-5
 
 static ax_grid g;
-static ax_dtype dt;                    /* of the GEMM inputs in the case running */
-static int overlap;                    /* dX all-reduce and dW reduce-scatter left in flight (OAR, ORS) */
-static ax_rng sizes = {SEED, 99, 0};   /* identical sequence on every rank */
+static ax_dtype dt;                  /* of the GEMM inputs in the case running */
+static int overlap;                  /* dX all-reduce and dW reduce-scatter left in flight (OAR, ORS) */
+static ax_rng sizes = {SEED, 99, 0}; /* identical sequence on every rank */
 
 typedef struct {
     const char *name;
     int in, out, out_pad, transposed, bias, mloc;
     int nparts;
-    int64_t part[3];     /* output parts, each split over Y */
+    int64_t part[3]; /* output parts, each split over Y */
 } lcase;
 
 /* ---- small helpers ---- */
 
 static int rnd(int lo, int hi) { return lo + (int)ax_rng_below(&sizes, (uint64_t)(hi - lo + 1)); }
-static int gcd(int a, int b) { while (b) { int t = a % b; a = b; b = t; } return a; }
+static int gcd(int a, int b) {
+    while (b) {
+        int t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
 
 static float *logical(uint64_t stream, long n) {
     float *p = ax_malloc(n * sizeof(float));
@@ -76,7 +83,8 @@ static int out_feature(const lcase *c, const ax_linear *L, int j) {
         for (int i = 0; i < c->nparts; i++) {
             int w = (int)c->part[i] / g.gy;
             if (j < w) return first + g.y * w + j;
-            j -= w; first += (int)c->part[i];
+            j -= w;
+            first += (int)c->part[i];
         }
     }
     return p < c->out ? p : -1;
@@ -105,7 +113,9 @@ static int padding_zero(const ax_shard *s, const float *local) {
 
 /* ---- the serial layer, in double ---- */
 
-typedef struct { float *W, *b, *X, *dY, *Y, *dX, *dW, *db; } serial;
+typedef struct {
+    float *W, *b, *X, *dY, *Y, *dX, *dW, *db;
+} serial;
 
 static void round_bf16(float *p, long n) {
     for (long i = 0; dt == AX_BF16 && i < n; i++) p[i] = ax_bf16_widen(ax_bf16_round(p[i]));
@@ -113,11 +123,12 @@ static void round_bf16(float *p, long n) {
 
 static serial serial_layer(const lcase *c, int Mtot) {
     int in = c->in, out = c->out;
-    serial s = {logical(1, (long)out * in), logical(2, out), logical(3, (long)Mtot * in), logical(4, (long)Mtot * out),
-                zeros((long)Mtot * out), zeros((long)Mtot * in), zeros((long)out * in), zeros(out)};
+    serial s = {
+        logical(1, (long)out * in), logical(2, out),        logical(3, (long)Mtot * in), logical(4, (long)Mtot * out),
+        zeros((long)Mtot * out),    zeros((long)Mtot * in), zeros((long)out * in),       zeros(out)};
     round_bf16(s.W, (long)out * in);
     round_bf16(s.X, (long)Mtot * in);
-    float *dY = logical(4, (long)Mtot * out);     /* as the GEMMs read it */
+    float *dY = logical(4, (long)Mtot * out); /* as the GEMMs read it */
     round_bf16(dY, (long)Mtot * out);
     for (int m = 0; m < Mtot; m++)
         for (int o = 0; o < out; o++) {
@@ -153,8 +164,7 @@ static void serial_free(serial *s) {
 /* rows [row0, row0 + mloc) of a [Mtot, ld] matrix, logical columns cols[0..w) (-1: zero) */
 static void take(float *dst, const float *src, long ld, int row0, int mloc, const int *cols, int w) {
     for (int i = 0; i < mloc; i++)
-        for (int j = 0; j < w; j++)
-            dst[(long)i * w + j] = cols[j] < 0 ? 0.0f : src[(long)(row0 + i) * ld + cols[j]];
+        for (int j = 0; j < w; j++) dst[(long)i * w + j] = cols[j] < 0 ? 0.0f : src[(long)(row0 + i) * ld + cols[j]];
 }
 
 /* ---- one case on the current grid ---- */
@@ -163,9 +173,9 @@ static void run_case(const lcase *c, const char *grid) {
     int Mtot = g.gd * g.gz * c->mloc, row0 = (g.d * g.gz + g.z) * c->mloc;
     serial s = serial_layer(c, Mtot);
     ax_linear L;
-    ax_linear_init(&L, &g, c->in, c->out,
-                   (ax_linear_opts){.out_pad = c->out_pad, .transposed = c->transposed, .nparts = c->nparts,
-                                    .part = c->part});
+    ax_linear_init(
+        &L, &g, c->in, c->out,
+        (ax_linear_opts){.out_pad = c->out_pad, .transposed = c->transposed, .nparts = c->nparts, .part = c->part});
     int in_l = L.in_l, out_l = L.out_l, in0 = (c->transposed ? g.y : g.x) * in_l;
     int *icol = ax_malloc(in_l * sizeof(int)), *ocol = ax_malloc(out_l * sizeof(int));
     for (int j = 0; j < in_l; j++) icol[j] = in0 + j;
@@ -183,7 +193,7 @@ static void run_case(const lcase *c, const char *grid) {
     float *x = zeros((long)c->mloc * in_l), *dy = zeros((long)c->mloc * out_l), *y = garbage((long)c->mloc * out_l);
     float *ey = zeros((long)c->mloc * out_l), *dx = garbage((long)c->mloc * in_l), *edx = zeros((long)c->mloc * in_l);
     take(x, s.X, c->in, row0, c->mloc, icol, in_l);
-    take(dy, s.dY, c->out, row0, c->mloc, ocol, out_l);   /* padded columns: 0, as the loss leaves them */
+    take(dy, s.dY, c->out, row0, c->mloc, ocol, out_l); /* padded columns: 0, as the loss leaves them */
     take(ey, s.Y, c->out, row0, c->mloc, ocol, out_l);
     take(edx, s.dX, c->in, row0, c->mloc, icol, in_l);
 
@@ -199,7 +209,9 @@ static void run_case(const lcase *c, const char *grid) {
     ax_linear_backward(&L, &g, W, X, dy, dx, dw, c->bias ? db : NULL, &ws, dy_cast);
     ax_zscatter_drain(&ws.rs);
     ax_linear_ws_free(&ws);
-    free(chunk_h); free(x_h); free(dy_cast);
+    free(chunk_h);
+    free(x_h);
+    free(dy_cast);
     /* as the model does: db is replicated over X (non-transposed) but its rows
      * were split over data x Z; dW was already reduce-scattered over Z */
     ax_allreduce_f32(&g.dz, db, nb);
@@ -213,13 +225,15 @@ static void run_case(const lcase *c, const char *grid) {
                    ax_t_reldiff(fW, s.dW, (long)c->out * c->in), c->bias ? ax_t_reldiff(fb, s.db, c->out) : 0};
     const char *what[4] = {"forward y", "dX", "dW", "db"};
     for (int k = 0; k < 4; k++)
-        CHECK(e[k] < TOL, "grid %s, %s%s %s (in %d out %d pad %d parts %d mloc %d): %s rel diff %.3g",
-              grid, ax_dtype_name(dt), overlap ? " overlapped" : "", c->name, c->in, c->out, c->out_pad, c->nparts, c->mloc, what[k], e[k]);
+        CHECK(e[k] < TOL, "grid %s, %s%s %s (in %d out %d pad %d parts %d mloc %d): %s rel diff %.3g", grid,
+              ax_dtype_name(dt), overlap ? " overlapped" : "", c->name, c->in, c->out, c->out_pad, c->nparts, c->mloc,
+              what[k], e[k]);
     CHECK(padding_zero(&L.w, dw), "grid %s, %s: dW chunk padding is not zero", grid, c->name);
 
     float *all[] = {chunk, bias, wblock, x, dy, y, ey, dx, edx, dw, db, fW, fb};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
-    free(icol); free(ocol);
+    free(icol);
+    free(ocol);
     serial_free(&s);
 }
 
@@ -230,7 +244,10 @@ static void run_case(const lcase *c, const char *grid) {
  * Gz, so (Gz > 1) its Z chunks end in padding */
 static lcase plain(const char *name, int transposed, int odd_block) {
     int gin = transposed ? g.gy : g.gx, gout = transposed ? g.gx : g.gy, a, b;
-    do { a = rnd(1, 5); b = rnd(1, 5); } while (odd_block && g.gz > 1 && gcd(a * b, g.gz) != 1);
+    do {
+        a = rnd(1, 5);
+        b = rnd(1, 5);
+    } while (odd_block && g.gz > 1 && gcd(a * b, g.gz) != 1);
     int mloc = rnd(1, 4);
     return (lcase){name, gin * a, gout * b, 0, transposed, 1, mloc, 0, {0}};
 }
@@ -241,8 +258,15 @@ static lcase qkv(int kv_div) {
     int hd = rnd(1, 3);
     int heads = kv_div * g.gy * (g.gx / gcd(g.gx, kv_div * g.gy * hd)) * rnd(1, 2), kv = heads / kv_div;
     int mloc = rnd(1, 3);
-    return (lcase){kv_div > 1 ? "qkv, grouped-query" : "qkv", heads * hd, (heads + 2 * kv) * hd, 0, 0, 1, mloc,
-                   3, {heads * hd, kv * hd, kv * hd}};
+    return (lcase){kv_div > 1 ? "qkv, grouped-query" : "qkv",
+                   heads * hd,
+                   (heads + 2 * kv) * hd,
+                   0,
+                   0,
+                   1,
+                   mloc,
+                   3,
+                   {heads * hd, kv * hd, kv * hd}};
 }
 
 /* [gate | up] of F features each, F divisible by Gy; no bias (Llama) */
@@ -270,14 +294,22 @@ static void run_grid(int D, int X, int Y, int Z) {
         dt = t & 1 ? AX_BF16 : AX_F32;
         overlap = t >> 1;
         lcase c;
-        c = plain("non-transposed, chunk padding", 0, 1); run_case(&c, grid);
-        c = plain("transposed, chunk padding", 1, 1); run_case(&c, grid);
-        c = plain("non-transposed", 0, 0); run_case(&c, grid);
-        c = plain("transposed", 1, 0); run_case(&c, grid);
-        c = qkv(1); run_case(&c, grid);
-        c = qkv(rnd(2, 3)); run_case(&c, grid);
-        c = gate_up(); run_case(&c, grid);
-        c = padded(); run_case(&c, grid);
+        c = plain("non-transposed, chunk padding", 0, 1);
+        run_case(&c, grid);
+        c = plain("transposed, chunk padding", 1, 1);
+        run_case(&c, grid);
+        c = plain("non-transposed", 0, 0);
+        run_case(&c, grid);
+        c = plain("transposed", 1, 0);
+        run_case(&c, grid);
+        c = qkv(1);
+        run_case(&c, grid);
+        c = qkv(rnd(2, 3));
+        run_case(&c, grid);
+        c = gate_up();
+        run_case(&c, grid);
+        c = padded();
+        run_case(&c, grid);
     }
     ax_grid_free(&g);
 }
@@ -291,7 +323,10 @@ int main(int argc, char **argv) {
     for (int D = 1; D <= P; D++)
         for (int X = 1; P % D == 0 && X <= P / D; X++)
             for (int Y = 1; (P / D) % X == 0 && Y <= P / D / X; Y++)
-                if ((P / D / X) % Y == 0) { run_grid(D, X, Y, P / D / X / Y); n++; }
+                if ((P / D / X) % Y == 0) {
+                    run_grid(D, X, Y, P / D / X / Y);
+                    n++;
+                }
     if (rank == 0) printf("linear3d: %d grids of %d ranks in %.2f s\n", n, P, MPI_Wtime() - t0);
     int rc = ax_test_done("linear3d");
     MPI_Finalize();

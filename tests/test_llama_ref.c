@@ -30,8 +30,9 @@ int main(int argc, char **argv) {
     int mqa = !strcmp(fixture, "llama_mqa");
     ax_gpt_config cfg = ax_t_open_fixture(argc, argv, fixture, &g, &m, dir, sizeof dir);
     CHECK(cfg.arch == AX_ARCH_LLAMA && cfg.n_kv_head == (mqa ? 1 : 2) && cfg.n_inner == (mqa ? 48 : 80) && cfg.untied &&
-          cfg.rope_factor == 4, "config.json read as arch %d, kv heads %d, inner %d, untied %d, rope factor %g", cfg.arch,
-          cfg.n_kv_head, cfg.n_inner, cfg.untied, cfg.rope_factor);
+              cfg.rope_factor == 4,
+          "config.json read as arch %d, kv heads %d, inner %d, untied %d, rope factor %g", cfg.arch, cfg.n_kv_head,
+          cfg.n_inner, cfg.untied, cfg.rope_factor);
     CHECK(m.kv_copies == (mqa ? g.gy : 1), "key/value head copies %d on G_y = %d", m.kv_copies, g.gy);
 
     /* loaded, then saved: the fixture's tensors, bit for bit */
@@ -54,7 +55,8 @@ int main(int argc, char **argv) {
         same_all &= same;
     }
     CHECK(same_all, "the saved checkpoint has %d tensors, the fixture %d", saved.n, orig.n);
-    ax_st_close(&orig); ax_st_close(&saved);
+    ax_st_close(&orig);
+    ax_st_close(&saved);
     MPI_Barrier(MPI_COMM_WORLD);
     if (g.rank == 0) ax_remove_tree(out);
 
@@ -68,7 +70,8 @@ int main(int argc, char **argv) {
     int32_t *in = ax_malloc((size_t)M * 4), *tg = ax_malloc((size_t)M * 4);
     for (int b = 0; b < Bl; b++) {
         const int32_t *s = tokens + ax_seq_pos(&g, B, 1, 0, 0, b) * (T + 1);
-        memcpy(in + b * T, s, T * 4); memcpy(tg + b * T, s + 1, T * 4);
+        memcpy(in + b * T, s, T * 4);
+        memcpy(tg + b * T, s + 1, T * 4);
     }
 
     /* logits and loss */
@@ -81,7 +84,8 @@ int main(int argc, char **argv) {
             for (int j = 0; j < m.Vl && m.v0 + j < V; j++) {
                 int64_t gs = ax_seq_pos(&g, B, 1, 0, 0, b);
                 double r = rlog[(gs * T + t) * V + m.v0 + j], c = m.logits[(int64_t)(b * T + t) * m.Vl + j];
-                both[0] += (r - c) * (r - c); both[1] += r * r;
+                both[0] += (r - c) * (r - c);
+                both[1] += r * r;
             }
     MPI_Allreduce(MPI_IN_PLACE, both, 2, MPI_DOUBLE, MPI_SUM, g.world);
     double el = sqrt(both[0] / both[1]);
@@ -102,8 +106,8 @@ int main(int argc, char **argv) {
     double gd = ax_t_worst_param_diff(&m, m.grads, want, tmp, NULL, &worst);
     CHECK(gd < 1e-4, "gradient rel diff %.3g (worst %s)", gd, worst);
     if (g.rank == 0)
-        printf("%s, grid %d,%d,%d,%d: logits %.2g, loss %.8f (transformers %.8f), worst gradient %.2g (%s)\n", fixture, g.gd, g.gx,
-               g.gy, g.gz, el, lsum / (B * T), loss0, gd, worst);
+        printf("%s, grid %d,%d,%d,%d: logits %.2g, loss %.8f (transformers %.8f), worst gradient %.2g (%s)\n", fixture,
+               g.gd, g.gx, g.gy, g.gz, el, lsum / (B * T), loss0, gd, worst);
 
     /* greedy decoding with the KV cache: each step's logits equal a full
      * forward's at that position, so both pick the same tokens */
@@ -116,13 +120,20 @@ int main(int argc, char **argv) {
     int same = 1;
     for (int t = P0; t < P0 + NEW; t++) {
         ax_kv_argmax(&c, &m, 1, &seq[t]);
-        ax_gpt_forward(&m, seq, NULL, NULL, 1, t, 0.0f);       /* the whole prefix again */
-        float best = -INFINITY; int arg = 0;
+        ax_gpt_forward(&m, seq, NULL, NULL, 1, t, 0.0f); /* the whole prefix again */
+        float best = -INFINITY;
+        int arg = 0;
         for (int j = 0; j < m.Vl && m.v0 + j < V; j++) {
             float v = m.logits[(size_t)(t - 1) * m.Vl + j];
-            if (v > best) { best = v; arg = m.v0 + j; }
+            if (v > best) {
+                best = v;
+                arg = m.v0 + j;
+            }
         }
-        struct { float v; int i; } bi = {best, arg};
+        struct {
+            float v;
+            int i;
+        } bi = {best, arg};
         MPI_Allreduce(MPI_IN_PLACE, &bi, 1, MPI_FLOAT_INT, MPI_MAXLOC, g.Y.comm);
         same &= bi.i == seq[t];
         ax_kv_step(&c, &m, &seq[t], 1);
@@ -130,7 +141,11 @@ int main(int argc, char **argv) {
     CHECK(same, "KV-cache decoding picks other tokens than a full forward");
     ax_kv_free(&c);
 
-    free(in); free(tg); free(rlog); free(want); free(tmp);
+    free(in);
+    free(tg);
+    free(rlog);
+    free(want);
+    free(tmp);
     ax_st_close(&ref);
     ax_gpt_free(&m);
     ax_grid_free(&g);

@@ -19,7 +19,8 @@ static void naive_greedy(const int32_t *prompt, int n, int k, int32_t *out) {
         ax_gpt_forward(&m, buf, NULL, NULL, 1, n + s, 0.0f);
         ax_allgather_f32(&g.Y, m.logits + (size_t)(n + s - 1) * m.Vl, full, m.Vl);
         int best = 0;
-        for (int j = 1; j < m.cfg.vocab_size; j++) if (full[j] > full[best]) best = j;
+        for (int j = 1; j < m.cfg.vocab_size; j++)
+            if (full[j] > full[best]) best = j;
         buf[n + s] = out[s] = best;
     }
     free(full);
@@ -45,21 +46,22 @@ int main(int argc, char **argv) {
     enum { N = 7, SUF = 5 };
     int32_t *docs[N], lens[N];
     for (int d = 0; d < N; d++) {
-        int plen = 1 + d;                       /* prompts of 1..7 tokens */
+        int plen = 1 + d; /* prompts of 1..7 tokens */
         lens[d] = plen + SUF;
         docs[d] = ax_malloc(lens[d] * sizeof(int32_t));
         for (int t = 0; t < plen; t++) docs[d][t] = (int32_t)(ax_rng_u64(3, d, t) % cfg.vocab_size);
         naive_greedy(docs[d], plen, SUF, docs[d] + plen);
     }
-    docs[3][lens[3] - 2] = (docs[3][lens[3] - 2] + 1) % cfg.vocab_size;   /* one wrong token */
-    lens[6] = SUF;                                                         /* too short: skipped */
+    docs[3][lens[3] - 2] = (docs[3][lens[3] - 2] + 1) % cfg.vocab_size; /* one wrong token */
+    lens[6] = SUF;                                                      /* too short: skipped */
     ax_memo_doc res[N];
     ax_memo_summary sum;
     int32_t gen[N * SUF];
     ax_memo_audit(&m, docs, lens, NULL, N, SUF, 0, 4, res, gen, &sum, NULL, NULL);
     CHECK(sum.evaluated == N - 1 && res[6].skipped, "evaluated %d of %d", sum.evaluated, N);
     CHECK(sum.exact == N - 2, "exact matches %d, expected %d", sum.exact, N - 2);
-    CHECK(!res[3].exact && fabs(res[3].match_frac - (SUF - 1.0) / SUF) < 1e-12, "changed token: match %.3f", res[3].match_frac);
+    CHECK(!res[3].exact && fabs(res[3].match_frac - (SUF - 1.0) / SUF) < 1e-12, "changed token: match %.3f",
+          res[3].match_frac);
     int gen_ok = 1;
     for (int d = 0; d < N - 1; d++)
         for (int s = 0; s < SUF; s++) gen_ok &= d == 3 ? 1 : gen[d * SUF + s] == docs[d][lens[d] - SUF + s];

@@ -73,7 +73,11 @@ int main(int argc, char **argv) {
     ax_comm_split(&g.data, 0, g.rank, &sub);
     CHECK(sub.nccl != NULL, "a group split from one with NCCL has NCCL");
     ax_comm_free(&sub);
-    be->free(a); be->free(all); be->free(rs); be->free(dv); free(h);
+    be->free(a);
+    be->free(all);
+    be->free(rs);
+    be->free(dv);
+    free(h);
     ax_grid_free(&g);
     int rc = ax_test_done("nccl");
     MPI_Finalize();

@@ -22,9 +22,9 @@
 #include <omp.h>
 #include <stdint.h>
 
-#define SEED 20240611u
-#define STEP 1e-3f
-#define TOL 3e-3      /* a 1.01-scaled gradient is off by 1e-2 */
+#define SEED    20240611u
+#define STEP    1e-3f
+#define TOL     3e-3  /* a 1.01-scaled gradient is off by 1e-2 */
 #define GARBAGE 1e30f /* prefill of outputs the op must overwrite */
 
 static ax_grid g;
@@ -78,8 +78,10 @@ static double *fd_grad(loss_fn f, void *ctx, float *p, long n) {
     double *num = ax_malloc(n * sizeof(double));
     for (long i = 0; i < n; i++) {
         float v = p[i], up = v + STEP, dn = v - STEP;
-        p[i] = up; double lp = f(ctx);
-        p[i] = dn; double lm = f(ctx);
+        p[i] = up;
+        double lp = f(ctx);
+        p[i] = dn;
+        double lm = f(ctx);
         p[i] = v;
         num[i] = (lp - lm) / ((double)up - dn);
     }
@@ -90,7 +92,8 @@ static double rel_err(const float *ana, const double *num, long n, double scale)
     double d2 = 0, n2 = 0;
     for (long i = 0; i < n; i++) {
         double d = scale * ana[i] - num[i];
-        d2 += d * d; n2 += num[i] * num[i];
+        d2 += d * d;
+        n2 += num[i] * num[i];
     }
     return sqrt(d2) / (n2 > 1e-30 ? sqrt(n2) : 1.0);
 }
@@ -108,7 +111,10 @@ static void fd_check(const char *what, loss_fn f, void *ctx, float *p, const flo
 
 /* ---- LayerNorm: dx, dw, db ---- */
 
-typedef struct { int M, C; float *x, *w, *b, *R, *out, *mean, *rstd, *scratch; } ln_ctx;
+typedef struct {
+    int M, C;
+    float *x, *w, *b, *R, *out, *mean, *rstd, *scratch;
+} ln_ctx;
 
 static double ln_loss(void *v) {
     ln_ctx *c = v;
@@ -118,13 +124,21 @@ static double ln_loss(void *v) {
 
 static void test_layernorm(void) {
     enum { M = 7, C = 10 };
-    ln_ctx c = {M, C, randn(M * C, 1.0), randn(C, 1.0), randn(C, 0.5), randn(M * C, 1.0),
-                filled(M * C, 0), filled(M, 0), filled(M, 0), filled(2 * M, 0)};
+    ln_ctx c = {M,
+                C,
+                randn(M * C, 1.0),
+                randn(C, 1.0),
+                randn(C, 0.5),
+                randn(M * C, 1.0),
+                filled(M * C, 0),
+                filled(M, 0),
+                filled(M, 0),
+                filled(2 * M, 0)};
     /* a per-row offset, so that subtracting the mean matters */
     for (int i = 0; i < M; i++)
         for (int j = 0; j < C; j++) c.x[i * C + j] += 0.7f * (i - 3);
-    ln_loss(&c);   /* mean and rstd at the unperturbed point */
-    float *bx = randn(M * C, 1.0), *bw = randn(C, 1.0), *bb = randn(C, 1.0);   /* += bases */
+    ln_loss(&c); /* mean and rstd at the unperturbed point */
+    float *bx = randn(M * C, 1.0), *bw = randn(C, 1.0), *bb = randn(C, 1.0); /* += bases */
     float *dx = copy_of(bx, M * C), *dw = copy_of(bw, C), *db = copy_of(bb, C);
     ax_layernorm_backward(&g.X, dx, dw, db, c.R, c.x, c.w, c.mean, c.rstd, M, C, C, c.scratch);
     float *ax = added(dx, bx, M * C), *aw = added(dw, bw, C), *ab = added(db, bb, C);
@@ -145,12 +159,13 @@ static double rms_loss(void *v) {
 
 static void test_rmsnorm(void) {
     enum { M = 7, C = 10 };
-    ln_ctx c = {M, C, randn(M * C, 1.0), randn(C, 1.0), NULL, randn(M * C, 1.0),
-                filled(M * C, 0), NULL, filled(M, 0), filled(M, 0)};
-    for (int i = 0; i < M; i++)   /* rows of different scales */
+    ln_ctx c = {
+        M,           C, randn(M * C, 1.0), randn(C, 1.0), NULL, randn(M * C, 1.0), filled(M * C, 0), NULL, filled(M, 0),
+        filled(M, 0)};
+    for (int i = 0; i < M; i++) /* rows of different scales */
         for (int j = 0; j < C; j++) c.x[i * C + j] *= 0.3f + 0.4f * i;
     rms_loss(&c);
-    double worst = 0;   /* the definition, in double */
+    double worst = 0; /* the definition, in double */
     for (int i = 0; i < M; i++) {
         double ss = 0;
         for (int j = 0; j < C; j++) ss += (double)c.x[i * C + j] * c.x[i * C + j];
@@ -170,7 +185,10 @@ static void test_rmsnorm(void) {
 
 /* ---- SwiGLU: d[gate | up] ---- */
 
-typedef struct { int M, F; float *gu, *R, *out; } swiglu_ctx;
+typedef struct {
+    int M, F;
+    float *gu, *R, *out;
+} swiglu_ctx;
 
 static double swiglu_loss(void *v) {
     swiglu_ctx *c = v;
@@ -181,7 +199,9 @@ static double swiglu_loss(void *v) {
 static void test_swiglu(void) {
     enum { M = 5, F = 7 };
     swiglu_ctx c = {M, F, randn(M * 2 * F, 2.5), randn(M * F, 1.0), filled(M * F, 0)};
-    c.gu[0] = 0.0f; c.gu[1] = -9.0f; c.gu[2] = 9.0f;
+    c.gu[0] = 0.0f;
+    c.gu[1] = -9.0f;
+    c.gu[2] = 9.0f;
     swiglu_loss(&c);
     double worst = 0;
     for (int i = 0; i < M; i++)
@@ -193,12 +213,19 @@ static void test_swiglu(void) {
     float *d = filled(M * 2 * F, GARBAGE);
     ax_swiglu_backward(d, c.gu, c.R, M, F);
     fd_check("swiglu d[gate|up]", swiglu_loss, &c, c.gu, d, M * 2 * F);
-    free(c.gu); free(c.R); free(c.out); free(d);
+    free(c.gu);
+    free(c.R);
+    free(c.out);
+    free(d);
 }
 
 /* ---- rotary embeddings: dx; the rotation itself against its definition ---- */
 
-typedef struct { ax_rope r; int M, T, ld, nh; float *x, *y, *R; } rope_ctx;
+typedef struct {
+    ax_rope r;
+    int M, T, ld, nh;
+    float *x, *y, *R;
+} rope_ctx;
 
 static double rope_loss(void *v) {
     rope_ctx *c = v;
@@ -208,18 +235,27 @@ static double rope_loss(void *v) {
 }
 
 static void test_rope(int llama3) {
-    enum { T = 6, M = 2 * T, hd = 8, nh = 3, ld = nh * hd + 5 };   /* 5 columns after the heads: untouched */
+    enum { T = 6, M = 2 * T, hd = 8, nh = 3, ld = nh * hd + 5 }; /* 5 columns after the heads: untouched */
     ax_gpt_config cfg = {.block_size = T, .rope_theta = 500.0};
-    if (llama3) { cfg.rope_factor = 8; cfg.rope_low_freq = 1; cfg.rope_high_freq = 4; cfg.rope_orig_pos = 16; }
-    rope_ctx c = {.M = M, .T = T, .ld = ld, .nh = nh, .x = randn(M * ld, 1.0), .y = filled(M * ld, 0), .R = randn(M * ld, 1.0)};
+    if (llama3) {
+        cfg.rope_factor = 8;
+        cfg.rope_low_freq = 1;
+        cfg.rope_high_freq = 4;
+        cfg.rope_orig_pos = 16;
+    }
+    rope_ctx c = {
+        .M = M, .T = T, .ld = ld, .nh = nh, .x = randn(M * ld, 1.0), .y = filled(M * ld, 0), .R = randn(M * ld, 1.0)};
     ax_rope_init(&c.r, &cfg, hd);
     rope_loss(&c);
     double f[hd / 2], worst = 0;
-    for (int k = 0; k < hd / 2; k++) {   /* theta^(-2k/hd), and Llama 3's rescaling by wavelength */
+    for (int k = 0; k < hd / 2; k++) { /* theta^(-2k/hd), and Llama 3's rescaling by wavelength */
         f[k] = pow(500.0, -2.0 * k / hd);
         double wl = 2 * M_PI / f[k];
         if (llama3 && wl > 16.0) f[k] /= 8;
-        else if (llama3 && wl >= 4.0) { double sm = (16.0 / wl - 1) / 3; f[k] = (1 - sm) * f[k] / 8 + sm * f[k]; }
+        else if (llama3 && wl >= 4.0) {
+            double sm = (16.0 / wl - 1) / 3;
+            f[k] = (1 - sm) * f[k] / 8 + sm * f[k];
+        }
     }
     for (int i = 0; i < M; i++) {
         for (int h = 0; h < nh; h++)
@@ -235,12 +271,18 @@ static void test_rope(int llama3) {
     ax_rope_backward(&c.r, dx, ld, M, T, NULL, nh);
     fd_check(llama3 ? "rope dx (llama3)" : "rope dx", rope_loss, &c, c.x, dx, M * ld);
     ax_rope_free(&c.r);
-    free(c.x); free(c.y); free(c.R); free(dx);
+    free(c.x);
+    free(c.y);
+    free(c.R);
+    free(dx);
 }
 
 /* ---- GELU ---- */
 
-typedef struct { long n; float *x, *R, *out; } gelu_ctx;
+typedef struct {
+    long n;
+    float *x, *R, *out;
+} gelu_ctx;
 
 static double gelu_loss(void *v) {
     gelu_ctx *c = v;
@@ -250,8 +292,10 @@ static double gelu_loss(void *v) {
 
 static void test_gelu(void) {
     enum { N = 37 };
-    gelu_ctx c = {N, randn(N, 2.5), randn(N, 1.0), filled(N, 0)};   /* wide: both tails and the bend */
-    c.x[0] = 0.0f; c.x[1] = -6.0f; c.x[2] = 6.0f;
+    gelu_ctx c = {N, randn(N, 2.5), randn(N, 1.0), filled(N, 0)}; /* wide: both tails and the bend */
+    c.x[0] = 0.0f;
+    c.x[1] = -6.0f;
+    c.x[2] = 6.0f;
     float *dx = filled(N, GARBAGE);
     ax_gelu_backward(dx, c.x, c.R, N);
     fd_check("gelu dx", gelu_loss, &c, c.x, dx, N);
@@ -259,12 +303,19 @@ static void test_gelu(void) {
     float *inplace = copy_of(c.R, N);
     ax_gelu_backward(inplace, c.x, inplace, N);
     CHECK(memcmp(inplace, dx, sizeof(float) * N) == 0, "gelu backward in place (dx == dout) differs");
-    free(c.x); free(c.R); free(c.out); free(dx); free(inplace);
+    free(c.x);
+    free(c.R);
+    free(c.out);
+    free(dx);
+    free(inplace);
 }
 
 /* ---- attention: dqkv ---- */
 
-typedef struct { int B, T, H, KV, hd; float *qkv, *R, *out, *lse, *scratch; } att_ctx;
+typedef struct {
+    int B, T, H, KV, hd;
+    float *qkv, *R, *out, *lse, *scratch;
+} att_ctx;
 
 static double att_loss(void *v) {
     att_ctx *c = v;
@@ -283,16 +334,21 @@ static void naive_attention(const float *qkv, const float *dout, int B, int T, i
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
             size_t kvo = (size_t)b * T * ld + C + (h / (H / KV)) * hd;
-            const float *q = qkv + (size_t)b * T * ld + h * hd, *k = qkv + kvo, *v = k + KV * hd, *dO = dout + (size_t)b * T * C + h * hd;
+            const float *q = qkv + (size_t)b * T * ld + h * hd, *k = qkv + kvo, *v = k + KV * hd,
+                        *dO = dout + (size_t)b * T * C + h * hd;
             double *dq = dqkv + (size_t)b * T * ld + h * hd, *dk = dqkv + kvo, *dv = dk + KV * hd;
             for (int i = 0; i < T; i++) {
                 double mx = -1e300, s = 0;
                 for (int j = 0; j <= i; j++) {
                     double d = 0;
                     for (int e = 0; e < hd; e++) d += (double)q[i * ld + e] * k[j * ld + e];
-                    P[i * T + j] = d * sc; mx = fmax(mx, d * sc);
+                    P[i * T + j] = d * sc;
+                    mx = fmax(mx, d * sc);
                 }
-                for (int j = 0; j <= i; j++) { P[i * T + j] = exp(P[i * T + j] - mx); s += P[i * T + j]; }
+                for (int j = 0; j <= i; j++) {
+                    P[i * T + j] = exp(P[i * T + j] - mx);
+                    s += P[i * T + j];
+                }
                 for (int j = 0; j <= i; j++) P[i * T + j] /= s;
                 for (int e = 0; e < hd; e++) {
                     double o = 0;
@@ -305,7 +361,8 @@ static void naive_attention(const float *qkv, const float *dout, int B, int T, i
                 for (int j = 0; j <= i; j++) {
                     double d = 0;
                     for (int e = 0; e < hd; e++) d += (double)dO[i * C + e] * v[j * ld + e];
-                    dP[i * T + j] = d; dot_ += d * P[i * T + j];
+                    dP[i * T + j] = d;
+                    dot_ += d * P[i * T + j];
                 }
                 for (int j = 0; j <= i; j++) {
                     double ds = P[i * T + j] * (dP[i * T + j] - dot_) * sc;
@@ -317,43 +374,62 @@ static void naive_attention(const float *qkv, const float *dout, int B, int T, i
                 }
             }
         }
-    free(P); free(dP);
+    free(P);
+    free(dP);
 }
 
 static double reldiff_d(const float *a, const double *b, long n) {
     double num = 0, den = 0;
-    for (long i = 0; i < n; i++) { num += (a[i] - b[i]) * (a[i] - b[i]); den += b[i] * b[i]; }
+    for (long i = 0; i < n; i++) {
+        num += (a[i] - b[i]) * (a[i] - b[i]);
+        den += b[i] * b[i];
+    }
     return sqrt(num / den);
 }
 
 /* KV < H: grouped-query attention */
 static void test_attention(int KV) {
-    for (int kv1 = KV; kv1 == KV; kv1++) {   /* one tile: finite differences */
+    for (int kv1 = KV; kv1 == KV; kv1++) { /* one tile: finite differences */
         enum { B = 2, T = 5, H = 2 * 2, hd = 3, C = H * hd };
         long nq = (long)B * T * (H + 2 * kv1) * hd;
-        att_ctx c = {B, T, H, kv1, hd, randn(nq, 1.0), randn(B * T * C, 1.0),
-                     filled(B * T * C, 0), filled(B * H * T, 0), filled(ax_attention_scratch(T), GARBAGE)};
+        att_ctx c = {B,
+                     T,
+                     H,
+                     kv1,
+                     hd,
+                     randn(nq, 1.0),
+                     randn(B * T * C, 1.0),
+                     filled(B * T * C, 0),
+                     filled(B * H * T, 0),
+                     filled(ax_attention_scratch(T), GARBAGE)};
         att_loss(&c);
         float *dqkv = filled(nq, GARBAGE);
         ax_attention_backward(dqkv, c.R, c.out, c.lse, c.qkv, B, T, H, kv1, hd, AX_F32, c.scratch, 1);
         fd_check(kv1 < H ? "attention dqkv (GQA)" : "attention dqkv", att_loss, &c, c.qkv, dqkv, nq);
-        free(c.qkv); free(c.R); free(c.out); free(c.lse); free(c.scratch); free(dqkv);
+        free(c.qkv);
+        free(c.R);
+        free(c.out);
+        free(c.lse);
+        free(c.scratch);
+        free(dqkv);
     }
     /* several tiles, the last one partial: the double-precision textbook
      * attention, within 1e-5 norm-wise (fp32 sums in another order; a wrong
      * tile, mask or rescaling is off by far more) */
-    enum { B = 2, T = 2 * 64 + 22, H = 4, hd = 8, C = H * hd };   /* the CPU backend's tiles are 64 */
+    enum { B = 2, T = 2 * 64 + 22, H = 4, hd = 8, C = H * hd }; /* the CPU backend's tiles are 64 */
     int ld = (H + 2 * KV) * hd;
     long nq = (long)B * T * ld, no = (long)B * T * C;
     float *qkv = randn(nq, 1.5), *dout = randn(no, 1.0), *lse = filled(B * H * T, GARBAGE);
-    float *out1 = filled(no, GARBAGE), *out2 = filled(no, GARBAGE), *dq1 = filled(nq, GARBAGE), *dq2 = filled(nq, GARBAGE);
+    float *out1 = filled(no, GARBAGE), *out2 = filled(no, GARBAGE), *dq1 = filled(nq, GARBAGE),
+          *dq2 = filled(nq, GARBAGE);
     float *scratch = filled(2 * ax_attention_scratch(T), GARBAGE);
     double *rout = malloc(sizeof(double) * no), *rdq = malloc(sizeof(double) * nq);
     naive_attention(qkv, dout, B, T, H, KV, hd, rout, rdq);
     ax_attention_forward(out1, lse, qkv, B, T, H, KV, hd, AX_F32, scratch, 1);
     ax_attention_backward(dq1, dout, out1, lse, qkv, B, T, H, KV, hd, AX_F32, scratch, 1);
     double eo = reldiff_d(out1, rout, no), eg = reldiff_d(dq1, rdq, nq);
-    printf("attention T=%d (%d tiles), %d query / %d key-value heads: out %.2g, dqkv %.2g relative to the double reference\n",
+    printf("attention T=%d (%d tiles), %d query / %d key-value heads: out %.2g, dqkv %.2g relative to the double "
+           "reference\n",
            T, (T + 63) / 64, H, KV, eo, eg);
     CHECK(eo < 1e-5, "tiled attention output differs from the reference: %.3g", eo);
     CHECK(eg < 1e-5, "tiled attention dqkv differs from the reference: %.3g", eg);
@@ -367,14 +443,29 @@ static void test_attention(int KV) {
     int cut = 64 + 3;
     for (long i = (long)cut * ld; i < (long)T * ld; i++) qkv[i] += 0.5f;
     ax_attention_forward(out2, lse, qkv, B, T, H, KV, hd, AX_F32, scratch, 1);
-    CHECK(!memcmp(out1, out2, (size_t)cut * C * sizeof(float)), "outputs before position %d depend on later tokens", cut);
-    CHECK(memcmp(out1 + (size_t)cut * C, out2 + (size_t)cut * C, (size_t)C * sizeof(float)), "the perturbation changed nothing");
-    free(qkv); free(dout); free(lse); free(out1); free(out2); free(dq1); free(dq2); free(scratch); free(rout); free(rdq);
+    CHECK(!memcmp(out1, out2, (size_t)cut * C * sizeof(float)), "outputs before position %d depend on later tokens",
+          cut);
+    CHECK(memcmp(out1 + (size_t)cut * C, out2 + (size_t)cut * C, (size_t)C * sizeof(float)),
+          "the perturbation changed nothing");
+    free(qkv);
+    free(dout);
+    free(lse);
+    free(out1);
+    free(out2);
+    free(dq1);
+    free(dq2);
+    free(scratch);
+    free(rout);
+    free(rdq);
 }
 
 /* ---- cross-entropy: dlogits ---- */
 
-typedef struct { int M, Vl, V; float *logits, *tmp, *losses, *weight, *scratch, dscale; int32_t *targets; } xent_ctx;
+typedef struct {
+    int M, Vl, V;
+    float *logits, *tmp, *losses, *weight, *scratch, dscale;
+    int32_t *targets;
+} xent_ctx;
 
 /* the scalar whose gradient the op returns: dscale * sum_i weight_i * loss_i */
 static double xent_loss(void *v) {
@@ -387,21 +478,22 @@ static double xent_loss(void *v) {
 }
 
 static void test_xent(void) {
-    enum { M = 7, V = 10, Vl = 13 };   /* columns V..Vl are vocabulary padding */
+    enum { M = 7, V = 10, Vl = 13 }; /* columns V..Vl are vocabulary padding */
     int32_t targets[M] = {3, 0, 9, 3, 7, 1, 5};
-    xent_ctx c = {M, Vl, V, randn(M * Vl, 2.0), filled(M * Vl, 0), filled(M, 0),
-                  filled(M, 1), filled(3 * M, 0), 1.0f / 5, targets};
+    xent_ctx c = {
+        M,        Vl,     V, randn(M * Vl, 2.0), filled(M * Vl, 0), filled(M, 0), filled(M, 1), filled(3 * M, 0),
+        1.0f / 5, targets};
     /* huge padded logits: counted by mistake, they would dominate max and sum */
     for (int i = 0; i < M; i++)
         for (int j = V; j < Vl; j++) c.logits[i * Vl + j] = 40.0f + j;
     for (int i = 0; i < M; i++) c.weight[i] = (float)(0.5 + ax_rng_uniform(SEED, next_stream, i));
     next_stream++;
-    c.weight[2] = c.weight[5] = 0.0f;   /* masked tokens (goldfish, padding) */
+    c.weight[2] = c.weight[5] = 0.0f; /* masked tokens (goldfish, padding) */
 
-    xent_loss(&c);   /* forward only (dscale 0): logits untouched */
+    xent_loss(&c); /* forward only (dscale 0): logits untouched */
     CHECK(memcmp(c.tmp, c.logits, sizeof(float) * M * Vl) == 0, "xent with dscale 0 modified the logits");
     double worst = 0;
-    for (int i = 0; i < M; i++) {   /* -log softmax over the V real columns, in double */
+    for (int i = 0; i < M; i++) { /* -log softmax over the V real columns, in double */
         const float *r = c.logits + i * Vl;
         double mx = r[0], s = 0;
         for (int j = 1; j < V; j++) mx = fmax(mx, r[j]);
@@ -418,13 +510,23 @@ static void test_xent(void) {
     for (int i = 0; i < M; i++) pad_zero &= all_zero(d + i * Vl + V, Vl - V);
     CHECK(pad_zero, "xent: padded vocabulary columns got a nonzero gradient");
     CHECK(all_zero(d + 2 * Vl, Vl) && all_zero(d + 5 * Vl, Vl), "xent: zero-weight rows got a nonzero gradient");
-    fd_check("xent dlogits", xent_loss, &c, c.logits, d, M * Vl);   /* padding included: numeric 0 there */
-    free(c.logits); free(c.tmp); free(c.losses); free(c.weight); free(c.scratch); free(fwd_losses); free(d);
+    fd_check("xent dlogits", xent_loss, &c, c.logits, d, M * Vl); /* padding included: numeric 0 there */
+    free(c.logits);
+    free(c.tmp);
+    free(c.losses);
+    free(c.weight);
+    free(c.scratch);
+    free(fwd_losses);
+    free(d);
 }
 
 /* ---- embedding: dwte rows, dwpe ---- */
 
-typedef struct { int M, T, v0, Vl, C; const int32_t *tokens, *pos; float *wte, *wpe, *R, *out; } emb_ctx;
+typedef struct {
+    int M, T, v0, Vl, C;
+    const int32_t *tokens, *pos;
+    float *wte, *wpe, *R, *out;
+} emb_ctx;
 
 static double emb_loss(void *v) {
     emb_ctx *c = v;
@@ -442,8 +544,9 @@ static void test_embedding(int given_positions) {
     enum { B = 2, T = 5, M = B * T, maxT = 6, v0 = 2, Vl = 5, C = 7 };
     static const int32_t tokens[M] = {3, 3, 0, 6, 8, 2, 3, 1, 6, 4}, positions[M] = {0, 1, 2, 5, 4, 2, 0, 5, 1, 3};
     const int32_t *pos = given_positions ? positions : NULL;
-    emb_ctx c = {M, T, v0, Vl, C, tokens, pos, randn(Vl * C, 1.0), randn(maxT * C, 1.0), randn(M * C, 1.0), filled(M * C, 0)};
-    float *bte = randn(Vl * C, 1.0), *bpe = randn(maxT * C, 1.0);   /* += bases */
+    emb_ctx c = {
+        M, T, v0, Vl, C, tokens, pos, randn(Vl * C, 1.0), randn(maxT * C, 1.0), randn(M * C, 1.0), filled(M * C, 0)};
+    float *bte = randn(Vl * C, 1.0), *bpe = randn(maxT * C, 1.0); /* += bases */
     float *dte = copy_of(bte, Vl * C), *dpe = copy_of(bpe, maxT * C);
     ax_embedding_backward(dte, dpe, c.R, tokens, pos, M, T, v0, Vl, C);
     float *ate = added(dte, bte, Vl * C), *ape = added(dpe, bpe, maxT * C);
@@ -458,11 +561,15 @@ static void test_embedding(int given_positions) {
 
 /* ---- linear (1-rank grid, both orientations): dx, dW, db ---- */
 
-typedef struct { ax_linear L; int M; float *w, *b, *x, *R, *y; } lin_ctx;
+typedef struct {
+    ax_linear L;
+    int M;
+    float *w, *b, *x, *R, *y;
+} lin_ctx;
 
 static double lin_loss(void *v) {
     lin_ctx *c = v;
-    ax_mat W = ax_linear_weight(&c->L, &g, c->w, AX_F32, NULL);   /* Gz = 1: the chunk itself */
+    ax_mat W = ax_linear_weight(&c->L, &g, c->w, AX_F32, NULL); /* Gz = 1: the chunk itself */
     ax_linear_forward(&c->L, W, c->b, ax_mat_f32(c->x, c->M, c->L.in_l), c->y);
     return dot(c->y, c->R, (long)c->M * c->L.out_l);
 }
@@ -473,17 +580,22 @@ static void test_linear(int transposed) {
     ax_linear_init(&c.L, &g, IN, OUT, (ax_linear_opts){.transposed = transposed});
     c.M = M;
     long nw = ax_shard_numel(&c.L.w, &g);
-    c.w = randn(nw, 0.5); c.b = randn(OUT, 1.0); c.x = randn(M * IN, 1.0); c.R = randn(M * OUT, 1.0);
+    c.w = randn(nw, 0.5);
+    c.b = randn(OUT, 1.0);
+    c.x = randn(M * IN, 1.0);
+    c.R = randn(M * OUT, 1.0);
     c.y = filled(M * OUT, 0);
     ax_linear_ws ws;
     ax_linear_ws_init(&ws, &g, (const ax_linear *[]){&c.L}, 1, 1, 0);
-    float *bw = randn(nw, 1.0), *bb = randn(OUT, 1.0);   /* += bases */
+    float *bw = randn(nw, 1.0), *bb = randn(OUT, 1.0); /* += bases */
     float *dw = copy_of(bw, nw), *db = copy_of(bb, OUT), *dx = filled(M * IN, GARBAGE);
-    ax_linear_backward(&c.L, &g, ax_linear_weight(&c.L, &g, c.w, AX_F32, NULL), ax_mat_f32(c.x, M, IN), c.R,
-                       dx, dw, db, &ws, NULL);
+    ax_linear_backward(&c.L, &g, ax_linear_weight(&c.L, &g, c.w, AX_F32, NULL), ax_mat_f32(c.x, M, IN), c.R, dx, dw, db,
+                       &ws, NULL);
     float *aw = added(dw, bw, nw), *ab = added(db, bb, OUT);
     char name[3][32];
-    for (int i = 0; i < 3; i++) snprintf(name[i], sizeof name[i], "linear%s %s", transposed ? "(T)" : "", (const char *[]){"dx", "dW", "db"}[i]);
+    for (int i = 0; i < 3; i++)
+        snprintf(name[i], sizeof name[i], "linear%s %s", transposed ? "(T)" : "",
+                 (const char *[]){"dx", "dW", "db"}[i]);
     fd_check(name[0], lin_loss, &c, c.x, dx, M * IN);
     fd_check(name[1], lin_loss, &c, c.w, aw, nw);
     fd_check(name[2], lin_loss, &c, c.b, ab, OUT);

@@ -28,10 +28,21 @@
 #define ACCUM 2
 static ax_gpt_config cfg = {.n_layer = 3, .n_head = 8, .n_embd = 32, .block_size = 8, .vocab_size = 101};
 static const int B = 16, T = 8;
-static const ax_hparams hp = {.lr = 1e-2, .min_lr_frac = 0.1, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8,
-                              .weight_decay = 0.1, .clip = 0.5, .warmup = 1, .steps = STEPS};
+static const ax_hparams hp = {.lr = 1e-2,
+                              .min_lr_frac = 0.1,
+                              .beta1 = 0.9,
+                              .beta2 = 0.95,
+                              .eps = 1e-8,
+                              .weight_decay = 0.1,
+                              .clip = 0.5,
+                              .warmup = 1,
+                              .steps = STEPS};
 
-typedef struct { double loss[STEPS], gnorm[STEPS]; float *params; int64_t n, prefetched, deferred, early; } result;
+typedef struct {
+    double loss[STEPS], gnorm[STEPS];
+    float *params;
+    int64_t n, prefetched, deferred, early;
+} result;
 
 static void run(ax_grid *g, int overlap, int keep, ax_recompute mode, ax_dtype t, result *r) {
     ax_gpt m;
@@ -40,19 +51,22 @@ static void run(ax_grid *g, int overlap, int keep, ax_recompute mode, ax_dtype t
     ax_gpt_set_dtype(&m, t);
     ax_gpt_set_overlap(&m, overlap, keep, 1);
     ax_gpt_init_random(&m, 5);
-    ax_adamw o; ax_adamw_init(&o, m.n_local);
+    ax_adamw o;
+    ax_adamw_init(&o, m.n_local);
     ax_t_train(&m, &o, &hp, 3, B, ACCUM, T, STEPS, -1, r->loss, r->gnorm);
     r->n = m.n_local;
     r->params = ax_malloc(m.n_local * sizeof(float));
     memcpy(r->params, m.params, m.n_local * sizeof(float));
-    r->prefetched = m.wf.prefetched; r->deferred = m.ws.rs.deferred; r->early = m.buckets_early;
+    r->prefetched = m.wf.prefetched;
+    r->deferred = m.ws.rs.deferred;
+    r->early = m.buckets_early;
     ax_adamw_free(&o);
     ax_gpt_free(&m);
 }
 
 static int same(const result *a, const result *b) {
-    return !memcmp(a->loss, b->loss, sizeof a->loss) && !memcmp(a->gnorm, b->gnorm, sizeof a->gnorm) &&
-           a->n == b->n && !memcmp(a->params, b->params, a->n * sizeof(float));
+    return !memcmp(a->loss, b->loss, sizeof a->loss) && !memcmp(a->gnorm, b->gnorm, sizeof a->gnorm) && a->n == b->n &&
+           !memcmp(a->params, b->params, a->n * sizeof(float));
 }
 
 int main(int argc, char **argv) {
@@ -61,45 +75,71 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--llama")) { cfg.arch = AX_ARCH_LLAMA; cfg.n_kv_head = 2; cfg.n_inner = 40; cfg.untied = 1;   /* G_y = 4: replicated key/value heads */ }
-    struct { const char *name; int flags, keep; ax_recompute mode; ax_dtype t; } cases[] = {
-        {"oar", AX_OV_OAR, 0, AX_RECOMPUTE_NONE, AX_F32}, {"ors", AX_OV_ORS, 0, AX_RECOMPUTE_NONE, AX_F32},
-        {"oag", AX_OV_OAG, 0, AX_RECOMPUTE_NONE, AX_F32}, {"dp", AX_OV_DP, 0, AX_RECOMPUTE_NONE, AX_F32},
-        {"all", AX_OV_ALL, 0, AX_RECOMPUTE_NONE, AX_F32}, {"all, kept", AX_OV_ALL, 1, AX_RECOMPUTE_NONE, AX_F32},
+        if (!strcmp(argv[i], "--llama")) {
+            cfg.arch = AX_ARCH_LLAMA;
+            cfg.n_kv_head = 2;
+            cfg.n_inner = 40;
+            cfg.untied = 1; /* G_y = 4: replicated key/value heads */
+        }
+    struct {
+        const char *name;
+        int flags, keep;
+        ax_recompute mode;
+        ax_dtype t;
+    } cases[] = {
+        {"oar", AX_OV_OAR, 0, AX_RECOMPUTE_NONE, AX_F32},
+        {"ors", AX_OV_ORS, 0, AX_RECOMPUTE_NONE, AX_F32},
+        {"oag", AX_OV_OAG, 0, AX_RECOMPUTE_NONE, AX_F32},
+        {"dp", AX_OV_DP, 0, AX_RECOMPUTE_NONE, AX_F32},
+        {"all", AX_OV_ALL, 0, AX_RECOMPUTE_NONE, AX_F32},
+        {"all, kept", AX_OV_ALL, 1, AX_RECOMPUTE_NONE, AX_F32},
         {"all, block recompute", AX_OV_ALL, 0, AX_RECOMPUTE_BLOCK, AX_F32},
         {"all, kept, block recompute", AX_OV_ALL, 1, AX_RECOMPUTE_BLOCK, AX_F32},
         {"all, bf16", AX_OV_ALL, 0, AX_RECOMPUTE_NONE, AX_BF16},
     };
-    for (int d = 1; d <= P; d++) for (int x = 1; x <= P; x++) for (int y = 1; y <= P; y++) for (int z = 1; z <= P; z++) {
-        if (d * x * y * z != P) continue;
-        ax_grid g;
-        if (ax_grid_init(&g, MPI_COMM_WORLD, d, x, y, z)) ax_err_exit(1);
-        if (ax_gpt_check_grid(&cfg, &g)) { ax_grid_free(&g); continue; }
-        result ref[3] = {0};   /* none: fp32, fp32 with block recompute, bf16 */
-        run(&g, AX_OV_NONE, 0, AX_RECOMPUTE_NONE, AX_F32, &ref[0]);
-        run(&g, AX_OV_NONE, 0, AX_RECOMPUTE_BLOCK, AX_F32, &ref[1]);
-        run(&g, AX_OV_NONE, 0, AX_RECOMPUTE_NONE, AX_BF16, &ref[2]);
-        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-            result r;
-            run(&g, cases[c].flags, cases[c].keep, cases[c].mode, cases[c].t, &r);
-            const result *want = &ref[cases[c].t == AX_BF16 ? 2 : cases[c].mode == AX_RECOMPUTE_BLOCK];
-            CHECK(same(&r, want), "grid %d,%d,%d,%d, overlap %s: results differ from no overlap", d, x, y, z, cases[c].name);
-            int f = cases[c].flags;
-            if (z > 1 && (f & AX_OV_OAG))
-                CHECK(r.prefetched > want->prefetched, "grid %d,%d,%d,%d, overlap %s: no gather was prefetched (%lld)",
-                      d, x, y, z, cases[c].name, (long long)r.prefetched);
-            if (z > 1 && (f & AX_OV_ORS))
-                CHECK(r.deferred > 0, "grid %d,%d,%d,%d, overlap %s: no reduce-scatter was left in flight", d, x, y, z, cases[c].name);
-            if (f & AX_OV_DP)
-                CHECK(r.early > 0, "grid %d,%d,%d,%d, overlap %s: no bucket started inside backward", d, x, y, z, cases[c].name);
-            CHECK(want->deferred == 0 && want->early == 0, "grid %d,%d,%d,%d: overlap none left communication in flight", d, x, y, z);
-            free(r.params);
-        }
-        if (rank == 0) printf("grid %d,%d,%d,%d: %zu overlap settings identical to none\n", d, x, y, z, sizeof cases / sizeof *cases);
-        for (int i = 0; i < 3; i++) free(ref[i].params);
-        ax_grid_free(&g);
-        ngrids++;
-    }
+    for (int d = 1; d <= P; d++)
+        for (int x = 1; x <= P; x++)
+            for (int y = 1; y <= P; y++)
+                for (int z = 1; z <= P; z++) {
+                    if (d * x * y * z != P) continue;
+                    ax_grid g;
+                    if (ax_grid_init(&g, MPI_COMM_WORLD, d, x, y, z)) ax_err_exit(1);
+                    if (ax_gpt_check_grid(&cfg, &g)) {
+                        ax_grid_free(&g);
+                        continue;
+                    }
+                    result ref[3] = {0}; /* none: fp32, fp32 with block recompute, bf16 */
+                    run(&g, AX_OV_NONE, 0, AX_RECOMPUTE_NONE, AX_F32, &ref[0]);
+                    run(&g, AX_OV_NONE, 0, AX_RECOMPUTE_BLOCK, AX_F32, &ref[1]);
+                    run(&g, AX_OV_NONE, 0, AX_RECOMPUTE_NONE, AX_BF16, &ref[2]);
+                    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+                        result r;
+                        run(&g, cases[c].flags, cases[c].keep, cases[c].mode, cases[c].t, &r);
+                        const result *want = &ref[cases[c].t == AX_BF16 ? 2 : cases[c].mode == AX_RECOMPUTE_BLOCK];
+                        CHECK(same(&r, want), "grid %d,%d,%d,%d, overlap %s: results differ from no overlap", d, x, y,
+                              z, cases[c].name);
+                        int f = cases[c].flags;
+                        if (z > 1 && (f & AX_OV_OAG))
+                            CHECK(r.prefetched > want->prefetched,
+                                  "grid %d,%d,%d,%d, overlap %s: no gather was prefetched (%lld)", d, x, y, z,
+                                  cases[c].name, (long long)r.prefetched);
+                        if (z > 1 && (f & AX_OV_ORS))
+                            CHECK(r.deferred > 0, "grid %d,%d,%d,%d, overlap %s: no reduce-scatter was left in flight",
+                                  d, x, y, z, cases[c].name);
+                        if (f & AX_OV_DP)
+                            CHECK(r.early > 0, "grid %d,%d,%d,%d, overlap %s: no bucket started inside backward", d, x,
+                                  y, z, cases[c].name);
+                        CHECK(want->deferred == 0 && want->early == 0,
+                              "grid %d,%d,%d,%d: overlap none left communication in flight", d, x, y, z);
+                        free(r.params);
+                    }
+                    if (rank == 0)
+                        printf("grid %d,%d,%d,%d: %zu overlap settings identical to none\n", d, x, y, z,
+                               sizeof cases / sizeof *cases);
+                    for (int i = 0; i < 3; i++) free(ref[i].params);
+                    ax_grid_free(&g);
+                    ngrids++;
+                }
     CHECK(ngrids > 0, "no grid of %d ranks fits the model", P);
     int rc = ax_test_done("overlap");
     MPI_Finalize();

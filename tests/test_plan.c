@@ -21,8 +21,12 @@
 static void unit_machine(ax_machine *m) {
     memset(m, 0, sizeof *m);
     snprintf(m->name, sizeof m->name, "unit");
-    m->ranks_per_node = 1 << 20; m->mem_bytes = 1e12;
-    m->gemm_flops = 1e9; m->attn_flops = 1e9; m->mem_bw = 1e9; m->overlap_eff = 1;
+    m->ranks_per_node = 1 << 20;
+    m->mem_bytes = 1e12;
+    m->gemm_flops = 1e9;
+    m->attn_flops = 1e9;
+    m->mem_bw = 1e9;
+    m->overlap_eff = 1;
     for (int op = 0; op < AX_COLL_N; op++) m->fit[m->nfit++] = (ax_coll_fit){op, 0, 0, 0, 1};
 }
 
@@ -30,13 +34,17 @@ static ax_plan_job small_job(void) {
     ax_plan_job j;
     ax_plan_job_defaults(&j);
     j.cfg = (ax_gpt_config){.n_layer = 2, .n_head = 4, .n_embd = 32, .block_size = 16, .vocab_size = 100};
-    j.batch = 8; j.seq = 16;
+    j.batch = 8;
+    j.seq = 16;
     return j;
 }
 
 static void fake_grid(ax_grid *g, const int d[4]) {
     memset(g, 0, sizeof *g);
-    g->gd = d[0]; g->gx = d[1]; g->gy = d[2]; g->gz = d[3];
+    g->gd = d[0];
+    g->gx = d[1];
+    g->gy = d[2];
+    g->gz = d[3];
     g->size = d[0] * d[1] * d[2] * d[3];
 }
 
@@ -45,10 +53,15 @@ static double ring(int p, int ar) { return (ar ? 2.0 : 1.0) * (p - 1) / p; }
 /* docs/algorithm.md §2, per FC layer and micro-batch, m rows, k in, n out: the X, Y and Z volumes in elements */
 static void fc_volume(double m, double k, double n, int transposed, const int g[4], double v[3]) {
     int X = g[1], Y = g[2], Z = g[3];
-    double w = ring(Z, 0) * k * n / (X * Y);     /* all-gather forward, again backward, reduce-scatter */
+    double w = ring(Z, 0) * k * n / (X * Y); /* all-gather forward, again backward, reduce-scatter */
     v[2] += 3 * w;
-    if (!transposed) { v[0] += ring(X, 1) * m * n / Y; v[1] += ring(Y, 1) * m * k / X; }
-    else { v[1] += ring(Y, 1) * m * n / X; v[0] += ring(X, 1) * m * k / Y; }
+    if (!transposed) {
+        v[0] += ring(X, 1) * m * n / Y;
+        v[1] += ring(Y, 1) * m * k / X;
+    } else {
+        v[1] += ring(Y, 1) * m * n / X;
+        v[0] += ring(X, 1) * m * k / Y;
+    }
 }
 
 static void test_volumes(void) {
@@ -66,10 +79,10 @@ static void test_volumes(void) {
         double C = 32, L = 2, M = (double)j.batch / (D * Z) * j.seq, Vl = (100 + 64 * Y - 1) / (64 * Y) * 64;
         double v[3] = {0, 0, 0};
         for (int l = 0; l < L; l++) {
-            fc_volume(M, C, 3 * C, 0, g, v);      /* qkv */
-            fc_volume(M, C, C, 1, g, v);          /* attention out-projection */
-            fc_volume(M, C, 4 * C, 0, g, v);      /* MLP up */
-            fc_volume(M, 4 * C, C, 1, g, v);      /* MLP down */
+            fc_volume(M, C, 3 * C, 0, g, v); /* qkv */
+            fc_volume(M, C, C, 1, g, v);     /* attention out-projection */
+            fc_volume(M, C, 4 * C, 0, g, v); /* MLP up */
+            fc_volume(M, 4 * C, C, 1, g, v); /* MLP down */
         }
         /* beside the FC layers: LayerNorm statistics over X (2 per row; 2 per layer and the final,
          * forward and backward), the embedding and the LM head's dX over Y, the logits over X,
@@ -79,10 +92,11 @@ static void test_volumes(void) {
         v[2] += 2 * ring(Z, 0) * Vl * C / X;
         double vol[3] = {c.comm_bytes[AX_PG_X], c.comm_bytes[AX_PG_Y], c.comm_bytes[AX_PG_Z]};
         for (int i = 0; i < 3; i++)
-            CHECK(fabs(vol[i] - 4 * v[i]) <= 1e-9 * (4 * v[i] + 1), "grid %d,%d,%d,%d group %d: %g bytes, hand %g",
-                  D, X, Y, Z, i, vol[i], 4 * v[i]);
+            CHECK(fabs(vol[i] - 4 * v[i]) <= 1e-9 * (4 * v[i] + 1), "grid %d,%d,%d,%d group %d: %g bytes, hand %g", D,
+                  X, Y, Z, i, vol[i], 4 * v[i]);
         /* data: the Z-chunked gradients once per step; the seconds are the bytes on the unit machine */
-        ax_grid fg; ax_gpt m;
+        ax_grid fg;
+        ax_gpt m;
         fake_grid(&fg, g);
         CHECK(ax_gpt_init(&m, &j.cfg, &fg) == 0, "init: %s", ax_err_msg());
         CHECK(fabs(c.comm_bytes[AX_PG_DATA] - 4 * ring(D, 1) * m.n_zchunk) < 1e-6, "data bytes %g, expected %g",
@@ -98,17 +112,27 @@ static void test_memory(int llama) {
     unit_machine(&mc);
     ax_plan_job j = small_job();
     /* (4 key/value heads: replicated ones, fewer than Y, need real Y groups, not this test's fake grid) */
-    if (llama) j.cfg = (ax_gpt_config){.n_layer = 2, .n_head = 8, .n_kv_head = 4, .n_embd = 32, .n_inner = 48,
-                                       .block_size = 16, .vocab_size = 100, .arch = AX_ARCH_LLAMA, .untied = 1};
+    if (llama)
+        j.cfg = (ax_gpt_config){.n_layer = 2,
+                                .n_head = 8,
+                                .n_kv_head = 4,
+                                .n_embd = 32,
+                                .n_inner = 48,
+                                .block_size = 16,
+                                .vocab_size = 100,
+                                .arch = AX_ARCH_LLAMA,
+                                .untied = 1};
     int grids[][4] = {{1, 1, 1, 1}, {1, 2, 2, 1}, {2, 1, 1, 2}, {1, 2, 1, 4}, {1, 1, 4, 2}, {1, 4, 2, 1}};
     for (size_t t = 0; t < sizeof grids / sizeof *grids; t++)
         for (int rc = 0; rc < 3; rc++) {
             const int *g = grids[t];
             j.recompute = rc;
-            j.ov_flags = rc == 1 ? 0 : AX_OV_ALL; j.keep_gathered = rc == 2;   /* overlap buffers: none, all, all kept */
+            j.ov_flags = rc == 1 ? 0 : AX_OV_ALL;
+            j.keep_gathered = rc == 2; /* overlap buffers: none, all, all kept */
             ax_plan_cost c;
             ax_plan_estimate(&j, g, &mc, &c);
-            ax_grid fg; ax_gpt m;
+            ax_grid fg;
+            ax_gpt m;
             fake_grid(&fg, g);
             CHECK(ax_gpt_init(&m, &j.cfg, &fg) == 0, "init: %s", ax_err_msg());
             ax_gpt_set_recompute(&m, (ax_recompute)rc);
@@ -117,12 +141,13 @@ static void test_memory(int llama) {
             ax_gpt_alloc_acts(&m, Bl, j.seq);
             /* the planner leaves out the attention kernel's per-thread scratch */
             double scratch = 4.0 * m.att_threads * ax_be()->attention_scratch(j.seq);
-            CHECK(c.n_local == m.n_local, "%s grid %d,%d,%d,%d: %lld parameters, allocated %lld", llama ? "llama" : "gpt2",
-                  g[0], g[1], g[2], g[3], (long long)c.n_local, (long long)m.n_local);
-            CHECK(c.ws_bytes == m.ws_bytes, "%s grid %d,%d,%d,%d: workspace %g, allocated %g", llama ? "llama" : "gpt2", g[0], g[1], g[2], g[3],
-                  c.ws_bytes, m.ws_bytes);
-            CHECK(c.act_bytes == m.act_bytes - scratch, "%s grid %d,%d,%d,%d recompute %d: activations %g, allocated %g",
-                  llama ? "llama" : "gpt2", g[0], g[1], g[2], g[3], rc, c.act_bytes, m.act_bytes - scratch);
+            CHECK(c.n_local == m.n_local, "%s grid %d,%d,%d,%d: %lld parameters, allocated %lld",
+                  llama ? "llama" : "gpt2", g[0], g[1], g[2], g[3], (long long)c.n_local, (long long)m.n_local);
+            CHECK(c.ws_bytes == m.ws_bytes, "%s grid %d,%d,%d,%d: workspace %g, allocated %g", llama ? "llama" : "gpt2",
+                  g[0], g[1], g[2], g[3], c.ws_bytes, m.ws_bytes);
+            CHECK(c.act_bytes == m.act_bytes - scratch,
+                  "%s grid %d,%d,%d,%d recompute %d: activations %g, allocated %g", llama ? "llama" : "gpt2", g[0],
+                  g[1], g[2], g[3], rc, c.act_bytes, m.act_bytes - scratch);
             CHECK(c.mem_bytes == 4 * 4.0 * m.n_local + c.act_bytes + c.ws_bytes, "total memory");
             ax_gpt_free(&m);
         }
@@ -140,8 +165,10 @@ static void test_rejects_and_ranking(void) {
     ax_plan_estimate(&j, (int[]){4, 1, 1, 4}, &mc, &c);
     CHECK(!c.legal && strstr(c.why, "micro-batch of 8 sequences does not divide over D*Z = 16"), "why: %s", c.why);
     ax_plan p;
-    ax_plan_job j12 = j;                  /* 12 ranks: some grids divide it, X = 3 or 12 does not */
-    j12.cfg.n_head = 6; j12.cfg.n_embd = 48; j12.batch = 12;
+    ax_plan_job j12 = j; /* 12 ranks: some grids divide it, X = 3 or 12 does not */
+    j12.cfg.n_head = 6;
+    j12.cfg.n_embd = 48;
+    j12.batch = 12;
     ax_plan_run(&j12, 12, &mc, &p);
     /* ordered 4-factorisations of 12 = 2^2 3: C(5,3) * C(4,3) = 40 */
     CHECK(p.n == 40, "%d grids of 12 ranks, expected 40", p.n);
@@ -151,7 +178,8 @@ static void test_rejects_and_ranking(void) {
         if (i >= p.nfit && p.c[i].legal && p.c[i].fits) legal_first = 0;
     }
     CHECK(sorted && legal_first && p.nfit > 0 && p.nfit < p.n, "ranking: %d of %d runnable", p.nfit, p.n);
-    for (int i = 0; i < p.nfit; i++) CHECK(j12.cfg.n_head % p.c[i].grid[2] == 0 && 48 % p.c[i].grid[1] == 0, "a ranked grid divides the model");
+    for (int i = 0; i < p.nfit; i++)
+        CHECK(j12.cfg.n_head % p.c[i].grid[2] == 0 && 48 % p.c[i].grid[1] == 0, "a ranked grid divides the model");
     ax_plan_free(&p);
     /* memory for about a quarter of the model's one-rank need: the smallest rank count grows */
     ax_plan_estimate(&j, (int[]){1, 1, 1, 1}, &mc, &c);
@@ -175,78 +203,106 @@ static void test_fit_and_files(void) {
     char path[64];
     snprintf(path, sizeof path, "/tmp/axonn_test_plan_%d.json", (int)getpid());
     ax_machine_preset(&m, "alps");
-    m.act_fwd_s = 2e-9; m.act_bwd_s = 5e-9; m.ln_fwd_s = 1e-9; m.ln_bwd_s = 3e-9; m.loss_s = 7e-9; m.overlap_eff = -0.375; m.gemm_bf16_flops = 3e14; m.gemm_bf16_alpha = 4e-6;
+    m.act_fwd_s = 2e-9;
+    m.act_bwd_s = 5e-9;
+    m.ln_fwd_s = 1e-9;
+    m.ln_bwd_s = 3e-9;
+    m.loss_s = 7e-9;
+    m.overlap_eff = -0.375;
+    m.gemm_bf16_flops = 3e14;
+    m.gemm_bf16_alpha = 4e-6;
     m.gemm[m.ngemm++] = (ax_gemm_point){1024, 96, 32, 1, 0, 1, 2.5e13};
     m.attn[m.nattn++] = (ax_attn_point){2048, 128, 1.5e14};
-    /* measured points of the intra-node all-reduce of 4 ranks: a bandwidth that falls beyond 1 MB, as in a CPU's caches */
+    /* measured points of the intra-node all-reduce of 4 ranks: a bandwidth that falls beyond 1 MB, as in a CPU's caches
+     */
     m.fit[m.nfit++] = (ax_coll_fit){AX_COLL_AR, 4, 0, 1e-5, 1e-9, 3, {1e4, 1e6, 4e6}, {2e-5, 5e-4, 4e-3}};
     m.fit[m.nfit++] = (ax_coll_fit){AX_COLL_AG, 2, AX_PLACE_CORE, 1e-6, 1e-10, 0, {0}, {0}};
-    m.cores_per_node = 2; m.core_map = AX_CORES_BLOCK;
+    m.cores_per_node = 2;
+    m.core_map = AX_CORES_BLOCK;
     CHECK(ax_machine_write(&m, path) == 0, "write");
     CHECK(ax_machine_read(&r, path) == 0, "read: %s", ax_err_msg());
     CHECK(r.cores_per_node == 2 && r.core_map == AX_CORES_BLOCK && r.fit[r.nfit - 1].place == AX_PLACE_CORE &&
-          r.fit[r.nfit - 1].group == 2, "cores and a one-core fit round trip: %d cores, map %d, placement %d",
-          r.cores_per_node, r.core_map, r.fit[r.nfit - 1].place);
+              r.fit[r.nfit - 1].group == 2,
+          "cores and a one-core fit round trip: %d cores, map %d, placement %d", r.cores_per_node, r.core_map,
+          r.fit[r.nfit - 1].place);
     const ax_coll_fit *pf = &r.fit[r.nfit - 2];
     CHECK(pf->npt == 3 && pf->pt_bytes[2] == 4e6 && pf->pt_s[1] == 5e-4, "collective points round trip: %d", pf->npt);
     double mid = ax_machine_coll(&r, AX_COLL_AR, 4, 0, 2.5e6), past = ax_machine_coll(&r, AX_COLL_AR, 4, 0, 5e6);
     CHECK(fabs(ax_machine_coll(&r, AX_COLL_AR, 4, 0, 1e6) - 5e-4) < 1e-15 && fabs(mid - 2.25e-3) < 1e-12 &&
-          fabs(past - (4e-3 + 3.5e-3 / 3e6 * 1e6)) < 1e-12 && fabs(ax_machine_coll(&r, AX_COLL_AR, 4, 0, 1e3) - 1.1e-5) < 1e-15,
+              fabs(past - (4e-3 + 3.5e-3 / 3e6 * 1e6)) < 1e-12 &&
+              fabs(ax_machine_coll(&r, AX_COLL_AR, 4, 0, 1e3) - 1.1e-5) < 1e-15,
           "between the points their line, beyond the last its slope, below the first the fit: %g %g", mid, past);
     CHECK(r.ranks_per_node == 4 && r.nfit == m.nfit && fabs(r.gemm_flops / m.gemm_flops - 1) < 1e-5, "round trip");
     CHECK(r.act_fwd_s == m.act_fwd_s && r.act_bwd_s == m.act_bwd_s && r.overlap_eff == m.overlap_eff &&
-          r.ln_fwd_s == m.ln_fwd_s && r.ln_bwd_s == m.ln_bwd_s && r.loss_s == m.loss_s &&
-          fabs(r.gemm_bf16_flops / m.gemm_bf16_flops - 1) < 1e-12 && r.gemm_bf16_alpha == m.gemm_bf16_alpha,
+              r.ln_fwd_s == m.ln_fwd_s && r.ln_bwd_s == m.ln_bwd_s && r.loss_s == m.loss_s &&
+              fabs(r.gemm_bf16_flops / m.gemm_bf16_flops - 1) < 1e-12 && r.gemm_bf16_alpha == m.gemm_bf16_alpha,
           "activation costs and overlap efficiency round trip: %g %g %g", r.act_fwd_s, r.act_bwd_s, r.overlap_eff);
     CHECK(fabs(ax_machine_coll(&r, AX_COLL_AR, 8, 1, 1e6) / ax_machine_coll(&m, AX_COLL_AR, 8, 1, 1e6) - 1) < 1e-5,
           "same collective times after the round trip");
     CHECK(r.ngemm == 1 && fabs(ax_machine_gemm_at(&r, 1024, 96, 32, 1, 0, 1) - 2.0 * 1024 * 96 * 32 / 2.5e13) < 1e-18 &&
-          r.nattn == 1 && fabs(ax_machine_attn_rate(&r, 2048, 128) / 1.5e14 - 1) < 1e-12 &&
-          ax_machine_attn_rate(&r, 2048, 64) == r.attn_flops, "measured shapes round trip: %d GEMMs, %d attention",
-          r.ngemm, r.nattn);
+              r.nattn == 1 && fabs(ax_machine_attn_rate(&r, 2048, 128) / 1.5e14 - 1) < 1e-12 &&
+              ax_machine_attn_rate(&r, 2048, 64) == r.attn_flops,
+          "measured shapes round trip: %d GEMMs, %d attention", r.ngemm, r.nattn);
     FILE *f = fopen(path, "w");
     fprintf(f, "{\"ranks_per_node\": 2, \"memory_per_rank_bytes\": 1e9, \"gemm\": {\"flops\": 1e9}, "
                "\"attention_flops\": 1e9, \"collectives\": []}\n");
     fclose(f);
-    CHECK(ax_machine_read(&r, path) != 0 && strstr(ax_err_msg(), "memory_bandwidth"), "missing field: %s", ax_err_msg());
+    CHECK(ax_machine_read(&r, path) != 0 && strstr(ax_err_msg(), "memory_bandwidth"), "missing field: %s",
+          ax_err_msg());
     f = fopen(path, "w");
-    fprintf(f, "{\"ranks_per_node\": 2, \"memory_per_rank_bytes\": 1e9, \"gemm\": {\"flops\": 1e9}, \"attention_flops\": 1e9, "
-               "\"memory_bandwidth\": 1e9, \"overlap_efficiency\": 1.5, \"collectives\": [{\"op\": \"allreduce\", "
-               "\"group\": 0, \"placement\": \"intra\", \"alpha_s\": 0, \"beta_s_per_byte\": 1e-9}]}\n");
+    fprintf(
+        f,
+        "{\"ranks_per_node\": 2, \"memory_per_rank_bytes\": 1e9, \"gemm\": {\"flops\": 1e9}, \"attention_flops\": 1e9, "
+        "\"memory_bandwidth\": 1e9, \"overlap_efficiency\": 1.5, \"collectives\": [{\"op\": \"allreduce\", "
+        "\"group\": 0, \"placement\": \"intra\", \"alpha_s\": 0, \"beta_s_per_byte\": 1e-9}]}\n");
     fclose(f);
-    CHECK(ax_machine_read(&r, path) != 0 && strstr(ax_err_msg(), "overlap_efficiency"), "bad overlap efficiency: %s", ax_err_msg());
-    f = fopen(path, "w");   /* below -1: overlapping would cost more than the collective it hides */
-    fprintf(f, "{\"ranks_per_node\": 2, \"memory_per_rank_bytes\": 1e9, \"gemm\": {\"flops\": 1e9}, \"attention_flops\": 1e9, "
-               "\"memory_bandwidth\": 1e9, \"overlap_efficiency\": -1.5, \"collectives\": [{\"op\": \"allreduce\", "
-               "\"group\": 0, \"placement\": \"intra\", \"alpha_s\": 0, \"beta_s_per_byte\": 1e-9}]}\n");
+    CHECK(ax_machine_read(&r, path) != 0 && strstr(ax_err_msg(), "overlap_efficiency"), "bad overlap efficiency: %s",
+          ax_err_msg());
+    f = fopen(path, "w"); /* below -1: overlapping would cost more than the collective it hides */
+    fprintf(
+        f,
+        "{\"ranks_per_node\": 2, \"memory_per_rank_bytes\": 1e9, \"gemm\": {\"flops\": 1e9}, \"attention_flops\": 1e9, "
+        "\"memory_bandwidth\": 1e9, \"overlap_efficiency\": -1.5, \"collectives\": [{\"op\": \"allreduce\", "
+        "\"group\": 0, \"placement\": \"intra\", \"alpha_s\": 0, \"beta_s_per_byte\": 1e-9}]}\n");
     fclose(f);
-    CHECK(ax_machine_read(&r, path) != 0 && strstr(ax_err_msg(), "[-1, 1]"), "overlap efficiency -1.5: %s", ax_err_msg());
-    f = fopen(path, "w");   /* a bf16 GEMM fit without its rate */
+    CHECK(ax_machine_read(&r, path) != 0 && strstr(ax_err_msg(), "[-1, 1]"), "overlap efficiency -1.5: %s",
+          ax_err_msg());
+    f = fopen(path, "w"); /* a bf16 GEMM fit without its rate */
     fprintf(f, "{\"ranks_per_node\": 2, \"memory_per_rank_bytes\": 1e9, \"gemm\": {\"flops\": 1e9}, \"gemm_bf16\": "
                "{\"alpha_s\": 1e-6}, \"attention_flops\": 1e9, \"memory_bandwidth\": 1e9, \"collectives\": [{\"op\": "
                "\"allreduce\", \"group\": 0, \"placement\": \"intra\", \"alpha_s\": 0, \"beta_s_per_byte\": 1e-9}]}\n");
     fclose(f);
     CHECK(ax_machine_read(&r, path) != 0 && strstr(ax_err_msg(), "flops") && strstr(ax_err_msg(), "gemm_bf16"),
           "gemm_bf16 without flops: %s", ax_err_msg());
-    static const char *bad[][2] = {   /* a measured shape or attention point that is not one: the field named */
-        {"\"gemm\": {\"flops\": 1e9, \"shapes\": [{\"m\": 4, \"n\": 4, \"k\": 4, \"dtype\": \"fp16\", \"flops\": 1e9}]}", "dtype"},
+    static const char *bad[][2] = {
+        /* a measured shape or attention point that is not one: the field named */
+        {"\"gemm\": {\"flops\": 1e9, \"shapes\": [{\"m\": 4, \"n\": 4, \"k\": 4, \"dtype\": \"fp16\", \"flops\": "
+         "1e9}]}",
+         "dtype"},
         {"\"gemm\": {\"flops\": 1e9, \"shapes\": [{\"m\": 4, \"n\": 4, \"flops\": 1e9}]}", "\"k\""},
         {"\"gemm\": {\"flops\": 1e9, \"shapes\": [{\"m\": 4, \"n\": 4, \"k\": 4}]}", "\"flops\""},
         {"\"gemm\": {\"flops\": 1e9}, \"attention_shapes\": [{\"T\": 64, \"flops\": 1e9}]", "\"hd\""},
-        {"\"gemm\": {\"flops\": 1e9}, \"attention_shapes\": [{\"T\": 0, \"hd\": 64, \"flops\": 1e9}]", "attention_shapes"},
-        {"\"gemm\": {\"flops\": 1e9}", "points\"[1]"},   /* the points of the fit below: bytes not ascending */
+        {"\"gemm\": {\"flops\": 1e9}, \"attention_shapes\": [{\"T\": 0, \"hd\": 64, \"flops\": 1e9}]",
+         "attention_shapes"},
+        {"\"gemm\": {\"flops\": 1e9}", "points\"[1]"}, /* the points of the fit below: bytes not ascending */
     };
-    for (int i = 0; i < 10; i++) {   /* 6 .. 9: a placement, a core map, a fractional and a negative core count */
+    for (int i = 0; i < 10; i++) { /* 6 .. 9: a placement, a core map, a fractional and a negative core count */
         f = fopen(path, "w");
-        fprintf(f, "{\"ranks_per_node\": 2, \"memory_per_rank_bytes\": 1e9, %s, \"attention_flops\": 1e9, "
-                   "\"memory_bandwidth\": 1e9, \"collectives\": [{\"op\": \"allreduce\", \"group\": 0, \"placement\": "
-                   "\"%s\", \"alpha_s\": 0, \"beta_s_per_byte\": 1e-9%s}]%s}\n", i < 6 ? bad[i][0] : "\"gemm\": {\"flops\": 1e9}",
-                i == 6 ? "socket" : "intra", i == 5 ? ", \"points\": [[4096, 1e-5], [4096, 2e-5]]" : "",
-                i == 7 ? ", \"cores_per_node\": 2, \"core_map\": \"scatter\"" : i == 8 ? ", \"cores_per_node\": 2.5"
-                                                                          : i == 9 ? ", \"cores_per_node\": -2" : "");
+        fprintf(f,
+                "{\"ranks_per_node\": 2, \"memory_per_rank_bytes\": 1e9, %s, \"attention_flops\": 1e9, "
+                "\"memory_bandwidth\": 1e9, \"collectives\": [{\"op\": \"allreduce\", \"group\": 0, \"placement\": "
+                "\"%s\", \"alpha_s\": 0, \"beta_s_per_byte\": 1e-9%s}]%s}\n",
+                i < 6 ? bad[i][0] : "\"gemm\": {\"flops\": 1e9}", i == 6 ? "socket" : "intra",
+                i == 5 ? ", \"points\": [[4096, 1e-5], [4096, 2e-5]]" : "",
+                i == 7   ? ", \"cores_per_node\": 2, \"core_map\": \"scatter\""
+                : i == 8 ? ", \"cores_per_node\": 2.5"
+                : i == 9 ? ", \"cores_per_node\": -2"
+                         : "");
         fclose(f);
-        const char *want = i < 6 ? bad[i][1] : i == 6 ? "expected intra, inter or core" : i == 7 ? "\"core_map\": expected"
-                                                                                                   : "\"cores_per_node\" must be";
+        const char *want = i < 6    ? bad[i][1]
+                           : i == 6 ? "expected intra, inter or core"
+                           : i == 7 ? "\"core_map\": expected"
+                                    : "\"cores_per_node\" must be";
         CHECK(ax_machine_read(&r, path) != 0 && strstr(ax_err_msg(), want), "bad entry %d: %s", i, ax_err_msg());
     }
     unlink(path);
@@ -265,9 +321,10 @@ static void test_activation(void) {
         ax_plan_cost bytes, timed;
         mc.act_fwd_s = mc.act_bwd_s = 0;
         ax_plan_estimate(&j, g, &mc, &bytes);
-        mc.act_fwd_s = 3e-9; mc.act_bwd_s = 7e-9;
+        mc.act_fwd_s = 3e-9;
+        mc.act_bwd_s = 7e-9;
         ax_plan_estimate(&j, g, &mc, &timed);
-        double n = 8.0 * 16 * (4 * 32) / 2, L = 2, reruns = rc ? L - 1 : 0;   /* M x F/Y per layer */
+        double n = 8.0 * 16 * (4 * 32) / 2, L = 2, reruns = rc ? L - 1 : 0; /* M x F/Y per layer */
         double want = L * n * (3e-9 + 7e-9 - 5 * 4 / mc.mem_bw) + reruns * n * (3e-9 - 2 * 4 / mc.mem_bw);
         CHECK(fabs(timed.elem_s - bytes.elem_s - want) < 1e-12 * bytes.elem_s + 1e-15,
               "recompute %d: activation changes elementwise by %g, expected %g", rc, timed.elem_s - bytes.elem_s, want);
@@ -289,7 +346,8 @@ static void test_row_kernels(void) {
         j.recompute = rc;
         ax_plan_cost bytes, ln, loss;
         ax_plan_estimate(&j, g, &mc, &bytes);
-        mc.ln_fwd_s = f; mc.ln_bwd_s = b;
+        mc.ln_fwd_s = f;
+        mc.ln_bwd_s = b;
         ax_plan_estimate(&j, g, &mc, &ln);
         mc.loss_s = x;
         ax_plan_estimate(&j, g, &mc, &loss);
@@ -312,7 +370,8 @@ static void test_gemm_dtype(void) {
     ax_plan_job j = small_job();
     int g[4] = {1, 2, 1, 2};
     ax_plan_cost f32, b16, b16_none;
-    mc.gemm_bf16_flops = 4e9; mc.gemm_bf16_alpha = 0;
+    mc.gemm_bf16_flops = 4e9;
+    mc.gemm_bf16_alpha = 0;
     ax_plan_estimate(&j, g, &mc, &f32);
     j.act_bytes = 2;
     ax_plan_estimate(&j, g, &mc, &b16);
@@ -329,10 +388,18 @@ static void test_flops(void) {
     double l = 12, h = 768, s = 1024, V = 50257, B = 8;
     double model = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * h * l));
     double hw = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * h * l));
-    CHECK(fabs(ax_model_flops(&g2, 8, 1024) / model - 1) < 1e-12, "GPT-2 model FLOPs %g, closed form %g", ax_model_flops(&g2, 8, 1024), model);
-    CHECK(fabs(ax_hardware_flops(&g2, 8, 1024) / hw - 1) < 1e-12, "GPT-2 hardware FLOPs %g, closed form %g", ax_hardware_flops(&g2, 8, 1024), hw);
-    ax_gpt_config ll = {.n_layer = 2, .n_head = 8, .n_kv_head = 2, .n_embd = 64, .n_inner = 96, .block_size = 32,
-                        .vocab_size = 100, .arch = AX_ARCH_LLAMA};
+    CHECK(fabs(ax_model_flops(&g2, 8, 1024) / model - 1) < 1e-12, "GPT-2 model FLOPs %g, closed form %g",
+          ax_model_flops(&g2, 8, 1024), model);
+    CHECK(fabs(ax_hardware_flops(&g2, 8, 1024) / hw - 1) < 1e-12, "GPT-2 hardware FLOPs %g, closed form %g",
+          ax_hardware_flops(&g2, 8, 1024), hw);
+    ax_gpt_config ll = {.n_layer = 2,
+                        .n_head = 8,
+                        .n_kv_head = 2,
+                        .n_embd = 64,
+                        .n_inner = 96,
+                        .block_size = 32,
+                        .vocab_size = 100,
+                        .arch = AX_ARCH_LLAMA};
     /* per token per layer: q 64x64, k and v 64x16 each, o 64x64, gate/up/down 64x96 each */
     double w = 64 * 64 + 2 * 64 * 16 + 64 * 64 + 3 * 64 * 96, fwd = 2 * (2 * w + 4 * 32 * 64) + 2 * 100 * 64;
     CHECK(fabs(ax_model_flops(&ll, 3, 32) / (3 * 3 * 32 * fwd) - 1) < 1e-12, "Llama model FLOPs %g, by hand %g",
@@ -357,33 +424,37 @@ static void test_overlap(void) {
         j.ov_flags = sets[k];
         ax_plan_estimate(&j, g, &mc, &c);
         CHECK(c.hidden_s > 0 && c.hidden_s <= fmin(c.comm_total_s, c.compute_s) &&
-              fabs(c.exposed_s - (c.comm_total_s - c.hidden_s)) < 1e-12 && c.comm_total_s == none.comm_total_s,
+                  fabs(c.exposed_s - (c.comm_total_s - c.hidden_s)) < 1e-12 && c.comm_total_s == none.comm_total_s,
               "overlap %d: hidden %g of %g (compute %g), exposed %g", sets[k], c.hidden_s, c.comm_total_s, c.compute_s,
               c.exposed_s);
         if (sets[k] == 15) {
             CHECK(c.hidden_s >= prev, "all hides less (%g) than dp alone (%g)", c.hidden_s, prev);
-            ax_plan_cost h;   /* a machine whose overlaps hide a quarter of what they could */
+            ax_plan_cost h; /* a machine whose overlaps hide a quarter of what they could */
             mc.overlap_eff = 0.25;
             ax_plan_estimate(&j, g, &mc, &h);
             mc.overlap_eff = 1;
-            CHECK(fabs(h.hidden_s - 0.25 * c.hidden_s) < 1e-15 && fabs(h.step_s - (c.step_s + 0.75 * c.hidden_s)) < 1e-12,
-                  "overlap efficiency 0.25: hidden %g of %g, step %g of %g", h.hidden_s, c.hidden_s, h.step_s, c.step_s);
-            mc.overlap_eff = -0.25;   /* overlapping costs a quarter of the windows on top (cores that copy and compute) */
+            CHECK(
+                fabs(h.hidden_s - 0.25 * c.hidden_s) < 1e-15 && fabs(h.step_s - (c.step_s + 0.75 * c.hidden_s)) < 1e-12,
+                "overlap efficiency 0.25: hidden %g of %g, step %g of %g", h.hidden_s, c.hidden_s, h.step_s, c.step_s);
+            mc.overlap_eff =
+                -0.25; /* overlapping costs a quarter of the windows on top (cores that copy and compute) */
             ax_plan_estimate(&j, g, &mc, &h);
             mc.overlap_eff = 1;
             CHECK(fabs(h.exposed_s / (c.comm_total_s + 0.25 * c.hidden_s) - 1) < 1e-12 &&
-                  fabs(h.step_s / (c.step_s + 1.25 * c.hidden_s) - 1) < 1e-12,
-                  "overlap efficiency -0.25: exposed %g of %g, step %g of %g", h.exposed_s, c.comm_total_s, h.step_s, c.step_s);
+                      fabs(h.step_s / (c.step_s + 1.25 * c.hidden_s) - 1) < 1e-12,
+                  "overlap efficiency -0.25: exposed %g of %g, step %g of %g", h.exposed_s, c.comm_total_s, h.step_s,
+                  c.step_s);
         }
         prev = c.hidden_s;
     }
     j.keep_gathered = 1;
     ax_plan_estimate(&j, g, &mc, &c);
-    double wz = 0;   /* the FC weights' gather per layer and micro-batch, in bytes: one of the two fewer */
-    int64_t C = 32, blk[4] = {3 * C * C / 2, C * C / 2, 4 * C * C / 2, 4 * C * C / 2};   /* / Y */
+    double wz = 0; /* the FC weights' gather per layer and micro-batch, in bytes: one of the two fewer */
+    int64_t C = 32, blk[4] = {3 * C * C / 2, C * C / 2, 4 * C * C / 2, 4 * C * C / 2}; /* / Y */
     for (int i = 0; i < 4; i++) wz += 0.5 * blk[i] * 4;
     CHECK(fabs(none.comm_bytes[AX_PG_Z] - c.comm_bytes[AX_PG_Z] - 2 * wz) < 1e-6,
-          "kept gathers: Z bytes %g, expected %g fewer than %g", c.comm_bytes[AX_PG_Z], 2 * wz, none.comm_bytes[AX_PG_Z]);
+          "kept gathers: Z bytes %g, expected %g fewer than %g", c.comm_bytes[AX_PG_Z], 2 * wz,
+          none.comm_bytes[AX_PG_Z]);
 }
 
 /* The GEMMs the planner charges are the ones the code runs: on each grid the
@@ -398,7 +469,8 @@ static void test_gemm_shapes(void) {
         const int *g = grids[gi];
         ax_gemm_point got[64], want[15];
         int n = ax_plan_gemm_shapes(&j, g, got, 0, 64);
-        ax_grid fg; ax_gpt m;
+        ax_grid fg;
+        ax_gpt m;
         fake_grid(&fg, g);
         CHECK(ax_gpt_init(&m, &j.cfg, &fg) == 0, "init: %s", ax_err_msg());
         const ax_linear *lin[] = {&m.qkv, &m.proj, &m.fc, &m.fcproj, &m.lmhead};
@@ -433,16 +505,17 @@ static void test_gemm_shapes(void) {
     ax_plan_estimate(&j, g, &mc, &fit);
     ax_gemm_point s[64];
     int n = ax_plan_gemm_shapes(&j, g, s, 0, 64);
-    ax_gemm_point p = s[0];   /* the first FC's forward, L layers of it per step */
+    ax_gemm_point p = s[0]; /* the first FC's forward, L layers of it per step */
     p.flops = 0.5e9;
     mc.gemm[mc.ngemm++] = p;
-    p.ta = 1; p.tb = 0;       /* another layout of the same sizes: not the model's, so never charged */
+    p.ta = 1;
+    p.tb = 0; /* another layout of the same sizes: not the model's, so never charged */
     mc.gemm[mc.ngemm++] = p;
     ax_plan_estimate(&j, g, &mc, &meas);
     double f = 2.0 * s[0].m * s[0].n * s[0].k, want = fit.gemm_s + j.cfg.n_layer * (f / 0.5e9 - f / 1e9);
     CHECK(n > 3 && fabs(meas.gemm_s - want) < 1e-12 * want, "GEMM seconds with one measured shape %g, expected %g",
           meas.gemm_s, want);
-    mc.attn[mc.nattn++] = (ax_attn_point){j.seq, 7, 1e6};        /* another head size: not taken */
+    mc.attn[mc.nattn++] = (ax_attn_point){j.seq, 7, 1e6}; /* another head size: not taken */
     mc.attn[mc.nattn++] = (ax_attn_point){j.seq, j.cfg.n_embd / j.cfg.n_head, 0.25e9};
     ax_plan_estimate(&j, g, &mc, &attn);
     CHECK(fit.attn_s > 0 && fabs(attn.attn_s - 4 * fit.attn_s) < 1e-12 * attn.attn_s,
@@ -457,10 +530,10 @@ static void test_gemm_shapes(void) {
 static void test_hot_share(void) {
     long l2 = 2 << 20;
     ax_gemm_point a = {256, 256, 128, 0, 1, 0, 0}, b = {512, 512, 256, 0, 1, 0, 0};
-    ax_gemm_point mid = {256, 256, 256, 0, 1, 0, 0};   /* 3 x 256 KiB: 1.5 MiB for two, halfway */
+    ax_gemm_point mid = {256, 256, 256, 0, 1, 0, 0}; /* 3 x 256 KiB: 1.5 MiB for two, halfway */
     ax_gemm_point mid16 = mid;
-    mid16.bf16 = 1;                                     /* A and B half the bytes: 1 MiB for two, hot */
-    double got[6] = {ax_gemm_hot_share(&a, 2, l2), ax_gemm_hot_share(&b, 2, l2), ax_gemm_hot_share(&mid, 2, l2),
+    mid16.bf16 = 1; /* A and B half the bytes: 1 MiB for two, hot */
+    double got[6] = {ax_gemm_hot_share(&a, 2, l2),     ax_gemm_hot_share(&b, 2, l2), ax_gemm_hot_share(&mid, 2, l2),
                      ax_gemm_hot_share(&mid16, 2, l2), ax_gemm_hot_share(&a, 4, l2), ax_gemm_hot_share(&a, 2, 0)};
     double want[6] = {1, 0, 0.5, 1, 0, 0};
     for (int i = 0; i < 6; i++) CHECK(got[i] == want[i], "hot share %d: %g, expected %g", i, got[i], want[i]);
@@ -474,23 +547,32 @@ static void test_hot_share(void) {
 static void test_placement(void) {
     ax_machine m;
     unit_machine(&m);
-    m.ranks_per_node = 8; m.cores_per_node = 2; m.core_map = AX_CORES_ROUND_ROBIN;
-    int rr[][4] = {{2, 4, 8, AX_PLACE_CORE}, {1, 4, 8, AX_PLACE_INTRA}, {4, 2, 8, AX_PLACE_CORE}, {1, 2, 8, AX_PLACE_INTRA},
-                   {1, 16, 16, AX_PLACE_INTER}, {2, 2, 16, AX_PLACE_CORE}, {8, 2, 16, AX_PLACE_INTER}};
+    m.ranks_per_node = 8;
+    m.cores_per_node = 2;
+    m.core_map = AX_CORES_ROUND_ROBIN;
+    int rr[][4] = {{2, 4, 8, AX_PLACE_CORE},  {1, 4, 8, AX_PLACE_INTRA},   {4, 2, 8, AX_PLACE_CORE},
+                   {1, 2, 8, AX_PLACE_INTRA}, {1, 16, 16, AX_PLACE_INTER}, {2, 2, 16, AX_PLACE_CORE},
+                   {8, 2, 16, AX_PLACE_INTER}};
     for (int i = 0; i < 7; i++)
-        CHECK(ax_machine_place(&m, rr[i][0], rr[i][1], rr[i][2]) == rr[i][3], "round robin: stride %d, %d of %d ranks: %d",
-              rr[i][0], rr[i][1], rr[i][2], ax_machine_place(&m, rr[i][0], rr[i][1], rr[i][2]));
+        CHECK(ax_machine_place(&m, rr[i][0], rr[i][1], rr[i][2]) == rr[i][3],
+              "round robin: stride %d, %d of %d ranks: %d", rr[i][0], rr[i][1], rr[i][2],
+              ax_machine_place(&m, rr[i][0], rr[i][1], rr[i][2]));
     m.core_map = AX_CORES_BLOCK;
-    int bl[][4] = {{1, 4, 8, AX_PLACE_CORE}, {1, 2, 8, AX_PLACE_CORE}, {2, 2, 8, AX_PLACE_CORE}, {2, 4, 8, AX_PLACE_INTRA},
+    int bl[][4] = {{1, 4, 8, AX_PLACE_CORE},
+                   {1, 2, 8, AX_PLACE_CORE},
+                   {2, 2, 8, AX_PLACE_CORE},
+                   {2, 4, 8, AX_PLACE_INTRA},
                    {1, 8, 8, AX_PLACE_INTRA}};
     for (int i = 0; i < 5; i++)
         CHECK(ax_machine_place(&m, bl[i][0], bl[i][1], bl[i][2]) == bl[i][3], "blocks: stride %d, %d of %d ranks: %d",
               bl[i][0], bl[i][1], bl[i][2], ax_machine_place(&m, bl[i][0], bl[i][1], bl[i][2]));
     m.core_map = AX_CORES_UNKNOWN;
     CHECK(ax_machine_place(&m, 2, 4, 8) == AX_PLACE_INTRA, "an unknown core map: no group on one core");
-    m.core_map = AX_CORES_ROUND_ROBIN; m.cores_per_node = 8;
+    m.core_map = AX_CORES_ROUND_ROBIN;
+    m.cores_per_node = 8;
     CHECK(ax_machine_place(&m, 2, 4, 8) == AX_PLACE_INTRA, "a core for every rank: no group shares one");
-    /* the unit machine's fits (beta 1 s a byte, any group size) are intra-node; one core's at 0.25, across nodes at 4 */
+    /* the unit machine's fits (beta 1 s a byte, any group size) are intra-node; one core's at 0.25, across nodes at 4
+     */
     m.cores_per_node = 2;
     m.nfit = 0;
     for (int op = 0; op < AX_COLL_N; op++) {
@@ -499,17 +581,19 @@ static void test_placement(void) {
     }
     CHECK(ax_machine_coll(&m, AX_COLL_AR, 4, AX_PLACE_CORE, 8) == 8, "one core without its fit: within a node's");
     ax_plan_job j = small_job();
-    int g[4] = {1, 1, 2, 4};   /* Z: stride 2, 4 ranks, all on core 0 or 1; Y: stride 1, across both */
+    int g[4] = {1, 1, 2, 4}; /* Z: stride 2, 4 ranks, all on core 0 or 1; Y: stride 1, across both */
     ax_plan_cost intra, core;
     ax_plan_estimate(&j, g, &m, &intra);
     for (int op = 0; op < AX_COLL_N; op++) m.fit[m.nfit++] = (ax_coll_fit){op, 0, AX_PLACE_CORE, 0, 0.25};
-    CHECK(ax_machine_coll(&m, AX_COLL_AR, 4, AX_PLACE_CORE, 8) == 2 && ax_machine_coll(&m, AX_COLL_AR, 4, AX_PLACE_INTRA, 8) == 8,
+    CHECK(ax_machine_coll(&m, AX_COLL_AR, 4, AX_PLACE_CORE, 8) == 2 &&
+              ax_machine_coll(&m, AX_COLL_AR, 4, AX_PLACE_INTRA, 8) == 8,
           "each placement its own fit");
     ax_plan_estimate(&j, g, &m, &core);
     CHECK(core.place[AX_PG_Z] == AX_PLACE_CORE && core.place[AX_PG_Y] == AX_PLACE_INTRA && intra.comm_s[AX_PG_Z] > 0 &&
-          fabs(core.comm_s[AX_PG_Z] - 0.25 * intra.comm_s[AX_PG_Z]) < 1e-12 * intra.comm_s[AX_PG_Z] &&
-          core.comm_s[AX_PG_Y] == intra.comm_s[AX_PG_Y], "1,1,2,4: Z on one core charged %g, expected %g; Y %g and %g",
-          core.comm_s[AX_PG_Z], 0.25 * intra.comm_s[AX_PG_Z], core.comm_s[AX_PG_Y], intra.comm_s[AX_PG_Y]);
+              fabs(core.comm_s[AX_PG_Z] - 0.25 * intra.comm_s[AX_PG_Z]) < 1e-12 * intra.comm_s[AX_PG_Z] &&
+              core.comm_s[AX_PG_Y] == intra.comm_s[AX_PG_Y],
+          "1,1,2,4: Z on one core charged %g, expected %g; Y %g and %g", core.comm_s[AX_PG_Z],
+          0.25 * intra.comm_s[AX_PG_Z], core.comm_s[AX_PG_Y], intra.comm_s[AX_PG_Y]);
 }
 
 /* The calibration's timer: a call lasts from the first rank's start to the last
@@ -522,13 +606,14 @@ static void sleep_on_rank0(void *p) {
 
 static void test_time_all(void) {
     int r, W;
-    MPI_Comm_rank(MPI_COMM_WORLD, &r); MPI_Comm_size(MPI_COMM_WORLD, &W);
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    MPI_Comm_size(MPI_COMM_WORLD, &W);
     double t = ax_time_all(sleep_on_rank0, &r, 0.05, MPI_COMM_WORLD), lo = t, hi = t;
     MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     /* 4 ms is a floor (nanosleep never returns early); 40 ms an upper bound far above the barrier's cost */
-    CHECK(t >= 4e-3 && t < 4e-2 && lo == hi, "rank %d of %d: %.3f ms a call (ranks %.3f..%.3f)", r, W, t * 1e3, lo * 1e3,
-          hi * 1e3);
+    CHECK(t >= 4e-3 && t < 4e-2 && lo == hi, "rank %d of %d: %.3f ms a call (ranks %.3f..%.3f)", r, W, t * 1e3,
+          lo * 1e3, hi * 1e3);
 }
 
 /* The median that bench's step and every calibration trial report: one burst
@@ -550,10 +635,14 @@ static void test_time_sets(void) {
     int calls[SETS] = {0};
     ax_time_sets(count_call, calls, sizeof calls[0], SETS, 0.01, MPI_COMM_WORLD);
     int lo = calls[0], hi = calls[0];
-    for (int i = 1; i < SETS; i++) { lo = calls[i] < lo ? calls[i] : lo; hi = calls[i] > hi ? calls[i] : hi; }
+    for (int i = 1; i < SETS; i++) {
+        lo = calls[i] < lo ? calls[i] : lo;
+        hi = calls[i] > hi ? calls[i] : hi;
+    }
     CHECK(lo >= 1 && hi - lo <= 1, "calls per operand set %d..%d over %d sets", lo, hi, SETS);
     /* how many sets a span holds: its bytes over a set's, within [1, max] */
-    CHECK(ax_operand_sets(100, 30, 64) == 3 && ax_operand_sets(10, 30, 64) == 1 && ax_operand_sets(1 << 20, 1, 64) == 64,
+    CHECK(ax_operand_sets(100, 30, 64) == 3 && ax_operand_sets(10, 30, 64) == 1 &&
+              ax_operand_sets(1 << 20, 1, 64) == 64,
           "ax_operand_sets: %d %d %d, expected 3 1 64", ax_operand_sets(100, 30, 64), ax_operand_sets(10, 30, 64),
           ax_operand_sets(1 << 20, 1, 64));
 }

@@ -25,7 +25,8 @@ static void write_raw(const char *path, uint64_t hlen, const char *header, const
 }
 
 static void write_st(const char *name, const char *header, size_t dlen) {
-    char path[256]; tmp_path(path, sizeof path, name);
+    char path[256];
+    tmp_path(path, sizeof path, name);
     static const unsigned char zeros[64];
     write_raw(path, strlen(header), header, zeros, dlen);
 }
@@ -34,12 +35,14 @@ static void write_st(const char *name, const char *header, size_t dlen) {
 static void check_msg(const char *label, int rc, const char *want) {
     const char *m = ax_err_msg();
     CHECK(rc != 0, "%s: expected failure", label);
-    CHECK(rc == 0 || (strcmp(m, "unknown error") != 0 && strstr(m, want)), "%s: message '%s' lacks '%s'", label, m, want);
+    CHECK(rc == 0 || (strcmp(m, "unknown error") != 0 && strstr(m, want)), "%s: message '%s' lacks '%s'", label, m,
+          want);
     printf("  %-22s -> %s\n", label, rc ? m : "(no error!)");
 }
 
 static void expect_open_fail(const char *label, const char *name, const char *want) {
-    char path[256]; tmp_path(path, sizeof path, name);
+    char path[256];
+    tmp_path(path, sizeof path, name);
     ax_st_file f;
     ax_err_clear();
     int rc = ax_st_open(&f, path);
@@ -49,7 +52,8 @@ static void expect_open_fail(const char *label, const char *name, const char *wa
 }
 
 static void test_reference(void) {
-    char path[512]; snprintf(path, sizeof path, "%s/st_ref.safetensors", ax_t_data());
+    char path[512];
+    snprintf(path, sizeof path, "%s/st_ref.safetensors", ax_t_data());
     ax_st_file f;
     int rc = ax_st_open(&f, path);
     CHECK(rc == 0, "open %s: %s", path, ax_err_msg());
@@ -60,9 +64,13 @@ static void test_reference(void) {
     CHECK(ax_st_meta(&f, "nope") == NULL, "absent metadata");
     CHECK(ax_st_find(&f, "zz") == NULL, "absent tensor");
 
-    const ax_st_tensor *a = ax_st_find(&f, "a"), *b = ax_st_find(&f, "b"), *c = ax_st_find(&f, "c"), *d = ax_st_find(&f, "d");
+    const ax_st_tensor *a = ax_st_find(&f, "a"), *b = ax_st_find(&f, "b"), *c = ax_st_find(&f, "c"),
+                       *d = ax_st_find(&f, "d");
     CHECK(a && b && c && d, "tensors present");
-    if (!(a && b && c && d)) { ax_st_close(&f); return; }
+    if (!(a && b && c && d)) {
+        ax_st_close(&f);
+        return;
+    }
 
     int64_t sa[2] = {2, 3}, sb[1] = {4}, sc[1] = {3}, sd[2] = {2, 2};
     CHECK(ax_st_expect(&f, a, AX_ST_F32, 2, sa) == 0, "a: %s", ax_err_msg());
@@ -75,12 +83,13 @@ static void test_reference(void) {
     CHECK(ax_st_read_f32(&f, a, va, 6) == 0, "read a: %s", ax_err_msg());
     for (int i = 0; i < 6; i++) CHECK(va[i] == 0.5f * i, "a[%d]=%g", i, va[i]);
     CHECK(ax_st_read_f32(&f, b, vb, 4) == 0, "read b: %s", ax_err_msg());
-    const float eb[4] = {1.0f, -2.5f, 65504.0f, ldexpf(1.0f, -24)};   /* 6e-08 -> smallest subnormal */
+    const float eb[4] = {1.0f, -2.5f, 65504.0f, ldexpf(1.0f, -24)}; /* 6e-08 -> smallest subnormal */
     for (int i = 0; i < 4; i++) CHECK(vb[i] == eb[i], "b[%d]=%.9g want %.9g", i, vb[i], eb[i]);
     CHECK(ax_st_read_f32(&f, c, vc, 3) == 0, "read c: %s", ax_err_msg());
     const float ec[3] = {1.0f, -3.0f, 0.15625f};
     for (int i = 0; i < 3; i++) CHECK(vc[i] == ec[i], "c[%d]=%g", i, vc[i]);
-    int32_t vd[4]; memcpy(vd, ax_st_data(&f, d), sizeof vd);
+    int32_t vd[4];
+    memcpy(vd, ax_st_data(&f, d), sizeof vd);
     const int32_t ed[4] = {1, 2, 3, -4};
     for (int i = 0; i < 4; i++) CHECK(vd[i] == ed[i], "d[%d]=%d", i, vd[i]);
 
@@ -102,8 +111,9 @@ static void test_f16_special(void) {
     const uint16_t h[5] = {0x7c00, 0x8000, 0x7e00, 0x03ff, 0x0400};
     char hdr[128];
     snprintf(hdr, sizeof hdr, "{\"h\":{\"dtype\":\"F16\",\"shape\":[5],\"data_offsets\":[0,10]}}");
-    char path[256]; tmp_path(path, sizeof path, "f16.safetensors");
-    write_raw(path, strlen(hdr), hdr, h, sizeof h);   /* host is little-endian */
+    char path[256];
+    tmp_path(path, sizeof path, "f16.safetensors");
+    write_raw(path, strlen(hdr), hdr, h, sizeof h); /* host is little-endian */
     ax_st_file f;
     CHECK(ax_st_open(&f, path) == 0, "%s", ax_err_msg());
     float v[5];
@@ -126,7 +136,7 @@ static void write_roundtrip(const char *path) {
     int64_t sw[2] = {3, 4}, se[2] = {0, 5}, si[1] = {5};
     ax_st_writer_meta(&w, "step", "41");
     ax_st_writer_meta(&w, "note", "round \"trip\"");
-    ax_st_writer_meta(&w, "step", "42");   /* replaces */
+    ax_st_writer_meta(&w, "step", "42"); /* replaces */
     ax_st_writer_declare(&w, "w", AX_ST_F32, 2, sw);
     ax_st_writer_declare(&w, "empty", AX_ST_F32, 2, se);
     ax_st_writer_declare(&w, "i", AX_ST_I32, 1, si);
@@ -141,7 +151,8 @@ static void write_roundtrip(const char *path) {
 }
 
 static void test_roundtrip(void) {
-    char path[256]; tmp_path(path, sizeof path, "rt.safetensors");
+    char path[256];
+    tmp_path(path, sizeof path, "rt.safetensors");
     write_roundtrip(path);
     ax_st_file f;
     int rc = ax_st_open(&f, path);
@@ -149,8 +160,9 @@ static void test_roundtrip(void) {
     if (rc) return;
     CHECK(f.data_start % 8 == 0, "header not padded: data_start=%zu", f.data_start);
     CHECK(f.n == 4, "n=%d", f.n);
-    CHECK(f.n == 4 && strcmp(f.t[0].name, "w") == 0 && strcmp(f.t[1].name, "empty") == 0
-          && strcmp(f.t[2].name, "i") == 0 && strcmp(f.t[3].name, "scalar") == 0, "declaration order lost");
+    CHECK(f.n == 4 && strcmp(f.t[0].name, "w") == 0 && strcmp(f.t[1].name, "empty") == 0 &&
+              strcmp(f.t[2].name, "i") == 0 && strcmp(f.t[3].name, "scalar") == 0,
+          "declaration order lost");
     CHECK(f.map_len == f.data_start + sizeof rt_w + sizeof rt_i + sizeof rt_s, "file size %zu", f.map_len);
     const char *step = ax_st_meta(&f, "step"), *note = ax_st_meta(&f, "note");
     CHECK(f.n_meta == 2 && step && strcmp(step, "42") == 0 && note && strcmp(note, "round \"trip\"") == 0, "metadata");
@@ -184,9 +196,15 @@ static void test_roundtrip(void) {
 
 /* Copies the round-trip file minus its last `cut` bytes. */
 static void write_truncated(const char *name, size_t cut) {
-    char src[256], dst[256]; tmp_path(src, sizeof src, "rt.safetensors"); tmp_path(dst, sizeof dst, name);
-    char *data; size_t len;
-    if (ax_read_file(src, &data, &len) != 0) { CHECK(0, "%s", ax_err_msg()); return; }
+    char src[256], dst[256];
+    tmp_path(src, sizeof src, "rt.safetensors");
+    tmp_path(dst, sizeof dst, name);
+    char *data;
+    size_t len;
+    if (ax_read_file(src, &data, &len) != 0) {
+        CHECK(0, "%s", ax_err_msg());
+        return;
+    }
     FILE *fp = fopen(dst, "wb");
     fwrite(data, 1, len - cut, fp);
     fclose(fp);
@@ -195,8 +213,11 @@ static void write_truncated(const char *name, size_t cut) {
 
 static void test_bad_inputs(void) {
     printf("bad inputs (each must fail with a message):\n");
-    char path[256]; tmp_path(path, sizeof path, "three.safetensors");
-    FILE *fp = fopen(path, "wb"); fwrite("abc", 1, 3, fp); fclose(fp);
+    char path[256];
+    tmp_path(path, sizeof path, "three.safetensors");
+    FILE *fp = fopen(path, "wb");
+    fwrite("abc", 1, 3, fp);
+    fclose(fp);
     expect_open_fail("3-byte file", "three.safetensors", "at least");
     expect_open_fail("missing file", "no_such.safetensors", "cannot open");
     tmp_path(path, sizeof path, "biglen.safetensors");
@@ -212,8 +233,10 @@ static void test_bad_inputs(void) {
     expect_open_fail("header not object", "notobj.safetensors", "object");
     write_st("entry.safetensors", "{\"a\":[1]}", 0);
     expect_open_fail("entry not object", "entry.safetensors", "'a'");
-    write_st("dup.safetensors", "{\"a\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[0,4]},"
-                                "\"a\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[4,8]}}", 8);
+    write_st("dup.safetensors",
+             "{\"a\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[0,4]},"
+             "\"a\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[4,8]}}",
+             8);
     expect_open_fail("duplicate name", "dup.safetensors", "duplicate");
     write_st("dtype.safetensors", "{\"a\":{\"dtype\":\"F99\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4);
     expect_open_fail("unknown dtype", "dtype.safetensors", "F99");
@@ -229,15 +252,19 @@ static void test_bad_inputs(void) {
     expect_open_fail("data_offsets reversed", "revofs.safetensors", "data_offsets");
     write_st("size.safetensors", "{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,12]}}", 12);
     expect_open_fail("shape/size mismatch", "size.safetensors", "needs 16 bytes");
-    write_st("ovf.safetensors", "{\"a\":{\"dtype\":\"F64\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,0]}}", 0);
+    write_st("ovf.safetensors", "{\"a\":{\"dtype\":\"F64\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,0]}}",
+             0);
     expect_open_fail("numel overflow", "ovf.safetensors", "too large");
-    write_st("overlap.safetensors", "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-                                    "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12);
+    write_st("overlap.safetensors",
+             "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+             "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
+             12);
     expect_open_fail("overlapping offsets", "overlap.safetensors", "overlap");
     write_st("meta.safetensors", "{\"__metadata__\":{\"k\":1}}", 0);
     expect_open_fail("metadata not string", "meta.safetensors", "__metadata__");
     write_truncated("trunc.safetensors", 4);
-    expect_open_fail("truncated data", "trunc.safetensors", "truncated: tensor 'scalar' needs bytes up to 72, data section has 68");
+    expect_open_fail("truncated data", "trunc.safetensors",
+                     "truncated: tensor 'scalar' needs bytes up to 72, data section has 68");
 }
 
 static void test_writer_misuse(void) {
@@ -263,7 +290,7 @@ static void test_writer_misuse(void) {
     ax_err_clear();
     check_msg("commit with unwritten", ax_st_writer_commit(&w), "'y'");
     CHECK(!ax_file_exists(path) && !ax_file_exists(tmp), "failed commit left a file");
-    ax_st_writer_abort(&w);   /* harmless after commit */
+    ax_st_writer_abort(&w); /* harmless after commit */
 
     CHECK(ax_st_writer_init(&w, path) == 0, "%s", ax_err_msg());
     ax_st_writer_declare(&w, "x", AX_ST_F32, 1, s);
@@ -286,9 +313,9 @@ static void test_writer_misuse(void) {
 }
 
 static void cleanup(void) {
-    static const char *names[] = {"f16", "rt", "meta_only", "three", "biglen", "hugelen", "badjson", "notobj", "entry",
-                                  "dup", "dtype", "negshape", "fshape", "ndim", "noofs", "revofs", "size", "ovf",
-                                  "overlap", "meta", "trunc"};
+    static const char *names[] = {"f16",    "rt",     "meta_only", "three", "biglen",   "hugelen", "badjson",
+                                  "notobj", "entry",  "dup",       "dtype", "negshape", "fshape",  "ndim",
+                                  "noofs",  "revofs", "size",      "ovf",   "overlap",  "meta",    "trunc"};
     char path[256];
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         snprintf(path, sizeof path, "%s/%s.safetensors", tmpdir, names[i]);
@@ -300,7 +327,10 @@ static void cleanup(void) {
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ax_st_XXXXXX");
-    if (!mkdtemp(tmpdir)) { perror("mkdtemp"); MPI_Abort(MPI_COMM_WORLD, 1); }
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     test_reference();
     test_f16_special();
     test_roundtrip();

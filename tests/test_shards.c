@@ -26,7 +26,10 @@ static long file_size(const char *path) {
 static int32_t header_int(const char *path, int i) {
     FILE *f = fopen(path, "rb");
     unsigned char b[4] = {0};
-    if (f) { if (fseek(f, 4L * i, SEEK_SET) != 0 || fread(b, 1, 4, f) != 4) memset(b, 0, 4); fclose(f); }
+    if (f) {
+        if (fseek(f, 4L * i, SEEK_SET) != 0 || fread(b, 1, 4, f) != 4) memset(b, 0, 4);
+        fclose(f);
+    }
     return (int32_t)((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24);
 }
 
@@ -99,15 +102,16 @@ static void write_tagged(const char *name, int k, int n) {
 }
 
 static int seq_is(const int32_t *out, int T, int k, int first) {
-    for (int j = 0; j <= T; j++) if (out[j] != k * 1000 + first + j) return 0;
+    for (int j = 0; j <= T; j++)
+        if (out[j] != k * 1000 + first + j) return 0;
     return 1;
 }
 
 static void test_glob(void) {
     /* written out of order to check that the glob is sorted */
-    write_tagged("g_002.bin", 2, 5);     /* T=4: 1 sequence */
-    write_tagged("g_000.bin", 0, 11);    /* T=4: 2 sequences, tokens 9, 10 dropped */
-    write_tagged("g_001.bin", 1, 9);     /* T=4: exactly 2 sequences */
+    write_tagged("g_002.bin", 2, 5);  /* T=4: 1 sequence */
+    write_tagged("g_000.bin", 0, 11); /* T=4: 2 sequences, tokens 9, 10 dropped */
+    write_tagged("g_001.bin", 1, 9);  /* T=4: exactly 2 sequences */
     ax_shardset *s = NULL;
     CHECK(ax_shards_open(&s, at("g_*.bin"), 3000) == 0, "open glob: %s", ax_err_msg());
     if (!s) return;
@@ -122,8 +126,8 @@ static void test_glob(void) {
     const int want[5][2] = {{0, 0}, {0, 4}, {1, 0}, {1, 4}, {2, 0}};
     for (int i = 0; i < 5; i++) {
         ax_shards_seq(s, 4, i, 0, out);
-        CHECK(seq_is(out, 4, want[i][0], want[i][1]), "seq %d starts %d, expected shard %d from %d",
-              i, out[0], want[i][0], want[i][1]);
+        CHECK(seq_is(out, 4, want[i][0], want[i][1]), "seq %d starts %d, expected shard %d from %d", i, out[0],
+              want[i][0], want[i][1]);
     }
     /* the boundary token is shared: last of sequence 0 is first of sequence 1 */
     int32_t a[5], b[5];
@@ -133,7 +137,10 @@ static void test_glob(void) {
     ax_shards_close(s);
 
     CHECK(ax_shards_open(&s, at("g_001.bin"), 0) == 0, "open single: %s", ax_err_msg());
-    if (s) { CHECK(ax_shards_count(s) == 1, "single path files %d", ax_shards_count(s)); ax_shards_close(s); }
+    if (s) {
+        CHECK(ax_shards_count(s) == 1, "single path files %d", ax_shards_count(s));
+        ax_shards_close(s);
+    }
 }
 
 /* The documented order, computed independently of the loader. */
@@ -142,7 +149,8 @@ static void ref_perm(uint64_t seed, int64_t epoch, int64_t n, int64_t *p) {
     ax_rng r = {seed, 0x5EED0000ull + (uint64_t)epoch, 0};
     for (int64_t i = n - 1; i > 0; i--) {
         int64_t j = (int64_t)ax_rng_below(&r, (uint64_t)(i + 1)), t = p[i];
-        p[i] = p[j]; p[j] = t;
+        p[i] = p[j];
+        p[j] = t;
     }
 }
 
@@ -157,7 +165,10 @@ static int64_t served(ax_loader *L, int64_t pos) {
 
 static int is_perm(const int64_t *p, int64_t n) {
     char seen[LNSEQ] = {0};
-    for (int64_t i = 0; i < n; i++) { if (p[i] < 0 || p[i] >= n || seen[p[i]]) return 0; seen[p[i]] = 1; }
+    for (int64_t i = 0; i < n; i++) {
+        if (p[i] < 0 || p[i] >= n || seen[p[i]]) return 0;
+        seen[p[i]] = 1;
+    }
     return 1;
 }
 
@@ -167,7 +178,7 @@ static void order(ax_loader *L, int64_t epoch, int64_t *p) {
 
 static void test_loader(void) {
     int32_t tok[LT * LNSEQ + 2];
-    int n = LT * LNSEQ + 2;   /* one spare token: the tail is dropped */
+    int n = LT * LNSEQ + 2; /* one spare token: the tail is dropped */
     for (int i = 0; i < n; i++) tok[i] = i;
     CHECK(ax_shard_write(at("loader.bin"), tok, n) == 0, "write: %s", ax_err_msg());
     ax_shardset *s = NULL;
@@ -224,7 +235,7 @@ static void test_loader(void) {
 
 /* Each bad input must fail with one message naming the input. */
 static void expect_open_fails(const char *what, const char *pattern, int vocab, const char *needle) {
-    ax_shardset *s = (ax_shardset *)&s;   /* must be reset to NULL */
+    ax_shardset *s = (ax_shardset *)&s; /* must be reset to NULL */
     ax_err_clear();
     int rc = ax_shards_open(&s, pattern, vocab);
     const char *m = ax_err_msg();
@@ -323,7 +334,10 @@ int main(int argc, char **argv) {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     snprintf(dir, sizeof dir, "/tmp/ax_shards_%d_XXXXXX", rank);
-    if (!mkdtemp(dir)) { perror("mkdtemp"); MPI_Abort(MPI_COMM_WORLD, 1); }
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     test_roundtrip_u16();
     test_roundtrip_u32();
     test_glob();

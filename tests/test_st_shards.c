@@ -60,7 +60,8 @@ static void load_whole(ax_gpt *m, const char *dir, float *dst) {
             row0 += rows;
         }
         ax_shard_extract(&p->shard, &g, full, dst + p->offset);
-        free(full); free(tmp);
+        free(full);
+        free(tmp);
     }
     ax_st_close(&f);
 }
@@ -72,7 +73,8 @@ static void test_ranges(const char *dir) {
     load(&m, dir, a);
     load_whole(&m, dir, b);
     CHECK(memcmp(a, b, m.n_local * sizeof(float)) == 0, "%s: ranged reads differ from whole-tensor reads", dir);
-    free(a); free(b);
+    free(a);
+    free(b);
     ax_gpt_free(&m);
 }
 
@@ -90,7 +92,10 @@ static void test_shards(void) {
     int far = 0;
     for (size_t i = 0; i < n; i++) far += fabsf(bf[i] - one[i]) > fabsf(one[i]) * (1.0f / 256) + 1e-7f;
     CHECK(far == 0, "%d bf16 values further than bf16 rounding from the f32 ones", far);
-    free(one); free(f32); free(bf); free(hf);
+    free(one);
+    free(f32);
+    free(bf);
+    free(hf);
     ax_gpt_free(&m);
 }
 
@@ -122,33 +127,39 @@ static void test_export(const char *fixture) {
     CHECK(nshards >= 2 && count(dir, "model.safetensors.index.json") == 1 && count(dir, "model.safetensors") == 0,
           "%s: expected shards and an index, found %d shards", fixture, nshards);
     memset(m.params, 0, n * 4);
-    CHECK(ax_gpt_load(&m, dir) == 0 && memcmp(m.params, want, n * 4) == 0, "%s: sharded export loads back otherwise: %s",
-          fixture, ax_err_msg());
+    CHECK(ax_gpt_load(&m, dir) == 0 && memcmp(m.params, want, n * 4) == 0,
+          "%s: sharded export loads back otherwise: %s", fixture, ax_err_msg());
     memcpy(m.params, want, n * 4);
     CHECK(ax_model_save(dir, &m, 40000, AX_ST_BF16) == 0, "%s: bf16 save: %s", fixture, ax_err_msg());
-    CHECK(ax_gpt_load(&m, dir) == 0 && memcmp(m.params, rounded, n * 4) == 0, "%s: bf16 export is not the rounded model",
-          fixture);
+    CHECK(ax_gpt_load(&m, dir) == 0 && memcmp(m.params, rounded, n * 4) == 0,
+          "%s: bf16 export is not the rounded model", fixture);
     memcpy(m.params, want, n * 4);
     CHECK(ax_model_save(dir, &m, 0, AX_ST_F32) == 0, "%s: single save: %s", fixture, ax_err_msg());
     CHECK(count(dir, "model-*-of-*.safetensors") == 0 && count(dir, "model.safetensors.index.json") == 0,
           "%s: a single-file save left the earlier shards or index", fixture);
     memset(m.params, 0, n * 4);
-    CHECK(ax_gpt_load(&m, dir) == 0 && memcmp(m.params, want, n * 4) == 0, "%s: single file loads back otherwise", fixture);
+    CHECK(ax_gpt_load(&m, dir) == 0 && memcmp(m.params, want, n * 4) == 0, "%s: single file loads back otherwise",
+          fixture);
 
     /* the second shard cannot be renamed into place (a directory holds its name) */
     char blocker[128];
     snprintf(blocker, sizeof blocker, "%s/model-00002-of-%05d.safetensors", dir, nshards);
-    MPI_Barrier(MPI_COMM_WORLD);         /* every rank has looked at the directory */
+    MPI_Barrier(MPI_COMM_WORLD); /* every rank has looked at the directory */
     if (g.rank == 0) mkdir(blocker, 0755);
     memset(m.params, 0, n * 4);
     CHECK(ax_model_save(dir, &m, 40000, AX_ST_F32) != 0 && strstr(ax_err_msg(), "model-00002-of-"),
           "%s: a failed shard is not reported: %s", fixture, ax_err_msg());
     CHECK(count(dir, "model-*-of-*.safetensors") == 1 && count(dir, "model.safetensors.index.json") == 0,
           "%s: a failed sharded save left shards or an index", fixture);
-    CHECK(ax_gpt_load(&m, dir) == 0 && memcmp(m.params, want, n * 4) == 0, "%s: the earlier model did not survive", fixture);
+    CHECK(ax_gpt_load(&m, dir) == 0 && memcmp(m.params, want, n * 4) == 0, "%s: the earlier model did not survive",
+          fixture);
     MPI_Barrier(MPI_COMM_WORLD);
-    if (g.rank == 0) { rmdir(blocker); ax_remove_tree(dir); }
-    free(want); free(rounded);
+    if (g.rank == 0) {
+        rmdir(blocker);
+        ax_remove_tree(dir);
+    }
+    free(want);
+    free(rounded);
     ax_gpt_free(&m);
 }
 
@@ -184,12 +195,16 @@ static void put_index(const char *tensor, const char *shard) {
     char key[256];
     snprintf(key, sizeof key, "\"%s\"", tensor);
     while (fgets(line, sizeof line, fp)) {
-        if (!strstr(line, key)) { strcat(out, line); continue; }
-        if (shard) snprintf(out + strlen(out), sizeof out - strlen(out), "    %s: \"%s\"%s\n", key, shard,
-                            strstr(line, "\",") ? "," : "");
+        if (!strstr(line, key)) {
+            strcat(out, line);
+            continue;
+        }
+        if (shard)
+            snprintf(out + strlen(out), sizeof out - strlen(out), "    %s: \"%s\"%s\n", key, shard,
+                     strstr(line, "\",") ? "," : "");
     }
     fclose(fp);
-    if (!shard) {   /* a dropped last entry leaves a trailing comma */
+    if (!shard) { /* a dropped last entry leaves a trailing comma */
         char *c = strrchr(out, ',');
         if (c && !strchr(c, '"')) *c = ' ';
     }
@@ -202,7 +217,8 @@ static void expect_fail(ax_gpt *m, const char *label, const char *w1, const char
     ax_err_clear();
     int rc = ax_gpt_load(m, path);
     const char *msg = ax_err_msg();
-    CHECK(rc != 0 && strstr(msg, w1) && strstr(msg, w2) && !strchr(msg, '\n'), "%s: '%s' lacks '%s' / '%s'", label, msg, w1, w2);
+    CHECK(rc != 0 && strstr(msg, w1) && strstr(msg, w2) && !strchr(msg, '\n'), "%s: '%s' lacks '%s' / '%s'", label, msg,
+          w1, w2);
     printf("  %-18s -> %s\n", label, msg);
 }
 
@@ -226,9 +242,11 @@ static void test_bad(void) {
     expect_fail(&m, "not in its shard", "model-00001-of-00003.safetensors", "does not hold it");
     put_shard("odd.safetensors", norm, AX_ST_F32, 47);
     put_index(norm, "odd.safetensors");
-    expect_fail(&m, "wrong shape", "odd.safetensors", "'model.layers.1.input_layernorm.weight': expected F32 [48], found F32 [47]");
+    expect_fail(&m, "wrong shape", "odd.safetensors",
+                "'model.layers.1.input_layernorm.weight': expected F32 [48], found F32 [47]");
     put_shard("odd.safetensors", norm, AX_ST_I64, 48);
-    expect_fail(&m, "I64", "odd.safetensors", "'model.layers.1.input_layernorm.weight': dtype I64 cannot be read as floats");
+    expect_fail(&m, "I64", "odd.safetensors",
+                "'model.layers.1.input_layernorm.weight': dtype I64 cannot be read as floats");
     put("model.safetensors.index.json", "{\"weight_map\": [1]}");
     expect_fail(&m, "no weight_map", "index.json", "weight_map");
     ax_gpt_free(&m);

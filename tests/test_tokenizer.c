@@ -34,7 +34,10 @@ static double now(void) {
 
 static void write_file(const char *path, const char *s) {
     FILE *f = fopen(path, "wb");
-    if (f) { fputs(s, f); fclose(f); }
+    if (f) {
+        fputs(s, f);
+        fclose(f);
+    }
 }
 
 /* ---- fixtures ---- */
@@ -56,9 +59,10 @@ static int same_ids(const ax_ids *a, json_t *ref) {
 static int roundtrip(const ax_tokenizer *t, const char *s, size_t n, int allow_special) {
     ax_ids ids = {0};
     ax_bytes b = {0};
-    int ok = ax_tok_encode(t, s, n, allow_special, &ids) == 0 && ax_tok_decode(t, ids.v, ids.n, &b) == 0 &&
-             b.n == n && (n == 0 || memcmp(b.p, s, n) == 0);
-    ax_ids_free(&ids); ax_bytes_free(&b);
+    int ok = ax_tok_encode(t, s, n, allow_special, &ids) == 0 && ax_tok_decode(t, ids.v, ids.n, &b) == 0 && b.n == n &&
+             (n == 0 || memcmp(b.p, s, n) == 0);
+    ax_ids_free(&ids);
+    ax_bytes_free(&b);
     return ok;
 }
 
@@ -74,7 +78,8 @@ static void check_fixture(const ax_tokenizer *t, const texts *tx, json_t *ref, c
             if (bad++ < 3) fprintf(stderr, "  %s: text %d differs from tiktoken: '%.60s'\n", form, i, tx->s[i]);
         }
         if (!roundtrip(t, tx->s[i], tx->len[i], 1) || !roundtrip(t, tx->s[i], tx->len[i], 0)) bad++;
-        ax_ids_free(&a); ax_ids_free(&b);
+        ax_ids_free(&a);
+        ax_ids_free(&b);
     }
     CHECK(bad == 0, "%s: %d of %d texts differ from tiktoken or do not round-trip", form, bad, tx->n);
 }
@@ -82,12 +87,38 @@ static void check_fixture(const ax_tokenizer *t, const texts *tx, json_t *ref, c
 /* Random byte strings: raw bytes (mostly invalid UTF-8), valid characters of
  * several scripts, whitespace and special-token fragments, mixed. */
 static size_t random_text(ax_rng *r, char *buf, size_t cap) {
-    static const char *const frag[] = {" ", "  ", "\n", "\r\n", "\t", "'s", "'ll", "<|endoftext|>", "<|endo", "a", "Z",
-                                       "9", "é", "ж", "中", "😀", "\xe2\x80\x8d", "\xc2\xa0", "!", ".", "\xff",
-                                       "\xc3", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe0\x80\x80", "\x80"};
+    static const char *const frag[] = {" ",
+                                       "  ",
+                                       "\n",
+                                       "\r\n",
+                                       "\t",
+                                       "'s",
+                                       "'ll",
+                                       "<|endoftext|>",
+                                       "<|endo",
+                                       "a",
+                                       "Z",
+                                       "9",
+                                       "é",
+                                       "ж",
+                                       "中",
+                                       "😀",
+                                       "\xe2\x80\x8d",
+                                       "\xc2\xa0",
+                                       "!",
+                                       ".",
+                                       "\xff",
+                                       "\xc3",
+                                       "\xed\xa0\x80",
+                                       "\xf4\x90\x80\x80",
+                                       "\xe0\x80\x80",
+                                       "\x80"};
     size_t n = 0, want = ax_rng_below(r, cap / 8);
     while (n < want) {
-        if (ax_rng_below(r, 3) == 0) { buf[n++] = (char)ax_rng_below(r, 256); continue; }
+        if (ax_rng_below(r, 3) == 0) {
+            buf[n++] = (char)ax_rng_below(r, 256);
+            continue;
+        }
         const char *f = frag[ax_rng_below(r, sizeof frag / sizeof *frag)];
         size_t k = strlen(f);
         memcpy(buf + n, f, k);
@@ -116,7 +147,8 @@ static void check_invalid_bytes(const ax_tokenizer *t, const char *form) {
     ax_tok_encode(t, "!", 1, 0, &part);
     CHECK(all.n == part.n && memcmp(all.v, part.v, all.n * sizeof *all.v) == 0,
           "%s: 'caf\\xe9!' gives %zu ids, expected caf + \\xe9 + ! (%zu)", form, all.n, part.n);
-    ax_ids_free(&all); ax_ids_free(&part);
+    ax_ids_free(&all);
+    ax_ids_free(&part);
 }
 
 /* Long runs: one piece of a million letters, spaces, digits or punctuation. */
@@ -160,13 +192,16 @@ static char *fortunes(size_t *len) {
 /* Records of the fortunes corpus (separated by lines "%"), as training documents. */
 static int split_records(char *s, size_t n, char ***docs, size_t **lens) {
     int nd = 0;
-    *docs = NULL; *lens = NULL;
+    *docs = NULL;
+    *lens = NULL;
     for (size_t i = 0; i < n;) {
         char *e = memmem(s + i, n - i, "\n%\n", 3);
         size_t end = e ? (size_t)(e - s) + 1 : n;
         *docs = realloc(*docs, (nd + 1) * sizeof **docs);
         *lens = realloc(*lens, (nd + 1) * sizeof **lens);
-        (*docs)[nd] = s + i; (*lens)[nd] = end - i; nd++;
+        (*docs)[nd] = s + i;
+        (*lens)[nd] = end - i;
+        nd++;
         i = e ? end + 2 : n;
     }
     return nd;
@@ -175,9 +210,16 @@ static int split_records(char *s, size_t n, char ***docs, size_t **lens) {
 static void time_encode(const char *path) {
     size_t n;
     char *s = fortunes(&n);
-    if (!s || n < 100000) { printf("encode throughput: no fortunes corpus, not timed\n"); free(s); return; }
+    if (!s || n < 100000) {
+        printf("encode throughput: no fortunes corpus, not timed\n");
+        free(s);
+        return;
+    }
     ax_tokenizer *t = NULL;
-    if (ax_tok_load(&t, path)) { free(s); return; }
+    if (ax_tok_load(&t, path)) {
+        free(s);
+        return;
+    }
     ax_ids ids = {0};
     double t0 = now();
     ax_tok_encode(t, s, n, 0, &ids);
@@ -193,8 +235,10 @@ static void time_encode(const char *path) {
     double dec = now() - t0;
     CHECK(b.n == n && memcmp(b.p, s, n) == 0, "fortunes corpus does not round-trip");
     printf("encode throughput (GPT-2, one core): %.2f MB fortunes -> %zu tokens: %.1f MB/s with an empty word cache, "
-           "%.1f MB/s warm; decode %.0f MB/s\n", n / 1e6, ntok, n / 1e6 / cold, n / 1e6 / warm, n / 1e6 / dec);
-    ax_ids_free(&ids); ax_bytes_free(&b);
+           "%.1f MB/s warm; decode %.0f MB/s\n",
+           n / 1e6, ntok, n / 1e6 / cold, n / 1e6 / warm, n / 1e6 / dec);
+    ax_ids_free(&ids);
+    ax_bytes_free(&b);
     ax_tok_free(t);
     free(s);
 }
@@ -202,18 +246,25 @@ static void time_encode(const char *path) {
 static void bench_train(void) {
     size_t n;
     char *s = fortunes(&n);
-    if (!s) { printf("train bench: no fortunes corpus\n"); return; }
-    char **docs; size_t *lens;
+    if (!s) {
+        printf("train bench: no fortunes corpus\n");
+        return;
+    }
+    char **docs;
+    size_t *lens;
     int nd = split_records(s, n, &docs, &lens);
     ax_tokenizer *t = NULL;
     double t0 = now();
     int rc = ax_tok_train(&t, (const char *const *)docs, lens, (size_t)nd, 256 + 8192 + 1);
     double dt = now() - t0;
     CHECK(rc == 0, "train on fortunes: %s", ax_err_msg());
-    if (t) printf("train: 8192 merges on %.2f MB fortunes (%d records): %.2f s, vocabulary %d\n", n / 1e6, nd, dt,
-                  ax_tok_vocab_size(t));
+    if (t)
+        printf("train: 8192 merges on %.2f MB fortunes (%d records): %.2f s, vocabulary %d\n", n / 1e6, nd, dt,
+               ax_tok_vocab_size(t));
     ax_tok_free(t);
-    free(docs); free(lens); free(s);
+    free(docs);
+    free(lens);
+    free(s);
 }
 
 /* ---- writing the other forms from a saved tokenizer.json ---- */
@@ -291,7 +342,10 @@ static void test_gpt2(const texts *tx) {
 
     ax_tokenizer *tk = NULL, *tj = NULL, *tv = NULL;
     CHECK(ax_tok_load(&tk, path) == 0, "load %s: %s", path, ax_err_msg());
-    if (!tk) { json_decref(ref); return; }
+    if (!tk) {
+        json_decref(ref);
+        return;
+    }
     CHECK(ax_tok_vocab_size(tk) == 50257 && ax_tok_eot(tk) == 50256, "tiktoken: vocabulary %d, eot %d",
           ax_tok_vocab_size(tk), ax_tok_eot(tk));
     check_fixture(tk, tx, ref, "tiktoken");
@@ -323,7 +377,9 @@ static void test_gpt2(const texts *tx) {
     ax_bytes_free(&b);
     dump_ids(tk, tx, path, "gpt2");
     time_encode(path);
-    ax_tok_free(tk); ax_tok_free(tj); ax_tok_free(tv);
+    ax_tok_free(tk);
+    ax_tok_free(tj);
+    ax_tok_free(tv);
     json_decref(ref);
 }
 
@@ -341,13 +397,15 @@ static void expect_fail_at(const char *path, const char *named, const char *want
     if (rc == 0) ax_tok_free(t);
     if (rc) printf("  error, as expected: %s\n", m);
 }
-static void expect_fail(const char *path, const char *want, const char *what) { expect_fail_at(path, NULL, want, what); }
+static void expect_fail(const char *path, const char *want, const char *what) {
+    expect_fail_at(path, NULL, want, what);
+}
 
 /* A valid 256-byte vocabulary (from a tokenizer trained here) for the
  * vocab.json + merges.txt cases. */
 static void test_bad_files(const char *trained_json) {
     char bytes_json[600];
-    snprintf(bytes_json, sizeof bytes_json, "%s", trained_json);     /* at() reuses its buffers */
+    snprintf(bytes_json, sizeof bytes_json, "%s", trained_json); /* at() reuses its buffers */
     expect_fail(at("missing.json"), "cannot open", "missing file");
     write_file(at("trunc.json"), "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0,");
     expect_fail(at("trunc.json"), "malformed JSON", "truncated JSON");
@@ -366,7 +424,10 @@ static void test_bad_files(const char *trained_json) {
     json_t *root = json_load_file(bytes_json, 0, &je);
     json_t *vocab = json_object_get(json_object_get(root, "model"), "vocab");
     CHECK(vocab != NULL, "trained tokenizer.json has no model.vocab");
-    if (!vocab) { json_decref(root); return; }
+    if (!vocab) {
+        json_decref(root);
+        return;
+    }
     char sub[600];
     snprintf(sub, sizeof sub, "%s/vm", dir);
     mkdir(sub, 0755);
@@ -428,7 +489,10 @@ static void test_train_rules(void) {
     }
     const char *freq[] = {"xyxyxy ab"};
     t = train_docs(freq, 1, 258);
-    if (t) { CHECK(encodes_to(t, "xy", (int32_t[]){256}, 1), "the most frequent pair x+y is not merged first"); ax_tok_free(t); }
+    if (t) {
+        CHECK(encodes_to(t, "xy", (int32_t[]){256}, 1), "the most frequent pair x+y is not merged first");
+        ax_tok_free(t);
+    }
     const char *tiny[] = {"ab"};
     t = train_docs(tiny, 1, 1000);
     if (t) {
@@ -439,7 +503,8 @@ static void test_train_rules(void) {
     ax_tokenizer *u = (ax_tokenizer *)1;
     size_t l = 1;
     const char *one = "a";
-    CHECK(ax_tok_train(&u, &one, &l, 1, 100) != 0 && u == NULL && strstr(ax_err_msg(), "257"), "vocabulary 100 must fail");
+    CHECK(ax_tok_train(&u, &one, &l, 1, 100) != 0 && u == NULL && strstr(ax_err_msg(), "257"),
+          "vocabulary 100 must fail");
 }
 
 static int same_encoding(const ax_tokenizer *a, const ax_tokenizer *b, const texts *tx) {
@@ -449,7 +514,8 @@ static int same_encoding(const ax_tokenizer *a, const ax_tokenizer *b, const tex
         ax_tok_encode(a, tx->s[i], tx->len[i], 1, &x);
         ax_tok_encode(b, tx->s[i], tx->len[i], 1, &y);
         same = x.n == y.n && (x.n == 0 || memcmp(x.v, y.v, x.n * sizeof *x.v) == 0);
-        ax_ids_free(&x); ax_ids_free(&y);
+        ax_ids_free(&x);
+        ax_ids_free(&y);
     }
     return same;
 }
@@ -460,14 +526,20 @@ static int same_file(const char *p, const char *q) {
     FILE *f = fopen(p, "rb"), *g = fopen(q, "rb");
     int same = 0;
     if (f && g) {
-        fseek(f, 0, SEEK_END); na = (size_t)ftell(f); rewind(f);
-        fseek(g, 0, SEEK_END); nb = (size_t)ftell(g); rewind(g);
-        a = malloc(na + 1); b = malloc(nb + 1);
+        fseek(f, 0, SEEK_END);
+        na = (size_t)ftell(f);
+        rewind(f);
+        fseek(g, 0, SEEK_END);
+        nb = (size_t)ftell(g);
+        rewind(g);
+        a = malloc(na + 1);
+        b = malloc(nb + 1);
         same = na == nb && fread(a, 1, na, f) == na && fread(b, 1, nb, g) == nb && memcmp(a, b, na) == 0;
     }
     if (f) fclose(f);
     if (g) fclose(g);
-    free(a); free(b);
+    free(a);
+    free(b);
     return same;
 }
 
@@ -511,9 +583,13 @@ static void test_train(const texts *tx) {
     ax_tokenizer *t1 = NULL, *t2 = NULL, *tj = NULL, *tv = NULL;
     CHECK(ax_tok_train(&t1, (const char *const *)tx->s, tx->len, (size_t)tx->n, V) == 0, "train: %s", ax_err_msg());
     CHECK(ax_tok_train(&t2, (const char *const *)tx->s, tx->len, (size_t)tx->n, V) == 0, "train: %s", ax_err_msg());
-    if (!t1 || !t2) { ax_tok_free(t1); ax_tok_free(t2); return; }
-    CHECK(ax_tok_vocab_size(t1) == V && ax_tok_eot(t1) == V - 1, "trained: vocabulary %d, eot %d", ax_tok_vocab_size(t1),
-          ax_tok_eot(t1));
+    if (!t1 || !t2) {
+        ax_tok_free(t1);
+        ax_tok_free(t2);
+        return;
+    }
+    CHECK(ax_tok_vocab_size(t1) == V && ax_tok_eot(t1) == V - 1, "trained: vocabulary %d, eot %d",
+          ax_tok_vocab_size(t1), ax_tok_eot(t1));
     CHECK(ax_tok_save_json(t1, at("train1.json")) == 0 && ax_tok_save_json(t2, at("train2.json")) == 0, "save: %s",
           ax_err_msg());
     CHECK(same_file(at("train1.json"), at("train2.json")), "two trainings on the same texts differ");
@@ -537,12 +613,19 @@ static void test_train(const texts *tx) {
     if (tv) CHECK(same_encoding(t1, tv, tx), "trained vocab.json+merges.txt encodes differently");
     dump_ids(t1, tx, "texts.jsonl", "trained");
     test_bad_files(at("train1.json"));
-    ax_tok_free(t1); ax_tok_free(t2); ax_tok_free(tj); ax_tok_free(tv);
+    ax_tok_free(t1);
+    ax_tok_free(t2);
+    ax_tok_free(tj);
+    ax_tok_free(tv);
 }
 
 /* ---- threads ---- */
 
-typedef struct { const ax_tokenizer *t; const texts *tx; ax_ids *out; } thread_job;
+typedef struct {
+    const ax_tokenizer *t;
+    const texts *tx;
+    ax_ids *out;
+} thread_job;
 
 static void *encode_all(void *p) {
     thread_job *j = p;
@@ -565,7 +648,10 @@ static void test_threads(const texts *tx) {
     ax_ids *out[NT + 1];
     pthread_t th[NT];
     thread_job job[NT + 1];
-    for (int k = 0; k <= NT; k++) { out[k] = calloc((size_t)tx->n, sizeof **out); job[k] = (thread_job){t, tx, out[k]}; }
+    for (int k = 0; k <= NT; k++) {
+        out[k] = calloc((size_t)tx->n, sizeof **out);
+        job[k] = (thread_job){t, tx, out[k]};
+    }
     encode_all(&job[NT]);
     for (int k = 0; k < NT; k++) pthread_create(&th[k], NULL, encode_all, &job[k]);
     for (int k = 0; k < NT; k++) pthread_join(th[k], NULL);
@@ -575,14 +661,20 @@ static void test_threads(const texts *tx) {
             bad += out[k][i].n != out[NT][i].n ||
                    (out[k][i].n && memcmp(out[k][i].v, out[NT][i].v, out[k][i].n * sizeof(int32_t)) != 0);
     CHECK(bad == 0, "threads: %d encodings differ from the serial ones", bad);
-    for (int k = 0; k <= NT; k++) { for (int i = 0; i < tx->n; i++) ax_ids_free(&out[k][i]); free(out[k]); }
+    for (int k = 0; k <= NT; k++) {
+        for (int i = 0; i < tx->n; i++) ax_ids_free(&out[k][i]);
+        free(out[k]);
+    }
     ax_tok_free(t);
 }
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     snprintf(dir, sizeof dir, "/tmp/ax_tok_XXXXXX");
-    if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
     texts tx = {0};
     CHECK(load_texts(&tx) == 0 && tx.n > 50, "cannot read %s/tokenizer/texts.jsonl", ax_t_data());
     if (tx.n > 0) {
@@ -593,7 +685,8 @@ int main(int argc, char **argv) {
         if (getenv("AXONN_TOK_BENCH")) bench_train();
     }
     for (int i = 0; i < tx.n; i++) free(tx.s[i]);
-    free(tx.s); free(tx.len);
+    free(tx.s);
+    free(tx.len);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

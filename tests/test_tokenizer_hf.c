@@ -12,7 +12,7 @@
 #include "test.h"
 #include "texts.h"
 #include "data/tokenizer.h"
-#include "data/tokenizer_impl.h"   /* ax_tk_pieces, to see the pieces */
+#include "data/tokenizer_impl.h" /* ax_tk_pieces, to see the pieces */
 #include "util/err.h"
 #include <jansson.h>
 #include <sys/stat.h>
@@ -24,13 +24,12 @@ static const char *at(const char *name) { return ax_t_join(dir, name); }
 
 static const char *fixture(const char *name) { return ax_t_join(ax_t_data(), name); }
 
-static void load_texts(texts *t, const char *path) {
-    CHECK(ax_t_load_texts(t, path) == 0, "cannot read %s", path);
-}
+static void load_texts(texts *t, const char *path) { CHECK(ax_t_load_texts(t, path) == 0, "cannot read %s", path); }
 
 static int same_ids(const ax_ids *a, const int32_t *pre, size_t npre, json_t *ref) {
     if (!json_is_array(ref) || json_array_size(ref) + npre != a->n) return 0;
-    for (size_t i = 0; i < npre; i++) if (a->v[i] != pre[i]) return 0;
+    for (size_t i = 0; i < npre; i++)
+        if (a->v[i] != pre[i]) return 0;
     for (size_t i = npre; i < a->n; i++)
         if (json_integer_value(json_array_get(ref, i - npre)) != a->v[i]) return 0;
     return 1;
@@ -67,7 +66,9 @@ static long check_against(const ax_tokenizer *t, const texts *tx, json_t *ref, c
         }
         badec += !decodes_to(t, &a, tx->s[i], tx->len[i]) || !decodes_to(t, &b, tx->s[i], tx->len[i]);
         n += (long)(a.n + b.n + c.n);
-        ax_ids_free(&a); ax_ids_free(&b); ax_ids_free(&c);
+        ax_ids_free(&a);
+        ax_ids_free(&b);
+        ax_ids_free(&c);
     }
     CHECK(bad == 0, "%s: %d of %d texts differ from tokenizers", form, bad, tx->n);
     CHECK(badec == 0, "%s: %d of %d texts do not decode back", form, badec, tx->n);
@@ -81,7 +82,8 @@ static int same_encoding(const ax_tokenizer *a, const ax_tokenizer *b, const tex
         ax_tok_encode(a, tx->s[i], tx->len[i], AX_TOK_SPECIAL | AX_TOK_TEMPLATE, &x);
         ax_tok_encode(b, tx->s[i], tx->len[i], AX_TOK_SPECIAL | AX_TOK_TEMPLATE, &y);
         same = x.n == y.n && (x.n == 0 || memcmp(x.v, y.v, x.n * sizeof *x.v) == 0);
-        ax_ids_free(&x); ax_ids_free(&y);
+        ax_ids_free(&x);
+        ax_ids_free(&y);
     }
     return same;
 }
@@ -104,7 +106,9 @@ static void dump_ids(const ax_tokenizer *t, const texts *tx, const char *saved) 
         json_t *o = json_pack("{s:s%, s:o}", "text", tx->s[i], tx->len[i], "ids", a);
         char *line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
         fprintf(f, "%s\n", line);
-        free(line); json_decref(o); ax_ids_free(&ids);
+        free(line);
+        json_decref(o);
+        ax_ids_free(&ids);
     }
     fclose(f);
     printf("wrote %s/llama3.json and llama3_ids.jsonl (saved from %s)\n", d, saved);
@@ -117,7 +121,8 @@ static void write_string_merges(const char *src, const char *dst) {
     size_t i;
     json_array_foreach(merges, i, m) {
         char buf[512];
-        snprintf(buf, sizeof buf, "%s %s", json_string_value(json_array_get(m, 0)), json_string_value(json_array_get(m, 1)));
+        snprintf(buf, sizeof buf, "%s %s", json_string_value(json_array_get(m, 0)),
+                 json_string_value(json_array_get(m, 1)));
         json_array_append_new(str, json_string(buf));
     }
     json_object_set_new(json_object_get(root, "model"), "merges", str);
@@ -168,7 +173,10 @@ static void test_llama3(const texts *tx, json_t *ref) {
         CHECK(ax_tok_load(&td, model_dir) == 0, "load a model directory: %s", ax_err_msg());
         if (td) CHECK(same_encoding(t, td, tx), "model directory: encodes differently");
     }
-    ax_tok_free(t); ax_tok_free(ts); ax_tok_free(tr); ax_tok_free(td);
+    ax_tok_free(t);
+    ax_tok_free(ts);
+    ax_tok_free(tr);
+    ax_tok_free(td);
 }
 
 /* ---- patterns: Oniguruma's shorthands as PCRE2 reads them ---- */
@@ -189,7 +197,10 @@ static json_t *split_then_bytelevel(const char *re, int use_regex) {
                      "add_prefix_space", 0, "trim_offsets", 1, "use_regex", use_regex);
 }
 
-typedef struct { const char *const *want; int n, k, ok; } piece_check;
+typedef struct {
+    const char *const *want;
+    int n, k, ok;
+} piece_check;
 
 static void piece_cb(void *ctx, const char *p, size_t n, int32_t special) {
     piece_check *c = ctx;
@@ -215,27 +226,39 @@ static void test_patterns(void) {
         CHECK(pieces_are(t, "I'M WE'RE it'Ll", c, 6), "contractions in any case");
         const char *n[] = {"end", ".\n\n", "next", "  \n", "a"};
         CHECK(pieces_are(t, "end.\n\nnext  \na", n, 5), "newlines after punctuation and after spaces");
-        ax_tok_free(t); t = NULL;
+        ax_tok_free(t);
+        t = NULL;
     }
     /* \d is Nd (not ½), \w takes marks; split on whitespace only: words whole */
-    CHECK(load_with_pre(split_then_bytelevel("\\d+|\\w+|\\s+|[^\\s\\w]+", 0), &t) == 0, "\\d\\w\\s pattern: %s", ax_err_msg());
+    CHECK(load_with_pre(split_then_bytelevel("\\d+|\\w+|\\s+|[^\\s\\w]+", 0), &t) == 0, "\\d\\w\\s pattern: %s",
+          ax_err_msg());
     if (t) {
         const char *p1[] = {"e\xcc\x81t\xc3\xa9", " ", "42", "\xc2\xbd"};
         CHECK(pieces_are(t, "e\xcc\x81t\xc3\xa9 42\xc2\xbd", p1, 4), "\\w with a combining mark, \\d without U+00BD");
-        ax_tok_free(t); t = NULL;
+        ax_tok_free(t);
+        t = NULL;
     }
     CHECK(load_with_pre(split_then_bytelevel("[^\\s]+|\\s+", 0), &t) == 0, "[^\\s] pattern: %s", ax_err_msg());
     if (t) {
-        const char *p2[] = {"a\xe2\x80\x8b" "b", "\xe2\x80\x83", "c"};   /* U+200B is not White_Space, U+2003 is */
-        CHECK(pieces_are(t, "a\xe2\x80\x8b" "b\xe2\x80\x83" "c", p2, 3), "\\s is White_Space");
-        ax_tok_free(t); t = NULL;
+        const char *p2[] = {"a\xe2\x80\x8b"
+                            "b",
+                            "\xe2\x80\x83", "c"}; /* U+200B is not White_Space, U+2003 is */
+        CHECK(pieces_are(t,
+                         "a\xe2\x80\x8b"
+                         "b\xe2\x80\x83"
+                         "c",
+                         p2, 3),
+              "\\s is White_Space");
+        ax_tok_free(t);
+        t = NULL;
     }
     /* Split then ByteLevel with its own regex: two steps, the second on the first's pieces */
     CHECK(load_with_pre(split_then_bytelevel("\\p{N}{1,3}", 1), &t) == 0, "two steps: %s", ax_err_msg());
     if (t) {
-        const char *p3[] = {"ab", "123", "4", " x"};   /* " x" is one GPT-2 piece */
+        const char *p3[] = {"ab", "123", "4", " x"}; /* " x" is one GPT-2 piece */
         CHECK(pieces_are(t, "ab1234 x", p3, 4), "Split then GPT-2's regex");
-        ax_tok_free(t); t = NULL;
+        ax_tok_free(t);
+        t = NULL;
     }
 }
 
@@ -262,7 +285,8 @@ static void test_bad_files(void) {
     expect_fail(split_then_bytelevel("[a-z&&[^aeiou]]", 0), "pre_tokenizer", "intersection", "&& in a class");
     expect_fail(split_then_bytelevel("(unclosed", 0), "pre_tokenizer", "pretokenizers[0]: PCRE2 rejects", "bad regex");
     expect_fail(json_pack("{s:s, s:[{s:s, s:b}, {s:s, s:{s:s}, s:s}]}", "type", "Sequence", "pretokenizers", "type",
-                          "ByteLevel", "use_regex", 0, "type", "Split", "pattern", "Regex", "a", "behavior", "Isolated"),
+                          "ByteLevel", "use_regex", 0, "type", "Split", "pattern", "Regex", "a", "behavior",
+                          "Isolated"),
                 "pre_tokenizer", "pretokenizers[0]: 'ByteLevel' is not supported", "ByteLevel before Split");
     expect_fail(json_pack("{s:s, s:[{s:s, s:{s:s}, s:s}, {s:s}]}", "type", "Sequence", "pretokenizers", "type", "Split",
                           "pattern", "Regex", "a", "behavior", "MergedWithNext", "type", "ByteLevel"),
@@ -282,7 +306,10 @@ static void test_bad_files(void) {
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     snprintf(dir, sizeof dir, "/tmp/ax_tokhf_XXXXXX");
-    if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
     texts tx = {0};
     load_texts(&tx, fixture("tokenizer/texts.jsonl"));
     load_texts(&tx, fixture("llama3/texts.jsonl"));
@@ -298,7 +325,8 @@ int main(int argc, char **argv) {
     }
     json_decref(ref);
     for (int i = 0; i < tx.n; i++) free(tx.s[i]);
-    free(tx.s); free(tx.len);
+    free(tx.s);
+    free(tx.len);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

@@ -8,7 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { char **s; size_t *len; int n; } texts;
+typedef struct {
+    char **s;
+    size_t *len;
+    int n;
+} texts;
 
 /* Appends the file's texts to t (start from {0}); -1 when the file cannot be
  * read; lines without a "text" string are skipped. */

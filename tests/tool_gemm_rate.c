@@ -20,7 +20,10 @@ int main(int argc, char **argv) {
     double best = 0;
     for (int i = 3; i < argc; i++) {
         int m, n, k;
-        if (sscanf(argv[i], "%d,%d,%d", &m, &n, &k) != 3) { fprintf(stderr, "gemm_rate: bad shape %s\n", argv[i]); return 2; }
+        if (sscanf(argv[i], "%d,%d,%d", &m, &n, &k) != 3) {
+            fprintf(stderr, "gemm_rate: bad shape %s\n", argv[i]);
+            return 2;
+        }
         double r = ax_gemm_rate(t, m, n, k, 0, 1, NULL, 0.5, MPI_COMM_WORLD);
         printf("%s %s M=%d N=%d K=%d: %.1f TFLOP/s\n", argv[1], argv[2], m, n, k, r / 1e12);
         if (r > best) best = r;

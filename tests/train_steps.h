@@ -34,6 +34,9 @@ static inline void ax_t_train(ax_gpt *m, ax_adamw *o, const ax_hparams *hp, uint
         losses[s] = st.loss;
         gnorms[s] = st.gnorm;
     }
-    ax_source_close(&src); free(seqs); free(scr); free(w);
+    ax_source_close(&src);
+    free(seqs);
+    free(scr);
+    free(w);
 }
 #endif

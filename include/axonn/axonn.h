@@ -36,15 +36,15 @@ enum { AX_ARCH_GPT2 = 0, AX_ARCH_LLAMA = 1 };
  * Zero-initialised fields take the defaults stated beside them ("0: ..."; set in one place,
  * ax_gpt_config_defaults in src/model/gpt.c). */
 typedef struct {
-    int n_layer, n_head, n_embd;  /* num_hidden_layers, num_attention_heads, hidden_size */
-    int block_size;    /* n_positions / max_position_embeddings */
-    int vocab_size;    /* logical; padded internally as the grid needs, never visible */
-    int arch;          /* AX_ARCH_*: the layer's kinds, and the tensor names in files */
-    int n_kv_head;     /* num_key_value_heads (0: n_head) */
-    int n_inner;       /* MLP width, intermediate_size (0: 4 n_embd) */
-    int untied;        /* Llama: tie_word_embeddings false, the LM head its own matrix */
-    float norm_eps;    /* layer_norm_epsilon / rms_norm_eps (0: 1e-5) */
-    double rope_theta; /* 0: 10000 */
+    int n_layer, n_head, n_embd; /* num_hidden_layers, num_attention_heads, hidden_size */
+    int block_size;              /* n_positions / max_position_embeddings */
+    int vocab_size;              /* logical; padded internally as the grid needs, never visible */
+    int arch;                    /* AX_ARCH_*: the layer's kinds, and the tensor names in files */
+    int n_kv_head;               /* num_key_value_heads (0: n_head) */
+    int n_inner;                 /* MLP width, intermediate_size (0: 4 n_embd) */
+    int untied;                  /* Llama: tie_word_embeddings false, the LM head its own matrix */
+    float norm_eps;              /* layer_norm_epsilon / rms_norm_eps (0: 1e-5) */
+    double rope_theta;           /* 0: 10000 */
     /* rope_scaling of type "llama3" (rope_factor 0: none) */
     double rope_factor, rope_low_freq, rope_high_freq;
     int rope_orig_pos;
@@ -52,41 +52,41 @@ typedef struct {
 
 /* Options of one training run; ax_train_defaults fills every field. */
 typedef struct {
-    const char *data, *val_data;        /* llm.c shard globs (NULL data: synthetic tokens); data may be a
-                                           .jsonl of instruction examples (loss on completions only) */
-    const char *tokenizer;              /* encodes instruction data (NULL: tokenizer.json of init) */
-    const char *init;                   /* safetensors to start from (config.json beside it) */
-    const char *out;                    /* output directory (checkpoints, final model) */
-    const char *resume;                 /* checkpoint directory to resume from; "auto": the newest
-                                           complete one in out, or a fresh start when there is none */
-    const char *metrics;                /* JSONL metrics file (default: <out>/metrics.jsonl) */
-    ax_gpt_config model;                /* used when init is NULL */
-    int grid[4];                        /* D, X, Y, Z */
-    int steps, batch, seq, grad_accum;  /* batch, seq 0: the checkpoint's, else 8 and n_positions */
+    const char *data, *val_data;       /* llm.c shard globs (NULL data: synthetic tokens); data may be a
+                                          .jsonl of instruction examples (loss on completions only) */
+    const char *tokenizer;             /* encodes instruction data (NULL: tokenizer.json of init) */
+    const char *init;                  /* safetensors to start from (config.json beside it) */
+    const char *out;                   /* output directory (checkpoints, final model) */
+    const char *resume;                /* checkpoint directory to resume from; "auto": the newest
+                                          complete one in out, or a fresh start when there is none */
+    const char *metrics;               /* JSONL metrics file (default: <out>/metrics.jsonl) */
+    ax_gpt_config model;               /* used when init is NULL */
+    int grid[4];                       /* D, X, Y, Z */
+    int steps, batch, seq, grad_accum; /* batch, seq 0: the checkpoint's, else 8 and n_positions */
     double lr, min_lr_frac, beta1, beta2, eps, weight_decay, clip;
     int warmup;
     uint64_t seed;
     int shuffle;
-    int save_every, exit_after;         /* 0: off */
-    int keep;                           /* complete checkpoints kept in out (older ones deleted) */
-    int max_skips;                      /* stop (exit 3) after this many consecutive non-finite steps */
+    int save_every, exit_after; /* 0: off */
+    int keep;                   /* complete checkpoints kept in out (older ones deleted) */
+    int max_skips;              /* stop (exit 3) after this many consecutive non-finite steps */
     int val_every, val_batches;
-    int threads;                        /* OpenMP/BLAS threads per rank, 0: default */
+    int threads; /* OpenMP/BLAS threads per rank, 0: default */
     int log_every;
     int quiet;
-    int profile;                        /* report GEMM and per-group communication time */
-    int goldfish_k, goldfish_h;         /* goldfish loss: drop 1/k of targets by a hash of h ids (k 0: off) */
-    const char *recompute;              /* activations rebuilt in backward: "none" (default), "attn", "block" */
-    const char *dtype;                  /* GEMM inputs: "fp32" (default) or "bf16" (fp32 master weights) */
-    const char *overlap;                /* communication behind compute: "all" (default), "none", or a
-                                           comma list of oar, ors, oag, dp (docs/algorithm.md §4) */
-    int keep_gathered;                  /* keep Z-gathered weights from forward to backward */
-    double bucket_mb;                   /* data-parallel gradient bucket, MiB (default 25) */
-    int64_t max_shard_size;             /* the final model in shards of at most this many bytes when
-                                           larger, with model.safetensors.index.json (default 5e9) */
-    const char *export_dtype;           /* of the final model's tensors: "fp32" (default) or "bf16" */
-    const char *gemm_tune;              /* GEMM layout tuning: "off" (default) or "on" */
-    const char *gemm_tune_cache;        /* its cache file; NULL: the default, "none": no file */
+    int profile;                 /* report GEMM and per-group communication time */
+    int goldfish_k, goldfish_h;  /* goldfish loss: drop 1/k of targets by a hash of h ids (k 0: off) */
+    const char *recompute;       /* activations rebuilt in backward: "none" (default), "attn", "block" */
+    const char *dtype;           /* GEMM inputs: "fp32" (default) or "bf16" (fp32 master weights) */
+    const char *overlap;         /* communication behind compute: "all" (default), "none", or a
+                                    comma list of oar, ors, oag, dp (docs/algorithm.md §4) */
+    int keep_gathered;           /* keep Z-gathered weights from forward to backward */
+    double bucket_mb;            /* data-parallel gradient bucket, MiB (default 25) */
+    int64_t max_shard_size;      /* the final model in shards of at most this many bytes when
+                                    larger, with model.safetensors.index.json (default 5e9) */
+    const char *export_dtype;    /* of the final model's tensors: "fp32" (default) or "bf16" */
+    const char *gemm_tune;       /* GEMM layout tuning: "off" (default) or "on" */
+    const char *gemm_tune_cache; /* its cache file; NULL: the default, "none": no file */
 } ax_train_opts;
 
 void ax_train_defaults(ax_train_opts *o);

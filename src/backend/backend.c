@@ -54,8 +54,14 @@ int ax_backend_use(const char *name) {
 const char *ax_dtype_name(ax_dtype t) { return t == AX_BF16 ? "bf16" : "fp32"; }
 
 int ax_dtype_parse(const char *s, ax_dtype *t) {
-    if (!strcmp(s, "fp32")) { *t = AX_F32; return 0; }
-    if (!strcmp(s, "bf16")) { *t = AX_BF16; return 0; }
+    if (!strcmp(s, "fp32")) {
+        *t = AX_F32;
+        return 0;
+    }
+    if (!strcmp(s, "bf16")) {
+        *t = AX_BF16;
+        return 0;
+    }
     return AX_ERR("--dtype %s: expected fp32 or bf16", s);
 }
 
@@ -64,9 +70,7 @@ static int (*progress)(void);
 void ax_backend_set_progress(int (*poll)(void)) { progress = poll; }
 
 /* Row-major element offset of (r, c) of M, as a pointer of M's dtype */
-static void *at(ax_mat M, int r, int c) {
-    return (char *)M.data + ((size_t)r * M.ld + c) * ax_dtype_size(M.dtype);
-}
+static void *at(ax_mat M, int r, int c) { return (char *)M.data + ((size_t)r * M.ld + c) * ax_dtype_size(M.dtype); }
 
 /* Below this many multiply-adds a GEMM is not cut: the tests between tiles
  * would cost more than the communication gains (docs/design.md, Choices and why).
@@ -80,8 +84,8 @@ static void *at(ax_mat M, int r, int c) {
  * call in another order), so the last band takes the remainder: one to two
  * steps long. */
 #define TILE_MIN_MACS 2e6
-#define TILE_MAX 16
-#define TILE_ALIGN 96
+#define TILE_MAX      16
+#define TILE_ALIGN    96
 
 /* One GEMM as bands of C's rows, testing the collectives in flight after
  * each: MPI moves a non-blocking collective only inside MPI calls. Once
@@ -92,10 +96,12 @@ static void gemm_tiled(float alpha, ax_mat A, int transA, ax_mat B, int transB, 
     int step = tiles < 2 ? C.rows : ((C.rows + tiles - 1) / tiles + TILE_ALIGN - 1) / TILE_ALIGN * TILE_ALIGN;
     for (int o = 0; o < C.rows;) {
         int n = C.rows - o < 2 * step ? C.rows - o : step;
-        ax_mat a = A, c = C;   /* rows o.. of C and of op(A) */
+        ax_mat a = A, c = C; /* rows o.. of C and of op(A) */
         a.data = transA ? at(A, 0, o) : at(A, o, 0);
-        if (transA) a.cols = n; else a.rows = n;
-        c.data = at(C, o, 0); c.rows = n;
+        if (transA) a.cols = n;
+        else a.rows = n;
+        c.data = at(C, o, 0);
+        c.rows = n;
         current->gemm(1, alpha, a, transA, B, transB, beta, c);
         o += n;
         if (!progress()) step = C.rows;
@@ -106,8 +112,8 @@ void ax_gemm_batched(int batch, float alpha, ax_mat A, int transA, ax_mat B, int
     int am = transA ? A.cols : A.rows, ak = transA ? A.rows : A.cols;
     int bk = transB ? B.cols : B.rows, bn = transB ? B.rows : B.cols;
     if (am != C.rows || bn != C.cols || ak != bk || A.ld < A.cols || B.ld < B.cols || C.ld < C.cols)
-        ax_fatal(__FILE__, __LINE__, "gemm: op(A) %dx%d, op(B) %dx%d, C %dx%d (ld %d, %d, %d) do not agree",
-                 am, ak, bk, bn, C.rows, C.cols, A.ld, B.ld, C.ld);
+        ax_fatal(__FILE__, __LINE__, "gemm: op(A) %dx%d, op(B) %dx%d, C %dx%d (ld %d, %d, %d) do not agree", am, ak, bk,
+                 bn, C.rows, C.cols, A.ld, B.ld, C.ld);
     if (C.rows == 0 || C.cols == 0 || batch == 0) return;
     /* cut only single-threaded GEMMs: a threaded BLAS call splits C among its
      * threads by the call's shape, so a tile's bits would differ from the

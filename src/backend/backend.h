@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 typedef enum { AX_F32, AX_BF16 } ax_dtype;
-typedef uint16_t ax_bf16;            /* the upper half of an IEEE fp32 */
+typedef uint16_t ax_bf16; /* the upper half of an IEEE fp32 */
 static inline size_t ax_dtype_size(ax_dtype t) { return t == AX_BF16 ? 2 : 4; }
 const char *ax_dtype_name(ax_dtype t);
 /* "fp32" or "bf16"; fails with one line naming the accepted values */
@@ -31,9 +31,14 @@ int ax_dtype_parse(const char *s, ax_dtype *t);
 
 /* A row-major matrix: rows x cols, ld elements from one row to the next; in a
  * strided batch, matrix i starts i * stride elements after data. */
-typedef struct { void *data; ax_dtype dtype; int rows, cols, ld; int64_t stride; } ax_mat;
+typedef struct {
+    void *data;
+    ax_dtype dtype;
+    int rows, cols, ld;
+    int64_t stride;
+} ax_mat;
 static inline ax_mat ax_mat_of(const void *p, ax_dtype t, int rows, int cols) {
-    ax_mat m = {(void *)p, t, rows, cols, cols, (int64_t)rows * cols};   /* no compound literal: nvcc reads this too */
+    ax_mat m = {(void *)p, t, rows, cols, cols, (int64_t)rows * cols}; /* no compound literal: nvcc reads this too */
     return m;
 }
 static inline ax_mat ax_mat_f32(const float *p, int rows, int cols) { return ax_mat_of(p, AX_F32, rows, cols); }
@@ -41,7 +46,7 @@ static inline ax_mat ax_mat_f32(const float *p, int rows, int cols) { return ax_
 #define AX_SUMSQ_RANGES 64
 
 typedef struct {
-    void (*sum)(void *ctx, float *buf, size_t n);   /* in place, over the group */
+    void (*sum)(void *ctx, float *buf, size_t n); /* in place, over the group */
     void (*max)(void *ctx, float *buf, size_t n);
     void *ctx;
 } ax_reducer;
@@ -86,7 +91,7 @@ typedef struct ax_backend {
      * NULL when this build cannot run them. *emulated: no native kernel on
      * this CPU, the inputs are widened to fp32 (same results, no speed-up). */
     const char *(*gemm_kernel)(ax_dtype t, int *emulated);
-    void (*gemm_timing)(int on);                     /* seconds and FLOPs of gemm, for --profile */
+    void (*gemm_timing)(int on); /* seconds and FLOPs of gemm, for --profile */
     void (*gemm_stats)(double *seconds, double *flops);
     /* dst = src converted; to bf16 rounds to nearest even (NaN stays NaN) */
     void (*cast)(void *dst, ax_dtype dt, const void *src, ax_dtype st, size_t n);
@@ -107,7 +112,7 @@ typedef struct ax_backend {
     void (*rmsnorm_backward)(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
                              int M, int Cl, int C, float *scratch, const ax_reducer *X);
     void (*gelu_forward)(float *out, const float *x, size_t n);
-    void (*gelu_backward)(float *dx, const float *x, const float *dout, size_t n);   /* dx may alias dout */
+    void (*gelu_backward)(float *dx, const float *x, const float *dout, size_t n); /* dx may alias dout */
     /* SwiGLU: gu (M, 2F) rows [gate | up], out (M, F) = silu(gate) * up; dgu overwritten */
     void (*swiglu_forward)(float *out, const float *gu, int M, int F);
     void (*swiglu_backward)(float *dgu, const float *gu, const float *dout, int M, int F);
@@ -115,9 +120,9 @@ typedef struct ax_backend {
      * (row stride ld), at position pos[i] (i % T when pos is NULL); cs (positions,
      * hd/2 pairs of cos, sin); sign -1 rotates back (the backward) */
     void (*rope)(float *x, int ld, int M, int T, const int32_t *pos, int nh, int hd, const float *cs, float sign);
-    void (*add)(float *y, const float *x, size_t n);                                  /* y += x */
-    void (*bias_add)(float *y, const float *bias, int M, int n);                      /* rows of y += bias */
-    void (*bias_grad)(float *db, const float *dy, int M, int n);                      /* db += column sums */
+    void (*add)(float *y, const float *x, size_t n);             /* y += x */
+    void (*bias_add)(float *y, const float *bias, int M, int n); /* rows of y += bias */
+    void (*bias_grad)(float *db, const float *dy, int M, int n); /* db += column sums */
     /* token rows [v0, v0+Vl) of the table, zeros elsewhere, completed over the
      * vocabulary group, plus position rows pos[i] (i % T when pos is NULL;
      * none when wpe, and in backward dwpe, is NULL) */
@@ -133,18 +138,18 @@ typedef struct ax_backend {
      * dt is the model's GEMM input precision: with AX_BF16 a backend may multiply
      * bf16-rounded q, k, v and probabilities (fp32 accumulation, fp32 softmax),
      * as the layers' GEMMs do; the CPU backend computes in fp32 either way. */
-    size_t (*attention_scratch)(int T);              /* floats per thread */
+    size_t (*attention_scratch)(int T); /* floats per thread */
     void (*attention_forward)(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
                               ax_dtype dt, float *scratch, int nthr);
     void (*attention_backward)(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
                                int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr);
     /* one new query per row over a KV cache (nb rows, cache (rows, KVl, Tmax, hd)
      * of this layer); the row's new key and value are appended at len[b] */
-    void (*attention_decode)(float *out, const float *qkv, float *kc, float *vc, const int *len,
-                             int nb, int Hl, int KVl, int hd, int Tmax);
+    void (*attention_decode)(float *out, const float *qkv, float *kc, float *vc, const int *len, int nb, int Hl,
+                             int KVl, int hd, int Tmax);
     /* AdamW on n elements: m, v moments; w = w*decay - lr*mhat/(sqrt(vhat)+eps) */
-    void (*adamw)(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2,
-                  float c1, float c2, float lr, float eps, float decay);
+    void (*adamw)(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2, float c1,
+                  float c2, float lr, float eps, float decay);
 } ax_backend;
 
 /* C = alpha op(A) op(B) + beta C on the backend in use, in the layout the

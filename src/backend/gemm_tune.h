@@ -28,7 +28,7 @@ int ax_gemm_tune_parse(const char *s, int *on);
  * else $XDG_CACHE_HOME/axonn/gemm-tune.json, else ~/.cache/axonn/gemm-tune.json;
  * "none": no file. warn: print the cache's warnings (one rank of a job). */
 void ax_gemm_tune_set(int on, const char *cache, int warn);
-const char *ax_gemm_tune_cache_path(void);        /* "" when there is none */
+const char *ax_gemm_tune_cache_path(void); /* "" when there is none */
 /* tests: every single GEMM through this layout whether tuning is on or not; -1: as chosen */
 void ax_gemm_tune_force(int layout);
 /* forgets what was tuned or loaded (tests: the next GEMM reads the cache file again) */
@@ -41,8 +41,8 @@ int ax_gemm_tune_choice(const ax_backend *be, float alpha, ax_mat A, int transA,
 
 /* C = alpha op(A) op(B) + beta C through be->gemm in the layout chosen for the
  * problem (timing the layouts if it is new); ax_gemm_batched calls this. */
-void ax_gemm_tuned(const ax_backend *be, int batch, float alpha, ax_mat A, int transA, ax_mat B, int transB,
-                   float beta, ax_mat C);
+void ax_gemm_tuned(const ax_backend *be, int batch, float alpha, ax_mat A, int transA, ax_mat B, int transB, float beta,
+                   ax_mat C);
 /* Times each layout on this problem (batch 1): one warm-up round, then rounds
  * rounds (0: by the warm-up's time, 20 below 1.5 ms, 3 up to 0.25 s, 1
  * above), interleaved, the best of each into sec (seconds; -1 for a layout the backend cannot run). Returns

@@ -4,8 +4,15 @@
 #define AX_BACKEND_GEMM_TUNE_CACHE_H
 #include "backend/gemm_tune.h"
 
-typedef struct { int m, n, k, tA, tB, threads; ax_dtype ta, tb, tc; } ax_gt_key;
-typedef struct { ax_gt_key k; int layout, from_file; double sec[AX_GT_N]; } ax_gt_entry;   /* from_file: loaded, not yet looked up */
+typedef struct {
+    int m, n, k, tA, tB, threads;
+    ax_dtype ta, tb, tc;
+} ax_gt_key;
+typedef struct {
+    ax_gt_key k;
+    int layout, from_file;
+    double sec[AX_GT_N];
+} ax_gt_entry; /* from_file: loaded, not yet looked up */
 
 /* a new last entry of the table e (n used, capacity cap), grown by doubling */
 ax_gt_entry *ax_gt_push(ax_gt_entry **e, int *n, int *cap);

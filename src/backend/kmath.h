@@ -35,10 +35,10 @@ static inline AX_HD float ax_expf(float x) {
 #ifdef __CUDA_ARCH__
     float n = rintf(x * 1.44269504088896341f);
 #else
-    float n = __builtin_rintf(x * 1.44269504088896341f);   /* round to nearest even: one SIMD instruction */
+    float n = __builtin_rintf(x * 1.44269504088896341f); /* round to nearest even: one SIMD instruction */
 #endif
-    float r = x - n * 0.693145751953125f;       /* ln2, high part */
-    r = r - n * 1.428606765330187045e-06f;      /* ln2, low part */
+    float r = x - n * 0.693145751953125f;  /* ln2, high part */
+    r = r - n * 1.428606765330187045e-06f; /* ln2, low part */
     float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720))))));
     int32_t e = ((int32_t)n + 127) << 23;
     float s;
@@ -47,27 +47,28 @@ static inline AX_HD float ax_expf(float x) {
 }
 
 /* tanh(x) = 1 - 2 / (exp(2x) + 1); saturates cleanly at +-1 */
-static inline AX_HD float ax_tanhf(float x) {
-    return 1.0f - 2.0f / (ax_expf(2.0f * x) + 1.0f);
-}
+static inline AX_HD float ax_tanhf(float x) { return 1.0f - 2.0f / (ax_expf(2.0f * x) + 1.0f); }
 
 /* ---- bf16 ------------------------------------------------------------------
  * bf16 is the upper 16 bits of an IEEE fp32 (8-bit exponent, 7-bit mantissa);
  * rounding is to nearest, ties to even, as in PyTorch and oneDNN. */
 static inline AX_HD uint16_t ax_bf16_round(float f) {
-    uint32_t u; memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);   /* NaN stays (quiet) NaN */
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* NaN stays (quiet) NaN */
     u += 0x7fffu + ((u >> 16) & 1u);
     return (uint16_t)(u >> 16);
 }
 
 static inline AX_HD float ax_bf16_widen(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4);
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
     return f;
 }
 
 /* ---- GELU, tanh form (GPT-2) ------------------------------------------------ */
-#define AX_GELU_K 0.7978845608028654f   /* sqrt(2/pi) */
+#define AX_GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 
 static inline AX_HD float ax_gelu(float v) {
     return 0.5f * v * (1.0f + ax_tanhf(AX_GELU_K * (v + 0.044715f * v * v * v)));

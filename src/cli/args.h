@@ -12,7 +12,7 @@
 typedef enum { AX_OPT_INT, AX_OPT_DOUBLE, AX_OPT_STR, AX_OPT_FLAG, AX_OPT_U64, AX_OPT_GRID, AX_OPT_BYTES } ax_opt_type;
 
 typedef struct {
-    const char *name;      /* without the leading dashes */
+    const char *name; /* without the leading dashes */
     ax_opt_type type;
     void *dst;
     const char *metavar, *help;
@@ -20,7 +20,7 @@ typedef struct {
      * inclusive or '(' / ')' exclusive; lb 0: any value of the type */
     double lo, hi;
     char lb, rb;
-    int set;               /* filled by the parser */
+    int set; /* filled by the parser */
 } ax_opt;
 
 /* {"steps", AX_OPT_INT, &n, "N", "help (default {})", AX_RANGE('[', 1, 1e9, ']')}: "{}" in the help
@@ -30,8 +30,8 @@ typedef struct {
 
 /* Parses argv[first..]; positional arguments are collected in pos (may be NULL
  * to reject them). Returns 0, 1 for --help (usage printed), -1 on error. */
-int ax_args_parse(ax_opt *opts, int argc, char **argv, int first, const char *usage,
-                  const char **pos, int *npos, int maxpos);
+int ax_args_parse(ax_opt *opts, int argc, char **argv, int first, const char *usage, const char **pos, int *npos,
+                  int maxpos);
 /* whether the option of that name was given (flag or config file) */
 int ax_args_given(const ax_opt *opts, const char *name);
 void ax_args_usage(const ax_opt *opts, const char *usage);

@@ -47,8 +47,9 @@ static const char *usage_comm =
 static void print_text(const ax_bench_result *b) {
     double ms = b->step_s * 1e3, P = b->ranks;
     printf("bench: %d ranks, grid D=%d X=%d Y=%d Z=%d, %d threads/rank, %s, overlap %s%s, gemm-tune %s; %d iterations, "
-           "mean of the last %d\n", b->ranks, b->grid[0], b->grid[1], b->grid[2], b->grid[3], b->threads, b->dtype,
-           b->overlap, b->keep_gathered ? " (gathered weights kept)" : "", b->gemm_tune, b->iters, b->timed);
+           "mean of the last %d\n",
+           b->ranks, b->grid[0], b->grid[1], b->grid[2], b->grid[3], b->threads, b->dtype, b->overlap,
+           b->keep_gathered ? " (gathered weights kept)" : "", b->gemm_tune, b->iters, b->timed);
     printf("  %.2f ms/iteration (median %.2f, min %.2f, max %.2f), %.0f tokens/s (%.0f tokens per iteration)\n", ms,
            b->step_med_s * 1e3, b->step_min_s * 1e3, b->step_max_s * 1e3, b->tokens / b->step_s, b->tokens);
     printf("  model FLOP/s %.4g total, %.4g per rank (72 B s l h^2 (1 + s/6h + V/12hl), no recompute counted)\n",
@@ -56,12 +57,12 @@ static void print_text(const ax_bench_result *b) {
     printf("  hardware FLOP/s %.4g total, %.4g per rank (96 B s l h^2 (1 + s/6h + V/16hl), full recompute assumed)\n",
            b->hardware_flops / b->step_s, b->hardware_flops / b->step_s / P);
     printf("  GEMM ceiling %.4g FLOP/s per rank (%d x %d x %d, the largest local GEMM, measured now): "
-           "model FLOP/s at %.1f%% of it\n", b->gemm_flops, b->gemm_m, b->gemm_n, b->gemm_k,
-           100 * b->model_flops / b->step_s / P / b->gemm_flops);
+           "model FLOP/s at %.1f%% of it\n",
+           b->gemm_flops, b->gemm_m, b->gemm_n, b->gemm_k, 100 * b->model_flops / b->step_s / P / b->gemm_flops);
     double comm = 0;
     for (int i = 0; i < AX_BG_N; i++) comm += b->comm_s[i];
-    printf("  per iteration (mean over ranks): compute %.2f ms (GEMM %.2f), communication %.2f ms (", b->compute_s * 1e3,
-           b->gemm_s * 1e3, comm * 1e3);
+    printf("  per iteration (mean over ranks): compute %.2f ms (GEMM %.2f), communication %.2f ms (",
+           b->compute_s * 1e3, b->gemm_s * 1e3, comm * 1e3);
     for (int i = 0; i < AX_BG_N; i++) printf("%s%s %.2f", i ? ", " : "", ax_bench_group_names[i], b->comm_s[i] * 1e3);
     printf("), optimizer %.2f ms, data %.2f ms\n", b->optim_s * 1e3, b->data_s * 1e3);
 }
@@ -73,28 +74,27 @@ static void print_json(const ax_bench_result *b) {
         json_object_set_new(groups, ax_bench_group_names[i], json_real(b->comm_s[i] * 1e3));
         comm += b->comm_s[i];
     }
-    json_t *j = json_pack("{s:i, s:[i,i,i,i], s:i, s:{s:i, s:i, s:i, s:i, s:i}, s:i, s:i, s:i, s:s, s:s, s:s, s:b, s:s, s:i, s:i}",
+    json_t *j = json_pack(
+        "{s:i, s:[i,i,i,i], s:i, s:{s:i, s:i, s:i, s:i, s:i}, s:i, s:i, s:i, s:s, s:s, s:s, s:b, s:s, s:i, s:i}",
         "ranks", b->ranks, "grid", b->grid[0], b->grid[1], b->grid[2], b->grid[3], "threads_per_rank", b->threads,
-        "model", "n_layer", b->cfg.n_layer, "n_head", b->cfg.n_head, "n_embd", b->cfg.n_embd,
-        "n_positions", b->cfg.block_size, "vocab_size", b->cfg.vocab_size,
-        "batch", b->batch, "seq", b->seq, "grad_accum", b->grad_accum, "recompute", b->recompute,
-        "dtype", b->dtype, "overlap", b->overlap, "keep_gathered", b->keep_gathered, "gemm_tune", b->gemm_tune,
-        "iters", b->iters,
-        "timed_iters", b->timed);
+        "model", "n_layer", b->cfg.n_layer, "n_head", b->cfg.n_head, "n_embd", b->cfg.n_embd, "n_positions",
+        b->cfg.block_size, "vocab_size", b->cfg.vocab_size, "batch", b->batch, "seq", b->seq, "grad_accum",
+        b->grad_accum, "recompute", b->recompute, "dtype", b->dtype, "overlap", b->overlap, "keep_gathered",
+        b->keep_gathered, "gemm_tune", b->gemm_tune, "iters", b->iters, "timed_iters", b->timed);
     json_t *split = json_pack("{s:f, s:f, s:f, s:f, s:f}", "compute", b->compute_s * 1e3, "gemm", b->gemm_s * 1e3,
                               "optimizer", b->optim_s * 1e3, "data", b->data_s * 1e3, "comm_total", comm * 1e3);
     json_object_set_new(split, "comm", groups);
-    json_t *more = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:{s:i, s:i, s:i, s:f}, s:f, s:f, s:f, s:f}",
-        "ms_per_iter", b->step_s * 1e3, "ms_median", b->step_med_s * 1e3, "ms_min", b->step_min_s * 1e3, "ms_max", b->step_max_s * 1e3,
-        "tokens_per_iter", b->tokens, "tokens_per_s", b->tokens / b->step_s,
-        "model_flops_per_iter", b->model_flops, "hardware_flops_per_iter", b->hardware_flops,
-        "model_flops_per_s", b->model_flops / b->step_s, "model_flops_per_s_per_rank", b->model_flops / b->step_s / P,
-        "hardware_flops_per_s", b->hardware_flops / b->step_s,
-        "hardware_flops_per_s_per_rank", b->hardware_flops / b->step_s / P,
-        "gemm_ceiling", "m", b->gemm_m, "n", b->gemm_n, "k", b->gemm_k, "flops_per_s_per_rank", b->gemm_flops,
-        "model_percent_of_gemm_ceiling", 100 * b->model_flops / b->step_s / P / b->gemm_flops,
-        "param_bytes_per_rank", b->param_bytes, "activation_bytes_per_rank", b->act_bytes,
-        "workspace_bytes_per_rank", b->ws_bytes);
+    json_t *more = json_pack(
+        "{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:{s:i, s:i, s:i, s:f}, s:f, s:f, s:f, s:f}",
+        "ms_per_iter", b->step_s * 1e3, "ms_median", b->step_med_s * 1e3, "ms_min", b->step_min_s * 1e3, "ms_max",
+        b->step_max_s * 1e3, "tokens_per_iter", b->tokens, "tokens_per_s", b->tokens / b->step_s,
+        "model_flops_per_iter", b->model_flops, "hardware_flops_per_iter", b->hardware_flops, "model_flops_per_s",
+        b->model_flops / b->step_s, "model_flops_per_s_per_rank", b->model_flops / b->step_s / P,
+        "hardware_flops_per_s", b->hardware_flops / b->step_s, "hardware_flops_per_s_per_rank",
+        b->hardware_flops / b->step_s / P, "gemm_ceiling", "m", b->gemm_m, "n", b->gemm_n, "k", b->gemm_k,
+        "flops_per_s_per_rank", b->gemm_flops, "model_percent_of_gemm_ceiling",
+        100 * b->model_flops / b->step_s / P / b->gemm_flops, "param_bytes_per_rank", b->param_bytes,
+        "activation_bytes_per_rank", b->act_bytes, "workspace_bytes_per_rank", b->ws_bytes);
     json_object_update(j, more);
     json_decref(more);
     json_object_set_new(j, "split_ms", split);
@@ -114,12 +114,15 @@ static int bench_comm(int argc, char **argv) {
     ax_cli_model_flags mf = {0};
     ax_opt opts[] = {
         {"out", AX_OPT_STR, &out, "FILE", "write the machine description (JSON) for axonn plan --machine"},
-        {"min-kib", AX_OPT_INT, &min_kib, "N", "smallest message, KiB (default 4)", AX_RANGE('[',1,1048576,']')},
-        {"max-kib", AX_OPT_INT, &max_kib, "N", "largest message, KiB (default 65536 = 64 MiB)", AX_RANGE('[',1,4194304,']')},
-        {"gemm-max", AX_OPT_INT, &gemm_max, "N", "largest square GEMM measured (default 2048)", AX_RANGE('[',128,65536,']')},
-        {"min-time", AX_OPT_DOUBLE, &min_s, "S", "seconds per measurement (default 0.05)", AX_RANGE('(',0,60,']')},
-        {"threads", AX_OPT_INT, &threads, "N", "threads per rank (default: OMP_NUM_THREADS or the backend's)", AX_RANGE('[',0,1024,']')},
-        AX_CLI_JOB_OPTS(o, mf),   /* a model: its kernels at its shapes too */
+        {"min-kib", AX_OPT_INT, &min_kib, "N", "smallest message, KiB (default 4)", AX_RANGE('[', 1, 1048576, ']')},
+        {"max-kib", AX_OPT_INT, &max_kib, "N", "largest message, KiB (default 65536 = 64 MiB)",
+         AX_RANGE('[', 1, 4194304, ']')},
+        {"gemm-max", AX_OPT_INT, &gemm_max, "N", "largest square GEMM measured (default 2048)",
+         AX_RANGE('[', 128, 65536, ']')},
+        {"min-time", AX_OPT_DOUBLE, &min_s, "S", "seconds per measurement (default 0.05)", AX_RANGE('(', 0, 60, ']')},
+        {"threads", AX_OPT_INT, &threads, "N", "threads per rank (default: OMP_NUM_THREADS or the backend's)",
+         AX_RANGE('[', 0, 1024, ']')},
+        AX_CLI_JOB_OPTS(o, mf), /* a model: its kernels at its shapes too */
         {NULL},
     };
     int rc = ax_args_parse(opts, argc, argv, 3, usage_comm, NULL, NULL, 0);
@@ -128,11 +131,13 @@ static int bench_comm(int argc, char **argv) {
     ax_cli_threads(threads);
     ax_calib_opts co;
     ax_calib_defaults(&co);
-    co.min_bytes = (size_t)min_kib << 10; co.max_bytes = (size_t)max_kib << 10;
-    co.gemm_max = gemm_max; co.min_s = min_s;
+    co.min_bytes = (size_t)min_kib << 10;
+    co.max_bytes = (size_t)max_kib << 10;
+    co.gemm_max = gemm_max;
+    co.min_s = min_s;
     int model = 0, i = 0;
     while (strcmp(opts[i].name, "init")) i++;
-    for (; opts[i].name; i++) model |= ax_args_given(opts, opts[i].name);   /* --init and those after it */
+    for (; opts[i].name; i++) model |= ax_args_given(opts, opts[i].name); /* --init and those after it */
     ax_plan_job job;
     if (model) {
         AX_TRY(ax_cli_job_options(opts, &mf, &o, &job));
@@ -160,18 +165,25 @@ int ax_cmd_bench(int argc, char **argv) {
     o.batch = 0;
     ax_opt opts[] = {
         {"data", AX_OPT_STR, &o.data, "GLOB", "token shards (llm.c format; default: synthetic tokens)"},
-        {"init", AX_OPT_STR, &o.init, "MODEL", "start from a model directory (config.json, model.safetensors) or MODEL.safetensors (config.json beside it)"},
+        {"init", AX_OPT_STR, &o.init, "MODEL",
+         "start from a model directory (config.json, model.safetensors) or MODEL.safetensors (config.json beside it)"},
         AX_CLI_MODEL_OPTS(mf),
-        {"grid", AX_OPT_STR, &grid, "D,X,Y,Z|auto", "process grid, or auto: the planner's first choice (default 1,1,1,1)"},
+        {"grid", AX_OPT_STR, &grid, "D,X,Y,Z|auto",
+         "process grid, or auto: the planner's first choice (default 1,1,1,1)"},
         {"machine", AX_OPT_STR, &machine, "FILE|NAME", "machine description for --grid auto (default: an estimate)"},
-        {"batch", AX_OPT_INT, &o.batch, "N", "global batch in sequences per step (default 8)", AX_RANGE('[',1,1048576,']')},
-        {"seq", AX_OPT_INT, &o.seq, "T", "tokens per sequence (default: n_positions)", AX_RANGE('[',1,1048576,']')},
-        {"grad-accum", AX_OPT_INT, &o.grad_accum, "N", "micro-batches per step (default 1)", AX_RANGE('[',1,65536,']')},
+        {"batch", AX_OPT_INT, &o.batch, "N", "global batch in sequences per step (default 8)",
+         AX_RANGE('[', 1, 1048576, ']')},
+        {"seq", AX_OPT_INT, &o.seq, "T", "tokens per sequence (default: n_positions)", AX_RANGE('[', 1, 1048576, ']')},
+        {"grad-accum", AX_OPT_INT, &o.grad_accum, "N", "micro-batches per step (default 1)",
+         AX_RANGE('[', 1, 65536, ']')},
         AX_CLI_STEP_OPTS(o),
-        {"threads", AX_OPT_INT, &o.threads, "N", "OpenMP/BLAS threads per rank (default: cores / ranks per node)", AX_RANGE('[',0,1024,']')},
+        {"threads", AX_OPT_INT, &o.threads, "N", "OpenMP/BLAS threads per rank (default: cores / ranks per node)",
+         AX_RANGE('[', 0, 1024, ']')},
         {"seed", AX_OPT_U64, &o.seed, "N", "initialisation seed (default 1337)"},
-        {"backend", AX_OPT_STR, &backend, "NAME", "kernels: cpu (default) or cuda (compiled backends in axonn --version)"},
-        {"iters", AX_OPT_INT, &iters, "N", "iterations (default 10; the first two are not timed)", AX_RANGE('[',3,1e6,']')},
+        {"backend", AX_OPT_STR, &backend, "NAME",
+         "kernels: cpu (default) or cuda (compiled backends in axonn --version)"},
+        {"iters", AX_OPT_INT, &iters, "N", "iterations (default 10; the first two are not timed)",
+         AX_RANGE('[', 3, 1e6, ']')},
         {"json", AX_OPT_FLAG, &json, NULL, "print one JSON object with every field instead of text"},
         {NULL},
     };
@@ -192,6 +204,9 @@ int ax_cmd_bench(int argc, char **argv) {
     }
     ax_bench_result b;
     AX_TRY(ax_bench(&o, iters, json, MPI_COMM_WORLD, &b));
-    if (rank == 0) { if (json) print_json(&b); else print_text(&b); }
+    if (rank == 0) {
+        if (json) print_json(&b);
+        else print_text(&b);
+    }
     return 0;
 }

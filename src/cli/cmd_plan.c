@@ -32,13 +32,13 @@ static json_t *cost_json(const ax_plan_cost *c, double measured) {
         json_object_set_new(inter, ax_plan_group_names[i], json_boolean(c->place[i] == AX_PLACE_INTER));
         json_object_set_new(pl, ax_plan_group_names[i], json_string(ax_place_names[c->place[i]]));
     }
-    json_t *j = json_pack("{s:[i,i,i,i], s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:f, s:f}",
-        "grid", c->grid[0], c->grid[1], c->grid[2], c->grid[3], "step_ms", c->step_s * 1e3,
-        "compute_ms", c->compute_s * 1e3, "gemm_ms", c->gemm_s * 1e3, "attention_ms", c->attn_s * 1e3,
-        "elementwise_ms", c->elem_s * 1e3, "optimizer_ms", c->optim_s * 1e3, "comm_total_ms", c->comm_total_s * 1e3,
-        "comm_hidden_ms", c->hidden_s * 1e3, "comm_exposed_ms", c->exposed_s * 1e3, "params_per_rank", (json_int_t)c->n_local,
-        "param_bytes", c->param_bytes, "activation_bytes", c->act_bytes, "workspace_bytes", c->ws_bytes,
-        "memory_bytes", c->mem_bytes);
+    json_t *j = json_pack(
+        "{s:[i,i,i,i], s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:f, s:f, s:f, s:f}", "grid", c->grid[0],
+        c->grid[1], c->grid[2], c->grid[3], "step_ms", c->step_s * 1e3, "compute_ms", c->compute_s * 1e3, "gemm_ms",
+        c->gemm_s * 1e3, "attention_ms", c->attn_s * 1e3, "elementwise_ms", c->elem_s * 1e3, "optimizer_ms",
+        c->optim_s * 1e3, "comm_total_ms", c->comm_total_s * 1e3, "comm_hidden_ms", c->hidden_s * 1e3,
+        "comm_exposed_ms", c->exposed_s * 1e3, "params_per_rank", (json_int_t)c->n_local, "param_bytes", c->param_bytes,
+        "activation_bytes", c->act_bytes, "workspace_bytes", c->ws_bytes, "memory_bytes", c->mem_bytes);
     json_object_set_new(j, "comm_ms", g);
     json_object_set_new(j, "comm_bytes", b);
     json_object_set_new(j, "collectives", n);
@@ -53,16 +53,19 @@ static void print_json(const ax_plan *p, const ax_plan_job *jb, const ax_machine
     json_t *ranked = json_array(), *rej = json_array();
     for (int i = 0; i < p->n; i++) {
         const ax_plan_cost *c = &p->c[i];
-        if (i < p->nfit) { if (i < top) json_array_append_new(ranked, cost_json(c, measured ? measured[i] : 0)); continue; }
+        if (i < p->nfit) {
+            if (i < top) json_array_append_new(ranked, cost_json(c, measured ? measured[i] : 0));
+            continue;
+        }
         json_array_append_new(rej, json_pack("{s:[i,i,i,i], s:s, s:b}", "grid", c->grid[0], c->grid[1], c->grid[2],
                                              c->grid[3], "reason", c->why, "divides", c->legal));
     }
     json_t *j = json_pack("{s:i, s:s, s:s, s:{s:i, s:i, s:i, s:i, s:i}, s:i, s:i, s:i, s:i, s:i, s:f, s:i, s:i}",
-        "ranks", p->P, "machine", m->name, "machine_source", m->source,
-        "model", "n_layer", jb->cfg.n_layer, "n_head", jb->cfg.n_head, "n_embd", jb->cfg.n_embd,
-        "n_positions", jb->cfg.block_size, "vocab_size", jb->cfg.vocab_size,
-        "batch", jb->batch, "seq", jb->seq, "grad_accum", jb->grad_accum, "recompute", jb->recompute,
-        "activation_bytes_per_element", jb->act_bytes, "hidden_share", jb->overlap, "grids", p->n, "runnable", p->nfit);
+                          "ranks", p->P, "machine", m->name, "machine_source", m->source, "model", "n_layer",
+                          jb->cfg.n_layer, "n_head", jb->cfg.n_head, "n_embd", jb->cfg.n_embd, "n_positions",
+                          jb->cfg.block_size, "vocab_size", jb->cfg.vocab_size, "batch", jb->batch, "seq", jb->seq,
+                          "grad_accum", jb->grad_accum, "recompute", jb->recompute, "activation_bytes_per_element",
+                          jb->act_bytes, "hidden_share", jb->overlap, "grids", p->n, "runnable", p->nfit);
     json_object_set_new(j, "model_flops_per_step", json_real(ax_model_flops(&jb->cfg, jb->batch, jb->seq)));
     json_object_set_new(j, "hardware_flops_per_step", json_real(ax_hardware_flops(&jb->cfg, jb->batch, jb->seq)));
     json_object_set_new(j, "ranked", ranked);
@@ -79,18 +82,21 @@ static void print_text(const ax_plan *p, const ax_plan_job *jb, const ax_machine
     static const char *modes[] = {"none", "attn", "block"};
     printf("plan: %d ranks on %s [%s]\n", p->P, m->name, m->source);
     printf("model L=%d H=%d C=%d V=%d (%.3g parameters); batch %d x %d tokens in %d micro-batches; recompute %s; "
-           "%d-byte activations; hidden communication %.0f%%\n", jb->cfg.n_layer, jb->cfg.n_head, jb->cfg.n_embd,
-           jb->cfg.vocab_size, (double)ax_gpt_num_params(&jb->cfg), jb->batch, jb->seq, jb->grad_accum,
-           modes[jb->recompute], jb->act_bytes, 100 * jb->overlap);
-    printf("%4s %-16s %10s %10s %10s %10s %9s  %-40s %8s%s\n", "rank", "D,X,Y,Z", "step ms", "compute", "GEMM", "exposed",
-           "optim", "comm ms: X Y Z data data_z xyz (* spans nodes, ^ one core)", "GiB/rank", measured ? "  measured ms (ratio)" : "");
+           "%d-byte activations; hidden communication %.0f%%\n",
+           jb->cfg.n_layer, jb->cfg.n_head, jb->cfg.n_embd, jb->cfg.vocab_size, (double)ax_gpt_num_params(&jb->cfg),
+           jb->batch, jb->seq, jb->grad_accum, modes[jb->recompute], jb->act_bytes, 100 * jb->overlap);
+    printf("%4s %-16s %10s %10s %10s %10s %9s  %-40s %8s%s\n", "rank", "D,X,Y,Z", "step ms", "compute", "GEMM",
+           "exposed", "optim", "comm ms: X Y Z data data_z xyz (* spans nodes, ^ one core)", "GiB/rank",
+           measured ? "  measured ms (ratio)" : "");
     for (int i = 0; i < p->nfit && i < top; i++) {
         const ax_plan_cost *c = &p->c[i];
         char g[32], cm[160] = "";
         snprintf(g, sizeof g, "%d,%d,%d,%d", c->grid[0], c->grid[1], c->grid[2], c->grid[3]);
         for (int k = 0; k < AX_PG_N; k++)
             snprintf(cm + strlen(cm), sizeof cm - strlen(cm), "%s%.3g%s", k ? " " : "", c->comm_s[k] * 1e3,
-                     c->place[k] == AX_PLACE_INTER ? "*" : c->place[k] == AX_PLACE_CORE ? "^" : "");
+                     c->place[k] == AX_PLACE_INTER  ? "*"
+                     : c->place[k] == AX_PLACE_CORE ? "^"
+                                                    : "");
         printf("%4d %-16s %10.3f %10.3f %10.3f %10.3f %9.3f  %-40s %8.4g", i + 1, g, c->step_s * 1e3,
                c->compute_s * 1e3, c->gemm_s * 1e3, c->exposed_s * 1e3, c->optim_s * 1e3, cm, c->mem_bytes / GIB);
         if (measured) printf("  %10.3f (%.2f)", measured[i] * 1e3, measured[i] / c->step_s);
@@ -117,7 +123,7 @@ static int run_top(const ax_train_opts *o, const ax_plan *p, int top, int iters,
         b.quiet = 1;
         ax_bench_result r;
         AX_TRY(ax_bench(&b, iters, 1, MPI_COMM_WORLD, &r));
-        (*measured)[i] = r.step_med_s;   /* the steady step the model predicts, not a burst of other work */
+        (*measured)[i] = r.step_med_s; /* the steady step the model predicts, not a burst of other work */
     }
     return 0;
 }
@@ -131,18 +137,22 @@ int ax_cmd_plan(int argc, char **argv) {
     int ranks = 0, json = 0, top = 10, run = 0, iters = 10;
     double overlap = 0;
     ax_opt opts[] = {
-        {"ranks", AX_OPT_INT, &ranks, "P", "rank count (required)", AX_RANGE('[',1,1048576,']')},
+        {"ranks", AX_OPT_INT, &ranks, "P", "rank count (required)", AX_RANGE('[', 1, 1048576, ']')},
         {"machine", AX_OPT_STR, &machine, "FILE|NAME", "machine description (axonn bench comm --out) or preset"},
         AX_CLI_JOB_OPTS(o, mf),
         {"recompute", AX_OPT_STR, &o.recompute, "MODE", "activation recomputation: none, attn or block"},
-        {"hidden", AX_OPT_DOUBLE, &overlap, "F", "share of communication the time model takes as hidden behind compute (default 0)", AX_RANGE('[',0,1,']')},
+        {"hidden", AX_OPT_DOUBLE, &overlap, "F",
+         "share of communication the time model takes as hidden behind compute (default 0)", AX_RANGE('[', 0, 1, ']')},
         {"overlap", AX_OPT_STR, &o.overlap, "LIST", "the run's --overlap (its buffers count in memory; default all)"},
-        {"keep-gathered", AX_OPT_FLAG, &o.keep_gathered, NULL, "the run's --keep-gathered (one gathered weight per FC layer kept)"},
-        {"top", AX_OPT_INT, &top, "K", "ranked grids shown (default 10)", AX_RANGE('[',1,1e6,']')},
+        {"keep-gathered", AX_OPT_FLAG, &o.keep_gathered, NULL,
+         "the run's --keep-gathered (one gathered weight per FC layer kept)"},
+        {"top", AX_OPT_INT, &top, "K", "ranked grids shown (default 10)", AX_RANGE('[', 1, 1e6, ']')},
         {"json", AX_OPT_FLAG, &json, NULL, "one JSON object: ranked grids, rejected ones with reasons, min_ranks"},
         {"run", AX_OPT_FLAG, &run, NULL, "time the top K grids with axonn bench (under mpirun with P ranks)"},
-        {"iters", AX_OPT_INT, &iters, "N", "--run: iterations per grid (default 10; the first two not timed)", AX_RANGE('[',3,1e6,']')},
-        {"threads", AX_OPT_INT, &o.threads, "N", "--run: OpenMP/BLAS threads per rank (default: cores / ranks per node)", AX_RANGE('[',0,1024,']')},
+        {"iters", AX_OPT_INT, &iters, "N", "--run: iterations per grid (default 10; the first two not timed)",
+         AX_RANGE('[', 3, 1e6, ']')},
+        {"threads", AX_OPT_INT, &o.threads, "N",
+         "--run: OpenMP/BLAS threads per rank (default: cores / ranks per node)", AX_RANGE('[', 0, 1024, ']')},
         {NULL},
     };
     int rc = ax_args_parse(opts, argc, argv, 2, usage, NULL, NULL, 0);

@@ -8,19 +8,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *usage =
-    "usage: axonn tokenizer train --vocab-size N --out tokenizer.json FILE...\n"
-    "       axonn tokenizer encode --tokenizer TOK [--add-special] (--text TEXT | FILE)\n"
-    "       axonn tokenizer decode --tokenizer TOK --ids 1,2,3\n\n"
-    "Byte-level BPE like GPT-2: train one on text files (plain, JSON Lines, fortune),\n"
-    "or inspect how a tokenizer (tokenizer.json of GPT-2 or Llama-3 style, vocab.json,\n"
-    ".tiktoken) splits text; special tokens in the text are matched as such.";
+static const char *usage = "usage: axonn tokenizer train --vocab-size N --out tokenizer.json FILE...\n"
+                           "       axonn tokenizer encode --tokenizer TOK [--add-special] (--text TEXT | FILE)\n"
+                           "       axonn tokenizer decode --tokenizer TOK --ids 1,2,3\n\n"
+                           "Byte-level BPE like GPT-2: train one on text files (plain, JSON Lines, fortune),\n"
+                           "or inspect how a tokenizer (tokenizer.json of GPT-2 or Llama-3 style, vocab.json,\n"
+                           ".tiktoken) splits text; special tokens in the text are matched as such.";
 
 static int cmd_train(int argc, char **argv) {
     const char *out = NULL, *in[4096];
     int vocab = 0, nin = 0;
     ax_opt opts[] = {
-        {"vocab-size", AX_OPT_INT, &vocab, "N", "ids: 256 bytes + merges + <|endoftext|> (required)", AX_RANGE('[',257,16777216,']')},
+        {"vocab-size", AX_OPT_INT, &vocab, "N", "ids: 256 bytes + merges + <|endoftext|> (required)",
+         AX_RANGE('[', 257, 16777216, ']')},
         {"out", AX_OPT_STR, &out, "FILE", "tokenizer.json to write (required)"},
         {NULL},
     };
@@ -31,7 +31,10 @@ static int cmd_train(int argc, char **argv) {
     if (!nin) return AX_ERR("no input files (expected FILE... after the options)");
     ax_doclist d;
     AX_TRY(ax_doclist_read(&d, in, nin));
-    if (d.n == 0) { ax_doclist_free(&d); return AX_ERR("%s: no text found in the inputs", in[0]); }
+    if (d.n == 0) {
+        ax_doclist_free(&d);
+        return AX_ERR("%s: no text found in the inputs", in[0]);
+    }
     double t0 = MPI_Wtime();
     ax_tokenizer *t;
     rc = ax_tok_train(&t, (const char *const *)d.text, d.len, d.n, vocab);
@@ -49,22 +52,32 @@ static int cmd_encode(int argc, char **argv) {
     ax_opt opts[] = {
         {"tokenizer", AX_OPT_STR, &tok, "TOK", "tokenizer file (required)"},
         {"text", AX_OPT_STR, &text, "TEXT", "text to encode (or give a FILE)"},
-        {"add-special", AX_OPT_FLAG, &framed, NULL, "add the post-processor's tokens (Llama-3: <|begin_of_text|>), as Hugging Face's encode does"},
+        {"add-special", AX_OPT_FLAG, &framed, NULL,
+         "add the post-processor's tokens (Llama-3: <|begin_of_text|>), as Hugging Face's encode does"},
         {NULL},
     };
     int rc = ax_args_parse(opts, argc, argv, 3, usage, in, &nin, 1);
     if (rc) return rc;
     if (!tok) return AX_ERR("--tokenizer: required");
     if (!text && !nin) return AX_ERR("expected --text TEXT or a FILE to encode");
-    char *data = NULL; size_t n;
-    if (!text) { AX_TRY(ax_read_file(in[0], &data, &n)); text = data; } else n = strlen(text);
+    char *data = NULL;
+    size_t n;
+    if (!text) {
+        AX_TRY(ax_read_file(in[0], &data, &n));
+        text = data;
+    } else n = strlen(text);
     ax_tokenizer *t;
-    if ((rc = ax_tok_load(&t, tok))) { free(data); return rc; }
+    if ((rc = ax_tok_load(&t, tok))) {
+        free(data);
+        return rc;
+    }
     ax_ids ids = {0};
     rc = ax_tok_encode(t, text, n, AX_TOK_SPECIAL | (framed ? AX_TOK_TEMPLATE : 0), &ids);
     for (size_t i = 0; rc == 0 && i < ids.n; i++) printf("%s%d", i ? "," : "", ids.v[i]);
     if (rc == 0) printf("\n");
-    ax_ids_free(&ids); ax_tok_free(t); free(data);
+    ax_ids_free(&ids);
+    ax_tok_free(t);
+    free(data);
     return rc;
 }
 
@@ -74,7 +87,8 @@ int ax_cli_parse_ids(const char *s, int V, const char *flag, ax_ids *out) {
     while (*p) {
         char *end;
         long v = strtol(p, &end, 10);
-        if (end == p || v < 0 || v >= V) return AX_ERR("%s '%s': expected comma-separated ids in 0..%d", flag, s, V - 1);
+        if (end == p || v < 0 || v >= V)
+            return AX_ERR("%s '%s': expected comma-separated ids in 0..%d", flag, s, V - 1);
         ax_ids_push(out, (int32_t)v);
         p = end;
         if (*p == ',') p++;
@@ -100,8 +114,13 @@ static int cmd_decode(int argc, char **argv) {
     ax_bytes b = {0};
     rc = ax_cli_parse_ids(s, ax_tok_vocab_size(t), "--ids", &ids);
     if (rc == 0) rc = ax_tok_decode(t, ids.v, ids.n, &b);
-    if (rc == 0) { fwrite(b.p, 1, b.n, stdout); printf("\n"); }
-    ax_ids_free(&ids); ax_bytes_free(&b); ax_tok_free(t);
+    if (rc == 0) {
+        fwrite(b.p, 1, b.n, stdout);
+        printf("\n");
+    }
+    ax_ids_free(&ids);
+    ax_bytes_free(&b);
+    ax_tok_free(t);
     return rc;
 }
 

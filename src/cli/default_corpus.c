@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define FORTUNES "/usr/share/games/fortunes"
+#define FORTUNES      "/usr/share/games/fortunes"
 #define DEFAULT_VOCAB 2048
 #define CACHE_VERSION 1
 
@@ -24,8 +24,9 @@ static int cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, 
 /* the fortune files: regular files without the .dat/.u8 companions */
 static int list_inputs(char ***files, int *n, uint64_t *key) {
     DIR *d = opendir(FORTUNES);
-    if (!d) return AX_ERR("no --data given and the default corpus " FORTUNES " is missing "
-                          "(install the Debian package fortunes: bash scripts/deps.sh)");
+    if (!d)
+        return AX_ERR("no --data given and the default corpus " FORTUNES " is missing "
+                      "(install the Debian package fortunes: bash scripts/deps.sh)");
     struct dirent *e;
     int cap = 64;
     *files = ax_malloc(cap * sizeof(char *));
@@ -33,7 +34,8 @@ static int list_inputs(char ***files, int *n, uint64_t *key) {
     while ((e = readdir(d))) {
         size_t l = strlen(e->d_name);
         if (e->d_name[0] == '.' || (l > 4 && strcmp(e->d_name + l - 4, ".dat") == 0) ||
-            (l > 3 && strcmp(e->d_name + l - 3, ".u8") == 0)) continue;
+            (l > 3 && strcmp(e->d_name + l - 3, ".u8") == 0))
+            continue;
         char p[4200];
         snprintf(p, sizeof p, FORTUNES "/%s", e->d_name);
         struct stat st;
@@ -77,18 +79,26 @@ static int build(const char *dir, char **files, int nfiles) {
         int rc = ax_tok_train(&t, (const char *const *)d.text, d.len, d.n, DEFAULT_VOCAB);
         ax_doclist_free(&d);
         AX_TRY(rc);
-        if (ax_tok_save_json(t, tok)) { ax_tok_free(t); return -1; }
+        if (ax_tok_save_json(t, tok)) {
+            ax_tok_free(t);
+            return -1;
+        }
     } else AX_TRY(ax_tok_load(&t, tok));
     int rc = 0;
     if (!ax_file_exists(corpus)) {
         printf("default corpus: tokenizing into %s\n", corpus);
         fflush(stdout);
-        ax_prepare_opts po = {.inputs = (const char *const *)files, .ninputs = nfiles, .out_dir = corpus,
-                              .val_frac = 0.02, .shard_tokens = 32000000, .progress = 0};
+        ax_prepare_opts po = {.inputs = (const char *const *)files,
+                              .ninputs = nfiles,
+                              .out_dir = corpus,
+                              .val_frac = 0.02,
+                              .shard_tokens = 32000000,
+                              .progress = 0};
         ax_prepare_stats st;
         rc = ax_prepare(t, &po, &st);
-        if (rc == 0) printf("default corpus: %lld training and %lld validation tokens (%.1f MB of text)\n",
-                            (long long)st.tokens[0], (long long)st.tokens[1], st.bytes / 1e6);
+        if (rc == 0)
+            printf("default corpus: %lld training and %lld validation tokens (%.1f MB of text)\n",
+                   (long long)st.tokens[0], (long long)st.tokens[1], st.bytes / 1e6);
     }
     ax_tok_free(t);
     return rc;

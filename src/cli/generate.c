@@ -14,21 +14,26 @@
 static int32_t pick(const float *logits, int V, double temp, int top_k, ax_rng *r, float *work) {
     if (temp <= 0) {
         int best = 0;
-        for (int j = 1; j < V; j++) if (logits[j] > logits[best]) best = j;
+        for (int j = 1; j < V; j++)
+            if (logits[j] > logits[best]) best = j;
         return best;
     }
     float thresh = -INFINITY;
     if (top_k > 0 && top_k < V) {
         memcpy(work, logits, V * sizeof(float));
-        for (int i = 0; i < top_k; i++) {      /* partial selection of the k-th largest */
+        for (int i = 0; i < top_k; i++) { /* partial selection of the k-th largest */
             int b = i;
-            for (int j = i + 1; j < V; j++) if (work[j] > work[b]) b = j;
-            float tmp = work[i]; work[i] = work[b]; work[b] = tmp;
+            for (int j = i + 1; j < V; j++)
+                if (work[j] > work[b]) b = j;
+            float tmp = work[i];
+            work[i] = work[b];
+            work[b] = tmp;
         }
         thresh = work[top_k - 1];
     }
     double mx = -INFINITY, s = 0;
-    for (int j = 0; j < V; j++) if (logits[j] > mx) mx = logits[j];
+    for (int j = 0; j < V; j++)
+        if (logits[j] > mx) mx = logits[j];
     for (int j = 0; j < V; j++) s += logits[j] >= thresh ? exp((logits[j] - mx) / temp) : 0;
     double u = ax_rng_next_uniform(r) * s, c = 0;
     for (int j = 0; j < V; j++) {
@@ -44,12 +49,13 @@ void ax_cli_generate(ax_gpt *m, int32_t *toks, int n, int max_new, double temp, 
     ax_rng r = {seed, 0x5A3B, 0};
     int Tmax = m->cfg.block_size;
     for (int i = 0; i < max_new; i++) {
-        int T = n < Tmax ? n : Tmax;                    /* a sliding window past n_positions */
+        int T = n < Tmax ? n : Tmax; /* a sliding window past n_positions */
         ax_gpt_forward(m, toks + n - T, NULL, NULL, 1, T, 0.0f);
         ax_allgather_f32(&m->g->Y, m->logits + (size_t)(T - 1) * m->Vl, full, m->Vl);
         toks[n++] = pick(full, m->cfg.vocab_size, temp, top_k, &r, work);
     }
-    free(full); free(work);
+    free(full);
+    free(work);
 }
 
 int ax_cli_show_samples(const char *out) {
@@ -58,22 +64,35 @@ int ax_cli_show_samples(const char *out) {
     snprintf(path, sizeof path, "%s/model.safetensors", out);
     int size, grid[4] = {1, 1, 1, 1};
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    grid[0] = size;                      /* every rank decodes the same sequence */
-    ax_grid g; ax_gpt m; ax_tokenizer *t;
+    grid[0] = size; /* every rank decodes the same sequence */
+    ax_grid g;
+    ax_gpt m;
+    ax_tokenizer *t;
     AX_TRY(ax_cli_open_model(path, grid, &g, &m));
-    if (ax_agree(g.world, ax_cli_tokenizer(&t, NULL, path))) { ax_gpt_free(&m); ax_grid_free(&g); return -1; }
+    if (ax_agree(g.world, ax_cli_tokenizer(&t, NULL, path))) {
+        ax_gpt_free(&m);
+        ax_grid_free(&g);
+        return -1;
+    }
     if (g.rank == 0) printf("samples (temperature 0.8, top-k 40):\n");
     for (int i = 0; i < 3; i++) {
         ax_ids p = {0};
         ax_bytes b = {0};
-        if (ax_tok_encode(t, prompts[i], strlen(prompts[i]), 0, &p) || !p.n) { ax_ids_free(&p); continue; }
+        if (ax_tok_encode(t, prompts[i], strlen(prompts[i]), 0, &p) || !p.n) {
+            ax_ids_free(&p);
+            continue;
+        }
         int n = (int)p.n, k = 60;
         int32_t *toks = ax_malloc((n + k) * sizeof(int32_t));
         memcpy(toks, p.v, n * sizeof(int32_t));
         ax_cli_generate(&m, toks, n, k, 0.8, 40, 1000 + i);
         if (g.rank == 0 && ax_tok_decode(t, toks, n + k, &b) == 0) printf("--- %.*s\n", (int)b.n, b.p);
-        free(toks); ax_ids_free(&p); ax_bytes_free(&b);
+        free(toks);
+        ax_ids_free(&p);
+        ax_bytes_free(&b);
     }
-    ax_tok_free(t); ax_gpt_free(&m); ax_grid_free(&g);
+    ax_tok_free(t);
+    ax_gpt_free(&m);
+    ax_grid_free(&g);
     return 0;
 }

@@ -32,7 +32,10 @@ int main(int argc, char **argv) {
         }
         return 0;
     }
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) { usage(); return argc < 2 ? 2 : 0; }
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage();
+        return argc < 2 ? 2 : 0;
+    }
     /* Keep freed memory in the process: fresh pages cost a fault each, and MPI's
      * large temporaries would otherwise be unmapped and re-faulted every call. */
     mallopt(M_MMAP_THRESHOLD, 1 << 30);
@@ -46,7 +49,13 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[1], "memorize") == 0) cmd = ax_cmd_memorize;
     else if (strcmp(argv[1], "bench") == 0) cmd = ax_cmd_bench;
     else if (strcmp(argv[1], "plan") == 0) cmd = ax_cmd_plan;
-    else { fprintf(stderr, "axonn: error: unknown command '%s' (expected train, eval, sample, prepare, tokenizer, memorize, bench or plan)\n", argv[1]); return 2; }
+    else {
+        fprintf(stderr,
+                "axonn: error: unknown command '%s' (expected train, eval, sample, prepare, tokenizer, memorize, bench "
+                "or plan)\n",
+                argv[1]);
+        return 2;
+    }
     /* Open MPI's non-blocking all-reduce picks recursive doubling by default,
      * much slower than the blocking one for large messages; Rabenseifner's
      * (reduce-scatter + all-gather) matches it (figures: docs/design.md,
@@ -56,7 +65,7 @@ int main(int argc, char **argv) {
     /* Started without mpirun, Open MPI 4 forks a daemon for the lone rank at
      * every command's start, for nothing axonn uses (no spawning). */
     setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
-    int provided;   /* OpenMP threads never call MPI */
+    int provided; /* OpenMP threads never call MPI */
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     int rc = cmd(argc, argv);
     if (rc == AX_TRAIN_DIVERGED) ax_err_exit_status(1, 3);

@@ -11,8 +11,8 @@
 #include <string.h>
 
 int ax_cli_model_options(const ax_opt *opts, const ax_cli_model_flags *f, int from_file, ax_gpt_config *model) {
-    static const char *flags[] = {"arch", "n-layer", "n-head", "n-kv-head", "n-embd", "n-inner", "block-size",
-                                  "vocab-size", "untied", "rope-theta"};
+    static const char *flags[] = {"arch",    "n-layer",    "n-head",     "n-kv-head", "n-embd",
+                                  "n-inner", "block-size", "vocab-size", "untied",    "rope-theta"};
     int sized = f->preset != NULL;
     for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) sized |= ax_args_given(opts, flags[i]);
     if (from_file && sized)
@@ -24,10 +24,10 @@ int ax_cli_model_options(const ax_opt *opts, const ax_cli_model_flags *f, int fr
         else if (!strcmp(f->arch, "gpt2")) model->arch = AX_ARCH_GPT2;
         else return AX_ERR("--arch %s: expected gpt2 or llama", f->arch);
     }
-    int *dst[] = {&model->n_layer, &model->n_head, &model->n_kv_head, &model->n_embd, &model->n_inner,
-                  &model->block_size, &model->vocab_size};
-    const int src[] = {f->c.n_layer, f->c.n_head, f->c.n_kv_head, f->c.n_embd, f->c.n_inner, f->c.block_size,
-                       f->c.vocab_size};
+    int *dst[] = {&model->n_layer, &model->n_head,     &model->n_kv_head, &model->n_embd,
+                  &model->n_inner, &model->block_size, &model->vocab_size};
+    const int src[] = {f->c.n_layer, f->c.n_head,     f->c.n_kv_head, f->c.n_embd,
+                       f->c.n_inner, f->c.block_size, f->c.vocab_size};
     for (int i = 0; i < 7; i++)
         if (ax_args_given(opts, flags[1 + i])) *dst[i] = src[i];
     if (ax_args_given(opts, "untied")) model->untied = f->c.untied;
@@ -76,7 +76,7 @@ int ax_cli_job_options(const ax_opt *opts, const ax_cli_model_flags *mf, ax_trai
     ax_cli_preset_job(mf->preset, &pb, &ps);
     if (!o->batch && pb) o->batch = pb;
     if (!o->seq && ps) o->seq = ps;
-    if (pb && !ax_args_given(opts, "recompute")) o->recompute = "block";   /* as the published runs */
+    if (pb && !ax_args_given(opts, "recompute")) o->recompute = "block"; /* as the published runs */
     AX_TRY(ax_cli_plan_job(o, j));
     if (j->batch % j->grad_accum)
         return AX_ERR("--batch %d: expected a multiple of --grad-accum %d", j->batch, j->grad_accum);
@@ -109,8 +109,9 @@ int ax_cli_grid_option(const char *grid, const char *machine, const ax_train_opt
                "(compute %.2f, communication %.2f, optimizer %.2f), %.1f MiB per rank",
                b->grid[0], b->grid[1], b->grid[2], b->grid[3], p.nfit, m.name, b->step_s * 1e3, b->compute_s * 1e3,
                b->exposed_s * 1e3, b->optim_s * 1e3, b->mem_bytes / (1 << 20));
-        if (p.nfit > 1) printf("; next %d,%d,%d,%d at %.2f ms", p.c[1].grid[0], p.c[1].grid[1], p.c[1].grid[2],
-                               p.c[1].grid[3], p.c[1].step_s * 1e3);
+        if (p.nfit > 1)
+            printf("; next %d,%d,%d,%d at %.2f ms", p.c[1].grid[0], p.c[1].grid[1], p.c[1].grid[2], p.c[1].grid[3],
+                   p.c[1].step_s * 1e3);
         printf("\n");
         fflush(stdout);
     }

@@ -10,11 +10,10 @@
 int ax_cli_tokenizer(ax_tokenizer **t, const char *path, const char *beside) {
     if (path) return ax_tok_load(t, path);
     char p[4200], st[4200], cfg[4200];
-    ax_gpt_model_paths(beside, st, cfg, sizeof cfg);   /* in a model directory, or beside a model file */
+    ax_gpt_model_paths(beside, st, cfg, sizeof cfg); /* in a model directory, or beside a model file */
     ax_dirname(cfg, p, sizeof p);
     strncat(p, "/tokenizer.json", sizeof p - strlen(p) - 1);
-    if (!ax_file_exists(p))
-        return AX_ERR("%s: no tokenizer.json beside it (give --tokenizer FILE)", beside);
+    if (!ax_file_exists(p)) return AX_ERR("%s: no tokenizer.json beside it (give --tokenizer FILE)", beside);
     return ax_tok_load(t, p);
 }
 
@@ -42,27 +41,35 @@ int ax_doclist_read(ax_doclist *d, const char *const *files, int nfiles) {
     for (int f = 0; f < nfiles; f++) {
         ax_docreader *r;
         AX_TRY(ax_docs_open(&r, files[f], AX_DOCS_AUTO));
-        const char *s; size_t n; int cont, k;
+        const char *s;
+        size_t n;
+        int cont, k;
         while ((k = ax_docs_next(r, &s, &n, &cont)) == 1) push(d, s, n, cont);
         ax_docs_close(r);
-        if (k < 0) { ax_doclist_free(d); return -1; }
+        if (k < 0) {
+            ax_doclist_free(d);
+            return -1;
+        }
     }
     return 0;
 }
 
 void ax_doclist_free(ax_doclist *d) {
     for (size_t i = 0; i < d->n; i++) free(d->text[i]);
-    free(d->text); free(d->len);
+    free(d->text);
+    free(d->len);
     memset(d, 0, sizeof *d);
 }
 
 int ax_copy_file(const char *from, const char *to) {
-    char *data; size_t n;
+    char *data;
+    size_t n;
     AX_TRY(ax_read_file(from, &data, &n));
     ax_outfile o;
     int rc = ax_out_open(&o, to);
     if (rc == 0) rc = ax_out_write(&o, data, n);
-    if (rc == 0) rc = ax_out_commit(&o); else if (o.fp) ax_out_abort(&o);
+    if (rc == 0) rc = ax_out_commit(&o);
+    else if (o.fp) ax_out_abort(&o);
     free(data);
     return rc;
 }

@@ -16,13 +16,17 @@ static ax_req *inflight[AX_INFLIGHT_MAX];
 static int n_inflight;
 
 static void inflight_add(ax_req *r) {
-    if (n_inflight == AX_INFLIGHT_MAX) ax_fatal(__FILE__, __LINE__, "more than %d collectives in flight", AX_INFLIGHT_MAX);
+    if (n_inflight == AX_INFLIGHT_MAX)
+        ax_fatal(__FILE__, __LINE__, "more than %d collectives in flight", AX_INFLIGHT_MAX);
     inflight[n_inflight++] = r;
 }
 
 static void inflight_remove(ax_req *r) {
     for (int i = 0; i < n_inflight; i++)
-        if (inflight[i] == r) { inflight[i] = inflight[--n_inflight]; return; }
+        if (inflight[i] == r) {
+            inflight[i] = inflight[--n_inflight];
+            return;
+        }
 }
 
 int ax_progress(void) {
@@ -30,8 +34,10 @@ int ax_progress(void) {
         ax_req *r = inflight[i];
         int done = 0;
         AX_CHECK_MPI(MPI_Testall(r->n, r->r, &done, MPI_STATUSES_IGNORE));
-        if (done) { r->n = 0; inflight[i] = inflight[--n_inflight]; }
-        else i++;
+        if (done) {
+            r->n = 0;
+            inflight[i] = inflight[--n_inflight];
+        } else i++;
     }
     return n_inflight;
 }
@@ -40,7 +46,7 @@ void ax_comm_set_chunk(size_t n) { chunk_max = n > 0 && n <= INT_MAX ? n : INT_M
 
 void ax_comm_from(ax_comm *c, MPI_Comm comm) {
     memset(c, 0, sizeof *c);
-    ax_backend_set_progress(ax_progress);   /* long GEMMs drive the collectives in flight */
+    ax_backend_set_progress(ax_progress); /* long GEMMs drive the collectives in flight */
     c->comm = comm;
     MPI_Comm_size(comm, &c->size);
     MPI_Comm_rank(comm, &c->rank);
@@ -101,7 +107,8 @@ static void sum_parts(void *in, void *inout, int *count, MPI_Datatype *dt) {
 
 static MPI_Op part_op(const ax_coll *k) {
     static MPI_Op sum = MPI_OP_NULL;
-    if (k->op != MPI_SUM || k->el != MPI_FLOAT) ax_fatal(__FILE__, __LINE__, "reduce-scatter in parts is float sums only");
+    if (k->op != MPI_SUM || k->el != MPI_FLOAT)
+        ax_fatal(__FILE__, __LINE__, "reduce-scatter in parts is float sums only");
     if (sum == MPI_OP_NULL) AX_CHECK_MPI(MPI_Op_create(sum_parts, 1, &sum));
     return sum;
 }
@@ -121,7 +128,11 @@ static void part(ax_comm *c, const ax_coll *k, const void *send, void *recv, siz
     MPI_Datatype bt = k->el;
     MPI_Op op = k->op;
     int cnt = (int)len;
-    if (len < n) { bt = blocks(len, n, k); cnt = 1; if (k->kind == AX_RS) op = part_op(k); }
+    if (len < n) {
+        bt = blocks(len, n, k);
+        cnt = 1;
+        if (k->kind == AX_RS) op = part_op(k);
+    }
     if (k->kind == AX_AG) {
         if (q) AX_CHECK_MPI(MPI_Iallgather(sb, (int)len, k->el, rb, cnt, bt, c->comm, q));
         else AX_CHECK_MPI(MPI_Allgather(sb, (int)len, k->el, rb, cnt, bt, c->comm));
@@ -134,16 +145,22 @@ static void part(ax_comm *c, const ax_coll *k, const void *send, void *recv, siz
 
 /* r NULL: blocking, parts of chunk_max; else at most AX_REQ_PARTS parts */
 static void coll(ax_comm *c, const ax_coll *k, const void *send, void *recv, size_t n, ax_req *r) {
-    if (r) { r->c = c; r->n = 0; r->queued = 0; }
+    if (r) {
+        r->c = c;
+        r->n = 0;
+        r->queued = 0;
+    }
     if (c->size == 1) {
         if (k->kind != AX_AR && recv != send) ax_be()->copy(recv, send, n * (size_t)k->width);
         return;
     }
     if (n == 0) return;
 #ifdef AX_HAVE_CUDA
-    if (c->nccl && k->el != MPI_DOUBLE) {          /* the backend's memory: NCCL, queued on the device */
-        ax_nccl_coll(c, k->kind == AX_AR ? (k->op == MPI_MAX ? AX_NCCL_MAX : AX_NCCL_SUM)
-                        : k->kind == AX_AG ? AX_NCCL_GATHER : AX_NCCL_SCATTER,
+    if (c->nccl && k->el != MPI_DOUBLE) { /* the backend's memory: NCCL, queued on the device */
+        ax_nccl_coll(c,
+                     k->kind == AX_AR   ? (k->op == MPI_MAX ? AX_NCCL_MAX : AX_NCCL_SUM)
+                     : k->kind == AX_AG ? AX_NCCL_GATHER
+                                        : AX_NCCL_SCATTER,
                      k->width == 2, send, recv, n);
         c->bytes += (double)k->width * n * (k->kind == AX_RS ? c->size : 1);
         if (r) r->queued = 1;
@@ -169,17 +186,33 @@ static const ax_coll sum_f32 = {AX_AR, MPI_FLOAT, 4, MPI_SUM}, sum_f64 = {AX_AR,
 void ax_allreduce_f32(ax_comm *c, float *buf, size_t n) { coll(c, &sum_f32, NULL, buf, n, NULL); }
 void ax_allreduce_f64(ax_comm *c, double *buf, size_t n) { coll(c, &sum_f64, NULL, buf, n, NULL); }
 void ax_allreduce_max_f32(ax_comm *c, float *buf, size_t n) { coll(c, &max_f32, NULL, buf, n, NULL); }
-void ax_allgather_f32(ax_comm *c, const float *send, float *recv, size_t n) { coll(c, &gather_f32, send, recv, n, NULL); }
-void ax_reduce_scatter_f32(ax_comm *c, const float *send, float *recv, size_t n) { coll(c, &scatter_f32, send, recv, n, NULL); }
-void ax_allgather_bf16(ax_comm *c, const ax_bf16 *send, ax_bf16 *recv, size_t n) { coll(c, &gather_bf16, send, recv, n, NULL); }
+void ax_allgather_f32(ax_comm *c, const float *send, float *recv, size_t n) {
+    coll(c, &gather_f32, send, recv, n, NULL);
+}
+void ax_reduce_scatter_f32(ax_comm *c, const float *send, float *recv, size_t n) {
+    coll(c, &scatter_f32, send, recv, n, NULL);
+}
+void ax_allgather_bf16(ax_comm *c, const ax_bf16 *send, ax_bf16 *recv, size_t n) {
+    coll(c, &gather_bf16, send, recv, n, NULL);
+}
 void ax_iallreduce_f32(ax_comm *c, float *buf, size_t n, ax_req *r) { coll(c, &sum_f32, NULL, buf, n, r); }
-void ax_iallgather_f32(ax_comm *c, const float *send, float *recv, size_t n, ax_req *r) { coll(c, &gather_f32, send, recv, n, r); }
-void ax_ireduce_scatter_f32(ax_comm *c, const float *send, float *recv, size_t n, ax_req *r) { coll(c, &scatter_f32, send, recv, n, r); }
-void ax_iallgather_bf16(ax_comm *c, const ax_bf16 *send, ax_bf16 *recv, size_t n, ax_req *r) { coll(c, &gather_bf16, send, recv, n, r); }
+void ax_iallgather_f32(ax_comm *c, const float *send, float *recv, size_t n, ax_req *r) {
+    coll(c, &gather_f32, send, recv, n, r);
+}
+void ax_ireduce_scatter_f32(ax_comm *c, const float *send, float *recv, size_t n, ax_req *r) {
+    coll(c, &scatter_f32, send, recv, n, r);
+}
+void ax_iallgather_bf16(ax_comm *c, const ax_bf16 *send, ax_bf16 *recv, size_t n, ax_req *r) {
+    coll(c, &gather_bf16, send, recv, n, r);
+}
 
 void ax_wait(ax_req *r) {
 #ifdef AX_HAVE_CUDA
-    if (r->queued) { ax_nccl_join(r->c); r->queued = 0; return; }
+    if (r->queued) {
+        ax_nccl_join(r->c);
+        r->queued = 0;
+        return;
+    }
 #endif
     if (!r->n) return;
     double t = MPI_Wtime();
@@ -200,7 +233,10 @@ int ax_test(ax_req *r) {
     if (!r->n) return 1;
     int done = 0;
     AX_CHECK_MPI(MPI_Testall(r->n, r->r, &done, MPI_STATUSES_IGNORE));
-    if (done) { r->n = 0; inflight_remove(r); }
+    if (done) {
+        r->n = 0;
+        inflight_remove(r);
+    }
     return done;
 }
 

@@ -31,8 +31,8 @@
 typedef struct {
     MPI_Comm comm;
     int size, rank;
-    double seconds;   /* time spent blocked in this group's collectives */
-    double bytes;     /* bytes each rank contributed */
+    double seconds; /* time spent blocked in this group's collectives */
+    double bytes;   /* bytes each rank contributed */
     /* the group's NCCL communicator (comm/nccl.h) under a GPU backend: its
      * float and bf16 collectives run there, on the backend's memory; NULL: MPI */
     struct ax_nccl_comm *nccl;
@@ -45,10 +45,10 @@ typedef struct {
     ax_comm *c;
     int n;
     MPI_Request r[AX_REQ_PARTS];
-    int queued;       /* an NCCL collective queued on the group's stream */
+    int queued; /* an NCCL collective queued on the group's stream */
 } ax_req;
 
-void ax_comm_from(ax_comm *c, MPI_Comm comm);   /* takes ownership */
+void ax_comm_from(ax_comm *c, MPI_Comm comm); /* takes ownership */
 /* the ranks of parent with the same colour, ordered by key (MPI_Comm_split);
  * with NCCL where parent has it */
 void ax_comm_split(const ax_comm *parent, int color, int key, ax_comm *c);

@@ -6,15 +6,21 @@
 #include <nccl.h>
 #include <stdlib.h>
 
-#define AX_CHECK_NCCL(call) do { ncclResult_t ax_r_ = (call); if (ax_r_ != ncclSuccess) \
-    ax_fatal(__FILE__, __LINE__, "%s: %s", #call, ncclGetErrorString(ax_r_)); } while (0)
-#define AX_CHECK_CUDA(call) do { cudaError_t ax_e_ = (call); if (ax_e_ != cudaSuccess) \
-    ax_fatal(__FILE__, __LINE__, "%s: %s", #call, cudaGetErrorString(ax_e_)); } while (0)
+#define AX_CHECK_NCCL(call)                                                                                 \
+    do {                                                                                                    \
+        ncclResult_t ax_r_ = (call);                                                                        \
+        if (ax_r_ != ncclSuccess) ax_fatal(__FILE__, __LINE__, "%s: %s", #call, ncclGetErrorString(ax_r_)); \
+    } while (0)
+#define AX_CHECK_CUDA(call)                                                                                 \
+    do {                                                                                                    \
+        cudaError_t ax_e_ = (call);                                                                         \
+        if (ax_e_ != cudaSuccess) ax_fatal(__FILE__, __LINE__, "%s: %s", #call, cudaGetErrorString(ax_e_)); \
+    } while (0)
 
 struct ax_nccl_comm {
     ncclComm_t comm;
     cudaStream_t stream;
-    cudaEvent_t ready, done;        /* compute -> collectives, collectives -> compute */
+    cudaEvent_t ready, done; /* compute -> collectives, collectives -> compute */
 };
 
 void ax_nccl_attach(ax_comm *c) {
@@ -66,9 +72,7 @@ void ax_nccl_coll(ax_comm *c, int op, int bf16, const void *send, void *recv, si
 
 /* the latest collective's event: a stream runs its collectives in order, so
  * joining it joins the earlier ones too */
-void ax_nccl_join(const ax_comm *c) {
-    AX_CHECK_CUDA(cudaStreamWaitEvent(ax_cuda_stream(), c->nccl->done, 0));
-}
+void ax_nccl_join(const ax_comm *c) { AX_CHECK_CUDA(cudaStreamWaitEvent(ax_cuda_stream(), c->nccl->done, 0)); }
 
 int ax_nccl_done(const ax_comm *c) {
     cudaError_t e = cudaEventQuery(c->nccl->done);

@@ -8,9 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { uint64_t serial, used; ax_smap words; ax_ids ids; } word_cache;
+typedef struct {
+    uint64_t serial, used;
+    ax_smap words;
+    ax_ids ids;
+} word_cache;
 enum { CACHE_WAYS = 4, CACHE_MAX_WORD = 256, CACHE_MAX_WORDS = 1 << 20 };
-typedef struct { word_cache c[CACHE_WAYS]; uint64_t clock; } tok_tls;
+typedef struct {
+    word_cache c[CACHE_WAYS];
+    uint64_t clock;
+} tok_tls;
 
 /* ---- per-thread word caches ---- */
 
@@ -52,7 +59,10 @@ static word_cache *cache_for(const ax_tokenizer *t) {
     word_cache *lru = &s->c[0];
     for (int i = 0; i < CACHE_WAYS; i++) {
         word_cache *c = &s->c[i];
-        if (c->serial == t->serial) { c->used = ++s->clock; return c; }
+        if (c->serial == t->serial) {
+            c->used = ++s->clock;
+            return c;
+        }
         if (c->used < lru->used) lru = c;
     }
     cache_reset(lru, t->serial);
@@ -64,16 +74,24 @@ static word_cache *cache_for(const ax_tokenizer *t) {
 void ax_tk_cache_drop(const ax_tokenizer *t) {
     pthread_once(&tls_once, tls_init);
     tok_tls *s = pthread_getspecific(tls_key);
-    if (s) for (int i = 0; i < CACHE_WAYS; i++) if (s->c[i].serial == t->serial) cache_reset(&s->c[i], 0);
+    if (s)
+        for (int i = 0; i < CACHE_WAYS; i++)
+            if (s->c[i].serial == t->serial) cache_reset(&s->c[i], 0);
 }
 
 /* ---- the merge loop ---- */
 
-typedef struct { uint64_t key; int32_t a, b, z; } merge_ent;   /* key: rank << 32 | position */
+typedef struct {
+    uint64_t key;
+    int32_t a, b, z;
+} merge_ent; /* key: rank << 32 | position */
 
 static void heap_push(merge_ent *h, size_t *n, merge_ent e) {
     size_t i = (*n)++;
-    while (i > 0 && h[(i - 1) / 2].key > e.key) { h[i] = h[(i - 1) / 2]; i = (i - 1) / 2; }
+    while (i > 0 && h[(i - 1) / 2].key > e.key) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
     h[i] = e;
 }
 
@@ -85,7 +103,8 @@ static merge_ent heap_pop(merge_ent *h, size_t *n) {
         if (c >= *n) break;
         if (c + 1 < *n && h[c + 1].key < h[c].key) c++;
         if (h[c].key >= last.key) break;
-        h[i] = h[c]; i = c;
+        h[i] = h[c];
+        i = c;
     }
     h[i] = last;
     return top;
@@ -118,8 +137,9 @@ size_t ax_tk_bpe(const ax_tokenizer *t, const unsigned char *p, size_t n, int32_
     while (nh) {
         merge_ent e = heap_pop(h, &nh);
         int32_t l = (int32_t)(uint32_t)e.key, r = next[l];
-        if (id[l] != e.a || r < 0 || id[r] != e.b) continue;      /* stale */
-        id[l] = e.z; id[r] = -1;
+        if (id[l] != e.a || r < 0 || id[r] != e.b) continue; /* stale */
+        id[l] = e.z;
+        id[r] = -1;
         next[l] = next[r];
         if (next[r] >= 0) prev[next[r]] = l;
         if (prev[l] >= 0) try_pair(t, id, prev[l], l, h, &nh);
@@ -127,18 +147,25 @@ size_t ax_tk_bpe(const ax_tokenizer *t, const unsigned char *p, size_t n, int32_
     }
     size_t k = 0;
     for (int32_t i = 0; i >= 0; i = next[i]) out[k++] = id[i];
-    if (big) { free(id); free(h); }
+    if (big) {
+        free(id);
+        free(h);
+    }
     return k;
 }
 
 /* Ids of one piece, from the cache when it was seen before on this thread. */
 static void encode_piece(const ax_tokenizer *t, word_cache *c, const unsigned char *p, size_t n, ax_ids *out) {
     enum { PIECE_MAX = 1 << 30 };
-    if (n > PIECE_MAX) {     /* positions are int32: a gigabyte-long word is merged in parts */
-        for (size_t off = 0; off < n; off += PIECE_MAX) encode_piece(t, c, p + off, n - off < PIECE_MAX ? n - off : PIECE_MAX, out);
+    if (n > PIECE_MAX) { /* positions are int32: a gigabyte-long word is merged in parts */
+        for (size_t off = 0; off < n; off += PIECE_MAX)
+            encode_piece(t, c, p + off, n - off < PIECE_MAX ? n - off : PIECE_MAX, out);
         return;
     }
-    if (n == 1) { ax_ids_push(out, t->byte_id[p[0]]); return; }
+    if (n == 1) {
+        ax_ids_push(out, t->byte_id[p[0]]);
+        return;
+    }
     int cacheable = n <= CACHE_MAX_WORD;
     if (cacheable) {
         int64_t *v = ax_smap_get(&c->words, p, n);
@@ -151,20 +178,28 @@ static void encode_piece(const ax_tokenizer *t, word_cache *c, const unsigned ch
     }
     if (t->ignore_merges) {
         int64_t *v = ax_smap_get(&t->vocab, p, n);
-        if (v) { ax_ids_push(out, (int32_t)*v); return; }
+        if (v) {
+            ax_ids_push(out, (int32_t)*v);
+            return;
+        }
     }
     int32_t *dst = ax_tk_ids_reserve(out, n);
     size_t k = ax_tk_bpe(t, p, n, dst);
     out->n += k;
     if (!cacheable) return;
-    if (c->words.n >= CACHE_MAX_WORDS) cache_reset(c, t->serial);   /* bounds memory on endless new words */
+    if (c->words.n >= CACHE_MAX_WORDS) cache_reset(c, t->serial); /* bounds memory on endless new words */
     int64_t *v = ax_smap_put(&c->words, p, n, NULL);
     *v = (int64_t)c->ids.n << 9 | (int64_t)k;
     memcpy(ax_tk_ids_reserve(&c->ids, k), out->v + out->n - k, k * sizeof *out->v);
     c->ids.n += k;
 }
 
-typedef struct { const ax_tokenizer *t; word_cache *c; ax_ids *out, *at; const char *text; } encode_ctx;
+typedef struct {
+    const ax_tokenizer *t;
+    word_cache *c;
+    ax_ids *out, *at;
+    const char *text;
+} encode_ctx;
 
 static void encode_cb(void *ctx, const char *p, size_t n, int32_t special) {
     encode_ctx *e = ctx;

@@ -21,18 +21,35 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { uint64_t off; uint32_t len, stamp; int64_t freq; } tr_word;   /* symbols at syms[off..off+len) */
-typedef struct { int32_t a, b; uint32_t touched; int64_t count; int32_t *where; uint32_t nwhere, capwhere; } tr_pair;
-typedef struct { int64_t count; int32_t pair; } tr_ent;
+typedef struct {
+    uint64_t off;
+    uint32_t len, stamp;
+    int64_t freq;
+} tr_word; /* symbols at syms[off..off+len) */
+typedef struct {
+    int32_t a, b;
+    uint32_t touched;
+    int64_t count;
+    int32_t *where;
+    uint32_t nwhere, capwhere;
+} tr_pair;
+typedef struct {
+    int64_t count;
+    int32_t pair;
+} tr_ent;
 
 typedef struct {
-    tr_word *w; size_t nw;
+    tr_word *w;
+    size_t nw;
     int32_t *syms;
-    tr_pair *p; size_t np, capp;
-    ax_pmap pidx;                       /* (a, b) -> index in p */
-    tr_ent *h; size_t nh, caph;         /* max-heap of (count, pair), possibly stale */
-    int32_t *touched; size_t ntouched, captouched;   /* pairs that gained in this merge */
-    uint32_t merge;                     /* 1 + index of the merge in progress */
+    tr_pair *p;
+    size_t np, capp;
+    ax_pmap pidx; /* (a, b) -> index in p */
+    tr_ent *h;
+    size_t nh, caph; /* max-heap of (count, pair), possibly stale */
+    int32_t *touched;
+    size_t ntouched, captouched; /* pairs that gained in this merge */
+    uint32_t merge;              /* 1 + index of the merge in progress */
 } trainer;
 
 static void *tr_grow(void *p, size_t *cap, size_t need, size_t elem) {
@@ -56,7 +73,10 @@ static int ent_better(const trainer *tr, tr_ent x, tr_ent y) {
 static void heap_push(trainer *tr, tr_ent e) {
     tr->h = tr_grow(tr->h, &tr->caph, tr->nh + 1, sizeof *tr->h);
     size_t i = tr->nh++;
-    while (i > 0 && ent_better(tr, e, tr->h[(i - 1) / 2])) { tr->h[i] = tr->h[(i - 1) / 2]; i = (i - 1) / 2; }
+    while (i > 0 && ent_better(tr, e, tr->h[(i - 1) / 2])) {
+        tr->h[i] = tr->h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
     tr->h[i] = e;
 }
 
@@ -68,7 +88,8 @@ static tr_ent heap_pop(trainer *tr) {
         if (c >= n) break;
         if (c + 1 < n && ent_better(tr, tr->h[c + 1], tr->h[c])) c++;
         if (!ent_better(tr, tr->h[c], last)) break;
-        tr->h[i] = tr->h[c]; i = c;
+        tr->h[i] = tr->h[c];
+        i = c;
     }
     if (n) tr->h[i] = last;
     return top;
@@ -127,8 +148,14 @@ static void merge_word(trainer *tr, int32_t wi, int32_t a, int32_t b, int32_t z)
     uint32_t len = w->len, out = 0;
     for (uint32_t i = 0; i < len;) {
         if (i + 1 < len && s[i] == a && s[i + 1] == b) {
-            if (out > 0) { pair_add(tr, s[out - 1], a, -f, wi); pair_add(tr, s[out - 1], z, f, wi); }
-            if (i + 2 < len) { pair_add(tr, b, s[i + 2], -f, wi); pair_add(tr, z, s[i + 2], f, wi); }
+            if (out > 0) {
+                pair_add(tr, s[out - 1], a, -f, wi);
+                pair_add(tr, s[out - 1], z, f, wi);
+            }
+            if (i + 2 < len) {
+                pair_add(tr, b, s[i + 2], -f, wi);
+                pair_add(tr, z, s[i + 2], f, wi);
+            }
             s[out++] = z;
             i += 2;
         } else {
@@ -166,11 +193,19 @@ static void load_words(trainer *tr, const ax_smap *counts, const int32_t *byte_i
 
 /* ---- the loop ---- */
 
-typedef struct { int32_t a, b, z; } tr_merge;
+typedef struct {
+    int32_t a, b, z;
+} tr_merge;
 
 /* Token table while training: bytes of every id, and bytes -> id to notice a
  * merge that remakes an existing token. */
-typedef struct { ax_bytes bytes; uint64_t *off; size_t cap; ax_smap ids; int32_t n; } tr_vocab;
+typedef struct {
+    ax_bytes bytes;
+    uint64_t *off;
+    size_t cap;
+    ax_smap ids;
+    int32_t n;
+} tr_vocab;
 
 static int32_t vocab_id(tr_vocab *v, int32_t a, int32_t b) {
     ax_bytes cat = {0};
@@ -202,10 +237,11 @@ static size_t run_merges(trainer *tr, tr_vocab *v, int32_t max_tokens, tr_merge 
         /* The list is taken over: (a, b) cannot gain words during its own merge. */
         int32_t *where = tr->p[pi].where;
         uint32_t nwhere = tr->p[pi].nwhere;
-        tr->p[pi].where = NULL; tr->p[pi].nwhere = tr->p[pi].capwhere = 0;
+        tr->p[pi].where = NULL;
+        tr->p[pi].nwhere = tr->p[pi].capwhere = 0;
         for (uint32_t i = 0; i < nwhere; i++) {
             tr_word *w = &tr->w[where[i]];
-            if (w->stamp == tr->merge) continue;          /* listed twice */
+            if (w->stamp == tr->merge) continue; /* listed twice */
             w->stamp = tr->merge;
             merge_word(tr, where[i], a, b, z);
         }
@@ -227,7 +263,10 @@ static int build(ax_tokenizer **out, const tr_vocab *v, const tr_merge *m, size_
     for (size_t i = 0; i < nm && !rc; i++) rc = ax_tk_merge(t, m[i].a, m[i].b, (int32_t)i, m[i].z);
     if (!rc) rc = ax_tk_add(t, v->n, "<|endoftext|>", 13, 1, "train");
     if (!rc) rc = ax_tk_finish(t, "train");
-    if (rc) { ax_tok_free(t); return -1; }
+    if (rc) {
+        ax_tok_free(t);
+        return -1;
+    }
     *out = t;
     return 0;
 }
@@ -250,7 +289,12 @@ int ax_tok_train(ax_tokenizer **out, const char *const *texts, const size_t *len
     v.n = 256;
     /* A tokenizer with no merges yet supplies the pre-tokeniser. */
     ax_tokenizer *pre;
-    if (build(&pre, &v, NULL, 0)) { ax_smap_free(&v.ids); ax_bytes_free(&v.bytes); free(v.off); return -1; }
+    if (build(&pre, &v, NULL, 0)) {
+        ax_smap_free(&v.ids);
+        ax_bytes_free(&v.bytes);
+        free(v.off);
+        return -1;
+    }
     ax_smap counts = {0};
     for (size_t d = 0; d < ndocs; d++) ax_tk_pieces(pre, texts[d], lens[d], 1, count_piece, &counts);
     ax_tok_free(pre);
@@ -263,9 +307,15 @@ int ax_tok_train(ax_tokenizer **out, const char *const *texts, const size_t *len
     int rc = build(out, &v, merges, nm);
 
     for (size_t i = 0; i < tr.np; i++) free(tr.p[i].where);
-    free(tr.p); free(tr.w); free(tr.syms); free(tr.h); free(tr.touched);
+    free(tr.p);
+    free(tr.w);
+    free(tr.syms);
+    free(tr.h);
+    free(tr.touched);
     ax_pmap_free(&tr.pidx);
     free(merges);
-    ax_smap_free(&v.ids); ax_bytes_free(&v.bytes); free(v.off);
+    ax_smap_free(&v.ids);
+    ax_bytes_free(&v.bytes);
+    free(v.off);
     return rc;
 }

@@ -14,10 +14,13 @@ struct ax_docreader {
     char *path;
     ax_docs_format fmt;
     long lineno;
-    char *line; size_t line_cap;
-    char *buf; size_t n, cap;        /* the current record */
-    int in_plain;                    /* a plain document has started */
-    char *carry; size_t carry_n;     /* plain text read past the last piece's cut */
+    char *line;
+    size_t line_cap;
+    char *buf;
+    size_t n, cap; /* the current record */
+    int in_plain;  /* a plain document has started */
+    char *carry;
+    size_t carry_n; /* plain text read past the last piece's cut */
 };
 
 static void buf_add(ax_docreader *r, const char *p, size_t n) {
@@ -40,11 +43,17 @@ static ax_docs_format sniff(FILE *f, const char *path) {
     size_t pl = strlen(path);
     if ((pl > 6 && strcmp(path + pl - 6, ".jsonl") == 0) || (pl > 5 && strcmp(path + pl - 5, ".json") == 0))
         return AX_DOCS_JSONL;
-    char *line = NULL; size_t cap = 0; ssize_t n; size_t seen = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    size_t seen = 0;
     ax_docs_format k = AX_DOCS_PLAIN;
     while (seen < 65536 && (n = getline(&line, &cap, f)) > 0) {
         seen += n;
-        if (is_percent_line(line, n)) { k = AX_DOCS_FORTUNE; break; }
+        if (is_percent_line(line, n)) {
+            k = AX_DOCS_FORTUNE;
+            break;
+        }
     }
     free(line);
     rewind(f);
@@ -67,7 +76,11 @@ ax_docs_format ax_docs_kind(const ax_docreader *r) { return r->fmt; }
 void ax_docs_close(ax_docreader *r) {
     if (!r) return;
     fclose(r->f);
-    free(r->path); free(r->line); free(r->buf); free(r->carry); free(r);
+    free(r->path);
+    free(r->line);
+    free(r->buf);
+    free(r->carry);
+    free(r);
 }
 
 static int next_jsonl(ax_docreader *r, const char **doc, size_t *len) {
@@ -81,12 +94,16 @@ static int next_jsonl(ax_docreader *r, const char **doc, size_t *len) {
         json_t *j = json_loadb(r->line, k, JSON_ALLOW_NUL, &e);
         if (!j) return AX_ERR("%s:%ld: invalid JSON: %s", r->path, r->lineno, e.text);
         json_t *t = json_object_get(j, "text");
-        if (!json_is_string(t)) { json_decref(j); return AX_ERR("%s:%ld: expected an object with a string field \"text\"", r->path, r->lineno); }
+        if (!json_is_string(t)) {
+            json_decref(j);
+            return AX_ERR("%s:%ld: expected an object with a string field \"text\"", r->path, r->lineno);
+        }
         r->n = 0;
         buf_add(r, json_string_value(t), json_string_length(t));
         json_decref(j);
         if (r->n == 0) continue;
-        *doc = r->buf; *len = r->n;
+        *doc = r->buf;
+        *len = r->n;
         return 1;
     }
     if (ferror(r->f)) return AX_ERR("%s: read error", r->path);
@@ -99,13 +116,21 @@ static int next_fortune(ax_docreader *r, const char **doc, size_t *len) {
     while ((n = getline(&r->line, &r->line_cap, r->f)) > 0) {
         r->lineno++;
         if (is_percent_line(r->line, n)) {
-            if (r->n) { *doc = r->buf; *len = r->n; return 1; }
+            if (r->n) {
+                *doc = r->buf;
+                *len = r->n;
+                return 1;
+            }
             continue;
         }
         buf_add(r, r->line, (size_t)n);
     }
     if (ferror(r->f)) return AX_ERR("%s: read error", r->path);
-    if (r->n) { *doc = r->buf; *len = r->n; return 1; }
+    if (r->n) {
+        *doc = r->buf;
+        *len = r->n;
+        return 1;
+    }
     return 0;
 }
 
@@ -128,7 +153,10 @@ static size_t plain_cut(const char *b, size_t n) {
 static int next_plain(ax_docreader *r, const char **doc, size_t *len, int *continues) {
     ssize_t n;
     r->n = 0;
-    if (r->carry_n) { buf_add(r, r->carry, r->carry_n); r->carry_n = 0; }
+    if (r->carry_n) {
+        buf_add(r, r->carry, r->carry_n);
+        r->carry_n = 0;
+    }
     size_t cut = 0;
     while ((r->n < PIECE || !(cut = plain_cut(r->buf, r->n))) && (n = getline(&r->line, &r->line_cap, r->f)) > 0) {
         r->lineno++;
@@ -136,7 +164,7 @@ static int next_plain(ax_docreader *r, const char **doc, size_t *len, int *conti
     }
     if (ferror(r->f)) return AX_ERR("%s: read error", r->path);
     if (!r->n) return 0;
-    if (cut) {                                  /* keep the rest for the next piece */
+    if (cut) { /* keep the rest for the next piece */
         r->carry_n = r->n - cut;
         r->carry = realloc(r->carry, r->carry_n);
         memcpy(r->carry, r->buf + cut, r->carry_n);
@@ -144,7 +172,8 @@ static int next_plain(ax_docreader *r, const char **doc, size_t *len, int *conti
     }
     *continues = r->in_plain;
     r->in_plain = 1;
-    *doc = r->buf; *len = r->n;
+    *doc = r->buf;
+    *len = r->n;
     return 1;
 }
 

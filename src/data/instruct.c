@@ -1,7 +1,7 @@
 /* Instruction data (instruct.h): each line rendered to text with the spans
  * that are supervised, encoded whole, the ids cut to T + 1 and kept with a
  * supervised flag per token. */
-#define _GNU_SOURCE                 /* getline */
+#define _GNU_SOURCE /* getline */
 #include "data/instruct.h"
 #include "util/err.h"
 #include <errno.h>
@@ -11,16 +11,22 @@
 #include <string.h>
 
 /* The rendered text of one example and its supervised byte spans [a, b). */
-typedef struct { ax_bytes text; ax_ids spans; } render;
+typedef struct {
+    ax_bytes text;
+    ax_ids spans;
+} render;
 
 typedef struct {
     const ax_tokenizer *tok;
-    const char *bos, *eos;                  /* texts of the BOS / EOS tokens ("" when none) */
-    int llama3;                             /* the tokenizer has Llama-3's chat tokens */
+    const char *bos, *eos; /* texts of the BOS / EOS tokens ("" when none) */
+    int llama3;            /* the tokenizer has Llama-3's chat tokens */
 } format;
 
 static void put(render *r, const char *s, size_t n, int supervised) {
-    if (supervised) { ax_ids_push(&r->spans, (int32_t)r->text.n); ax_ids_push(&r->spans, (int32_t)(r->text.n + n)); }
+    if (supervised) {
+        ax_ids_push(&r->spans, (int32_t)r->text.n);
+        ax_ids_push(&r->spans, (int32_t)(r->text.n + n));
+    }
     ax_bytes_append(&r->text, s, n);
 }
 static void puts0(render *r, const char *s) { put(r, s, strlen(s), 0); }
@@ -29,7 +35,10 @@ static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r
 
 /* Content stripped of ASCII whitespace at both ends, as Llama-3's template does. */
 static void content(render *r, const char *s, size_t n, int supervised) {
-    while (n && is_ws(*s)) { s++; n--; }
+    while (n && is_ws(*s)) {
+        s++;
+        n--;
+    }
     while (n && is_ws(s[n - 1])) n--;
     put(r, s, n, supervised);
 }
@@ -77,7 +86,8 @@ static int render_messages(const format *f, json_t *msgs, render *r, const char 
             put(r, role, nr, 0);
             puts0(r, "<|end_header_id|>\n\n");
             content(r, c, nc, sup);
-            if (sup) put_end(r, "<|eot_id|>"); else puts0(r, "<|eot_id|>");
+            if (sup) put_end(r, "<|eot_id|>");
+            else puts0(r, "<|eot_id|>");
         } else {
             put(r, role, nr, 0);
             puts0(r, ":\n");
@@ -98,10 +108,8 @@ static int render_line(const format *f, const char *line, size_t n, render *r, c
     size_t np = 0, nc = 0;
     json_t *msgs = json_object_get(o, "messages");
     const char *p = str_field(o, "prompt", &np), *c = str_field(o, "completion", &nc);
-    if (!json_is_object(o))
-        rc = AX_ERR("%s: expected a JSON object", where);
-    else if (msgs)
-        rc = render_messages(f, msgs, r, where);
+    if (!json_is_object(o)) rc = AX_ERR("%s: expected a JSON object", where);
+    else if (msgs) rc = render_messages(f, msgs, r, where);
     else if (p && c) {
         puts0(r, f->bos);
         put(r, p, np, 0);
@@ -109,8 +117,7 @@ static int render_line(const format *f, const char *line, size_t n, render *r, c
         put_end(r, f->eos);
     } else if (json_object_get(o, "prompt") || json_object_get(o, "completion"))
         rc = AX_ERR("%s: expected \"prompt\" and \"completion\", both strings", where);
-    else
-        rc = AX_ERR("%s: expected {\"prompt\": ..., \"completion\": ...} or {\"messages\": [...]}", where);
+    else rc = AX_ERR("%s: expected {\"prompt\": ..., \"completion\": ...} or {\"messages\": [...]}", where);
     json_decref(o);
     return rc;
 }
@@ -157,7 +164,7 @@ static int read_all(ax_instruct *d, FILE *fp, const format *f) {
         while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
         size_t k = 0;
         while (k < n && is_ws(line[k])) k++;
-        if (k == n) continue;                               /* blank lines are skipped */
+        if (k == n) continue; /* blank lines are skipped */
         snprintf(where, sizeof where, "%s:%d", d->path, lineno);
         r.text.n = r.spans.n = ids.n = at.n = 0;
         if ((rc = render_line(f, line, n, &r, where))) break;
@@ -167,7 +174,10 @@ static int read_all(ax_instruct *d, FILE *fp, const format *f) {
     if (!rc && ferror(fp)) rc = AX_ERR("%s: read error after line %d: %s", d->path, lineno, strerror(errno));
     if (!rc && !d->n) rc = AX_ERR("%s: no examples (expected JSON Lines of prompt/completion or messages)", d->path);
     free(line);
-    ax_bytes_free(&r.text); ax_ids_free(&r.spans); ax_ids_free(&ids); ax_ids_free(&at);
+    ax_bytes_free(&r.text);
+    ax_ids_free(&r.spans);
+    ax_ids_free(&ids);
+    ax_ids_free(&at);
     return rc;
 }
 
@@ -175,10 +185,12 @@ int ax_instruct_open(ax_instruct *d, const char *path, const ax_tokenizer *tok, 
     memset(d, 0, sizeof *d);
     if (T < 1) return AX_ERR("%s: sequence length %d: expected at least 1", path, T);
     int eos = ax_tok_eos(tok);
-    if (eos < 0) return AX_ERR("%s: the tokenizer has no end-of-text token (<|end_of_text|> or <|endoftext|>) "
-                               "to end completions with", path);
-    int llama3 = ax_tok_special_id(tok, "<|start_header_id|>") >= 0 && ax_tok_special_id(tok, "<|end_header_id|>") >= 0 &&
-                 ax_tok_special_id(tok, "<|eot_id|>") >= 0;
+    if (eos < 0)
+        return AX_ERR("%s: the tokenizer has no end-of-text token (<|end_of_text|> or <|endoftext|>) "
+                      "to end completions with",
+                      path);
+    int llama3 = ax_tok_special_id(tok, "<|start_header_id|>") >= 0 &&
+                 ax_tok_special_id(tok, "<|end_header_id|>") >= 0 && ax_tok_special_id(tok, "<|eot_id|>") >= 0;
     char *bos = token_text(tok, ax_tok_bos(tok)), *eos_s = token_text(tok, eos);
     format f = {tok, bos ? bos : "", eos_s ? eos_s : "", llama3};
     FILE *fp = fopen(path, "rb");
@@ -191,12 +203,14 @@ int ax_instruct_open(ax_instruct *d, const char *path, const ax_tokenizer *tok, 
     if (fp) fclose(fp);
     if (!rc && d->ntrunc) {
         char buf[4400];
-        snprintf(buf, sizeof buf, "%s: %lld of %lld examples longer than T + 1 = %d tokens are cut to their first "
+        snprintf(buf, sizeof buf,
+                 "%s: %lld of %lld examples longer than T + 1 = %d tokens are cut to their first "
                  "%d (the first at line %d); %lld have no supervised token left",
                  path, (long long)d->ntrunc, (long long)d->n, T + 1, T + 1, d->first_trunc, (long long)d->nempty);
         d->notice = ax_strdup(buf);
     }
-    free(bos); free(eos_s);
+    free(bos);
+    free(eos_s);
     if (rc) ax_instruct_close(d);
     return rc;
 }
@@ -206,8 +220,8 @@ int64_t ax_instruct_count(const ax_instruct *d) { return d->n; }
 int ax_instruct_line(const ax_instruct *d, int64_t i) { return i >= 0 && i < d->n ? d->line[i] : 0; }
 
 int ax_instruct_get(const ax_instruct *d, int64_t i, int32_t *tokens, float *weights) {
-    if (i < 0 || i >= d->n) return AX_ERR("%s: example %lld out of range (%lld examples)", d->path, (long long)i,
-                                          (long long)d->n);
+    if (i < 0 || i >= d->n)
+        return AX_ERR("%s: example %lld out of range (%lld examples)", d->path, (long long)i, (long long)d->n);
     int64_t a = d->off[i], n = d->off[i + 1] - a;
     for (int64_t j = 0; j <= d->T; j++) tokens[j] = j < n ? d->ids[a + j] : d->pad;
     for (int64_t j = 0; j < d->T; j++) weights[j] = j + 1 < n && d->sup[a + j + 1] ? 1.0f : 0.0f;
@@ -217,6 +231,11 @@ int ax_instruct_get(const ax_instruct *d, int64_t i, int32_t *tokens, float *wei
 const char *ax_instruct_notice(const ax_instruct *d) { return d->notice; }
 
 void ax_instruct_close(ax_instruct *d) {
-    free(d->ids); free(d->sup); free(d->off); free(d->line); free(d->path); free(d->notice);
+    free(d->ids);
+    free(d->sup);
+    free(d->off);
+    free(d->line);
+    free(d->path);
+    free(d->notice);
     memset(d, 0, sizeof *d);
 }

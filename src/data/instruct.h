@@ -40,12 +40,12 @@
 #include <stdint.h>
 
 typedef struct {
-    int T;                  /* sequence length: T + 1 tokens, T weights */
-    int64_t n;              /* examples */
-    int32_t *ids;           /* example i: ids[off[i] .. off[i + 1]), at most T + 1 */
-    uint8_t *sup;           /* 1 where that token is supervised (as a target) */
+    int T;        /* sequence length: T + 1 tokens, T weights */
+    int64_t n;    /* examples */
+    int32_t *ids; /* example i: ids[off[i] .. off[i + 1]), at most T + 1 */
+    uint8_t *sup; /* 1 where that token is supervised (as a target) */
     int64_t *off;
-    int *line;              /* the line of each example in the file */
+    int *line; /* the line of each example in the file */
     int32_t pad;
     int64_t ntrunc, nempty; /* cut to T + 1 tokens; left without a supervised target */
     int first_trunc;        /* line of the first cut example */

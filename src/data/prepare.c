@@ -16,7 +16,7 @@ typedef struct {
     const char *dir, *name;
     ax_ids buf;
     int64_t cap;
-    int n;              /* shards written */
+    int n; /* shards written */
 } split_out;
 
 static int flush(split_out *s) {
@@ -44,8 +44,8 @@ static int is_val(const ax_prepare_opts *o, int64_t i) {
 
 static void show(const ax_prepare_stats *st, double t0, int done) {
     double dt = MPI_Wtime() - t0;
-    fprintf(stderr, "\r\033[Kprepare: %.1f MB, %lld docs, %lld tokens, %.1f MB/s%s",
-            st->bytes / 1e6, (long long)(st->docs[0] + st->docs[1]), (long long)(st->tokens[0] + st->tokens[1]),
+    fprintf(stderr, "\r\033[Kprepare: %.1f MB, %lld docs, %lld tokens, %.1f MB/s%s", st->bytes / 1e6,
+            (long long)(st->docs[0] + st->docs[1]), (long long)(st->tokens[0] + st->tokens[1]),
             dt > 0 ? st->bytes / 1e6 / dt : 0.0, done ? "\n" : "");
 }
 
@@ -54,7 +54,8 @@ static int dir_is_empty(const char *dir) {
     if (!d) return 1;
     struct dirent *e;
     int empty = 1;
-    while ((e = readdir(d))) if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) empty = 0;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) empty = 0;
     closedir(d);
     return empty;
 }
@@ -85,7 +86,7 @@ int ax_prepare(const ax_tokenizer *t, const ax_prepare_opts *o, ax_prepare_stats
 
 static int prepare_into(const ax_tokenizer *t, const ax_prepare_opts *o, const char *dir, ax_prepare_stats *st) {
     memset(st, 0, sizeof *st);
-    int eot = ax_tok_eot(t) >= 0 ? ax_tok_eot(t) : ax_tok_eos(t);   /* else Llama-3's <|end_of_text|> */
+    int eot = ax_tok_eot(t) >= 0 ? ax_tok_eot(t) : ax_tok_eos(t); /* else Llama-3's <|end_of_text|> */
     if (eot < 0) return AX_ERR("tokenizer: no <|endoftext|> or <|end_of_text|> token to separate documents");
     if (o->shard_tokens < 2) return AX_ERR("--shard-tokens %lld: expected >= 2", (long long)o->shard_tokens);
     if (o->val_count <= 0 && (o->val_frac < 0 || o->val_frac >= 1))
@@ -102,24 +103,37 @@ static int prepare_into(const ax_tokenizer *t, const ax_prepare_opts *o, const c
     for (int f = 0; f < o->ninputs && rc == 0; f++) {
         ax_docreader *r;
         if ((rc = ax_docs_open(&r, o->inputs[f], AX_DOCS_AUTO))) break;
-        const char *text; size_t len; int cont, k, split = 0;
+        const char *text;
+        size_t len;
+        int cont, k, split = 0;
         while ((k = ax_docs_next(r, &text, &len, &cont)) == 1) {
             ids.n = 0;
-            if (!cont) { split = is_val(o, doc); ax_ids_push(&ids, eot); st->docs[split]++; doc++; }
+            if (!cont) {
+                split = is_val(o, doc);
+                ax_ids_push(&ids, eot);
+                st->docs[split]++;
+                doc++;
+            }
             if ((rc = ax_tok_encode(t, text, len, 0, &ids))) break;
             if ((rc = add(&sp[split], ids.v, ids.n))) break;
             st->tokens[split] += ids.n;
             st->bytes += len;
-            if (o->progress && MPI_Wtime() - last > 0.5) { show(st, t0, 0); last = MPI_Wtime(); }
+            if (o->progress && MPI_Wtime() - last > 0.5) {
+                show(st, t0, 0);
+                last = MPI_Wtime();
+            }
         }
         if (k < 0) rc = -1;
         ax_docs_close(r);
     }
     for (int s = 0; s < 2 && rc == 0; s++) rc = flush(&sp[s]);
-    st->shards[0] = sp[0].n; st->shards[1] = sp[1].n;
+    st->shards[0] = sp[0].n;
+    st->shards[1] = sp[1].n;
     st->seconds = MPI_Wtime() - t0;
     if (o->progress && rc == 0) show(st, t0, 1);
-    ax_ids_free(&ids); ax_ids_free(&sp[0].buf); ax_ids_free(&sp[1].buf);
+    ax_ids_free(&ids);
+    ax_ids_free(&sp[0].buf);
+    ax_ids_free(&sp[1].buf);
     if (rc == 0 && st->tokens[0] + st->tokens[1] == 0)
         return AX_ERR("%s: no text found in the inputs (empty files or only separators)", o->inputs[0]);
     return rc;

@@ -13,14 +13,20 @@
 #include "data/tokenizer.h"
 
 typedef struct {
-    const char *const *inputs; int ninputs;
+    const char *const *inputs;
+    int ninputs;
     const char *out_dir;
-    double val_frac; int64_t val_count;    /* val_count > 0 wins */
+    double val_frac;
+    int64_t val_count; /* val_count > 0 wins */
     int64_t shard_tokens;
-    int progress;                          /* a progress line on stderr */
+    int progress; /* a progress line on stderr */
 } ax_prepare_opts;
 
-typedef struct { int64_t docs[2], tokens[2], bytes; int shards[2]; double seconds; } ax_prepare_stats;  /* [0] train, [1] val */
+typedef struct {
+    int64_t docs[2], tokens[2], bytes;
+    int shards[2];
+    double seconds;
+} ax_prepare_stats; /* [0] train, [1] val */
 
 int ax_prepare(const ax_tokenizer *t, const ax_prepare_opts *o, ax_prepare_stats *st);
 #endif

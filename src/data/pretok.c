@@ -2,7 +2,7 @@
  * asked), invalid UTF-8 bytes as pieces of their own, and the valid runs
  * between them cut by the splitting steps with PCRE2: GPT-2's pattern, or
  * the Split patterns of a tokenizer.json (Llama-3's), one after the other. */
-#define _GNU_SOURCE                 /* memmem */
+#define _GNU_SOURCE           /* memmem */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "data/tokenizer_impl.h"
 #include "util/err.h"
@@ -15,7 +15,7 @@
 /* White_Space, which is what \s means to tiktoken's regex engine and to
  * Oniguruma (`tokenizers`); spelling it out keeps the split independent of
  * how a PCRE2 version defines \s under PCRE2_UCP. */
-#define WS "\\t-\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
+#define WS   "\\t-\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
 /* Oniguruma's \w: Letter, Mark, Decimal_Number, Connector_Punctuation. */
 #define WORD "\\p{L}\\p{M}\\p{Nd}\\p{Pc}"
 static const char gpt2_pattern[] =
@@ -41,25 +41,32 @@ static int translate(const char *p, ax_bytes *out, const char *what) {
             else if (!in_class && e == 'D') rep = "\\P{Nd}";
             else if (!in_class && e == 'W') rep = "[^" WORD "]";
             else if (e == 'S' || e == 'D' || e == 'W' || e == 'h' || e == 'H')
-                return AX_ERR("%s: \\%c%s is not supported in a Split pattern", what, e, in_class ? " inside [...]" : "");
+                return AX_ERR("%s: \\%c%s is not supported in a Split pattern", what, e,
+                              in_class ? " inside [...]" : "");
             if (rep) ax_bytes_append(out, rep, strlen(rep));
-            else { char two[2] = {'\\', e}; ax_bytes_append(out, two, 2); }
+            else {
+                char two[2] = {'\\', e};
+                ax_bytes_append(out, two, 2);
+            }
             class_start = 0;
             continue;
         }
         if (in_class && c == '&' && p[i + 1] == '&')
             return AX_ERR("%s: class intersection (&&) is not supported in a Split pattern", what);
-        if (!in_class && c == '[') { in_class = 1; class_start = 1; }
-        else if (in_class && c == '^' && class_start == 1) class_start = 2;
+        if (!in_class && c == '[') {
+            in_class = 1;
+            class_start = 1;
+        } else if (in_class && c == '^' && class_start == 1) class_start = 2;
         else if (in_class && c == ']' && !class_start) in_class = 0;
-        else class_start = 0;                    /* a ']' first in a class is literal */
+        else class_start = 0; /* a ']' first in a class is literal */
         ax_bytes_append(out, &c, 1);
     }
     return 0;
 }
 
 static void *compile(const char *re_src, size_t n, uint32_t opts, const char *what) {
-    int err; PCRE2_SIZE off;
+    int err;
+    PCRE2_SIZE off;
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)re_src, n, PCRE2_UTF | PCRE2_UCP | opts, &err, &off, NULL);
     if (!re) {
         PCRE2_UCHAR msg[256];
@@ -94,7 +101,10 @@ int ax_tk_add_split(ax_tokenizer *t, const char *pattern, int literal, const cha
 }
 
 void ax_tk_splits_free(ax_tokenizer *t) {
-    for (int i = 0; i < t->nsplit; i++) { pcre2_code_free(t->split[i].re); free(t->split[i].src); }
+    for (int i = 0; i < t->nsplit; i++) {
+        pcre2_code_free(t->split[i].re);
+        free(t->split[i].src);
+    }
     t->nsplit = 0;
 }
 
@@ -108,17 +118,23 @@ int ax_tk_utf8_len(const unsigned char *p, size_t n) {
     if (c < 0xc2 || c > 0xf4) return 0;
     int k = c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
     if (n < (size_t)k) return 0;
-    unsigned lo = 0x80, hi = 0xbf;          /* allowed range of the second byte */
+    unsigned lo = 0x80, hi = 0xbf; /* allowed range of the second byte */
     if (c == 0xe0) lo = 0xa0;
     else if (c == 0xed) hi = 0x9f;
     else if (c == 0xf0) lo = 0x90;
     else if (c == 0xf4) hi = 0x8f;
     if (p[1] < lo || p[1] > hi) return 0;
-    for (int i = 2; i < k; i++) if ((p[i] & 0xc0) != 0x80) return 0;
+    for (int i = 2; i < k; i++)
+        if ((p[i] & 0xc0) != 0x80) return 0;
     return k;
 }
 
-typedef struct { const ax_tokenizer *t; pcre2_match_data *md; ax_tk_piece_fn fn; void *ctx; } piece_run;
+typedef struct {
+    const ax_tokenizer *t;
+    pcre2_match_data *md;
+    ax_tk_piece_fn fn;
+    void *ctx;
+} piece_run;
 
 static void split_step(const piece_run *r, int k, const char *s, size_t n);
 
@@ -137,15 +153,21 @@ static void split_step(const piece_run *r, int k, const char *s, size_t n) {
     const pcre2_code *re = r->t->split[k].re;
     while (pos < n) {
         int rc = pcre2_match(re, (PCRE2_SPTR)s, n, pos, PCRE2_NO_UTF_CHECK, r->md, NULL);
-        if (rc == PCRE2_ERROR_NOMATCH) { emit(r, k, s + pos, n - pos); return; }
+        if (rc == PCRE2_ERROR_NOMATCH) {
+            emit(r, k, s + pos, n - pos);
+            return;
+        }
         /* Otherwise not expected unless PCRE2 hits a resource limit: the
          * rest stays one piece, still lossless. */
-        if (rc < 0) { r->fn(r->ctx, s + pos, n - pos, -1); return; }
+        if (rc < 0) {
+            r->fn(r->ctx, s + pos, n - pos, -1);
+            return;
+        }
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(r->md);
         size_t b = ov[0], e = ov[1];
         if (b > pos) emit(r, k, s + pos, b - pos);
-        if (e <= b && b >= n) return;          /* an empty match at the end */
-        if (e <= b) e = b + (size_t)ax_tk_utf8_len((const unsigned char *)s + b, n - b);  /* no empty matches */
+        if (e <= b && b >= n) return;                                                    /* an empty match at the end */
+        if (e <= b) e = b + (size_t)ax_tk_utf8_len((const unsigned char *)s + b, n - b); /* no empty matches */
         emit(r, k, s + b, e - b);
         pos = e;
     }
@@ -163,9 +185,15 @@ static void split_ordinary(const piece_run *r, const char *s, size_t n) {
     const unsigned char *u = (const unsigned char *)s;
     size_t run = 0, i = 0;
     while (i < n) {
-        if (u[i] < 0x80) { i++; continue; }
+        if (u[i] < 0x80) {
+            i++;
+            continue;
+        }
         int k = ax_tk_utf8_len(u + i, n - i);
-        if (k) { i += (size_t)k; continue; }
+        if (k) {
+            i += (size_t)k;
+            continue;
+        }
         split_valid(r, s + run, i - run);
         r->fn(r->ctx, s + i, 1, -1);
         run = ++i;
@@ -215,10 +243,13 @@ static pcre2_match_data *thread_md(void) {
     return md;
 }
 
-void ax_tk_pieces(const ax_tokenizer *t, const char *text, size_t len, int allow_special,
-                  ax_tk_piece_fn fn, void *ctx) {
+void ax_tk_pieces(const ax_tokenizer *t, const char *text, size_t len, int allow_special, ax_tk_piece_fn fn,
+                  void *ctx) {
     piece_run r = {t, thread_md(), fn, ctx};
-    if (!allow_special || !t->nspec) { split_ordinary(&r, text, len); return; }
+    if (!allow_special || !t->nspec) {
+        split_ordinary(&r, text, len);
+        return;
+    }
     size_t small[8], *next = t->nspec <= 8 ? small : ax_malloc((size_t)t->nspec * sizeof *next);
     for (int k = 0; k < t->nspec; k++) next[k] = SIZE_MAX;
     for (size_t pos = 0;;) {

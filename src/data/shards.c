@@ -12,19 +12,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define AX_SHARD_HDR_INTS 256
+#define AX_SHARD_HDR_INTS  256
 #define AX_SHARD_HDR_BYTES (AX_SHARD_HDR_INTS * 4)
-#define AX_SHARD_V16 1
-#define AX_SHARD_V32 7
+#define AX_SHARD_V16       1
+#define AX_SHARD_V32       7
 /* Keeps the shuffle streams apart from other users of the same seed. */
-#define AX_LOADER_STREAM 0x5EED0000ull
+#define AX_LOADER_STREAM   0x5EED0000ull
 
 typedef struct {
     char *path;
-    void *map;                   /* whole file; tokens start after the header */
+    void *map; /* whole file; tokens start after the header */
     size_t map_len;
-    int64_t n;                   /* tokens */
-    int width;                   /* bytes per token: 2 or 4 */
+    int64_t n; /* tokens */
+    int width; /* bytes per token: 2 or 4 */
 } ax_shard;
 
 struct ax_shardset {
@@ -39,8 +39,10 @@ static uint32_t le32(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 static void put_le32(unsigned char *p, uint32_t v) {
-    p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8);
-    p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24);
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+    p[2] = (unsigned char)(v >> 16);
+    p[3] = (unsigned char)(v >> 24);
 }
 
 static uint32_t shard_tok(const ax_shard *f, int64_t i) {
@@ -50,9 +52,7 @@ static uint32_t shard_tok(const ax_shard *f, int64_t i) {
 
 static int has_glob_chars(const char *s) { return strpbrk(s, "*?[") != NULL; }
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* Expands the pattern into a strcmp-sorted list (not locale collation, so the
  * shard order, and with it the sequence numbering, is the same everywhere). */
@@ -88,10 +88,11 @@ static int check_header(const char *path, const unsigned char *hdr, off_t size, 
     if (count < 0) return AX_ERR("%s: header says %d tokens, expected a count >= 0", path, count);
     int64_t body = (int64_t)size - AX_SHARD_HDR_BYTES, want = (int64_t)count * f->width;
     if (body < want)
-        return AX_ERR("%s: truncated: header says %d tokens, file holds %lld", path, count, (long long)(body / f->width));
+        return AX_ERR("%s: truncated: header says %d tokens, file holds %lld", path, count,
+                      (long long)(body / f->width));
     if (body > want)
-        return AX_ERR("%s: header says %d tokens, but the file has %lld bytes of tokens (expected %lld)",
-                      path, count, (long long)body, (long long)want);
+        return AX_ERR("%s: header says %d tokens, but the file has %lld bytes of tokens (expected %lld)", path, count,
+                      (long long)body, (long long)want);
     if (count < 2) return AX_ERR("%s: holds %d tokens, expected at least 2", path, count);
     f->n = count;
     return 0;
@@ -108,14 +109,17 @@ static int map_shard(const char *path, ax_shard *f) {
     if (fstat(fd, &st) != 0) AX_ERR("%s: cannot stat: %s", path, strerror(errno));
     else if (!S_ISREG(st.st_mode)) AX_ERR("%s: not a regular file", path);
     else if (st.st_size < AX_SHARD_HDR_BYTES)
-        AX_ERR("%s: too short for a token shard: %lld bytes, expected a %d-byte header",
-               path, (long long)st.st_size, AX_SHARD_HDR_BYTES);
+        AX_ERR("%s: too short for a token shard: %lld bytes, expected a %d-byte header", path, (long long)st.st_size,
+               AX_SHARD_HDR_BYTES);
     else if (pread(fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr) AX_ERR("%s: cannot read header", path);
     else rc = check_header(path, hdr, st.st_size, f);
     if (rc == 0) {
         f->map_len = (size_t)st.st_size;
         f->map = mmap(NULL, f->map_len, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (f->map == MAP_FAILED) { f->map = NULL; rc = AX_ERR("%s: cannot map: %s", path, strerror(errno)); }
+        if (f->map == MAP_FAILED) {
+            f->map = NULL;
+            rc = AX_ERR("%s: cannot map: %s", path, strerror(errno));
+        }
     }
     close(fd);
     return rc;
@@ -125,8 +129,8 @@ static int check_vocab(const ax_shard *f, int vocab) {
     for (int64_t i = 0; i < f->n; i++) {
         uint32_t t = shard_tok(f, i);
         if (t >= (uint32_t)vocab)
-            return AX_ERR("%s: token at position %lld is %u, expected below the vocab size %d",
-                          f->path, (long long)i, t, vocab);
+            return AX_ERR("%s: token at position %lld is %u, expected below the vocab size %d", f->path, (long long)i,
+                          t, vocab);
     }
     return 0;
 }
@@ -151,7 +155,10 @@ int ax_shards_open(ax_shardset **out, const char *pattern, int vocab) {
     }
     for (int i = 0; i < n; i++) free(paths[i]);
     free(paths);
-    if (rc != 0) { ax_shards_close(s); return -1; }
+    if (rc != 0) {
+        ax_shards_close(s);
+        return -1;
+    }
     *out = s;
     return 0;
 }
@@ -181,7 +188,10 @@ int ax_shards_seq(const ax_shardset *s, int T, int64_t idx, int before, int32_t 
     for (int i = 0; i < s->nf; i++) {
         const ax_shard *f = &s->f[i];
         int64_t k = (f->n - 1) / T, at = idx * T;
-        if (idx >= k) { idx -= k; continue; }
+        if (idx >= k) {
+            idx -= k;
+            continue;
+        }
         for (int64_t j = 0; j <= T; j++) out[before + j] = (int32_t)shard_tok(f, at + j);
         /* the context: back through this file, then the tails of the ones before it */
         int have = 0, fi = i;
@@ -204,10 +214,15 @@ static int write_tokens(ax_outfile *o, const int32_t *tokens, int64_t n, int wid
     size_t used = 0;
     for (int64_t i = 0; i < n; i++) {
         uint32_t t = (uint32_t)tokens[i];
-        if (width == 2) { buf[used] = (unsigned char)t; buf[used + 1] = (unsigned char)(t >> 8); }
-        else put_le32(buf + used, t);
+        if (width == 2) {
+            buf[used] = (unsigned char)t;
+            buf[used + 1] = (unsigned char)(t >> 8);
+        } else put_le32(buf + used, t);
         used += (size_t)width;
-        if (used == sizeof buf) { AX_TRY(ax_out_write(o, buf, used)); used = 0; }
+        if (used == sizeof buf) {
+            AX_TRY(ax_out_write(o, buf, used));
+            used = 0;
+        }
     }
     return ax_out_write(o, buf, used);
 }
@@ -238,7 +253,8 @@ int ax_shard_write(const char *path, const int32_t *tokens, int64_t n) {
 
 static int64_t largest_shard(const ax_shardset *s) {
     int64_t m = 0;
-    for (int i = 0; i < s->nf; i++) if (s->f[i].n > m) m = s->f[i].n;
+    for (int i = 0; i < s->nf; i++)
+        if (s->f[i].n > m) m = s->f[i].n;
     return m;
 }
 
@@ -248,11 +264,11 @@ int ax_loader_init(ax_loader *L, const ax_shardset *s, int T, int shuffle, uint6
     int64_t nseq = ax_shards_nseq(s, T);
     if (nseq == 0) {
         if (s->ntok < (int64_t)T + 1)
-            return AX_ERR("data '%s' has %lld tokens, fewer than one sequence of T+1 = %d",
-                          s->pattern, (long long)s->ntok, T + 1);
+            return AX_ERR("data '%s' has %lld tokens, fewer than one sequence of T+1 = %d", s->pattern,
+                          (long long)s->ntok, T + 1);
         /* sequences never span files, so enough tokens in total is not enough */
-        return AX_ERR("data '%s': largest file has %lld tokens, fewer than one sequence of T+1 = %d",
-                      s->pattern, (long long)largest_shard(s), T + 1);
+        return AX_ERR("data '%s': largest file has %lld tokens, fewer than one sequence of T+1 = %d", s->pattern,
+                      (long long)largest_shard(s), T + 1);
     }
     L->s = s;
     L->T = T;
@@ -277,7 +293,9 @@ static void build_perm(ax_loader *L, int64_t epoch) {
     ax_rng r = {L->seed, AX_LOADER_STREAM + (uint64_t)epoch, 0};
     for (int64_t i = L->nseq - 1; i > 0; i--) {
         int64_t j = (int64_t)ax_rng_below(&r, (uint64_t)i + 1);
-        int64_t t = L->perm[i]; L->perm[i] = L->perm[j]; L->perm[j] = t;
+        int64_t t = L->perm[i];
+        L->perm[i] = L->perm[j];
+        L->perm[j] = t;
     }
     L->epoch = epoch;
 }

@@ -17,9 +17,9 @@ typedef struct ax_shardset ax_shardset;
  * size not matching the header's count, a token >= vocab (when vocab > 0). */
 int ax_shards_open(ax_shardset **s, const char *pattern, int vocab);
 void ax_shards_close(ax_shardset *s);
-int ax_shards_count(const ax_shardset *s);              /* files */
-int64_t ax_shards_tokens(const ax_shardset *s);         /* all tokens */
-int64_t ax_shards_nseq(const ax_shardset *s, int T);    /* sequences of T+1 */
+int ax_shards_count(const ax_shardset *s);           /* files */
+int64_t ax_shards_tokens(const ax_shardset *s);      /* all tokens */
+int64_t ax_shards_nseq(const ax_shardset *s, int T); /* sequences of T+1 */
 /* Copies sequence idx (0 <= idx < nseq) into out[before .. before+T] and the
  * `before` stream tokens that precede it into out[0 .. before-1]. Returns how
  * many of those exist; the missing ones (at the start of the stream) are -1. */
@@ -38,7 +38,7 @@ typedef struct {
     int T, shuffle;
     uint64_t seed;
     int64_t nseq, epoch;
-    int64_t *perm;               /* of the cached epoch */
+    int64_t *perm; /* of the cached epoch */
 } ax_loader;
 
 int ax_loader_init(ax_loader *L, const ax_shardset *s, int T, int shuffle, uint64_t seed);

@@ -22,8 +22,8 @@ static int load_json_merges(ax_tokenizer *t, json_t *merges, const char *path) {
         json_t *a = json_array_get(m, 0), *b = json_array_get(m, 1);
         if (!json_is_array(m) || json_array_size(m) != 2 || !json_is_string(a) || !json_is_string(b))
             return AX_ERR("%s: expected \"a b\" or [\"a\", \"b\"]", where);
-        AX_TRY(ax_tk_merge_str(t, json_string_value(a), json_string_length(a), json_string_value(b), json_string_length(b),
-                         (int32_t)i, where));
+        AX_TRY(ax_tk_merge_str(t, json_string_value(a), json_string_length(a), json_string_value(b),
+                               json_string_length(b), (int32_t)i, where));
     }
     return 0;
 }
@@ -37,7 +37,8 @@ static int load_added(ax_tokenizer *t, json_t *added, const char *path) {
         json_t *id = json_object_get(a, "id"), *content = json_object_get(a, "content");
         if (!json_is_integer(id) || !json_is_string(content) || !json_string_length(content))
             return AX_ERR("%s: added_tokens[%zu]: expected an integer \"id\" and a non-empty \"content\"", path, i);
-        AX_TRY(ax_tk_add(t, (int32_t)json_integer_value(id), json_string_value(content), json_string_length(content), 1, path));
+        AX_TRY(ax_tk_add(t, (int32_t)json_integer_value(id), json_string_value(content), json_string_length(content), 1,
+                         path));
         t->spec[t->nspec - 1].marked = !json_is_false(json_object_get(a, "special"));
     }
     return 0;
@@ -76,7 +77,8 @@ static const char *type_of(json_t *o) {
  * as pieces of their own ("Isolated"). */
 static int add_split(ax_tokenizer *t, json_t *p, const char *where) {
     json_t *pat = json_object_get(p, "pattern");
-    const char *re = json_string_value(json_object_get(pat, "Regex")), *lit = json_string_value(json_object_get(pat, "String"));
+    const char *re = json_string_value(json_object_get(pat, "Regex")),
+               *lit = json_string_value(json_object_get(pat, "String"));
     if (!re && !lit) return AX_ERR("%s: expected \"pattern\": {\"Regex\": ...} or {\"String\": ...}", where);
     if (json_is_true(json_object_get(p, "invert")) || !is_str(json_object_get(p, "behavior"), "Isolated"))
         return AX_ERR("%s: only behavior \"Isolated\" without invert is supported", where);
@@ -96,16 +98,20 @@ static int load_pre_tokenizer(ax_tokenizer *t, json_t *p, const char *path) {
         if (is_seq) snprintf(where, sizeof where, "%s: pre_tokenizer.pretokenizers[%zu]", path, i);
         else snprintf(where, sizeof where, "%s: pre_tokenizer", path);
         const char *type = type_of(s);
-        if (strcmp(type, "Split") == 0 && i + 1 < n) { AX_TRY(add_split(t, s, where)); continue; }
+        if (strcmp(type, "Split") == 0 && i + 1 < n) {
+            AX_TRY(add_split(t, s, where));
+            continue;
+        }
         if (strcmp(type, "ByteLevel") == 0 && i + 1 == n) {
             if (json_is_true(json_object_get(s, "add_prefix_space")))
                 return AX_ERR("%s: ByteLevel with add_prefix_space is not supported (expected false)", where);
             if (!json_is_false(json_object_get(s, "use_regex"))) AX_TRY(ax_tk_add_split(t, NULL, 0, where));
-            else if (!t->nsplit) AX_TRY(ax_tk_add_split(t, "(?s:.+)", 0, where));   /* the text is one piece */
+            else if (!t->nsplit) AX_TRY(ax_tk_add_split(t, "(?s:.+)", 0, where)); /* the text is one piece */
             return 0;
         }
         return AX_ERR("%s: '%s' is not supported: expected ByteLevel, alone or last in a Sequence after "
-                      "Split steps (a byte-level BPE like GPT-2 or Llama-3)", where, type);
+                      "Split steps (a byte-level BPE like GPT-2 or Llama-3)",
+                      where, type);
     }
     return AX_ERR("%s: pre_tokenizer: expected ByteLevel, alone or last in a Sequence after Split steps", path);
 }
@@ -118,12 +124,16 @@ static int load_template(ax_tokenizer *t, json_t *p, const char *where) {
     int seen = 0;
     json_array_foreach(single, i, it) {
         json_t *seq = json_object_get(it, "Sequence"), *sp = json_object_get(it, "SpecialToken");
-        if (seq && is_str(json_object_get(seq, "id"), "A") && !seen) { seen = 1; continue; }
+        if (seq && is_str(json_object_get(seq, "id"), "A") && !seen) {
+            seen = 1;
+            continue;
+        }
         const char *name = json_string_value(json_object_get(sp, "id"));
         json_t *ids = json_object_get(json_object_get(named, name ? name : ""), "ids"), *id;
         if (!name || !json_is_array(ids))
             return AX_ERR("%s: single[%zu]: expected {\"SpecialToken\": {\"id\": NAME}} with NAME in special_tokens, "
-                          "or {\"Sequence\": {\"id\": \"A\"}} once", where, i);
+                          "or {\"Sequence\": {\"id\": \"A\"}} once",
+                          where, i);
         size_t k;
         json_array_foreach(ids, k, id) {
             json_int_t v = json_is_integer(id) ? json_integer_value(id) : -1;
@@ -150,7 +160,10 @@ static int load_post_processor(ax_tokenizer *t, json_t *p, const char *path) {
         else snprintf(where, sizeof where, "%s: post_processor", path);
         const char *type = type_of(s);
         if (strcmp(type, "ByteLevel") == 0) continue;
-        if (strcmp(type, "TemplateProcessing") == 0 && !templates++) { AX_TRY(load_template(t, s, where)); continue; }
+        if (strcmp(type, "TemplateProcessing") == 0 && !templates++) {
+            AX_TRY(load_template(t, s, where));
+            continue;
+        }
         return AX_ERR("%s: '%s' is not supported: expected ByteLevel and at most one TemplateProcessing", where, type);
     }
     return 0;

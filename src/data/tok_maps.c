@@ -7,8 +7,10 @@
 #include <string.h>
 
 static uint64_t mix64(uint64_t h) {
-    h ^= h >> 30; h *= 0xbf58476d1ce4e5b9ULL;
-    h ^= h >> 27; h *= 0x94d049bb133111ebULL;
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebULL;
     return h ^ (h >> 31);
 }
 
@@ -18,7 +20,8 @@ static uint64_t hash_bytes(const void *key, size_t n) {
     const unsigned char *p = key;
     uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
     for (; n >= 8; p += 8, n -= 8) {
-        uint64_t w; memcpy(&w, p, 8);
+        uint64_t w;
+        memcpy(&w, p, 8);
         h = mix64(h ^ w);
     }
     uint64_t w = 0;
@@ -29,7 +32,7 @@ static uint64_t hash_bytes(const void *key, size_t n) {
 
 static ax_smap_slot *smap_find(const ax_smap *m, uint64_t h, const void *key, size_t len) {
     size_t mask = m->cap - 1;
-    for (size_t i = h & mask; ; i = (i + 1) & mask) {
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
         ax_smap_slot *s = &m->slot[i];
         if (!s->hash || (s->hash == h && s->len == len && memcmp(m->keys.p + s->off, key, len) == 0)) return s;
     }
@@ -61,7 +64,10 @@ int64_t *ax_smap_put(ax_smap *m, const void *key, size_t len, int *added) {
     ax_smap_slot *s = smap_find(m, h, key, len);
     if (added) *added = !s->hash;
     if (!s->hash) {
-        s->hash = h; s->off = m->keys.n; s->len = (uint32_t)len; s->val = 0;
+        s->hash = h;
+        s->off = m->keys.n;
+        s->len = (uint32_t)len;
+        s->val = 0;
         ax_bytes_append(&m->keys, key, len);
         m->n++;
     }
@@ -69,11 +75,15 @@ int64_t *ax_smap_put(ax_smap *m, const void *key, size_t len, int *added) {
 }
 
 const char *ax_smap_key(const ax_smap *m, const ax_smap_slot *s) { return m->keys.p + s->off; }
-void ax_smap_free(ax_smap *m) { free(m->slot); ax_bytes_free(&m->keys); memset(m, 0, sizeof *m); }
+void ax_smap_free(ax_smap *m) {
+    free(m->slot);
+    ax_bytes_free(&m->keys);
+    memset(m, 0, sizeof *m);
+}
 
 static ax_pmap_slot *pmap_find(const ax_pmap *m, uint64_t key) {
     size_t mask = m->cap - 1;
-    for (size_t i = mix64(key) & mask; ; i = (i + 1) & mask)
+    for (size_t i = mix64(key) & mask;; i = (i + 1) & mask)
         if (m->slot[i].key == key || m->slot[i].key == AX_PMAP_EMPTY) return &m->slot[i];
 }
 
@@ -98,8 +108,15 @@ int64_t *ax_pmap_put(ax_pmap *m, uint64_t key, int *added) {
     if (2 * (m->n + 1) > m->cap) pmap_rehash(m, m->cap ? 2 * m->cap : 64);
     ax_pmap_slot *s = pmap_find(m, key);
     if (added) *added = s->key != key;
-    if (s->key != key) { s->key = key; s->val = 0; m->n++; }
+    if (s->key != key) {
+        s->key = key;
+        s->val = 0;
+        m->n++;
+    }
     return &s->val;
 }
 
-void ax_pmap_free(ax_pmap *m) { free(m->slot); memset(m, 0, sizeof *m); }
+void ax_pmap_free(ax_pmap *m) {
+    free(m->slot);
+    memset(m, 0, sizeof *m);
+}

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { int64_t rank; int32_t a, b; } merge_row;
+typedef struct {
+    int64_t rank;
+    int32_t a, b;
+} merge_row;
 
 static int merge_row_cmp(const void *x, const void *y) {
     const merge_row *p = x, *q = y;
@@ -30,10 +33,15 @@ static json_t *pre_tokenizer_json(const ax_tokenizer *t) {
     int own_regex = 0;
     for (int i = 0; i < t->nsplit; i++) {
         const ax_tk_split *s = &t->split[i];
-        if (!s->src && i + 1 == t->nsplit) { own_regex = 1; break; }
-        const char *src = s->src ? s->src : "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-        json_array_append_new(seq, json_pack("{s:s, s:{s:s}, s:s, s:b}", "type", "Split", "pattern",
-                                             s->literal ? "String" : "Regex", src, "behavior", "Isolated", "invert", 0));
+        if (!s->src && i + 1 == t->nsplit) {
+            own_regex = 1;
+            break;
+        }
+        const char *src =
+            s->src ? s->src : "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+        json_array_append_new(seq,
+                              json_pack("{s:s, s:{s:s}, s:s, s:b}", "type", "Split", "pattern",
+                                        s->literal ? "String" : "Regex", src, "behavior", "Isolated", "invert", 0));
     }
     json_t *bl = bytelevel_json(TRIM_OFFSETS);
     json_object_set_new(bl, "use_regex", json_boolean(own_regex));
@@ -54,8 +62,8 @@ static void template_items(const ax_tokenizer *t, const ax_ids *ids, int type_id
     for (size_t i = 0; i < ids->n; i++) {
         const char *name = token_name(t, ids->v[i], &tmp);
         json_array_append_new(list, json_pack("{s:{s:s, s:i}}", "SpecialToken", "id", name, "type_id", type_id));
-        json_object_set_new(named, name, json_pack("{s:s, s:[I], s:[s]}", "id", name, "ids", (json_int_t)ids->v[i],
-                                                   "tokens", name));
+        json_object_set_new(named, name,
+                            json_pack("{s:s, s:[I], s:[s]}", "id", name, "ids", (json_int_t)ids->v[i], "tokens", name));
     }
     ax_bytes_free(&tmp);
 }
@@ -83,9 +91,13 @@ static json_t *added_json(const ax_tokenizer *t) {
     for (int32_t id = 0; id < t->n; id++) {
         const ax_tok_special *s = ax_tk_special_of(t, id);
         if (!s) continue;
-        json_t *o = json_pack("{s:I, s:s%, s:b, s:b, s:b, s:b, s:b}", "id", (json_int_t)id, "content", s->s,
-                              (size_t)s->len, "single_word", 0, "lstrip", 0, "rstrip", 0, "normalized", 1, "special", s->marked);
-        if (!o) { json_decref(a); return NULL; }
+        json_t *o =
+            json_pack("{s:I, s:s%, s:b, s:b, s:b, s:b, s:b}", "id", (json_int_t)id, "content", s->s, (size_t)s->len,
+                      "single_word", 0, "lstrip", 0, "rstrip", 0, "normalized", 1, "special", s->marked);
+        if (!o) {
+            json_decref(a);
+            return NULL;
+        }
         json_array_append_new(a, o);
     }
     return a;
@@ -97,11 +109,14 @@ static json_t *vocab_json(const ax_tokenizer *t, const char *path) {
     for (int32_t id = 0; id < t->n; id++) {
         if (t->tok_len[id] < 0) continue;
         const ax_tok_special *sp = ax_tk_special_of(t, id);
-        if (sp) { s.n = 0; ax_bytes_append(&s, sp->s, (size_t)sp->len); }
-        else ax_tk_bytelevel_encode(ax_tk_bytes(t, id), (size_t)t->tok_len[id], &s);
+        if (sp) {
+            s.n = 0;
+            ax_bytes_append(&s, sp->s, (size_t)sp->len);
+        } else ax_tk_bytelevel_encode(ax_tk_bytes(t, id), (size_t)t->tok_len[id], &s);
         if (json_object_get(v, s.p) || json_object_set_new(v, s.p, json_integer(id))) {
             AX_ERR("%s: cannot save: token %d ('%s') is not unique or not UTF-8", path, id, s.p);
-            json_decref(v); v = NULL;
+            json_decref(v);
+            v = NULL;
             break;
         }
     }
@@ -115,7 +130,8 @@ static json_t *merges_json(const ax_tokenizer *t) {
     size_t n = 0;
     for (size_t i = 0; i < t->merges.cap; i++) {
         const ax_pmap_slot *s = &t->merges.slot[i];
-        if (s->key != AX_PMAP_EMPTY) rows[n++] = (merge_row){s->val >> 32, (int32_t)(s->key >> 32), (int32_t)(uint32_t)s->key};
+        if (s->key != AX_PMAP_EMPTY)
+            rows[n++] = (merge_row){s->val >> 32, (int32_t)(s->key >> 32), (int32_t)(uint32_t)s->key};
     }
     qsort(rows, n, sizeof *rows, merge_row_cmp);
     json_t *m = json_array();
@@ -127,7 +143,8 @@ static json_t *merges_json(const ax_tokenizer *t) {
         ax_bytes_append(&a, b.p, b.n);
         json_array_append_new(m, json_stringn(a.p, a.n));
     }
-    ax_bytes_free(&a); ax_bytes_free(&b);
+    ax_bytes_free(&a);
+    ax_bytes_free(&b);
     free(rows);
     return m;
 }
@@ -137,23 +154,27 @@ static json_t *merges_json(const ax_tokenizer *t) {
 int ax_tok_save_json(const ax_tokenizer *t, const char *path) {
     json_t *added = added_json(t), *vocab = vocab_json(t, path);
     if (!added || !vocab) {
-        json_decref(added); json_decref(vocab);
+        json_decref(added);
+        json_decref(vocab);
         return added ? -1 : AX_ERR("%s: cannot save: a special token is not UTF-8", path);
     }
-    json_t *model = json_pack("{s:s, s:n, s:n, s:s, s:s, s:b, s:b, s:b, s:o, s:o}", "type", "BPE", "dropout",
-                              "unk_token", "continuing_subword_prefix", "", "end_of_word_suffix", "", "fuse_unk", 0,
-                              "byte_fallback", 0, "ignore_merges", t->ignore_merges, "vocab", vocab, "merges",
-                              merges_json(t));
-    json_t *root = json_pack("{s:s, s:n, s:n, s:o, s:n, s:o, s:o, s:o, s:o}", "version", "1.0", "truncation",
-                             "padding", "added_tokens", added, "normalizer", "pre_tokenizer", pre_tokenizer_json(t),
-                             "post_processor", post_processor_json(t), "decoder", bytelevel_json(ADD_PREFIX_SPACE | TRIM_OFFSETS), "model", model);
+    json_t *model =
+        json_pack("{s:s, s:n, s:n, s:s, s:s, s:b, s:b, s:b, s:o, s:o}", "type", "BPE", "dropout", "unk_token",
+                  "continuing_subword_prefix", "", "end_of_word_suffix", "", "fuse_unk", 0, "byte_fallback", 0,
+                  "ignore_merges", t->ignore_merges, "vocab", vocab, "merges", merges_json(t));
+    json_t *root =
+        json_pack("{s:s, s:n, s:n, s:o, s:n, s:o, s:o, s:o, s:o}", "version", "1.0", "truncation", "padding",
+                  "added_tokens", added, "normalizer", "pre_tokenizer", pre_tokenizer_json(t), "post_processor",
+                  post_processor_json(t), "decoder", bytelevel_json(ADD_PREFIX_SPACE | TRIM_OFFSETS), "model", model);
     char *text = root ? json_dumps(root, JSON_INDENT(2)) : NULL;
     json_decref(root);
     if (!text) return AX_ERR("%s: cannot save: JSON encoding failed", path);
     ax_outfile o;
     int rc = ax_out_open(&o, path);
-    if (!rc && (ax_out_write(&o, text, strlen(text)) || ax_out_write(&o, "\n", 1))) { ax_out_abort(&o); rc = -1; }
-    else if (!rc) rc = ax_out_commit(&o);
+    if (!rc && (ax_out_write(&o, text, strlen(text)) || ax_out_write(&o, "\n", 1))) {
+        ax_out_abort(&o);
+        rc = -1;
+    } else if (!rc) rc = ax_out_commit(&o);
     free(text);
     return rc;
 }

@@ -69,7 +69,10 @@ int ax_tk_load_tiktoken(ax_tokenizer *t, const char *data, size_t len, const cha
         const char *next = nl ? nl + 1 : end;
         line++;
         while (le > p && (le[-1] == '\r' || le[-1] == ' ')) le--;
-        if (le == p) { p = next; continue; }
+        if (le == p) {
+            p = next;
+            continue;
+        }
         const char *sp = memchr(p, ' ', (size_t)(le - p));
         int32_t rank;
         snprintf(where, sizeof where, "%s:%d", path, line);
@@ -77,8 +80,7 @@ int ax_tk_load_tiktoken(ax_tokenizer *t, const char *data, size_t len, const cha
             rc = AX_ERR("%s: expected '<base64 token> <rank>', got '%.*s'", where, (int)(le - p < 40 ? le - p : 40), p);
         else if (b64_decode(p, (size_t)(sp - p), &tok))
             rc = AX_ERR("%s: invalid base64 token '%.*s'", where, (int)(sp - p < 40 ? sp - p : 40), p);
-        else
-            rc = ax_tk_add(t, rank, tok.p, tok.n, 0, where);
+        else rc = ax_tk_add(t, rank, tok.p, tok.n, 0, where);
         p = next;
     }
     ax_bytes_free(&tok);

@@ -19,7 +19,7 @@ int ax_tk_bytelevel_decode(const char *s, size_t n, ax_bytes *out) {
         int k = ax_tk_utf8_len(u + i, n - i);
         if (!k) return -1;
         uint32_t cp = k == 1 ? u[i] : k == 2 ? (uint32_t)(u[i] & 0x1f) << 6 | (u[i + 1] & 0x3f) : 0x110000;
-        int b = ax_tk_char_byte(cp);                 /* the alphabet ends at U+0143: two bytes at most */
+        int b = ax_tk_char_byte(cp); /* the alphabet ends at U+0143: two bytes at most */
         if (b < 0) return -1;
         unsigned char c = (unsigned char)b;
         ax_bytes_append(out, &c, 1);
@@ -33,8 +33,12 @@ void ax_tk_bytelevel_encode(const char *p, size_t n, ax_bytes *out) {
     for (size_t i = 0; i < n; i++) {
         int c = ax_tk_byte_char((unsigned char)p[i]);
         unsigned char u[2] = {(unsigned char)c, 0};
-        if (c < 0x80) { ax_bytes_append(out, u, 1); continue; }
-        u[0] = (unsigned char)(0xc0 | c >> 6); u[1] = (unsigned char)(0x80 | (c & 0x3f));
+        if (c < 0x80) {
+            ax_bytes_append(out, u, 1);
+            continue;
+        }
+        u[0] = (unsigned char)(0xc0 | c >> 6);
+        u[1] = (unsigned char)(0x80 | (c & 0x3f));
         ax_bytes_append(out, u, 2);
     }
 }
@@ -53,10 +57,11 @@ int ax_tk_load_vocab(ax_tokenizer *t, json_t *vocab, const char *path) {
             rc = AX_ERR("%s: id of token '%.40s' is not an integer in [0, %d)", path, key, AX_TOK_MAX_ID);
             break;
         }
-        if (ax_tk_special_of(t, (int32_t)id)) continue;              /* added tokens are listed here too */
+        if (ax_tk_special_of(t, (int32_t)id)) continue; /* added tokens are listed here too */
         if (ax_tk_bytelevel_decode(key, strlen(key), &b)) {
             rc = AX_ERR("%s: token '%.40s' has a character outside GPT-2's byte alphabet "
-                        "(not a byte-level BPE vocabulary)", path, key);
+                        "(not a byte-level BPE vocabulary)",
+                        path, key);
             break;
         }
         if ((rc = ax_tk_add(t, (int32_t)id, b.p, b.n, 0, path))) break;
@@ -75,7 +80,8 @@ static int token_id(const ax_tokenizer *t, const char *s, size_t n, ax_bytes *tm
 
 /* One merge "a b" of rank `rank`; both tokens and their concatenation must be
  * in the vocabulary. */
-int ax_tk_merge_str(ax_tokenizer *t, const char *a, size_t na, const char *b, size_t nb, int32_t rank, const char *where) {
+int ax_tk_merge_str(ax_tokenizer *t, const char *a, size_t na, const char *b, size_t nb, int32_t rank,
+                    const char *where) {
     ax_bytes tmp = {0};
     int32_t ia, ib;
     int rc = 0;
@@ -88,7 +94,9 @@ int ax_tk_merge_str(ax_tokenizer *t, const char *a, size_t na, const char *b, si
         ax_bytes_append(&tmp, ax_tk_bytes(t, ia), (size_t)t->tok_len[ia]);
         ax_bytes_append(&tmp, ax_tk_bytes(t, ib), (size_t)t->tok_len[ib]);
         int64_t *v = ax_smap_get(&t->vocab, tmp.p, tmp.n);
-        if (!v) rc = AX_ERR("%s: merge '%.*s %.*s' makes a token that is not in the vocabulary", where, (int)na, a, (int)nb, b);
+        if (!v)
+            rc = AX_ERR("%s: merge '%.*s %.*s' makes a token that is not in the vocabulary", where, (int)na, a, (int)nb,
+                        b);
         else ax_tk_merge(t, ia, ib, rank, (int32_t)*v);
     }
     ax_bytes_free(&tmp);
@@ -119,11 +127,13 @@ static int load_merges_txt(ax_tokenizer *t, const char *path) {
         if (le > p && le[-1] == '\r') le--;
         size_t n = (size_t)(le - p), sp;
         snprintf(where, sizeof where, "%s:%d", path, line);
-        if (n == 0 || (line == 1 && n >= 8 && memcmp(p, "#version", 8) == 0)) { p = next; continue; }
+        if (n == 0 || (line == 1 && n >= 8 && memcmp(p, "#version", 8) == 0)) {
+            p = next;
+            continue;
+        }
         if (ax_tk_split_merge(p, n, &sp))
             rc = AX_ERR("%s: expected two tokens separated by one space, got '%.*s'", where, (int)(n < 40 ? n : 40), p);
-        else
-            rc = ax_tk_merge_str(t, p, sp, p + sp + 1, n - sp - 1, rank++, where);
+        else rc = ax_tk_merge_str(t, p, sp, p + sp + 1, n - sp - 1, rank++, where);
         p = next;
     }
     free(data);

@@ -39,7 +39,11 @@ int32_t *ax_tk_ids_reserve(ax_ids *a, size_t extra) {
     a->v = ax_tk_grow(a->v, &a->cap, a->n + extra, sizeof *a->v);
     return a->v + a->n;
 }
-void ax_ids_free(ax_ids *a) { free(a->v); a->v = NULL; a->n = a->cap = 0; }
+void ax_ids_free(ax_ids *a) {
+    free(a->v);
+    a->v = NULL;
+    a->n = a->cap = 0;
+}
 
 /* Keeps a NUL after the bytes, so text can be handed to string functions. */
 void ax_bytes_append(ax_bytes *b, const void *p, size_t n) {
@@ -48,7 +52,11 @@ void ax_bytes_append(ax_bytes *b, const void *p, size_t n) {
     b->n += n;
     b->p[b->n] = 0;
 }
-void ax_bytes_free(ax_bytes *b) { free(b->p); b->p = NULL; b->n = b->cap = 0; }
+void ax_bytes_free(ax_bytes *b) {
+    free(b->p);
+    b->p = NULL;
+    b->n = b->cap = 0;
+}
 
 /* ---- building a tokenizer ---- */
 
@@ -66,7 +74,7 @@ int ax_tk_add(ax_tokenizer *t, int32_t id, const void *bytes, size_t len, int sp
     if (id < 0 || id >= AX_TOK_MAX_ID) return AX_ERR("%s: token id %d out of range [0, %d)", what, id, AX_TOK_MAX_ID);
     if (len == 0) return AX_ERR("%s: token %d is empty", what, id);
     if (id >= t->n) {
-        size_t cap = t->id_cap;   /* both arrays grow together */
+        size_t cap = t->id_cap; /* both arrays grow together */
         t->tok_len = ax_tk_grow(t->tok_len, &cap, (size_t)id + 1, sizeof *t->tok_len);
         t->tok_off = ax_tk_grow(t->tok_off, &t->id_cap, (size_t)id + 1, sizeof *t->tok_off);
         for (int i = t->n; i <= id; i++) t->tok_len[i] = -1;
@@ -76,14 +84,20 @@ int ax_tk_add(ax_tokenizer *t, int32_t id, const void *bytes, size_t len, int sp
     if (!special) {
         int added;
         int64_t *v = ax_smap_put(&t->vocab, bytes, len, &added);
-        if (!added) return AX_ERR("%s: token '%.*s' given twice (ids %d and %d)", what, (int)len, (const char *)bytes, (int)*v, id);
+        if (!added)
+            return AX_ERR("%s: token '%.*s' given twice (ids %d and %d)", what, (int)len, (const char *)bytes, (int)*v,
+                          id);
         *v = id;
     } else {
         t->spec = realloc(t->spec, (size_t)(t->nspec + 1) * sizeof *t->spec);
         if (!t->spec) ax_fatal(__FILE__, __LINE__, "out of memory");
         ax_tok_special *s = &t->spec[t->nspec++];
-        s->s = ax_malloc(len + 1); memcpy(s->s, bytes, len); s->s[len] = 0;
-        s->len = (int)len; s->id = id; s->marked = 1;
+        s->s = ax_malloc(len + 1);
+        memcpy(s->s, bytes, len);
+        s->s[len] = 0;
+        s->len = (int)len;
+        s->id = id;
+        s->marked = 1;
         if (len == strlen(AX_TK_EOT) && memcmp(bytes, AX_TK_EOT, len) == 0) t->eot = id;
     }
     t->tok_off[id] = t->tok_bytes.n;
@@ -109,7 +123,8 @@ int ax_tk_finish(ax_tokenizer *t, const char *what) {
 }
 
 const ax_tok_special *ax_tk_special_of(const ax_tokenizer *t, int32_t id) {
-    for (int i = 0; i < t->nspec; i++) if (t->spec[i].id == id) return &t->spec[i];
+    for (int i = 0; i < t->nspec; i++)
+        if (t->spec[i].id == id) return &t->spec[i];
     return NULL;
 }
 
@@ -146,14 +161,16 @@ int ax_tok_eos(const ax_tokenizer *t) {
 void ax_tok_free(ax_tokenizer *t) {
     if (!t) return;
     ax_tk_cache_drop(t);
-    free(t->tok_len); free(t->tok_off);
+    free(t->tok_len);
+    free(t->tok_off);
     ax_bytes_free(&t->tok_bytes);
     ax_smap_free(&t->vocab);
     ax_pmap_free(&t->merges);
     for (int i = 0; i < t->nspec; i++) free(t->spec[i].s);
     free(t->spec);
     ax_tk_splits_free(t);
-    ax_ids_free(&t->tpl_pre); ax_ids_free(&t->tpl_post);
+    ax_ids_free(&t->tpl_pre);
+    ax_ids_free(&t->tpl_post);
     free(t);
 }
 
@@ -163,9 +180,9 @@ static int load_json(ax_tokenizer *t, const char *data, size_t len, const char *
     json_error_t je;
     json_t *root = json_loadb(data, len, 0, &je);
     if (!root) return AX_ERR("%s: malformed JSON at line %d, column %d: %s", path, je.line, je.column, je.text);
-    int rc = !json_is_object(root) ? AX_ERR("%s: expected a JSON object", path)
-           : json_is_object(json_object_get(root, "model")) ? ax_tk_load_hf(t, root, path)
-           : ax_tk_load_vocab_json(t, root, path);
+    int rc = !json_is_object(root)                            ? AX_ERR("%s: expected a JSON object", path)
+             : json_is_object(json_object_get(root, "model")) ? ax_tk_load_hf(t, root, path)
+                                                              : ax_tk_load_vocab_json(t, root, path);
     json_decref(root);
     return rc;
 }
@@ -179,7 +196,7 @@ int ax_tok_load(ax_tokenizer **out, const char *path) {
     char *data, inside[4200];
     size_t len;
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {      /* a Hugging Face model directory */
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) { /* a Hugging Face model directory */
         snprintf(inside, sizeof inside, "%s/tokenizer.json", path);
         if (!ax_file_exists(inside)) return AX_ERR("%s: a directory without tokenizer.json", path);
         path = inside;
@@ -190,7 +207,10 @@ int ax_tok_load(ax_tokenizer **out, const char *path) {
     while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r')) i++;
     int rc = i < len && data[i] == '{' ? load_json(t, data, len, path) : ax_tk_load_tiktoken(t, data, len, path);
     free(data);
-    if (rc) { ax_tok_free(t); return -1; }
+    if (rc) {
+        ax_tok_free(t);
+        return -1;
+    }
     *out = t;
     return 0;
 }

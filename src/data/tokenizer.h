@@ -41,8 +41,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct { int32_t *v; size_t n, cap; } ax_ids;     /* growable id list */
-typedef struct { char *p; size_t n, cap; } ax_bytes;      /* growable byte string; p[n] is NUL after an append */
+typedef struct {
+    int32_t *v;
+    size_t n, cap;
+} ax_ids; /* growable id list */
+typedef struct {
+    char *p;
+    size_t n, cap;
+} ax_bytes; /* growable byte string; p[n] is NUL after an append */
 void ax_ids_push(ax_ids *a, int32_t id);
 void ax_ids_free(ax_ids *a);
 void ax_bytes_append(ax_bytes *b, const void *p, size_t n);
@@ -73,16 +79,17 @@ typedef struct ax_tokenizer ax_tokenizer;
  * what was expected. */
 int ax_tok_load(ax_tokenizer **t, const char *path);
 void ax_tok_free(ax_tokenizer *t);
-int ax_tok_vocab_size(const ax_tokenizer *t);      /* ids 0 .. size-1, specials included */
-int ax_tok_eot(const ax_tokenizer *t);             /* <|endoftext|> id, or -1 */
-int ax_tok_bos(const ax_tokenizer *t);             /* first id the template puts before a text (Llama-3's <|begin_of_text|>), or -1 */
-int ax_tok_eos(const ax_tokenizer *t);             /* <|end_of_text|> (Llama-3), else <|endoftext|>, else -1 */
-int ax_tok_special_id(const ax_tokenizer *t, const char *text);   /* id of special token text ("<|eot_id|>"), or -1 */
+int ax_tok_vocab_size(const ax_tokenizer *t); /* ids 0 .. size-1, specials included */
+int ax_tok_eot(const ax_tokenizer *t);        /* <|endoftext|> id, or -1 */
+int ax_tok_bos(
+    const ax_tokenizer *t); /* first id the template puts before a text (Llama-3's <|begin_of_text|>), or -1 */
+int ax_tok_eos(const ax_tokenizer *t); /* <|end_of_text|> (Llama-3), else <|endoftext|>, else -1 */
+int ax_tok_special_id(const ax_tokenizer *t, const char *text); /* id of special token text ("<|eot_id|>"), or -1 */
 
 /* Flags of ax_tok_encode (0: ordinary text only, tiktoken's encode_ordinary). */
 enum {
-    AX_TOK_SPECIAL = 1,     /* special tokens in the text are matched as such */
-    AX_TOK_TEMPLATE = 2,    /* the post-processor's ids around the text (Llama-3: BOS first) */
+    AX_TOK_SPECIAL = 1,  /* special tokens in the text are matched as such */
+    AX_TOK_TEMPLATE = 2, /* the post-processor's ids around the text (Llama-3: BOS first) */
 };
 /* Appends the ids of text[0..len) to out. Invalid UTF-8 bytes are encoded as
  * their own byte tokens (never lost: decode gives the same bytes back).

@@ -20,16 +20,22 @@ int ax_grid_init(ax_grid *g, MPI_Comm user, int gd, int gx, int gy, int gz) {
     if (gd < 1 || gx < 1 || gy < 1 || gz < 1)
         return AX_ERR("--grid %d,%d,%d,%d: every dimension must be >= 1", gd, gx, gy, gz);
     if ((long)gd * gx * gy * gz != size)
-        return AX_ERR("--grid %d,%d,%d,%d: D*X*Y*Z = %ld, expected the number of ranks %d",
-                      gd, gx, gy, gz, (long)gd * gx * gy * gz, size);
+        return AX_ERR("--grid %d,%d,%d,%d: D*X*Y*Z = %ld, expected the number of ranks %d", gd, gx, gy, gz,
+                      (long)gd * gx * gy * gz, size);
     AX_CHECK_MPI(MPI_Comm_dup(user, &g->world));
     MPI_Comm_rank(g->world, &g->rank);
     g->size = size;
-    g->gd = gd; g->gx = gx; g->gy = gy; g->gz = gz;
+    g->gd = gd;
+    g->gx = gx;
+    g->gy = gy;
+    g->gz = gz;
     int r = g->rank;
-    g->x = r % gx; r /= gx;
-    g->y = r % gy; r /= gy;
-    g->z = r % gz; r /= gz;
+    g->x = r % gx;
+    r /= gx;
+    g->y = r % gy;
+    r /= gy;
+    g->z = r % gz;
+    r /= gz;
     g->d = r;
     /* colour = the coordinates that stay fixed inside the group */
     int d = g->d, x = g->x, y = g->y, z = g->z;
@@ -41,7 +47,7 @@ int ax_grid_init(ax_grid *g, MPI_Comm user, int gd, int gx, int gy, int gz) {
     split(g, &g->dz, y * gx + x, d * gz + z);
     split(g, &g->tp, d, (z * gy + y) * gx + x);
 #ifdef AX_HAVE_CUDA
-    if (ax_be()->bind) return ax_nccl_init(g);   /* a GPU backend: NCCL beside the MPI groups */
+    if (ax_be()->bind) return ax_nccl_init(g); /* a GPU backend: NCCL beside the MPI groups */
 #endif
     return 0;
 }

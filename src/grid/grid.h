@@ -7,14 +7,14 @@
 #include "comm/comm.h"
 
 typedef struct {
-    int gd, gx, gy, gz;        /* group sizes */
-    int d, x, y, z;            /* this rank's coordinates */
-    int rank, size;            /* in the private world */
-    MPI_Comm world;            /* duplicate of the user's communicator */
-    ax_comm X, Y, Z, Zg;       /* Zg: a second Z group for all-gathers (docs/algorithm.md §4) */
-    ax_comm data;              /* ranks differing only in d */
-    ax_comm dz;                /* data x Z: the ranks that split the rows */
-    ax_comm tp;                /* X x Y x Z: one model replica */
+    int gd, gx, gy, gz;  /* group sizes */
+    int d, x, y, z;      /* this rank's coordinates */
+    int rank, size;      /* in the private world */
+    MPI_Comm world;      /* duplicate of the user's communicator */
+    ax_comm X, Y, Z, Zg; /* Zg: a second Z group for all-gathers (docs/algorithm.md §4) */
+    ax_comm data;        /* ranks differing only in d */
+    ax_comm dz;          /* data x Z: the ranks that split the rows */
+    ax_comm tp;          /* X x Y x Z: one model replica */
 } ax_grid;
 
 /* Fails (same message on every rank) when gd*gx*gy*gz != size of comm. */

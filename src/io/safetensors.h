@@ -26,9 +26,23 @@
 #include <stdint.h>
 #include "util/fileio.h"
 
-typedef enum { AX_ST_F32, AX_ST_F16, AX_ST_BF16, AX_ST_F64, AX_ST_I64, AX_ST_I32, AX_ST_I16, AX_ST_I8, AX_ST_U8, AX_ST_U16, AX_ST_U32, AX_ST_U64, AX_ST_BOOL } ax_st_dtype;
+typedef enum {
+    AX_ST_F32,
+    AX_ST_F16,
+    AX_ST_BF16,
+    AX_ST_F64,
+    AX_ST_I64,
+    AX_ST_I32,
+    AX_ST_I16,
+    AX_ST_I8,
+    AX_ST_U8,
+    AX_ST_U16,
+    AX_ST_U32,
+    AX_ST_U64,
+    AX_ST_BOOL
+} ax_st_dtype;
 size_t ax_st_dtype_size(ax_st_dtype t);
-const char *ax_st_dtype_name(ax_st_dtype t);   /* "F32", ... */
+const char *ax_st_dtype_name(ax_st_dtype t); /* "F32", ... */
 
 #define AX_ST_MAXDIM 8
 typedef struct {
@@ -37,22 +51,25 @@ typedef struct {
     int ndim;
     int64_t shape[AX_ST_MAXDIM];
     int64_t numel;
-    uint64_t begin, end;         /* byte range relative to the data section */
+    uint64_t begin, end; /* byte range relative to the data section */
 } ax_st_tensor;
 
 typedef struct {
     char *path;
-    unsigned char *map; size_t map_len;
-    int fd;                      /* open while map is: ranged reads use pread */
-    size_t data_start;           /* 8 + header length */
-    int n; ax_st_tensor *t;      /* in file order of data_offsets */
-    int n_meta; char **meta_key, **meta_val;
+    unsigned char *map;
+    size_t map_len;
+    int fd;            /* open while map is: ranged reads use pread */
+    size_t data_start; /* 8 + header length */
+    int n;
+    ax_st_tensor *t; /* in file order of data_offsets */
+    int n_meta;
+    char **meta_key, **meta_val;
 } ax_st_file;
 
 int ax_st_open(ax_st_file *f, const char *path);
 void ax_st_close(ax_st_file *f);
-const ax_st_tensor *ax_st_find(const ax_st_file *f, const char *name);   /* NULL if absent */
-const char *ax_st_meta(const ax_st_file *f, const char *key);            /* NULL if absent */
+const ax_st_tensor *ax_st_find(const ax_st_file *f, const char *name); /* NULL if absent */
+const char *ax_st_meta(const ax_st_file *f, const char *key);          /* NULL if absent */
 const void *ax_st_data(const ax_st_file *f, const ax_st_tensor *t);
 /* Converts F32/F16/BF16 to float; fails (naming file and tensor) for other
  * dtypes or when n != t->numel. */
@@ -70,14 +87,17 @@ int ax_st_expect(const ax_st_file *f, const ax_st_tensor *t, ax_st_dtype dt, int
  * index, every shard it names is opened and every tensor it maps must be in
  * its shard, so lookups after open cannot fail on a broken checkpoint. */
 typedef struct {
-    char *path;                  /* the .safetensors or the .index.json, for messages */
-    int nfiles; ax_st_file *files;
-    int owned;                   /* 0: a view of one file the caller opened */
-    int n; char **names; int *file_of;   /* the weight_map; n = 0 for one file */
+    char *path; /* the .safetensors or the .index.json, for messages */
+    int nfiles;
+    ax_st_file *files;
+    int owned; /* 0: a view of one file the caller opened */
+    int n;
+    char **names;
+    int *file_of; /* the weight_map; n = 0 for one file */
 } ax_st_set;
 
-int ax_st_set_open(ax_st_set *s, const char *path);   /* *.index.json: shards; else one file */
-void ax_st_set_view(ax_st_set *s, ax_st_file *f);    /* one open file, not owned */
+int ax_st_set_open(ax_st_set *s, const char *path); /* *.index.json: shards; else one file */
+void ax_st_set_view(ax_st_set *s, ax_st_file *f);   /* one open file, not owned */
 void ax_st_set_close(ax_st_set *s);
 /* The tensor called name and its file (*file), or NULL if absent. */
 const ax_st_tensor *ax_st_set_find(const ax_st_set *s, const char *name, const ax_st_file **file);
@@ -86,9 +106,10 @@ int ax_st_is_index(const char *path);
 
 typedef struct {
     ax_outfile out;
-    int n, cap, next;            /* declared tensors; next to be written */
+    int n, cap, next; /* declared tensors; next to be written */
     ax_st_tensor *t;
-    int n_meta; char **meta_key, **meta_val;
+    int n_meta;
+    char **meta_key, **meta_val;
     int header_written;
 } ax_st_writer;
 
@@ -97,6 +118,6 @@ void ax_st_writer_meta(ax_st_writer *w, const char *key, const char *val);
 void ax_st_writer_declare(ax_st_writer *w, const char *name, ax_st_dtype dt, int ndim, const int64_t *shape);
 /* Writes the data of the next declared tensor (nbytes must match). */
 int ax_st_writer_write(ax_st_writer *w, const void *data, size_t nbytes);
-int ax_st_writer_commit(ax_st_writer *w);   /* fails if tensors remain unwritten */
+int ax_st_writer_commit(ax_st_writer *w); /* fails if tensors remain unwritten */
 void ax_st_writer_abort(ax_st_writer *w);
 #endif

@@ -27,7 +27,9 @@ void ax_st_set_close(ax_st_set *s) {
         for (int i = 0; i < s->nfiles; i++) ax_st_close(&s->files[i]);
         free(s->files);
         for (int i = 0; i < s->n; i++) free(s->names[i]);
-        free(s->names); free(s->file_of); free(s->path);
+        free(s->names);
+        free(s->file_of);
+        free(s->path);
     }
     memset(s, 0, sizeof *s);
 }
@@ -55,12 +57,19 @@ static int set_read_map(ax_st_set *s, json_t *map, const char *dir) {
     s->names = ax_calloc(n ? n : 1, sizeof(char *));
     s->file_of = ax_calloc(n ? n : 1, sizeof(int));
     char **rels = ax_calloc(n ? n : 1, sizeof(char *));
-    const char *k; json_t *v;
+    const char *k;
+    json_t *v;
     int rc = 0;
     json_object_foreach(map, k, v) {
-        if (!json_is_string(v)) { rc = AX_ERR("%s: tensor '%s': expected a shard file name in \"weight_map\"", s->path, k); break; }
+        if (!json_is_string(v)) {
+            rc = AX_ERR("%s: tensor '%s': expected a shard file name in \"weight_map\"", s->path, k);
+            break;
+        }
         int fi = set_shard(s, rels, dir, json_string_value(v), k);
-        if (fi < 0) { rc = -1; break; }
+        if (fi < 0) {
+            rc = -1;
+            break;
+        }
         if (!ax_st_find(&s->files[fi], k)) {
             rc = AX_ERR("%s: tensor '%s' is mapped to %s, which does not hold it", s->path, k, s->files[fi].path);
             break;
@@ -106,12 +115,15 @@ int ax_st_set_open(ax_st_set *s, const char *path) {
 }
 
 const ax_st_tensor *ax_st_set_find(const ax_st_set *s, const char *name, const ax_st_file **file) {
-    if (s->n == 0 && s->nfiles == 1) {   /* one file */
+    if (s->n == 0 && s->nfiles == 1) { /* one file */
         *file = &s->files[0];
         return ax_st_find(&s->files[0], name);
     }
     for (int i = 0; i < s->n; i++)
-        if (strcmp(s->names[i], name) == 0) { *file = &s->files[s->file_of[i]]; return ax_st_find(*file, name); }
+        if (strcmp(s->names[i], name) == 0) {
+            *file = &s->files[s->file_of[i]];
+            return ax_st_find(*file, name);
+        }
     *file = NULL;
     return NULL;
 }

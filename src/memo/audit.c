@@ -10,10 +10,13 @@ double ax_rouge_l(const int32_t *a, int na, const int32_t *b, int nb) {
     for (int i = 1; i <= na; i++) {
         for (int j = 1; j <= nb; j++)
             cur[j] = a[i - 1] == b[j - 1] ? prev[j - 1] + 1 : (prev[j] > cur[j - 1] ? prev[j] : cur[j - 1]);
-        int *t = prev; prev = cur; cur = t;
+        int *t = prev;
+        prev = cur;
+        cur = t;
     }
     double lcs = prev[nb];
-    free(prev); free(cur);
+    free(prev);
+    free(cur);
     if (lcs == 0) return 0.0;
     double p = lcs / na, r = lcs / nb;
     return 2 * p * r / (p + r);
@@ -30,9 +33,9 @@ ax_memo_span ax_memo_last_supervised(const uint8_t *sup, int n) {
 
 /* prompt [start, start+len) and reference [ref, ref+nref) of a document; 0 if
  * too short. The KV cache holds the prompt and the nref decoded tokens. */
-static int split_doc(int n, const ax_memo_span *span, int suffix, int prefix, int maxT, int *start, int *len,
-                     int *ref, int *nref) {
-    int end = span ? span->start : prefix > 0 ? prefix : n - suffix;   /* prompt ends where the reference begins */
+static int split_doc(int n, const ax_memo_span *span, int suffix, int prefix, int maxT, int *start, int *len, int *ref,
+                     int *nref) {
+    int end = span ? span->start : prefix > 0 ? prefix : n - suffix; /* prompt ends where the reference begins */
     *nref = span ? (span->len < suffix ? span->len : suffix) : suffix;
     if (end < 1 || *nref < 1 || end + *nref > n) return 0;
     int room = maxT - *nref;
@@ -43,9 +46,9 @@ static int split_doc(int n, const ax_memo_span *span, int suffix, int prefix, in
     return 1;
 }
 
-void ax_memo_audit(ax_gpt *m, int32_t *const *docs, const int *lens, const ax_memo_span *spans, int ndocs,
-                   int suffix, int prefix, int batch, ax_memo_doc *res, int32_t *gen, ax_memo_summary *sum,
-                   ax_progress_fn progress, void *ctx) {
+void ax_memo_audit(ax_gpt *m, int32_t *const *docs, const int *lens, const ax_memo_span *spans, int ndocs, int suffix,
+                   int prefix, int batch, ax_memo_doc *res, int32_t *gen, ax_memo_summary *sum, ax_progress_fn progress,
+                   void *ctx) {
     int maxT = m->cfg.block_size;
     ax_kvcache c;
     ax_kv_init(&c, m, batch, maxT);
@@ -66,13 +69,16 @@ void ax_memo_audit(ax_gpt *m, int32_t *const *docs, const int *lens, const ax_me
             /* every row decodes the batch's longest reference: a document
              * that would overflow its cache waits for the next batch */
             if (nb && (len > longest ? len : longest) + (nr > steps ? nr : steps) > maxT) break;
-            res[d].prompt_len = len; res[d].ref_len = nr;
+            res[d].prompt_len = len;
+            res[d].ref_len = nr;
             steps = nr > steps ? nr : steps;
             longest = len > longest ? len : longest;
             ax_kv_prefill(&c, m, nb, docs[d] + start, len);
-            idx[nb] = d; ref[nb] = r; nb++;
+            idx[nb] = d;
+            ref[nb] = r;
+            nb++;
         }
-        for (int s = 0; s < steps; s++) {          /* as many as the longest reference of the batch */
+        for (int s = 0; s < steps; s++) { /* as many as the longest reference of the batch */
             ax_kv_argmax(&c, m, nb, next);
             for (int b = 0; b < nb; b++) out[(size_t)b * suffix + s] = next[b];
             if (s + 1 < steps) ax_kv_step(&c, m, next, nb);
@@ -86,12 +92,20 @@ void ax_memo_audit(ax_gpt *m, int32_t *const *docs, const int *lens, const ax_me
             x->match_frac = (double)same / nr;
             x->rouge_l = ax_rouge_l(g, nr, want, nr);
             if (gen) memcpy(gen + (size_t)idx[b] * suffix, g, nr * sizeof(int32_t));
-            sum->evaluated++; sum->exact += x->exact;
-            sum->match_frac += x->match_frac; sum->rouge_l += x->rouge_l;
+            sum->evaluated++;
+            sum->exact += x->exact;
+            sum->match_frac += x->match_frac;
+            sum->rouge_l += x->rouge_l;
         }
         if (progress) progress(d, ndocs, ctx);
     }
-    if (sum->evaluated) { sum->match_frac /= sum->evaluated; sum->rouge_l /= sum->evaluated; }
+    if (sum->evaluated) {
+        sum->match_frac /= sum->evaluated;
+        sum->rouge_l /= sum->evaluated;
+    }
     ax_kv_free(&c);
-    free(idx); free(ref); free(out); free(next);
+    free(idx);
+    free(ref);
+    free(out);
+    free(next);
 }

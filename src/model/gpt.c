@@ -29,7 +29,7 @@ int64_t ax_gpt_num_params(const ax_gpt_config *given) {
     ax_gpt_config_defaults(c);
     int64_t C = c->n_embd, F = c->n_inner, V = c->vocab_size, hd = C / (c->n_head ? c->n_head : 1);
     int64_t qkv = (c->n_head + 2 * c->n_kv_head) * hd;
-    if (c->arch == AX_ARCH_LLAMA)   /* RMSNorm weights, no biases, SwiGLU's three matrices */
+    if (c->arch == AX_ARCH_LLAMA) /* RMSNorm weights, no biases, SwiGLU's three matrices */
         return V * C * (c->untied ? 2 : 1) + C + c->n_layer * (2 * C + C * qkv + C * C + 3 * C * F);
     return V * C + (int64_t)c->block_size * C + 2 * C +
            c->n_layer * (4 * C + C * qkv + qkv + C * C + C + 2 * C * F + F + C);
@@ -40,10 +40,10 @@ int ax_gpt_check_grid(const ax_gpt_config *given, const ax_grid *g) {
     ax_gpt_config_defaults(c);
     int C = c->n_embd, KV = c->n_kv_head, F = c->n_inner, llama = c->arch == AX_ARCH_LLAMA;
     if (c->n_layer < 1 || c->n_head < 1 || C < 1 || c->block_size < 1 || c->vocab_size < 2 || KV < 1 || F < 1)
-        return AX_ERR("model: n_layer, n_head, n_kv_head, n_embd, n_inner, n_positions must be >= 1 and vocab_size >= 2");
+        return AX_ERR(
+            "model: n_layer, n_head, n_kv_head, n_embd, n_inner, n_positions must be >= 1 and vocab_size >= 2");
     if (c->arch != AX_ARCH_GPT2 && !llama) return AX_ERR("model: unknown architecture %d", c->arch);
-    if (C % c->n_head)
-        return AX_ERR("model: n_embd %d is not divisible by n_head %d", C, c->n_head);
+    if (C % c->n_head) return AX_ERR("model: n_embd %d is not divisible by n_head %d", C, c->n_head);
     if (c->n_head % KV)
         return AX_ERR("model: n_head %d is not divisible by n_kv_head %d (grouped-query attention)", c->n_head, KV);
     if (llama && (C / c->n_head) % 2)
@@ -56,31 +56,39 @@ int ax_gpt_check_grid(const ax_gpt_config *given, const ax_grid *g) {
      * straddles two shards. Any other count would give shards unequal heads. */
     if (KV % g->gy && g->gy % KV)
         return AX_ERR("--grid: n_kv_head %d and G_y = %d: one must divide the other (key/value heads are split "
-                      "over Y, or each replicated over G_y / n_kv_head Y shards)", KV, g->gy);
-    if (F % g->gy)
-        return AX_ERR("--grid: n_inner %d is not divisible by G_y = %d", F, g->gy);
-    if (C % g->gx)
-        return AX_ERR("--grid: n_embd %d is not divisible by G_x = %d", C, g->gx);
+                      "over Y, or each replicated over G_y / n_kv_head Y shards)",
+                      KV, g->gy);
+    if (F % g->gy) return AX_ERR("--grid: n_inner %d is not divisible by G_y = %d", F, g->gy);
+    if (C % g->gx) return AX_ERR("--grid: n_embd %d is not divisible by G_x = %d", C, g->gx);
     return 0;
 }
 
 /* How a parameter is stored, optimised and initialised (ax_param's fields):
  * a bitmask. Random init is N(0, std) when std > 0, else INIT_ONES or zeros. */
 enum {
-    INIT_ZEROS = 0,   /* biases */
-    HF_T = 1,         /* stored [in, out] in Hugging Face files (GPT-2's Conv1D) */
-    DECAY = 2,        /* AdamW weight decay applies (matrices) */
-    INIT_ONES = 4,    /* norm weights */
+    INIT_ZEROS = 0, /* biases */
+    HF_T = 1,       /* stored [in, out] in Hugging Face files (GPT-2's Conv1D) */
+    DECAY = 2,      /* AdamW weight decay applies (matrices) */
+    INIT_ONES = 4,  /* norm weights */
 };
 
-typedef struct { int k; const char *name; const ax_shard *sh; int flags; double std; } slot;
+typedef struct {
+    int k;
+    const char *name;
+    const ax_shard *sh;
+    int flags;
+    double std;
+} slot;
 
 static void add_param(ax_gpt *m, int id, const char *name, const ax_shard *s, int flags, double std) {
     ax_param *p = &m->p[id];
     snprintf(p->name, sizeof p->name, "%s", name);
     p->present = 1;
-    p->shard = *s; p->hf_transposed = !!(flags & HF_T); p->decay = !!(flags & DECAY);
-    p->init_std = std; p->init_one = !!(flags & INIT_ONES);
+    p->shard = *s;
+    p->hf_transposed = !!(flags & HF_T);
+    p->decay = !!(flags & DECAY);
+    p->init_std = std;
+    p->init_one = !!(flags & INIT_ONES);
     p->numel = ax_shard_numel(s, m->g);
 }
 
@@ -96,7 +104,7 @@ static void add_sources(ax_param *p, const char *fmt, int l, const char *const *
 static void build_table(ax_gpt *m) {
     const ax_gpt_config *c = &m->cfg;
     int C = c->n_embd, L = c->n_layer, llama = c->arch == AX_ARCH_LLAMA;
-    double std = 0.02, res_std = llama ? 0.02 : 0.02 / sqrt(2.0 * L);   /* GPT-2 scales residual projections */
+    double std = 0.02, res_std = llama ? 0.02 : 0.02 / sqrt(2.0 * L); /* GPT-2 scales residual projections */
     char n[64];
     m->np = 5 + L * AX_P_PER_LAYER;
     m->p = ax_calloc(m->np, sizeof(ax_param));
@@ -107,31 +115,36 @@ static void build_table(ax_gpt *m) {
         add_param(m, 1, "wpe.weight", &wpe, DECAY, std);
     }
     for (int l = 0; l < L; l++) {
-        slot gpt2[] = {
-            {AX_P_LN1W, "ln_1.weight", &vec_x, INIT_ONES}, {AX_P_LN1B, "ln_1.bias", &vec_x, INIT_ZEROS},
-            {AX_P_QKVW, "attn.c_attn.weight", &m->qkv.w, HF_T | DECAY, std},
-            {AX_P_QKVB, "attn.c_attn.bias", &m->qkv.b, INIT_ZEROS},
-            {AX_P_PROJW, "attn.c_proj.weight", &m->proj.w, HF_T | DECAY, res_std},
-            {AX_P_PROJB, "attn.c_proj.bias", &m->proj.b, INIT_ZEROS},
-            {AX_P_LN2W, "ln_2.weight", &vec_x, INIT_ONES}, {AX_P_LN2B, "ln_2.bias", &vec_x, INIT_ZEROS},
-            {AX_P_FCW, "mlp.c_fc.weight", &m->fc.w, HF_T | DECAY, std}, {AX_P_FCB, "mlp.c_fc.bias", &m->fc.b, INIT_ZEROS},
-            {AX_P_FCPW, "mlp.c_proj.weight", &m->fcproj.w, HF_T | DECAY, res_std},
-            {AX_P_FCPB, "mlp.c_proj.bias", &m->fcproj.b, INIT_ZEROS},
-        }, llama_slots[] = {
-            {AX_P_LN1W, "input_layernorm.weight", &vec_x, INIT_ONES},
-            {AX_P_QKVW, "self_attn.qkv_proj.weight", &m->qkv.w, DECAY, std},
-            {AX_P_PROJW, "self_attn.o_proj.weight", &m->proj.w, DECAY, std},
-            {AX_P_LN2W, "post_attention_layernorm.weight", &vec_x, INIT_ONES},
-            {AX_P_FCW, "mlp.gate_up_proj.weight", &m->fc.w, DECAY, std},
-            {AX_P_FCPW, "mlp.down_proj.weight", &m->fcproj.w, DECAY, std},
-        };
+        slot gpt2[] =
+            {
+                {AX_P_LN1W, "ln_1.weight", &vec_x, INIT_ONES},
+                {AX_P_LN1B, "ln_1.bias", &vec_x, INIT_ZEROS},
+                {AX_P_QKVW, "attn.c_attn.weight", &m->qkv.w, HF_T | DECAY, std},
+                {AX_P_QKVB, "attn.c_attn.bias", &m->qkv.b, INIT_ZEROS},
+                {AX_P_PROJW, "attn.c_proj.weight", &m->proj.w, HF_T | DECAY, res_std},
+                {AX_P_PROJB, "attn.c_proj.bias", &m->proj.b, INIT_ZEROS},
+                {AX_P_LN2W, "ln_2.weight", &vec_x, INIT_ONES},
+                {AX_P_LN2B, "ln_2.bias", &vec_x, INIT_ZEROS},
+                {AX_P_FCW, "mlp.c_fc.weight", &m->fc.w, HF_T | DECAY, std},
+                {AX_P_FCB, "mlp.c_fc.bias", &m->fc.b, INIT_ZEROS},
+                {AX_P_FCPW, "mlp.c_proj.weight", &m->fcproj.w, HF_T | DECAY, res_std},
+                {AX_P_FCPB, "mlp.c_proj.bias", &m->fcproj.b, INIT_ZEROS},
+            },
+             llama_slots[] = {
+                 {AX_P_LN1W, "input_layernorm.weight", &vec_x, INIT_ONES},
+                 {AX_P_QKVW, "self_attn.qkv_proj.weight", &m->qkv.w, DECAY, std},
+                 {AX_P_PROJW, "self_attn.o_proj.weight", &m->proj.w, DECAY, std},
+                 {AX_P_LN2W, "post_attention_layernorm.weight", &vec_x, INIT_ONES},
+                 {AX_P_FCW, "mlp.gate_up_proj.weight", &m->fc.w, DECAY, std},
+                 {AX_P_FCPW, "mlp.down_proj.weight", &m->fcproj.w, DECAY, std},
+             };
         const slot *e = llama ? llama_slots : gpt2;
         int ns = llama ? (int)(sizeof llama_slots / sizeof *llama_slots) : AX_P_PER_LAYER;
         for (int k = 0; k < ns; k++) {
             snprintf(n, sizeof n, llama ? "model.layers.%d.%s" : "h.%d.%s", l, e[k].name);
             add_param(m, AX_PID(l, e[k].k), n, e[k].sh, e[k].flags, e[k].std);
         }
-        if (llama) {   /* files keep q, k, v and gate, up apart */
+        if (llama) { /* files keep q, k, v and gate, up apart */
             static const char *const qkv[] = {"q_proj", "k_proj", "v_proj"}, *const gu[] = {"gate_proj", "up_proj"};
             add_sources(&m->p[AX_PID(l, AX_P_QKVW)], "model.layers.%d.self_attn.%s.weight", l, qkv, m->qkv.w.part, 3);
             add_sources(&m->p[AX_PID(l, AX_P_FCW)], "model.layers.%d.mlp.%s.weight", l, gu, m->fc.w.part, 2);
@@ -144,16 +157,21 @@ static void build_table(ax_gpt *m) {
     int64_t off = 0;
     for (int pass = 1; pass >= 0; pass--)
         for (int i = 0; i < m->np; i++)
-            if (m->p[i].present && m->p[i].shard.zchunk == pass) { m->p[i].offset = off; off += m->p[i].numel; }
+            if (m->p[i].present && m->p[i].shard.zchunk == pass) {
+                m->p[i].offset = off;
+                off += m->p[i].numel;
+            }
     m->n_local = off;
     m->n_zchunk = 0;
-    for (int i = 0; i < m->np; i++) if (m->p[i].shard.zchunk) m->n_zchunk += m->p[i].numel;
+    for (int i = 0; i < m->np; i++)
+        if (m->p[i].shard.zchunk) m->n_zchunk += m->p[i].numel;
 }
 
 int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g) {
     memset(m, 0, sizeof *m);
     AX_TRY(ax_gpt_check_grid(c, g));
-    m->cfg = *c; m->g = g;
+    m->cfg = *c;
+    m->g = g;
     ax_gpt_config_defaults(&m->cfg);
     c = &m->cfg;
     int C = c->n_embd, H = c->n_head, KV = c->n_kv_head, F = c->n_inner, llama = c->arch == AX_ARCH_LLAMA;
@@ -161,12 +179,15 @@ int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g) {
     m->bias = !llama;
     m->eps = c->norm_eps;
     m->Vp = (int)round_up(c->vocab_size, 64 * g->gy);
-    m->Vl = m->Vp / g->gy; m->v0 = g->y * m->Vl;
-    m->Cx = C / g->gx; m->Cy = C / g->gy;
-    m->hd = C / H; m->Hl = H / g->gy;
+    m->Vl = m->Vp / g->gy;
+    m->v0 = g->y * m->Vl;
+    m->Cx = C / g->gx;
+    m->Cy = C / g->gy;
+    m->hd = C / H;
+    m->Hl = H / g->gy;
     m->KVl = KV >= g->gy ? KV / g->gy : 1;
     int64_t qkv_parts[3] = {(int64_t)H * m->hd, (int64_t)KV * m->hd, (int64_t)KV * m->hd}, fc_parts[2] = {F, F};
-    int64_t heads[3] = {m->hd, m->hd, m->hd};   /* q, k and v are cut only between heads */
+    int64_t heads[3] = {m->hd, m->hd, m->hd}; /* q, k and v are cut only between heads */
     ax_linear_init(&m->qkv, g, C, (H + 2 * KV) * m->hd,
                    (ax_linear_opts){.nparts = 3, .part = qkv_parts, .unit = heads});
     ax_linear_init(&m->proj, g, C, C, (ax_linear_opts){.transposed = 1});
@@ -191,19 +212,31 @@ int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g) {
         m->head_block = c->untied ? be->alloc(nb) : m->wte_block;
         m->head_gblock = c->untied ? be->alloc(nb) : m->wte_gblock;
     }
-    ax_gpt_set_overlap(m, AX_OV_NONE, 0, 0);   /* no gathered weights kept; buckets of the default size */
+    ax_gpt_set_overlap(m, AX_OV_NONE, 0, 0); /* no gathered weights kept; buckets of the default size */
     return 0;
 }
 
 void ax_gpt_free(ax_gpt *m) {
     const ax_backend *be = ax_be();
-    free(m->p); be->free(m->params); be->free(m->grads);
-    ax_linear_ws_free(&m->ws); ax_zfetch_free(&m->wf); free(m->buckets);
-    if (m->head_block != m->wte_block) { be->free(m->head_block); be->free(m->head_gblock); }
-    be->free(m->wte_block); be->free(m->wte_gblock); be->free(m->params_h); be->free(m->head_block_h);
+    free(m->p);
+    be->free(m->params);
+    be->free(m->grads);
+    ax_linear_ws_free(&m->ws);
+    ax_zfetch_free(&m->wf);
+    free(m->buckets);
+    if (m->head_block != m->wte_block) {
+        be->free(m->head_block);
+        be->free(m->head_gblock);
+    }
+    be->free(m->wte_block);
+    be->free(m->wte_gblock);
+    be->free(m->params_h);
+    be->free(m->head_block_h);
     ax_rope_free(&m->rope);
     if (m->kv_copies > 1) ax_comm_free(&m->kv_group);
-    be->free(m->act_mem); free(m->L); free(m->host_losses);
+    be->free(m->act_mem);
+    free(m->L);
+    free(m->host_losses);
     memset(m, 0, sizeof *m);
 }
 
@@ -211,7 +244,13 @@ void ax_gpt_free(ax_gpt *m) {
  * projections scaled by 1/sqrt(2 n_layer); Llama: N(0, 0.02)), zero biases,
  * unit norm weights. Element j of tensor i is a pure function of (seed, i,
  * j): grid-independent. */
-typedef struct { const ax_param *p; const ax_grid *g; float *dst; uint64_t seed; int i; } init_ctx;
+typedef struct {
+    const ax_param *p;
+    const ax_grid *g;
+    float *dst;
+    uint64_t seed;
+    int i;
+} init_ctx;
 
 static void init_range(void *ctx, int64_t lo, int64_t hi) {
     const init_ctx *c = ctx;
@@ -219,7 +258,8 @@ static void init_range(void *ctx, int64_t lo, int64_t hi) {
     for (int64_t k = lo; k < hi; k++) {
         int64_t j = ax_shard_logical_index(&p->shard, c->g, c->g->x, c->g->y, c->g->z, k);
         if (j < 0) c->dst[k] = 0;
-        else if (p->init_std > 0) c->dst[k] = (float)(p->init_std * ax_rng_normal(c->seed, (uint64_t)c->i, (uint64_t)j));
+        else if (p->init_std > 0)
+            c->dst[k] = (float)(p->init_std * ax_rng_normal(c->seed, (uint64_t)c->i, (uint64_t)j));
         else c->dst[k] = p->init_one ? 1.0f : 0.0f;
     }
 }
@@ -228,7 +268,7 @@ void ax_gpt_init_random(ax_gpt *m, uint64_t seed) {
     float *params = ax_host_view(m->params, m->n_local * sizeof(float), 0);
     for (int i = 0; i < m->np; i++) {
         init_ctx c = {&m->p[i], m->g, params + m->p[i].offset, seed, i};
-        ax_host_parallel(m->p[i].numel, init_range, &c);   /* threaded: large models are slow on one core */
+        ax_host_parallel(m->p[i].numel, init_range, &c); /* threaded: large models are slow on one core */
     }
     ax_host_release(params, m->params, m->n_local * sizeof(float), 1);
 }
@@ -240,37 +280,52 @@ void ax_gpt_init_random(ax_gpt *m, uint64_t seed) {
  * layers share. */
 static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
     int64_t M = (int64_t)B * T, Cx = m->Cx, Cy = m->Cy, off = 0;
-    int64_t Q = m->qkv.out_l, Fc = m->fc.out_l, Fa = m->fcproj.in_l;   /* qkv, MLP hidden, activation out */
-    int64_t wide = Cx;                             /* widest row a backward scratch holds */
+    int64_t Q = m->qkv.out_l, Fc = m->fc.out_l, Fa = m->fcproj.in_l; /* qkv, MLP hidden, activation out */
+    int64_t wide = Cx;                                               /* widest row a backward scratch holds */
     if (Q > wide) wide = Q;
     if (Fc > wide) wide = Fc;
     int block = m->recompute == AX_RECOMPUTE_BLOCK, attn = m->recompute != AX_RECOMPUTE_NONE;
     int h = m->dtype == AX_BF16;
-#define TAKE(n) (off = round_up(off, 16) + (n), base ? base + off - (n) : NULL)
+#define TAKE(n)   (off = round_up(off, 16) + (n), base ? base + off - (n) : NULL)
 #define TAKE_H(n) (ax_bf16 *)TAKE(((n) + 1) / 2)
 #define LAYERS(field, take, n, kept) \
     for (int l = 0; l < m->cfg.n_layer; l++) m->L[l].field = (kept) || l == 0 ? take(n) : m->L[0].field
     m->encoded = TAKE(M * Cx);
-    LAYERS(ln1, TAKE, M * Cx, !block && !h); LAYERS(ln1_mean, TAKE, M, !block); LAYERS(ln1_rstd, TAKE, M, !block);
+    LAYERS(ln1, TAKE, M * Cx, !block && !h);
+    LAYERS(ln1_mean, TAKE, M, !block);
+    LAYERS(ln1_rstd, TAKE, M, !block);
     LAYERS(qkv, TAKE, M * Q, !block);
-    LAYERS(lse, TAKE, (int64_t)B * m->Hl * T, !attn); LAYERS(atty, TAKE, M * Cy, !attn);
+    LAYERS(lse, TAKE, (int64_t)B * m->Hl * T, !attn);
+    LAYERS(atty, TAKE, M * Cy, !attn);
     LAYERS(res2, TAKE, M * Cx, !block);
-    LAYERS(ln2, TAKE, M * Cx, !block && !h); LAYERS(ln2_mean, TAKE, M, !block); LAYERS(ln2_rstd, TAKE, M, !block);
-    LAYERS(fch, TAKE, M * Fc, !block); LAYERS(fch_act, TAKE, M * Fa, !block && !h);
-    LAYERS(res3, TAKE, M * Cx, 1);                 /* the next layer's input: always kept */
+    LAYERS(ln2, TAKE, M * Cx, !block && !h);
+    LAYERS(ln2_mean, TAKE, M, !block);
+    LAYERS(ln2_rstd, TAKE, M, !block);
+    LAYERS(fch, TAKE, M * Fc, !block);
+    LAYERS(fch_act, TAKE, M * Fa, !block && !h);
+    LAYERS(res3, TAKE, M * Cx, 1); /* the next layer's input: always kept */
     if (h) {
-        LAYERS(ln1_h, TAKE_H, M * Cx, !block); LAYERS(atty_h, TAKE_H, M * Cy, !attn);
-        LAYERS(ln2_h, TAKE_H, M * Cx, !block); LAYERS(fch_act_h, TAKE_H, M * Fa, !block);
+        LAYERS(ln1_h, TAKE_H, M * Cx, !block);
+        LAYERS(atty_h, TAKE_H, M * Cy, !attn);
+        LAYERS(ln2_h, TAKE_H, M * Cx, !block);
+        LAYERS(fch_act_h, TAKE_H, M * Fa, !block);
         m->lnf_h = TAKE_H(M * Cx);
         m->dy_h = TAKE_H(M * (wide > m->Vl ? wide : m->Vl));
     }
-    m->lnf = TAKE(M * Cx); m->lnf_mean = TAKE(M); m->lnf_rstd = TAKE(M);
-    m->logits = TAKE(M * m->Vl); m->losses = TAKE(M);
-    m->dres = TAKE(M * Cx); m->s1 = TAKE(M * wide); m->s2 = TAKE(M * wide);
+    m->lnf = TAKE(M * Cx);
+    m->lnf_mean = TAKE(M);
+    m->lnf_rstd = TAKE(M);
+    m->logits = TAKE(M * m->Vl);
+    m->losses = TAKE(M);
+    m->dres = TAKE(M * Cx);
+    m->s1 = TAKE(M * wide);
+    m->s2 = TAKE(M * wide);
     m->scratch = TAKE(4 * M);
     m->att_scratch = TAKE((int64_t)m->att_threads * ax_attention_scratch(T));
-    if (!ax_be()->host_memory) {                   /* the micro-batch, sent where the kernels read */
-        m->dev_inputs = (int32_t *)TAKE(M); m->dev_targets = (int32_t *)TAKE(M); m->dev_weights = TAKE(M);
+    if (!ax_be()->host_memory) { /* the micro-batch, sent where the kernels read */
+        m->dev_inputs = (int32_t *)TAKE(M);
+        m->dev_targets = (int32_t *)TAKE(M);
+        m->dev_weights = TAKE(M);
     }
 #undef LAYERS
 #undef TAKE_H
@@ -281,14 +336,17 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
 int ax_recompute_parse(const char *s, ax_recompute *mode) {
     static const char *names[] = {"none", "attn", "block"};
     for (int i = 0; i < 3; i++)
-        if (!strcmp(s, names[i])) { *mode = (ax_recompute)i; return 0; }
+        if (!strcmp(s, names[i])) {
+            *mode = (ax_recompute)i;
+            return 0;
+        }
     return AX_ERR("--recompute %s: expected none, attn or block", s);
 }
 
 void ax_gpt_set_recompute(ax_gpt *m, ax_recompute mode) {
     if (mode == m->recompute) return;
     m->recompute = mode;
-    m->cap_B = m->cap_T = 0;                       /* laid out anew on next use */
+    m->cap_B = m->cap_T = 0; /* laid out anew on next use */
 }
 
 void ax_gpt_set_dtype(ax_gpt *m, ax_dtype t) {
@@ -297,9 +355,10 @@ void ax_gpt_set_dtype(ax_gpt *m, ax_dtype t) {
     m->cap_B = m->cap_T = 0;
     if (t == AX_BF16 && !m->params_h) {
         m->params_h = ax_be()->alloc((m->n_zchunk ? m->n_zchunk : 1) * sizeof(ax_bf16));
-        if (m->g->gz > 1) m->head_block_h = ax_be()->alloc(ax_shard_numel(&m->lmhead.w, m->g) * m->g->gz * sizeof(ax_bf16));
+        if (m->g->gz > 1)
+            m->head_block_h = ax_be()->alloc(ax_shard_numel(&m->lmhead.w, m->g) * m->g->gz * sizeof(ax_bf16));
     }
-    ax_gpt_set_overlap(m, m->overlap, m->keep_gathered, m->bucket_bytes);   /* gathers in the new dtype */
+    ax_gpt_set_overlap(m, m->overlap, m->keep_gathered, m->bucket_bytes); /* gathers in the new dtype */
 }
 
 /* the FC weights in execution order; a weight's prefetch key is 4 l + index */
@@ -313,17 +372,21 @@ static const ax_linear *fc_layer(const ax_gpt *m, int i) {
 
 void ax_gpt_set_overlap(ax_gpt *m, int flags, int keep_gathered, int64_t bucket_bytes) {
     ax_grid *g = m->g;
-    m->overlap = flags; m->keep_gathered = keep_gathered;
+    m->overlap = flags;
+    m->keep_gathered = keep_gathered;
     m->bucket_bytes = bucket_bytes > 0 ? bucket_bytes : AX_BUCKET_BYTES_DEFAULT;
-    ax_linear_ws_free(&m->ws); ax_zfetch_free(&m->wf);
+    ax_linear_ws_free(&m->ws);
+    ax_zfetch_free(&m->wf);
     const ax_linear *fcs[4] = {&m->qkv, &m->proj, &m->fc, &m->fcproj};
     int64_t nw = ax_shard_numel(&m->lmhead.w, g);
     /* one reduce-scatter slot per FC of a layer: a layer's complete while the next one computes */
     ax_linear_ws_init(&m->ws, g, fcs, 4, flags & AX_OV_ORS ? 4 : 1, nw);
-    m->ws.oar = !!(flags & AX_OV_OAR); m->ws.ors = !!(flags & AX_OV_ORS);
+    m->ws.oar = !!(flags & AX_OV_OAR);
+    m->ws.ors = !!(flags & AX_OV_ORS);
     size_t cap = 0;
     for (int i = 0; i < 4; i++)
-        if ((size_t)(ax_shard_numel(&fcs[i]->w, g) * g->gz) > cap) cap = (size_t)(ax_shard_numel(&fcs[i]->w, g) * g->gz);
+        if ((size_t)(ax_shard_numel(&fcs[i]->w, g) * g->gz) > cap)
+            cap = (size_t)(ax_shard_numel(&fcs[i]->w, g) * g->gz);
     int nbuf = keep_gathered ? 4 * m->cfg.n_layer : flags & AX_OV_OAG ? 2 : 1;
     ax_zfetch_init(&m->wf, g, m->dtype, cap, nbuf, keep_gathered);
     m->ws_bytes = ax_zscatter_bytes(&m->ws.rs) + ax_zfetch_bytes(&m->wf) +
@@ -333,8 +396,10 @@ void ax_gpt_set_overlap(ax_gpt *m, int flags, int keep_gathered, int64_t bucket_
 
 void ax_gpt_alloc_acts(ax_gpt *m, int B, int T) {
     if (B <= m->cap_B && T <= m->cap_T) return;
-    ax_be()->free(m->act_mem); free(m->L);
-    m->cap_B = B; m->cap_T = T;
+    ax_be()->free(m->act_mem);
+    free(m->L);
+    m->cap_B = B;
+    m->cap_T = T;
     /* attention scratch for the threads of this moment; attention never runs more */
     m->att_threads = ax_be()->threads();
     m->L = ax_calloc(m->cfg.n_layer, sizeof(ax_layer_acts));
@@ -358,8 +423,9 @@ const float *ax_gpt_gather_wte(ax_gpt *m) {
 
 ax_mat ax_gpt_lm_weight(const ax_gpt *m) {
     int64_t off = m->p[m->cfg.untied ? AX_PID_HEAD(m) : 0].offset;
-    const void *w = m->g->gz > 1 ? (m->dtype == AX_BF16 ? (void *)m->head_block_h : (void *)m->head_block)
-                  : m->dtype == AX_BF16 ? (void *)(m->params_h + off) : (void *)(m->params + off);
+    const void *w = m->g->gz > 1          ? (m->dtype == AX_BF16 ? (void *)m->head_block_h : (void *)m->head_block)
+                    : m->dtype == AX_BF16 ? (void *)(m->params_h + off)
+                                          : (void *)(m->params + off);
     return ax_mat_of(w, m->dtype, m->lmhead.out_l, m->lmhead.in_l);
 }
 
@@ -380,13 +446,24 @@ static ax_mat saved_input(const ax_gpt *m, const float *x, const ax_bf16 *h, int
 static int next_fc(const ax_gpt *m, int l, int i, int *nl, int *ni) {
     *nl = l;
     if (m->phase != AX_PHASE_BWD) {
-        if (i < 3) { *ni = i + 1; return 1; }
-        if (m->phase == AX_PHASE_RECOMPUTE) { *ni = 3; return 1; }   /* its backward starts with it */
-        *nl = l + 1; *ni = 0;
+        if (i < 3) {
+            *ni = i + 1;
+            return 1;
+        }
+        if (m->phase == AX_PHASE_RECOMPUTE) {
+            *ni = 3;
+            return 1;
+        } /* its backward starts with it */
+        *nl = l + 1;
+        *ni = 0;
         return l + 1 < m->cfg.n_layer;
     }
-    if (i > 0) { *ni = i - 1; return 1; }
-    *nl = l - 1; *ni = m->recompute == AX_RECOMPUTE_BLOCK ? 0 : 3;
+    if (i > 0) {
+        *ni = i - 1;
+        return 1;
+    }
+    *nl = l - 1;
+    *ni = m->recompute == AX_RECOMPUTE_BLOCK ? 0 : 3;
     return l > 0;
 }
 
@@ -413,8 +490,8 @@ static void norm_forward(ax_gpt *m, float *out, float *mean, float *rstd, const 
     else ax_layernorm_forward(&m->g->X, out, mean, rstd, x, w, b, M, m->Cx, m->cfg.n_embd, m->eps, scratch);
 }
 
-static void norm_backward(ax_gpt *m, float *dx, float *dw, float *db, const float *dout, const float *x,
-                          const float *w, const float *mean, const float *rstd, int M) {
+static void norm_backward(ax_gpt *m, float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
+                          const float *mean, const float *rstd, int M) {
     if (m->rms) ax_rmsnorm_backward(&m->g->X, dx, dw, dout, x, w, rstd, M, m->Cx, m->cfg.n_embd, m->scratch);
     else ax_layernorm_backward(&m->g->X, dx, dw, db, dout, x, w, mean, rstd, M, m->Cx, m->cfg.n_embd, m->scratch);
 }
@@ -426,14 +503,15 @@ void ax_gpt_final_norm(ax_gpt *m, float *out, float *mean, float *rstd, const fl
 void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, int Bl, int T, const int32_t *pos,
                           float *scratch, ax_attend_fn attend, void *ctx) {
     int M = Bl * T, Cx = m->Cx;
-#define P(k) ax_gpt_param(m, AX_PID(l, k))
+#define P(k)     ax_gpt_param(m, AX_PID(l, k))
 #define IN(x, L) ax_gpt_gemm_input(m, a->x, a->x##_h, M, (L).in_l)
     norm_forward(m, a->ln1, a->ln1_mean, a->ln1_rstd, h, P(AX_P_LN1W), P(AX_P_LN1B), M, scratch);
     ax_linear_forward(&m->qkv, layer_weight(m, l, 0), P(AX_P_QKVB), IN(ln1, m->qkv), a->qkv);
-    if (m->rope_on) ax_rope_forward(&m->rope, a->qkv, m->qkv.out_l, M, T, pos, m->Hl + m->KVl);   /* q and k heads */
+    if (m->rope_on) ax_rope_forward(&m->rope, a->qkv, m->qkv.out_l, M, T, pos, m->Hl + m->KVl); /* q and k heads */
     if (attend) attend(ctx, m, l, a);
-    else ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->dtype, m->att_scratch,
-                              m->att_threads);
+    else
+        ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->dtype, m->att_scratch,
+                             m->att_threads);
     ax_linear_forward(&m->proj, layer_weight(m, l, 1), P(AX_P_PROJB), IN(atty, m->proj), a->res2);
     ax_add_inplace(a->res2, h, (size_t)M * Cx);
     norm_forward(m, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(AX_P_LN2W), P(AX_P_LN2B), M, scratch);
@@ -454,14 +532,14 @@ static const void *to_kernels(void *dev, const void *host, size_t bytes) {
     return dev;
 }
 
-void ax_gpt_forward_queue(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights,
-                          int Bl, int T, float dscale) {
+void ax_gpt_forward_queue(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights, int Bl, int T,
+                          float dscale) {
     ax_gpt_alloc_acts(m, Bl, T);
     ax_grid *g = m->g;
     int M = Bl * T, Cx = m->Cx;
     inputs = to_kernels(m->dev_inputs, inputs, (size_t)M * sizeof(int32_t));
     m->phase = AX_PHASE_FWD;
-    ax_zfetch_reset(&m->wf);                       /* the weights may have changed since the last gather */
+    ax_zfetch_reset(&m->wf); /* the weights may have changed since the last gather */
     if (m->dtype == AX_BF16) ax_be()->cast(m->params_h, AX_BF16, m->params, AX_F32, m->n_zchunk);
     const float *wte = ax_gpt_gather_wte(m);
     ax_embedding_forward(&g->Y, m->encoded, inputs, NULL, wte, ax_gpt_param(m, 1), M, T, m->v0, m->Vl, Cx);
@@ -474,20 +552,23 @@ void ax_gpt_forward_queue(ax_gpt *m, const int32_t *inputs, const int32_t *targe
     ax_linear_forward(&m->lmhead, ax_gpt_lm_weight(m), NULL, ax_gpt_gemm_input(m, m->lnf, m->lnf_h, M, Cx), m->logits);
     if (!targets) return;
     ax_xent_forward_backward(&g->Y, m->logits, m->losses, to_kernels(m->dev_targets, targets, (size_t)M * 4),
-                             to_kernels(m->dev_weights, weights, (size_t)M * 4), M, m->Vl, m->v0,
-                             m->cfg.vocab_size, dscale, m->scratch);
+                             to_kernels(m->dev_weights, weights, (size_t)M * 4), M, m->Vl, m->v0, m->cfg.vocab_size,
+                             dscale, m->scratch);
 }
 
 double ax_gpt_loss_sum(ax_gpt *m, const float *weights, int M) {
     const float *losses = m->losses;
-    if (m->host_losses) { ax_be()->copy(m->host_losses, m->losses, (size_t)M * sizeof(float)); losses = m->host_losses; }
+    if (m->host_losses) {
+        ax_be()->copy(m->host_losses, m->losses, (size_t)M * sizeof(float));
+        losses = m->host_losses;
+    }
     double sum = 0;
     for (int i = 0; i < M; i++) sum += (double)(weights ? weights[i] : 1.0f) * losses[i];
     return sum;
 }
 
-double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights,
-                      int Bl, int T, float dscale) {
+double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights, int Bl, int T,
+                      float dscale) {
     ax_gpt_forward_queue(m, inputs, targets, weights, Bl, T, dscale);
     return targets ? ax_gpt_loss_sum(m, weights, Bl * T) : 0.0;
 }
@@ -512,28 +593,28 @@ static void layer_backward(ax_gpt *m, int l, int Bl, int T) {
                              m->att_threads);
         ax_gpt_gemm_input(m, a->atty, a->atty_h, M, m->proj.in_l);
     }
-#define P(k) ax_gpt_param(m, AX_PID(l, k))
-#define G(k) ax_gpt_grad(m, AX_PID(l, k))
+#define P(k)     ax_gpt_param(m, AX_PID(l, k))
+#define G(k)     ax_gpt_grad(m, AX_PID(l, k))
 #define IN(x, L) saved_input(m, a->x, a->x##_h, M, (L).in_l)
     /* MLP: res3 = res2 + fcproj(act(fc(norm2(res2)))) */
-    ax_linear_backward(&m->fcproj, g, layer_weight(m, l, 3), IN(fch_act, m->fcproj),
-                       m->dres, m->s1, G(AX_P_FCPW), G(AX_P_FCPB), &m->ws, m->dy_h);
+    ax_linear_backward(&m->fcproj, g, layer_weight(m, l, 3), IN(fch_act, m->fcproj), m->dres, m->s1, G(AX_P_FCPW),
+                       G(AX_P_FCPB), &m->ws, m->dy_h);
     /* the MLP hidden's gradient, then the norm output's; the activation's backward out of place,
      * which is faster than in place (figures: docs/design.md, Choices and why) */
     float *dfc = m->s2, *dln2 = m->s1;
     if (m->swiglu) ax_swiglu_backward(dfc, a->fch, m->s1, M, m->fcproj.in_l);
     else ax_gelu_backward(dfc, a->fch, m->s1, (size_t)M * m->fc.out_l);
-    ax_linear_backward(&m->fc, g, layer_weight(m, l, 2), IN(ln2, m->fc),
-                       dfc, dln2, G(AX_P_FCW), G(AX_P_FCB), &m->ws, m->dy_h);
+    ax_linear_backward(&m->fc, g, layer_weight(m, l, 2), IN(ln2, m->fc), dfc, dln2, G(AX_P_FCW), G(AX_P_FCB), &m->ws,
+                       m->dy_h);
     norm_backward(m, m->dres, G(AX_P_LN2W), G(AX_P_LN2B), dln2, a->res2, P(AX_P_LN2W), a->ln2_mean, a->ln2_rstd, M);
     /* attention: res2 = h + proj(attend(rope(qkv(norm1(h))))) */
-    ax_linear_backward(&m->proj, g, layer_weight(m, l, 1), IN(atty, m->proj),
-                       m->dres, m->s1, G(AX_P_PROJW), G(AX_P_PROJB), &m->ws, m->dy_h);
-    ax_attention_backward(m->s2, m->s1, a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->dtype,
-                          m->att_scratch, m->att_threads);
+    ax_linear_backward(&m->proj, g, layer_weight(m, l, 1), IN(atty, m->proj), m->dres, m->s1, G(AX_P_PROJW),
+                       G(AX_P_PROJB), &m->ws, m->dy_h);
+    ax_attention_backward(m->s2, m->s1, a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->dtype, m->att_scratch,
+                          m->att_threads);
     if (m->rope_on) ax_rope_backward(&m->rope, m->s2, m->qkv.out_l, M, T, NULL, m->Hl + m->KVl);
-    ax_linear_backward(&m->qkv, g, layer_weight(m, l, 0), IN(ln1, m->qkv),
-                       m->s2, m->s1, G(AX_P_QKVW), G(AX_P_QKVB), &m->ws, m->dy_h);
+    ax_linear_backward(&m->qkv, g, layer_weight(m, l, 0), IN(ln1, m->qkv), m->s2, m->s1, G(AX_P_QKVW), G(AX_P_QKVB),
+                       &m->ws, m->dy_h);
     norm_backward(m, m->dres, G(AX_P_LN1W), G(AX_P_LN1B), m->s1, h, P(AX_P_LN1W), a->ln1_mean, a->ln1_rstd, M);
     ax_gpt_buckets_layer_done(m, l);
 #undef IN
@@ -545,13 +626,13 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
     ax_grid *g = m->g;
     int M = Bl * T, Cx = m->Cx, untied = m->cfg.untied;
     int64_t nt = ax_shard_numel(&m->lmhead.w, g);
-    ax_mat head = ax_gpt_lm_weight(m);         /* gathered (and rounded) in forward */
+    ax_mat head = ax_gpt_lm_weight(m); /* gathered (and rounded) in forward */
     /* the LM head's and the embedding's gradients: the same table when tied, a
      * full block to reduce-scatter over Z when Gz > 1 */
     float *dhead = g->gz == 1 ? ax_gpt_grad(m, untied ? AX_PID_HEAD(m) : 0) : m->head_gblock;
     float *dwte = g->gz == 1 ? ax_gpt_grad(m, 0) : m->wte_gblock;
     inputs = to_kernels(m->dev_inputs, inputs, (size_t)M * sizeof(int32_t));
-    ax_zscatter_drain(&m->ws.rs);               /* the last micro-batch's, before their blocks are reused */
+    ax_zscatter_drain(&m->ws.rs); /* the last micro-batch's, before their blocks are reused */
     if (g->gz > 1) {
         ax_be()->zero(dwte, nt * g->gz * sizeof(float));
         if (untied) ax_be()->zero(dhead, nt * g->gz * sizeof(float));
@@ -571,7 +652,7 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
         ax_linear_reduce_grad(&m->lmhead, g, dwte, ax_gpt_grad(m, 0), &m->ws);
         if (untied) ax_linear_reduce_grad(&m->lmhead, g, dhead, ax_gpt_grad(m, AX_PID_HEAD(m)), &m->ws);
     }
-    ax_gpt_buckets_layer_done(m, -1);   /* the lowest layers' bucket (its reduce-scatters had the embedding's time) */
+    ax_gpt_buckets_layer_done(m, -1); /* the lowest layers' bucket (its reduce-scatters had the embedding's time) */
 }
 
 double ax_gpt_sumsq(ax_gpt *m, const float *flat) {
@@ -582,7 +663,10 @@ double ax_gpt_sumsq(ax_gpt *m, const float *flat) {
     for (int i = 0; i < m->np; i++) {
         if (!m->p[i].present) continue;
         k += ax_shard_sumsq_ranges(&m->p[i].shard, m->g, flat + m->p[i].offset, x + k, len + k);
-        if (k > AX_SUMSQ_RANGES - 2) { s += ax_be()->sumsq(k, x, len); k = 0; }
+        if (k > AX_SUMSQ_RANGES - 2) {
+            s += ax_be()->sumsq(k, x, len);
+            k = 0;
+        }
     }
     if (k) s += ax_be()->sumsq(k, x, len);
     ax_allreduce_f64(&m->g->tp, &s, 1);

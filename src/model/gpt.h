@@ -20,36 +20,49 @@
 #include "nn/rope.h"
 #include "io/safetensors.h"
 
-enum { AX_P_LN1W, AX_P_LN1B, AX_P_QKVW, AX_P_QKVB, AX_P_PROJW, AX_P_PROJB,
-       AX_P_LN2W, AX_P_LN2B, AX_P_FCW, AX_P_FCB, AX_P_FCPW, AX_P_FCPB, AX_P_PER_LAYER };
+enum {
+    AX_P_LN1W,
+    AX_P_LN1B,
+    AX_P_QKVW,
+    AX_P_QKVB,
+    AX_P_PROJW,
+    AX_P_PROJB,
+    AX_P_LN2W,
+    AX_P_LN2B,
+    AX_P_FCW,
+    AX_P_FCB,
+    AX_P_FCPW,
+    AX_P_FCPB,
+    AX_P_PER_LAYER
+};
 /* table index of a per-layer parameter; wte = 0, wpe = 1, then the layers,
  * the final norm's weight and bias and the LM head (untied) at the end. A
  * slot the architecture lacks (Llama's biases) is in the table, not present. */
-#define AX_PID(l, k) (2 + (l) * AX_P_PER_LAYER + (k))
+#define AX_PID(l, k)   (2 + (l)*AX_P_PER_LAYER + (k))
 #define AX_PID_LNFW(m) ((m)->np - 3)
 #define AX_PID_LNFB(m) ((m)->np - 2)
 #define AX_PID_HEAD(m) ((m)->np - 1)
 
 typedef struct {
-    char name[64];          /* Hugging Face name, e.g. "h.3.attn.c_attn.weight" */
-    int present;            /* 0: a slot this architecture lacks (numel 0, no name) */
-    ax_shard shard;         /* logical [rows, cols] = PyTorch layout [out, in] */
-    int hf_transposed;      /* stored [in, out] in HF files (GPT-2 Conv1D) */
-    int decay;              /* AdamW weight decay applies (matrices) */
-    double init_std;        /* random init: N(0, std); 0: the constant init_one */
+    char name[64];     /* Hugging Face name, e.g. "h.3.attn.c_attn.weight" */
+    int present;       /* 0: a slot this architecture lacks (numel 0, no name) */
+    ax_shard shard;    /* logical [rows, cols] = PyTorch layout [out, in] */
+    int hf_transposed; /* stored [in, out] in HF files (GPT-2 Conv1D) */
+    int decay;         /* AdamW weight decay applies (matrices) */
+    double init_std;   /* random init: N(0, std); 0: the constant init_one */
     int init_one;
     /* Stored in files as nsrc tensors stacked by rows (Llama's q, k, v
      * projections fused into one; gate and up); nsrc 0: as name. */
     int nsrc;
     char src[3][64];
     int64_t src_rows[3];
-    int64_t offset, numel;  /* in the flat local buffers */
+    int64_t offset, numel; /* in the flat local buffers */
 } ax_param;
 
 typedef struct {
     /* per layer */
     float *ln1, *ln1_mean, *ln1_rstd, *qkv, *lse, *atty, *res2;
-    float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_act, *res3;   /* fch_act: act(fch), GELU or SwiGLU */
+    float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_act, *res3; /* fch_act: act(fch), GELU or SwiGLU */
     /* bf16: the GEMM inputs as the GEMMs read them, kept for the weight
      * gradients (the fp32 ln1, ln2 and fch_act are then transient) */
     ax_bf16 *ln1_h, *atty_h, *ln2_h, *fch_act_h;
@@ -82,9 +95,12 @@ const char *ax_overlap_name(int flags, char *buf, size_t n);
  * LM head), reduced by up to four all-reduces (the zchunk region over data,
  * the replicated one over data x Z; the rest has two pieces of each). */
 typedef struct {
-    int l0, l1;                  /* layers [l0, l1]; l0 > l1: the rest */
+    int l0, l1; /* layers [l0, l1]; l0 > l1: the rest */
     int n;
-    struct { int64_t off, len; int zchunk; } r[4];
+    struct {
+        int64_t off, len;
+        int zchunk;
+    } r[4];
     ax_req req[4];
     int started;
 } ax_bucket;
@@ -92,32 +108,34 @@ typedef struct {
 typedef struct {
     ax_gpt_config cfg;
     ax_grid *g;
-    int Vp, Vl, v0;               /* padded vocab, local vocab rows, first local row */
-    int Cx, Cy, Hl, hd;           /* hidden per X shard, per Y shard, local heads, head size */
-    int KVl;                      /* local key/value heads (Hl without grouped-query attention) */
-    int kv_copies;                /* Y shards holding each key/value head (1: split, not replicated) */
-    ax_comm kv_group;             /* kv_copies > 1: the Y shards holding this rank's key/value head */
-    int rms, swiglu, rope_on, bias;  /* the layer's kinds, from cfg.arch */
-    float eps;                    /* of the norms */
+    int Vp, Vl, v0;                 /* padded vocab, local vocab rows, first local row */
+    int Cx, Cy, Hl, hd;             /* hidden per X shard, per Y shard, local heads, head size */
+    int KVl;                        /* local key/value heads (Hl without grouped-query attention) */
+    int kv_copies;                  /* Y shards holding each key/value head (1: split, not replicated) */
+    ax_comm kv_group;               /* kv_copies > 1: the Y shards holding this rank's key/value head */
+    int rms, swiglu, rope_on, bias; /* the layer's kinds, from cfg.arch */
+    float eps;                      /* of the norms */
     ax_rope rope;
-    int np; ax_param *p;
-    int64_t n_local, n_zchunk;    /* flat sizes: all, zchunk region (first) */
+    int np;
+    ax_param *p;
+    int64_t n_local, n_zchunk; /* flat sizes: all, zchunk region (first) */
     float *params, *grads;
-    ax_dtype dtype;               /* of GEMM inputs: fp32, or bf16 (mixed precision) */
-    ax_bf16 *params_h;            /* bf16: the zchunk region (wte, FC weights) rounded, per forward */
-    ax_bf16 *head_block_h;        /* bf16, Gz > 1: the gathered LM head weight rounded */
+    ax_dtype dtype;        /* of GEMM inputs: fp32, or bf16 (mixed precision) */
+    ax_bf16 *params_h;     /* bf16: the zchunk region (wte, FC weights) rounded, per forward */
+    ax_bf16 *head_block_h; /* bf16, Gz > 1: the gathered LM head weight rounded */
     ax_linear qkv, proj, fc, fcproj, lmhead;
-    ax_linear_ws ws;              /* weight-gradient reduce-scatters over Z */
-    ax_zfetch wf;                 /* the FC weights gathered over Z */
-    int overlap, keep_gathered;   /* AX_OV_* */
-    int phase;                    /* forward, backward or a layer's recomputation: orders the prefetch */
-    ax_bucket *buckets; int nbuckets;
+    ax_linear_ws ws;            /* weight-gradient reduce-scatters over Z */
+    ax_zfetch wf;               /* the FC weights gathered over Z */
+    int overlap, keep_gathered; /* AX_OV_* */
+    int phase;                  /* forward, backward or a layer's recomputation: orders the prefetch */
+    ax_bucket *buckets;
+    int nbuckets;
     int64_t bucket_bytes;
-    int sync_armed;               /* the next backward starts the buckets (DP) */
-    int64_t buckets_early;        /* buckets started inside backward (statistics) */
-    float *wte_block, *wte_gblock; /* gathered token table and its gradient (Gz > 1) */
+    int sync_armed;                  /* the next backward starts the buckets (DP) */
+    int64_t buckets_early;           /* buckets started inside backward (statistics) */
+    float *wte_block, *wte_gblock;   /* gathered token table and its gradient (Gz > 1) */
     float *head_block, *head_gblock; /* the same for an untied LM head (Gz > 1) */
-    double ws_bytes;              /* the Z gather/scatter buffers above, in ws and wf */
+    double ws_bytes;                 /* the Z gather/scatter buffers above, in ws and wf */
     /* activations */
     int cap_B, cap_T;
     float *act_mem;
@@ -125,13 +143,13 @@ typedef struct {
     float *encoded, *lnf, *lnf_mean, *lnf_rstd, *logits, *losses;
     ax_layer_acts *L;
     float *dres, *s1, *s2, *scratch, *att_scratch;
-    ax_bf16 *lnf_h, *dy_h;        /* bf16: final LayerNorm output; a backward GEMM's dy rounded */
+    ax_bf16 *lnf_h, *dy_h; /* bf16: final LayerNorm output; a backward GEMM's dy rounded */
     /* a backend of its own memory (a GPU): the micro-batch's tokens, targets
      * and weights sent there, and the per-token losses brought back */
     int32_t *dev_inputs, *dev_targets;
     float *dev_weights, *host_losses;
-    int att_threads;              /* threads att_scratch is sized for */
-    ax_recompute recompute;       /* NONE after init; KV-cache decoding needs NONE */
+    int att_threads;        /* threads att_scratch is sized for */
+    ax_recompute recompute; /* NONE after init; KV-cache decoding needs NONE */
 } ax_gpt;
 
 /* Fills the fields left 0 with their defaults (the values axonn.h's
@@ -176,15 +194,15 @@ void ax_gpt_final_norm(ax_gpt *m, float *out, float *mean, float *rstd, const fl
 /* Forward over Bl local sequences of T tokens (rows of this data x Z shard).
  * Returns the sum over rows of weight * loss (local, not reduced). With
  * dscale != 0 the logits buffer holds dloss/dlogits scaled by dscale. */
-double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights,
-                      int Bl, int T, float dscale);
+double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights, int Bl, int T,
+                      float dscale);
 /* ax_gpt_forward in two halves, for training: the first queues the work and
  * returns at once; the second reads the per-row losses back and returns the
  * sum. Between them the step queues the backward, so that a device backend
  * is not left idle while the host waits for the loss (it reads nothing the
  * backward writes). weights as given to the first half; M = Bl * T. */
-void ax_gpt_forward_queue(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights,
-                          int Bl, int T, float dscale);
+void ax_gpt_forward_queue(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights, int Bl, int T,
+                          float dscale);
 double ax_gpt_loss_sum(ax_gpt *m, const float *weights, int M);
 /* Gradients accumulate into m->grads; they are final after ax_gpt_grad_sync
  * (reduce-scatters over Z may still be in flight when backward returns). */

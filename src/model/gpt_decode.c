@@ -13,7 +13,8 @@ static size_t kv_index(const ax_kvcache *c, const ax_gpt *m, int l, int b, int h
 
 void ax_kv_init(ax_kvcache *c, ax_gpt *m, int B, int Tmax) {
     memset(c, 0, sizeof *c);
-    c->B = B; c->Tmax = Tmax;
+    c->B = B;
+    c->Tmax = Tmax;
     size_t kv = (size_t)m->cfg.n_layer * B * m->KVl * Tmax * m->hd;
     c->k = ax_calloc(kv, sizeof(float));
     c->v = ax_calloc(kv, sizeof(float));
@@ -23,22 +24,34 @@ void ax_kv_init(ax_kvcache *c, ax_gpt *m, int B, int Tmax) {
     size_t total = B * (3 * Cx + Q + Cy + wide + Fc + Fa + 2 + 4 + (size_t)m->Vl) + B * (Cx + Cy + Fa) / 2 + 3;
     float *p = c->mem = ax_calloc(total, sizeof(float));
 #define TAKE(n) (p += (n), p - (n))
-    c->x = TAKE(B * Cx); c->ln = TAKE(B * Cx); c->qkv = TAKE(B * Q); c->atty = TAKE(B * Cy);
-    c->tmp = TAKE(B * wide); c->fch = TAKE(B * Fc); c->fch_act = TAKE(B * Fa);
-    c->mean = TAKE(B); c->rstd = TAKE(B); c->scratch = TAKE(4 * (size_t)B); c->logits = TAKE((size_t)B * m->Vl);
-    c->ln_h = (ax_bf16 *)TAKE((B * Cx + 1) / 2); c->atty_h = (ax_bf16 *)TAKE((B * Cy + 1) / 2);
+    c->x = TAKE(B * Cx);
+    c->ln = TAKE(B * Cx);
+    c->qkv = TAKE(B * Q);
+    c->atty = TAKE(B * Cy);
+    c->tmp = TAKE(B * wide);
+    c->fch = TAKE(B * Fc);
+    c->fch_act = TAKE(B * Fa);
+    c->mean = TAKE(B);
+    c->rstd = TAKE(B);
+    c->scratch = TAKE(4 * (size_t)B);
+    c->logits = TAKE((size_t)B * m->Vl);
+    c->ln_h = (ax_bf16 *)TAKE((B * Cx + 1) / 2);
+    c->atty_h = (ax_bf16 *)TAKE((B * Cy + 1) / 2);
     c->fch_act_h = (ax_bf16 *)TAKE((B * Fa + 1) / 2);
 #undef TAKE
 }
 
 void ax_kv_free(ax_kvcache *c) {
-    free(c->k); free(c->v); free(c->len); free(c->mem);
+    free(c->k);
+    free(c->v);
+    free(c->len);
+    free(c->mem);
     memset(c, 0, sizeof *c);
 }
 
 void ax_kv_prefill(ax_kvcache *c, ax_gpt *m, int b, const int32_t *prompt, int n) {
     ax_gpt_forward(m, prompt, NULL, NULL, 1, n, 0.0f);
-    int hd = m->hd, kq = m->Hl * hd, kvw = m->KVl * hd;   /* a qkv row: [q (kq) | k (kvw) | v (kvw)] */
+    int hd = m->hd, kq = m->Hl * hd, kvw = m->KVl * hd; /* a qkv row: [q (kq) | k (kvw) | v (kvw)] */
     for (int l = 0; l < m->cfg.n_layer; l++)
         for (int h = 0; h < m->KVl; h++)
             for (int t = 0; t < n; t++) {
@@ -53,20 +66,32 @@ void ax_kv_prefill(ax_kvcache *c, ax_gpt *m, int b, const int32_t *prompt, int n
 /* the decoding layer's attention: each row's new query over its cached keys and values */
 static void attend_cached(void *ctx, ax_gpt *m, int l, ax_layer_acts *a) {
     ax_kvcache *c = ctx;
-    ax_attention_decode(a->atty, a->qkv, c->k + kv_index(c, m, l, 0, 0, 0), c->v + kv_index(c, m, l, 0, 0, 0),
-                        c->len, c->nb, m->Hl, m->KVl, m->hd, c->Tmax);
+    ax_attention_decode(a->atty, a->qkv, c->k + kv_index(c, m, l, 0, 0, 0), c->v + kv_index(c, m, l, 0, 0, 0), c->len,
+                        c->nb, m->Hl, m->KVl, m->hd, c->Tmax);
 }
 
 void ax_kv_step(ax_kvcache *c, ax_gpt *m, const int32_t *tokens, int nb) {
     ax_grid *g = m->g;
     int Cx = m->Cx;
-    const float *wte = ax_gpt_gather_wte(m);   /* under bf16, the weights as the prefill's forward rounded them */
+    const float *wte = ax_gpt_gather_wte(m); /* under bf16, the weights as the prefill's forward rounded them */
     ax_embedding_forward(&g->Y, c->x, tokens, c->len, wte, ax_gpt_param(m, 1), nb, 1, m->v0, m->Vl, Cx);
     /* one row per sequence; the layer's output overwrites its input x */
-    ax_layer_acts a = {.ln1 = c->ln, .ln1_mean = c->mean, .ln1_rstd = c->rstd, .qkv = c->qkv, .atty = c->atty,
-                       .res2 = c->tmp, .ln2 = c->ln, .ln2_mean = c->mean, .ln2_rstd = c->rstd,
-                       .fch = c->fch, .fch_act = c->fch_act, .res3 = c->x,
-                       .ln1_h = c->ln_h, .atty_h = c->atty_h, .ln2_h = c->ln_h, .fch_act_h = c->fch_act_h};
+    ax_layer_acts a = {.ln1 = c->ln,
+                       .ln1_mean = c->mean,
+                       .ln1_rstd = c->rstd,
+                       .qkv = c->qkv,
+                       .atty = c->atty,
+                       .res2 = c->tmp,
+                       .ln2 = c->ln,
+                       .ln2_mean = c->mean,
+                       .ln2_rstd = c->rstd,
+                       .fch = c->fch,
+                       .fch_act = c->fch_act,
+                       .res3 = c->x,
+                       .ln1_h = c->ln_h,
+                       .atty_h = c->atty_h,
+                       .ln2_h = c->ln_h,
+                       .fch_act_h = c->fch_act_h};
     c->nb = nb;
     for (int l = 0; l < m->cfg.n_layer; l++)
         ax_gpt_layer_forward(m, l, &a, c->x, nb, 1, c->len, c->scratch, attend_cached, c);
@@ -77,12 +102,19 @@ void ax_kv_step(ax_kvcache *c, ax_gpt *m, const int32_t *tokens, int nb) {
 
 void ax_kv_argmax(ax_kvcache *c, ax_gpt *m, int nb, int32_t *out) {
     int V = m->cfg.vocab_size;
-    struct { float v; int i; } *best = ax_malloc(nb * sizeof *best);
+    struct {
+        float v;
+        int i;
+    } *best = ax_malloc(nb * sizeof *best);
     for (int b = 0; b < nb; b++) {
         const float *r = c->logits + (size_t)b * m->Vl;
-        best[b].v = -INFINITY; best[b].i = 0;
+        best[b].v = -INFINITY;
+        best[b].i = 0;
         for (int j = 0; j < m->Vl && m->v0 + j < V; j++)
-            if (r[j] > best[b].v) { best[b].v = r[j]; best[b].i = m->v0 + j; }
+            if (r[j] > best[b].v) {
+                best[b].v = r[j];
+                best[b].i = m->v0 + j;
+            }
     }
     /* MAXLOC keeps the lowest index among equal values, as a serial argmax does */
     if (m->g->Y.size > 1) AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, best, nb, MPI_FLOAT_INT, MPI_MAXLOC, m->g->Y.comm));

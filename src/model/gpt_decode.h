@@ -13,13 +13,13 @@
 
 typedef struct {
     int B, Tmax;
-    float *k, *v;            /* (L, B, Hl, Tmax, hd) */
-    int *len;                /* cached tokens per row */
-    int nb;                  /* rows of the step in progress */
-    float *mem;              /* one allocation for the step buffers below */
+    float *k, *v; /* (L, B, Hl, Tmax, hd) */
+    int *len;     /* cached tokens per row */
+    int nb;       /* rows of the step in progress */
+    float *mem;   /* one allocation for the step buffers below */
     float *x, *ln, *qkv, *atty, *tmp, *fch, *fch_act, *mean, *rstd, *scratch;
-    float *logits;           /* (B, Vl): this rank's vocabulary slice */
-    ax_bf16 *ln_h, *atty_h, *fch_act_h;   /* GEMM inputs rounded, when the model runs bf16 */
+    float *logits;                      /* (B, Vl): this rank's vocabulary slice */
+    ax_bf16 *ln_h, *atty_h, *fch_act_h; /* GEMM inputs rounded, when the model runs bf16 */
 } ax_kvcache;
 
 void ax_kv_init(ax_kvcache *c, ax_gpt *m, int B, int Tmax);

@@ -13,9 +13,18 @@
 /* HF shape of a parameter (or of its source tensor of `rows` rows): GPT-2
  * Conv1D weights [in, out]; vectors 1-D. */
 static int hf_shape(const ax_param *p, int64_t rows, int64_t *shape) {
-    if (p->hf_transposed) { shape[0] = p->shard.cols; shape[1] = rows; return 2; }
-    if (rows == 1) { shape[0] = p->shard.cols; return 1; }
-    shape[0] = rows; shape[1] = p->shard.cols; return 2;
+    if (p->hf_transposed) {
+        shape[0] = p->shard.cols;
+        shape[1] = rows;
+        return 2;
+    }
+    if (rows == 1) {
+        shape[0] = p->shard.cols;
+        return 1;
+    }
+    shape[0] = rows;
+    shape[1] = p->shard.cols;
+    return 2;
 }
 
 /* the tensors a parameter is stored as: itself, or its row-stacked sources */
@@ -46,15 +55,20 @@ typedef struct {
     int64_t row0[4];
 } src_tensors;
 
-static int find_sources(const ax_param *p, const ax_st_set *set, const char *prefix, const char *arch, src_tensors *src) {
+static int find_sources(const ax_param *p, const ax_st_set *set, const char *prefix, const char *arch,
+                        src_tensors *src) {
     src->row0[0] = 0;
     for (int s = 0; s < n_files(p); s++) {
         char name[200];
         snprintf(name, sizeof name, "%s%s", prefix, file_name(p, s));
         const ax_st_tensor *t = ax_st_set_find(set, name, &src->f[s]);
-        if (!t) { snprintf(name, sizeof name, "transformer.%s%s", prefix, file_name(p, s)); t = ax_st_set_find(set, name, &src->f[s]); }
-        if (!t) return AX_ERR("%s: tensor '%s%s' missing (expected a %s checkpoint with Hugging Face names)",
-                              set->path, prefix, file_name(p, s), arch);
+        if (!t) {
+            snprintf(name, sizeof name, "transformer.%s%s", prefix, file_name(p, s));
+            t = ax_st_set_find(set, name, &src->f[s]);
+        }
+        if (!t)
+            return AX_ERR("%s: tensor '%s%s' missing (expected a %s checkpoint with Hugging Face names)", set->path,
+                          prefix, file_name(p, s), arch);
         int64_t shape[2], rows = file_rows(p, s);
         int nd = hf_shape(p, rows, shape);
         AX_TRY(ax_st_expect(src->f[s], t, t->dtype, nd, shape));
@@ -89,17 +103,26 @@ static int64_t local_run(const ax_shard *sh, const ax_grid *g, int64_t i, int64_
  * and the file become one read. */
 static int read_rows(const ax_param *p, const ax_grid *g, const src_tensors *src, float *local) {
     const ax_shard *sh = &p->shard;
-    int64_t n = ax_shard_numel(sh, g), pi = 0, pn = 0, pe = 0;   /* pending: local [pi, pi+pn) = file [pe, pe+pn) */
+    int64_t n = ax_shard_numel(sh, g), pi = 0, pn = 0, pe = 0; /* pending: local [pi, pi+pn) = file [pe, pe+pn) */
     int ps = 0;
     for (int64_t i = 0, k, j; i < n; i += k) {
         k = local_run(sh, g, i, n, &j);
-        if (j < 0) { memset(local + i, 0, (size_t)k * sizeof(float)); continue; }
+        if (j < 0) {
+            memset(local + i, 0, (size_t)k * sizeof(float));
+            continue;
+        }
         int64_t r = j / sh->cols;
         int s = src_of_row(p, src, r);
         int64_t e = (r - src->row0[s]) * sh->cols + j % sh->cols;
-        if (pn && s == ps && pi + pn == i && pe + pn == e) { pn += k; continue; }
+        if (pn && s == ps && pi + pn == i && pe + pn == e) {
+            pn += k;
+            continue;
+        }
         if (pn) AX_TRY(ax_st_read_f32_at(src->f[ps], src->t[ps], pe, pn, local + pi));
-        pi = i; pn = k; pe = e; ps = s;
+        pi = i;
+        pn = k;
+        pe = e;
+        ps = s;
     }
     return pn ? ax_st_read_f32_at(src->f[ps], src->t[ps], pe, pn, local + pi) : 0;
 }
@@ -112,7 +135,7 @@ static int read_rows(const ax_param *p, const ax_grid *g, const src_tensors *src
 static int read_transposed(const ax_param *p, const ax_grid *g, const src_tensors *src, float *local) {
     const ax_shard *sh = &p->shard;
     int64_t n = ax_shard_numel(sh, g), rows = sh->rows, cmin = sh->cols, cmax = 0, nq = 0;
-    int64_t *q = ax_malloc((size_t)rows * sizeof(int64_t));   /* logical row -> its place in the buffer, or -1 */
+    int64_t *q = ax_malloc((size_t)rows * sizeof(int64_t)); /* logical row -> its place in the buffer, or -1 */
     for (int64_t r = 0; r < rows; r++) q[r] = -1;
     for (int64_t i = 0, k, j; i < n; i += k) {
         k = local_run(sh, g, i, n, &j);
@@ -128,25 +151,30 @@ static int read_transposed(const ax_param *p, const ax_grid *g, const src_tensor
     int rc = 0;
     for (int64_t c = cmin; c < cmax && rc == 0; c++)
         for (int64_t r = 0, end; r < rows && rc == 0; r = end) {
-            if (q[r] < 0) { end = r + 1; continue; }
+            if (q[r] < 0) {
+                end = r + 1;
+                continue;
+            }
             int s = src_of_row(p, src, r);
             for (end = r; end < rows && q[end] >= 0 && end < src->row0[s + 1]; end++) {}
             int64_t srows = src->row0[s + 1] - src->row0[s];
-            rc = ax_st_read_f32_at(src->f[s], src->t[s], c * srows + (r - src->row0[s]), end - r, b + (c - cmin) * nq + q[r]);
+            rc = ax_st_read_f32_at(src->f[s], src->t[s], c * srows + (r - src->row0[s]), end - r,
+                                   b + (c - cmin) * nq + q[r]);
         }
     for (int64_t i = 0, k, j; i < n && rc == 0; i += k) {
         k = local_run(sh, g, i, n, &j);
         for (int64_t t = 0; t < k; t++)
             local[i + t] = j < 0 ? 0.0f : b[(j % sh->cols + t - cmin) * nq + q[j / sh->cols]];
     }
-    free(q); free(b);
+    free(q);
+    free(b);
     return rc;
 }
 
 int ax_gpt_read_set(ax_gpt *m, const ax_st_set *set, const char *prefix, float *flat) {
     const char *arch = m->cfg.arch == AX_ARCH_LLAMA ? "Llama" : "GPT-2";
     size_t bytes = m->n_local * sizeof(float);
-    float *h = ax_host_view(flat, bytes, 0);     /* every element is read from the file */
+    float *h = ax_host_view(flat, bytes, 0); /* every element is read from the file */
     int rc = 0;
     for (int i = 0; i < m->np && rc == 0; i++) {
         const ax_param *p = &m->p[i];
@@ -155,13 +183,13 @@ int ax_gpt_read_set(ax_gpt *m, const ax_st_set *set, const char *prefix, float *
         rc = find_sources(p, set, prefix, arch, &src);
         if (rc == 0) rc = (p->hf_transposed ? read_transposed : read_rows)(p, m->g, &src, h + p->offset);
     }
-    ax_host_release(h, flat, bytes, rc == 0);    /* a failed read leaves flat as it was */
+    ax_host_release(h, flat, bytes, rc == 0); /* a failed read leaves flat as it was */
     return rc;
 }
 
 int ax_gpt_read_flat(ax_gpt *m, const ax_st_file *f, const char *prefix, float *flat) {
     ax_st_set s;
-    ax_st_set_view(&s, (ax_st_file *)f);   /* read only: the set API takes files as it opens them */
+    ax_st_set_view(&s, (ax_st_file *)f); /* read only: the set API takes files as it opens them */
     return ax_gpt_read_set(m, &s, prefix, flat);
 }
 
@@ -186,7 +214,7 @@ void ax_gpt_declare(ax_gpt *m, ax_st_writer *w, const char *prefix, ax_st_dtype 
 
 int ax_gpt_write_flat(ax_gpt *m, ax_st_writer *w, const float *flat, ax_st_dtype t, int i0, int i1) {
     ax_grid *g = m->g;
-    if (g->d != 0) return 0;             /* data replicas hold the same values */
+    if (g->d != 0) return 0; /* data replicas hold the same values */
     int root = g->rank == 0, rc = 0;
     int64_t cap = max_logical(m), maxn = 0;
     for (int i = i0; i < i1; i++) maxn = m->p[i].numel > maxn ? m->p[i].numel : maxn;
@@ -197,7 +225,8 @@ int ax_gpt_write_flat(ax_gpt *m, ax_st_writer *w, const float *flat, ax_st_dtype
     for (int i = i0; i < i1; i++) {
         ax_param *p = &m->p[i];
         if (!p->present) continue;
-        AX_CHECK_MPI(MPI_Gather(local + p->offset, (int)p->numel, MPI_FLOAT, all, (int)p->numel, MPI_FLOAT, 0, g->tp.comm));
+        AX_CHECK_MPI(
+            MPI_Gather(local + p->offset, (int)p->numel, MPI_FLOAT, all, (int)p->numel, MPI_FLOAT, 0, g->tp.comm));
         if (!root || rc) continue;
         for (int r = 0; r < g->tp.size; r++) {
             int x = r % g->gx, y = (r / g->gx) % g->gy, z = r / (g->gx * g->gy);
@@ -206,14 +235,20 @@ int ax_gpt_write_flat(ax_gpt *m, ax_st_writer *w, const float *flat, ax_st_dtype
         for (int s = 0, row0 = 0; s < n_files(p) && rc == 0; row0 += (int)file_rows(p, s), s++) {
             int64_t rows = file_rows(p, s), n = rows * p->shard.cols;
             const float *src = buf + row0 * p->shard.cols;
-            if (p->hf_transposed) { transpose(tbuf, src, rows, p->shard.cols); src = tbuf; }
-            if (hbuf) {          /* bf16 export: round to nearest even, as torch's .to(bfloat16) */
+            if (p->hf_transposed) {
+                transpose(tbuf, src, rows, p->shard.cols);
+                src = tbuf;
+            }
+            if (hbuf) { /* bf16 export: round to nearest even, as torch's .to(bfloat16) */
                 for (int64_t k = 0; k < n; k++) hbuf[k] = ax_bf16_round(src[k]);
                 rc = ax_st_writer_write(w, hbuf, n * sizeof(uint16_t));
             } else rc = ax_st_writer_write(w, src, n * sizeof(float));
         }
     }
-    free(all); free(buf); free(tbuf); free(hbuf);
+    free(all);
+    free(buf);
+    free(tbuf);
+    free(hbuf);
     ax_host_release((float *)local, (float *)flat, m->n_local * sizeof(float), 0);
     return rc;
 }
@@ -232,7 +267,8 @@ static int get_int(json_t *j, const char *path, const char *key, const char *alt
 static int get_num(json_t *j, const char *path, const char *key, double *dst) {
     json_t *v = json_object_get(j, key);
     if (!v || json_is_null(v)) return 0;
-    if (!json_is_number(v) || !(json_number_value(v) > 0)) return AX_ERR("%s: expected a positive number '%s'", path, key);
+    if (!json_is_number(v) || !(json_number_value(v) > 0))
+        return AX_ERR("%s: expected a positive number '%s'", path, key);
     *dst = json_number_value(v);
     return 0;
 }
@@ -278,7 +314,9 @@ static int read_llama(json_t *j, const char *path, ax_gpt_config *c) {
         AX_TRY(get_int(rs, path, "original_max_position_embeddings", NULL, &c->rope_orig_pos, 0));
         if (!(factor > 0 && lo > 0 && hi > lo))
             return AX_ERR("%s: rope_scaling needs factor > 0 and high_freq_factor > low_freq_factor > 0", path);
-        c->rope_factor = factor; c->rope_low_freq = lo; c->rope_high_freq = hi;
+        c->rope_factor = factor;
+        c->rope_low_freq = lo;
+        c->rope_high_freq = hi;
     }
     return 0;
 }
@@ -302,7 +340,10 @@ int ax_gpt_config_read(ax_gpt_config *c, const char *path) {
     json_t *j = json_load_file(path, 0, &e);
     if (!j && e.line < 1) return AX_ERR("%s: cannot read: %s", path, e.text);
     if (!j) return AX_ERR("%s: invalid JSON: %s (line %d)", path, e.text, e.line);
-    if (!json_is_object(j)) { json_decref(j); return AX_ERR("%s: expected a JSON object", path); }
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return AX_ERR("%s: expected a JSON object", path);
+    }
     memset(c, 0, sizeof *c);
     json_t *mt = json_object_get(j, "model_type");
     const char *type = json_is_string(mt) ? json_string_value(mt) : "gpt2";
@@ -321,26 +362,23 @@ static json_t *config_json(const ax_gpt_config *given) {
     double eps = c->norm_eps;
     if (c->arch != AX_ARCH_LLAMA)
         return json_pack("{s:s, s:[s], s:i, s:i, s:i, s:i, s:i, s:i, s:o, s:f, s:s, s:f, s:f, s:f, s:b, s:i, s:i}",
-            "model_type", "gpt2", "architectures", "GPT2LMHeadModel",
-            "n_layer", c->n_layer, "n_head", c->n_head, "n_embd", c->n_embd,
-            "n_positions", c->block_size, "n_ctx", c->block_size, "vocab_size", c->vocab_size,
-            "n_inner", json_integer(c->n_inner),
-            "layer_norm_epsilon", eps, "activation_function", "gelu_new",
-            "resid_pdrop", 0.0, "embd_pdrop", 0.0, "attn_pdrop", 0.0, "tie_word_embeddings", 1,
-            "bos_token_id", c->vocab_size - 1, "eos_token_id", c->vocab_size - 1);
-    json_t *rs = c->rope_factor > 0
-        ? json_pack("{s:s, s:f, s:f, s:f, s:i}", "rope_type", "llama3", "factor", c->rope_factor,
-                    "low_freq_factor", c->rope_low_freq, "high_freq_factor", c->rope_high_freq,
-                    "original_max_position_embeddings", c->rope_orig_pos)
-        : json_null();
-    return json_pack("{s:s, s:[s], s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:o, s:s, s:b, s:b, s:b, s:f, s:i, s:i}",
-        "model_type", "llama", "architectures", "LlamaForCausalLM",
-        "num_hidden_layers", c->n_layer, "num_attention_heads", c->n_head,
-        "num_key_value_heads", c->n_kv_head, "hidden_size", c->n_embd,
-        "intermediate_size", c->n_inner, "max_position_embeddings", c->block_size,
-        "vocab_size", c->vocab_size, "rms_norm_eps", eps, "rope_theta", c->rope_theta,
-        "rope_scaling", rs, "hidden_act", "silu", "tie_word_embeddings", !c->untied,
-        "attention_bias", 0, "mlp_bias", 0, "initializer_range", 0.02,
+                         "model_type", "gpt2", "architectures", "GPT2LMHeadModel", "n_layer", c->n_layer, "n_head",
+                         c->n_head, "n_embd", c->n_embd, "n_positions", c->block_size, "n_ctx", c->block_size,
+                         "vocab_size", c->vocab_size, "n_inner", json_integer(c->n_inner), "layer_norm_epsilon", eps,
+                         "activation_function", "gelu_new", "resid_pdrop", 0.0, "embd_pdrop", 0.0, "attn_pdrop", 0.0,
+                         "tie_word_embeddings", 1, "bos_token_id", c->vocab_size - 1, "eos_token_id",
+                         c->vocab_size - 1);
+    json_t *rs = c->rope_factor > 0 ? json_pack("{s:s, s:f, s:f, s:f, s:i}", "rope_type", "llama3", "factor",
+                                                c->rope_factor, "low_freq_factor", c->rope_low_freq, "high_freq_factor",
+                                                c->rope_high_freq, "original_max_position_embeddings", c->rope_orig_pos)
+                                    : json_null();
+    return json_pack(
+        "{s:s, s:[s], s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:o, s:s, s:b, s:b, s:b, s:f, s:i, s:i}",
+        "model_type", "llama", "architectures", "LlamaForCausalLM", "num_hidden_layers", c->n_layer,
+        "num_attention_heads", c->n_head, "num_key_value_heads", c->n_kv_head, "hidden_size", c->n_embd,
+        "intermediate_size", c->n_inner, "max_position_embeddings", c->block_size, "vocab_size", c->vocab_size,
+        "rms_norm_eps", eps, "rope_theta", c->rope_theta, "rope_scaling", rs, "hidden_act", "silu",
+        "tie_word_embeddings", !c->untied, "attention_bias", 0, "mlp_bias", 0, "initializer_range", 0.02,
         "bos_token_id", c->vocab_size - 1, "eos_token_id", c->vocab_size - 1);
 }
 
@@ -352,7 +390,8 @@ int ax_gpt_config_write(const ax_gpt_config *c, const char *path) {
     int rc = ax_out_open(&o, path);
     if (rc == 0) rc = ax_out_write(&o, s, strlen(s));
     if (rc == 0) rc = ax_out_write(&o, "\n", 1);
-    if (rc == 0) rc = ax_out_commit(&o); else ax_out_abort(&o);
+    if (rc == 0) rc = ax_out_commit(&o);
+    else ax_out_abort(&o);
     free(s);
     return rc;
 }
@@ -364,7 +403,7 @@ void ax_gpt_model_paths(const char *path, char *st, char *cfg, size_t n) {
         snprintf(st, n, "%s/model.safetensors", path);
         if (!ax_file_exists(st)) {
             snprintf(st, n, "%s/model.safetensors.index.json", path);
-            if (!ax_file_exists(st)) snprintf(st, n, "%s/model.safetensors", path);   /* named by the error */
+            if (!ax_file_exists(st)) snprintf(st, n, "%s/model.safetensors", path); /* named by the error */
         }
         snprintf(cfg, n, "%s/config.json", path);
         return;

@@ -14,7 +14,10 @@ int ax_overlap_parse(const char *s, int *flags) {
     static const char *names[] = {"oar", "ors", "oag", "dp"};
     *flags = 0;
     if (!strcmp(s, "none")) return 0;
-    if (!strcmp(s, "all")) { *flags = AX_OV_ALL; return 0; }
+    if (!strcmp(s, "all")) {
+        *flags = AX_OV_ALL;
+        return 0;
+    }
     const char *p = s;
     while (*p) {
         size_t n = strcspn(p, ",");
@@ -37,7 +40,8 @@ const char *ax_overlap_name(int flags, char *buf, size_t n) {
 
 /* [z0, z1) and [r0, r1): layer l's gradients in the zchunk and replicated regions */
 static void layer_ranges(const ax_gpt *m, int l, int64_t z[2], int64_t r[2]) {
-    z[0] = r[0] = INT64_MAX; z[1] = r[1] = 0;
+    z[0] = r[0] = INT64_MAX;
+    z[1] = r[1] = 0;
     for (int k = 0; k < AX_P_PER_LAYER; k++) {
         const ax_param *p = &m->p[AX_PID(l, k)];
         if (!p->present) continue;
@@ -50,7 +54,9 @@ static void layer_ranges(const ax_gpt *m, int l, int64_t z[2], int64_t r[2]) {
 
 static void add_range(ax_bucket *b, int64_t lo, int64_t hi, int zchunk) {
     if (hi <= lo) return;
-    b->r[b->n].off = lo; b->r[b->n].len = hi - lo; b->r[b->n].zchunk = zchunk;
+    b->r[b->n].off = lo;
+    b->r[b->n].len = hi - lo;
+    b->r[b->n].zchunk = zchunk;
     b->n++;
 }
 
@@ -61,23 +67,29 @@ void ax_gpt_buckets_init(ax_gpt *m) {
     m->nbuckets = 0;
     int64_t z[2], r[2], ztop[2], rtop[2], bytes = 0;
     int top = L - 1;
-    for (int l = L - 1; l >= 0; l--) {            /* from the top: the order backward finishes them */
+    for (int l = L - 1; l >= 0; l--) { /* from the top: the order backward finishes them */
         layer_ranges(m, l, z, r);
-        if (l == top) { memcpy(ztop, z, sizeof z); memcpy(rtop, r, sizeof r); }
+        if (l == top) {
+            memcpy(ztop, z, sizeof z);
+            memcpy(rtop, r, sizeof r);
+        }
         bytes += 4 * (z[1] - z[0] + r[1] - r[0]);
         if (bytes < m->bucket_bytes && l > 0) continue;
         ax_bucket *b = &m->buckets[m->nbuckets++];
-        b->l0 = l; b->l1 = top;
+        b->l0 = l;
+        b->l1 = top;
         add_range(b, z[0], ztop[1], 1);
         add_range(b, r[0], rtop[1], 0);
-        top = l - 1; bytes = 0;
+        top = l - 1;
+        bytes = 0;
     }
     /* the rest: embeddings, the final norm, the LM head, around the layers */
     int64_t z0[2], r0[2], zL[2], rL[2];
     layer_ranges(m, 0, z0, r0);
     layer_ranges(m, L - 1, zL, rL);
     ax_bucket *b = &m->buckets[m->nbuckets++];
-    b->l0 = 1; b->l1 = 0;
+    b->l0 = 1;
+    b->l1 = 0;
     add_range(b, 0, z0[0], 1);
     add_range(b, zL[1], m->n_zchunk, 1);
     add_range(b, m->n_zchunk, r0[0] < INT64_MAX ? r0[0] : m->n_local, 0);
@@ -104,7 +116,7 @@ static void start_bucket(ax_gpt *m, ax_bucket *b) {
         float *g = m->grads + b->r[i].off;
         if (b->r[i].zchunk) ax_zscatter_complete_range(&m->ws.rs, g, g + b->r[i].len);
     }
-    sum_kv_copies(m, b->l0, b->l1);                /* none in the rest (l0 > l1) */
+    sum_kv_copies(m, b->l0, b->l1); /* none in the rest (l0 > l1) */
     for (int i = 0; i < b->n; i++)
         ax_iallreduce_f32(b->r[i].zchunk ? &m->g->data : &m->g->dz, m->grads + b->r[i].off, (size_t)b->r[i].len,
                           &b->req[i]);

@@ -8,12 +8,12 @@ void ax_attention_forward(float *out, float *lse, const float *qkv, int B, int T
     ax_be()->attention_forward(out, lse, qkv, B, T, Hl, KVl, hd, dt, scratch, nthr);
 }
 
-void ax_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
-                           int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr) {
+void ax_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv, int B,
+                           int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr) {
     ax_be()->attention_backward(dqkv, dout, out, lse, qkv, B, T, Hl, KVl, hd, dt, scratch, nthr);
 }
 
-void ax_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len,
-                         int nb, int Hl, int KVl, int hd, int Tmax) {
+void ax_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len, int nb, int Hl, int KVl,
+                         int hd, int Tmax) {
     ax_be()->attention_decode(out, qkv, kc, vc, len, nb, Hl, KVl, hd, Tmax);
 }

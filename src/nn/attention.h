@@ -20,13 +20,13 @@
 size_t ax_attention_scratch(int T);
 /* scratch: nthr * ax_attention_scratch(T) floats; at most nthr threads run;
  * dt: the model's GEMM input precision (backend.h: bf16 may run the products in bf16) */
-void ax_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
-                          ax_dtype dt, float *scratch, int nthr);
+void ax_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd, ax_dtype dt,
+                          float *scratch, int nthr);
 /* dqkv like qkv, overwritten; out and lse as the forward left them */
-void ax_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
-                           int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr);
+void ax_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv, int B,
+                           int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr);
 /* KV-cache decoding: one new query per row (qkv (nb, (Hl + 2 KVl) hd)) over a
  * cache of this layer laid out (nb, KVl, Tmax, hd); the new key and value go to len[b] */
-void ax_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len,
-                         int nb, int Hl, int KVl, int hd, int Tmax);
+void ax_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len, int nb, int Hl, int KVl,
+                         int hd, int Tmax);
 #endif

@@ -9,10 +9,10 @@
 #include <stdint.h>
 #include "comm/comm.h"
 
-void ax_embedding_forward(ax_comm *Y, float *out, const int32_t *tokens, const int32_t *pos,
-                          const float *wte_block, const float *wpe, int M, int T, int v0, int Vl, int Cl);
+void ax_embedding_forward(ax_comm *Y, float *out, const int32_t *tokens, const int32_t *pos, const float *wte_block,
+                          const float *wpe, int M, int T, int v0, int Vl, int Cl);
 /* dwte_block += dout rows of the tokens this rank owns; dwpe += dout by
  * position (pos[i], or i % T when pos is NULL, as in the forward) */
-void ax_embedding_backward(float *dwte_block, float *dwpe, const float *dout, const int32_t *tokens,
-                           const int32_t *pos, int M, int T, int v0, int Vl, int Cl);
+void ax_embedding_backward(float *dwte_block, float *dwpe, const float *dout, const int32_t *tokens, const int32_t *pos,
+                           int M, int T, int v0, int Vl, int Cl);
 #endif

@@ -1,7 +1,7 @@
 #include "nn/layernorm.h"
 
-void ax_layernorm_forward(ax_comm *X, float *out, float *mean, float *rstd, const float *x,
-                          const float *w, const float *b, int M, int Cl, int C, float eps, float *scratch) {
+void ax_layernorm_forward(ax_comm *X, float *out, float *mean, float *rstd, const float *x, const float *w,
+                          const float *b, int M, int Cl, int C, float eps, float *scratch) {
     ax_reducer r = ax_comm_reducer(X);
     ax_be()->layernorm_forward(out, mean, rstd, x, w, b, M, Cl, C, eps, scratch, &r);
 }

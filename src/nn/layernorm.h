@@ -6,8 +6,8 @@
 #define AX_NN_LAYERNORM_H
 #include "comm/comm.h"
 
-void ax_layernorm_forward(ax_comm *X, float *out, float *mean, float *rstd, const float *x,
-                          const float *w, const float *b, int M, int Cl, int C, float eps, float *scratch);
+void ax_layernorm_forward(ax_comm *X, float *out, float *mean, float *rstd, const float *x, const float *w,
+                          const float *b, int M, int Cl, int C, float eps, float *scratch);
 /* dx (+=), dw (+=), db (+=); scratch holds 2*M floats */
 void ax_layernorm_backward(ax_comm *X, float *dx, float *dw, float *db, const float *dout, const float *x,
                            const float *w, const float *mean, const float *rstd, int M, int Cl, int C, float *scratch);

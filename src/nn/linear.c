@@ -6,14 +6,17 @@ void ax_linear_init(ax_linear *L, ax_grid *g, int in, int out, ax_linear_opts o)
     int out_pad = o.out_pad, transposed = o.transposed, nparts = o.nparts;
     const int64_t *part = o.part, *unit = o.unit;
     memset(L, 0, sizeof *L);
-    L->in = in; L->out = out; L->out_pad = out_pad ? out_pad : out;
+    L->in = in;
+    L->out = out;
+    L->out_pad = out_pad ? out_pad : out;
     L->transposed = transposed;
     int in_axis = transposed ? AX_AXIS_Y : AX_AXIS_X, out_axis = transposed ? AX_AXIS_X : AX_AXIS_Y;
-    L->w = (ax_shard){.rows = out, .rows_pad = L->out_pad, .cols = in, .row_axis = out_axis,
-                      .col_axis = in_axis, .zchunk = 1};
+    L->w = (ax_shard){
+        .rows = out, .rows_pad = L->out_pad, .cols = in, .row_axis = out_axis, .col_axis = in_axis, .zchunk = 1};
     L->b = (ax_shard){.rows = 1, .cols = out, .col_axis = out_axis};
     if (nparts) {
-        L->w.parts_axis = AX_PARTS_ROWS; L->b.parts_axis = AX_PARTS_COLS;
+        L->w.parts_axis = AX_PARTS_ROWS;
+        L->b.parts_axis = AX_PARTS_COLS;
         L->w.nparts = L->b.nparts = nparts;
         for (int i = 0; i < nparts; i++) {
             L->w.part[i] = L->b.part[i] = part[i];
@@ -63,8 +66,8 @@ void ax_linear_reduce_grad(const ax_linear *L, ax_grid *g, float *gblock, float 
     ax_zscatter_start(&ws->rs, gblock, ax_shard_block_numel(&L->w, g), ax_shard_numel(&L->w, g), dw_chunk, ws->ors);
 }
 
-void ax_linear_backward(const ax_linear *L, ax_grid *g, ax_mat W, ax_mat x, const float *dy, float *dx,
-                        float *dw_chunk, float *dbias, ax_linear_ws *ws, ax_bf16 *dy_cast) {
+void ax_linear_backward(const ax_linear *L, ax_grid *g, ax_mat W, ax_mat x, const float *dy, float *dx, float *dw_chunk,
+                        float *dbias, ax_linear_ws *ws, ax_bf16 *dy_cast) {
     int M = x.rows, in = L->in_l, out = L->out_l;
     ax_mat d = ax_mat_f32(dy, M, out);
     if (W.dtype == AX_BF16) {

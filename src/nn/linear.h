@@ -24,11 +24,11 @@
 #include "nn/zcomm.h"
 
 typedef struct {
-    int in, out, out_pad;   /* logical sizes (out_pad: padded rows, e.g. the vocabulary) */
+    int in, out, out_pad; /* logical sizes (out_pad: padded rows, e.g. the vocabulary) */
     int transposed;
-    int in_l, out_l;        /* local widths of x and y */
+    int in_l, out_l; /* local widths of x and y */
     ax_shard w, b;
-    ax_comm *fwd, *bwd;     /* all-reduce groups: forward output, backward dX */
+    ax_comm *fwd, *bwd; /* all-reduce groups: forward output, backward dX */
 } ax_linear;
 
 /* What backward shares across layers: the weight-gradient reduce-scatters
@@ -36,14 +36,17 @@ typedef struct {
  * compute. oar: the dX all-reduce runs during the dW GEMM (docs/algorithm.md §4 OAR);
  * ors: reduce-scatters complete when their slot is next needed, or at
  * ax_zscatter_drain (ORS). Results are the same bits either way. */
-typedef struct { ax_zscatter rs; int oar, ors; } ax_linear_ws;
+typedef struct {
+    ax_zscatter rs;
+    int oar, ors;
+} ax_linear_ws;
 
 /* What sets a layer apart from the plain non-transposed one of in x out;
  * give the fields that apply by name, the others are 0:
  *   (ax_linear_opts){.transposed = 1}, (ax_linear_opts){.out_pad = Vp} */
 typedef struct {
-    int out_pad;            /* padded output rows (the vocabulary); 0: out */
-    int transposed;         /* an out-projection: the roles of X and Y swapped */
+    int out_pad;    /* padded output rows (the vocabulary); 0: out */
+    int transposed; /* an out-projection: the roles of X and Y swapped */
     /* nparts > 0: the output features are nparts parts of part[i] features
      * (summing to out) made of units of unit[i] features (NULL: 1), grouped
      * per Y shard (nn/shard.h): the fused [q|k|v] of whole heads (a part of
@@ -68,8 +71,8 @@ void ax_linear_forward(const ax_linear *L, ax_mat W, const float *bias, ax_mat x
  * chunk of the Z-reduced dy^T x (final after the reduce-scatter completes,
  * see ax_linear_ws); dbias += column sums of dy. When W is bf16, the GEMMs
  * read dy rounded into dy_cast (M * out_l bf16). */
-void ax_linear_backward(const ax_linear *L, ax_grid *g, ax_mat W, ax_mat x, const float *dy, float *dx,
-                        float *dw_chunk, float *dbias, ax_linear_ws *ws, ax_bf16 *dy_cast);
+void ax_linear_backward(const ax_linear *L, ax_grid *g, ax_mat W, ax_mat x, const float *dy, float *dx, float *dw_chunk,
+                        float *dbias, ax_linear_ws *ws, ax_bf16 *dy_cast);
 /* dw_chunk += Z-reduce-scatter of a full gradient block gblock (out_l, in_l),
  * which stays in use until the reduce-scatter completes. */
 void ax_linear_reduce_grad(const ax_linear *L, ax_grid *g, float *gblock, float *dw_chunk, ax_linear_ws *ws);

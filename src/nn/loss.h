@@ -10,7 +10,6 @@
 #include <stdint.h>
 #include "comm/comm.h"
 
-void ax_xent_forward_backward(ax_comm *Y, float *logits, float *losses, const int32_t *targets,
-                              const float *weight, int M, int Vl, int v0, int V, float dscale,
-                              float *scratch /* 3*M */);
+void ax_xent_forward_backward(ax_comm *Y, float *logits, float *losses, const int32_t *targets, const float *weight,
+                              int M, int Vl, int v0, int V, float dscale, float *scratch /* 3*M */);
 #endif

@@ -8,7 +8,7 @@
  * context / low_freq_factor are slowed by factor, shorter than context /
  * high_freq_factor kept, and those between blended smoothly. */
 void ax_rope_freqs(const ax_gpt_config *c, int hd, double *f) {
-    double theta = c->rope_theta;   /* resolved (ax_gpt_config_defaults) */
+    double theta = c->rope_theta; /* resolved (ax_gpt_config_defaults) */
     for (int k = 0; k < hd / 2; k++) {
         f[k] = pow(theta, -2.0 * k / hd);
         if (c->rope_factor <= 0) continue;
@@ -23,9 +23,10 @@ void ax_rope_freqs(const ax_gpt_config *c, int hd, double *f) {
 }
 
 void ax_rope_init(ax_rope *r, const ax_gpt_config *c, int hd) {
-    r->hd = hd; r->npos = c->block_size;
+    r->hd = hd;
+    r->npos = c->block_size;
     size_t bytes = (size_t)r->npos * hd * sizeof(float);
-    r->cs = ax_be()->alloc(bytes);                 /* where the kernels read it */
+    r->cs = ax_be()->alloc(bytes); /* where the kernels read it */
     float *cs = ax_host_view(r->cs, bytes, 0);
     double *f = ax_malloc(hd / 2 * sizeof(double));
     ax_rope_freqs(c, hd, f);
@@ -38,7 +39,10 @@ void ax_rope_init(ax_rope *r, const ax_gpt_config *c, int hd) {
     ax_host_release(cs, r->cs, bytes, 1);
 }
 
-void ax_rope_free(ax_rope *r) { ax_be()->free(r->cs); r->cs = NULL; }
+void ax_rope_free(ax_rope *r) {
+    ax_be()->free(r->cs);
+    r->cs = NULL;
+}
 
 void ax_rope_forward(const ax_rope *r, float *x, int ld, int M, int T, const int32_t *pos, int nh) {
     ax_be()->rope(x, ld, M, T, pos, nh, r->hd, r->cs, 1.0f);

@@ -14,7 +14,7 @@
 
 typedef struct {
     int hd, npos;
-    float *cs;          /* (npos, hd/2, 2): cos and sin */
+    float *cs; /* (npos, hd/2, 2): cos and sin */
 } ax_rope;
 
 /* c: a config with its defaults resolved (ax_gpt_config_defaults; rope_theta > 0) */

@@ -27,7 +27,9 @@ int64_t ax_shard_block_rows(const ax_shard *s, const ax_grid *g) {
 int64_t ax_shard_block_cols(const ax_shard *s, const ax_grid *g) {
     return s->parts_axis == AX_PARTS_COLS ? parts_width(s, g) : s->cols / axis_size(g, s->col_axis);
 }
-int64_t ax_shard_block_numel(const ax_shard *s, const ax_grid *g) { return ax_shard_block_rows(s, g) * ax_shard_block_cols(s, g); }
+int64_t ax_shard_block_numel(const ax_shard *s, const ax_grid *g) {
+    return ax_shard_block_rows(s, g) * ax_shard_block_cols(s, g);
+}
 
 int64_t ax_shard_numel(const ax_shard *s, const ax_grid *g) {
     int64_t n = ax_shard_block_numel(s, g);
@@ -50,11 +52,15 @@ static int64_t parts_unpermute(const ax_shard *s, const ax_grid *g, int64_t p, i
     int64_t w = parts_width(s, g), y = p / w, r = p % w, first = 0;
     for (int i = 0; i < s->nparts; i++) {
         int64_t wi = part_width(s, g, i);
-        if (r < wi) { *left = wi - r; return first + y / part_copies(s, g, i) * wi + r; }
-        r -= wi; first += s->part[i];
+        if (r < wi) {
+            *left = wi - r;
+            return first + y / part_copies(s, g, i) * wi + r;
+        }
+        r -= wi;
+        first += s->part[i];
     }
     *left = 0;
-    return -1;   /* unreachable: p is within the shard */
+    return -1; /* unreachable: p is within the shard */
 }
 
 int ax_shard_copies(const ax_shard *s, const ax_grid *g, int z, int64_t *lo, int64_t *hi) {
@@ -62,16 +68,27 @@ int ax_shard_copies(const ax_shard *s, const ax_grid *g, int z, int64_t *lo, int
     int c = 1;
     for (int i = 0; i < s->nparts; i++) {
         int64_t wi = part_width(s, g, i);
-        if (part_copies(s, g, i) > 1) { if (a < 0) a = off; b = off + wi; c = part_copies(s, g, i); }
+        if (part_copies(s, g, i) > 1) {
+            if (a < 0) a = off;
+            b = off + wi;
+            c = part_copies(s, g, i);
+        }
         off += wi;
     }
     *lo = *hi = 0;
     if (c == 1) return 1;
     /* rows of parts span whole block rows; columns of parts are a vector's (one row) */
-    if (s->parts_axis == AX_PARTS_ROWS) { a *= ax_shard_block_cols(s, g); b *= ax_shard_block_cols(s, g); }
+    if (s->parts_axis == AX_PARTS_ROWS) {
+        a *= ax_shard_block_cols(s, g);
+        b *= ax_shard_block_cols(s, g);
+    }
     int64_t n = ax_shard_numel(s, g), base = s->zchunk ? z * n : 0;
-    a = a - base < 0 ? 0 : a - base; b = b - base > n ? n : b - base;
-    if (a < b) { *lo = a; *hi = b; }
+    a = a - base < 0 ? 0 : a - base;
+    b = b - base > n ? n : b - base;
+    if (a < b) {
+        *lo = a;
+        *hi = b;
+    }
     return c;
 }
 
@@ -79,9 +96,15 @@ int ax_shard_sumsq_ranges(const ax_shard *s, const ax_grid *g, const float *loca
     int rep = ax_shard_replicated(s, g), k = 0;
     if (((rep & 1) && g->x) || ((rep & 2) && g->y) || ((rep & 4) && g->z)) return 0;
     int64_t lo, hi, n = ax_shard_numel(s, g);
-    if (g->y % ax_shard_copies(s, g, g->z, &lo, &hi) == 0) lo = hi = n;   /* the counted copy (or none replicated) */
-    if (lo > 0) { x[k] = local; len[k++] = (size_t)lo; }
-    if (n > hi) { x[k] = local + hi; len[k++] = (size_t)(n - hi); }
+    if (g->y % ax_shard_copies(s, g, g->z, &lo, &hi) == 0) lo = hi = n; /* the counted copy (or none replicated) */
+    if (lo > 0) {
+        x[k] = local;
+        len[k++] = (size_t)lo;
+    }
+    if (n > hi) {
+        x[k] = local + hi;
+        len[k++] = (size_t)(n - hi);
+    }
     return k;
 }
 

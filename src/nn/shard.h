@@ -30,14 +30,14 @@ enum { AX_AXIS_NONE = 0, AX_AXIS_X = 1, AX_AXIS_Y = 2 };
 enum { AX_PARTS_NONE = 0, AX_PARTS_ROWS = 1, AX_PARTS_COLS = 2 };
 
 typedef struct {
-    int64_t rows, cols;      /* logical shape */
-    int64_t rows_pad;        /* >= rows; 0 means rows */
-    int row_axis, col_axis;  /* AX_AXIS_* */
+    int64_t rows, cols;     /* logical shape */
+    int64_t rows_pad;       /* >= rows; 0 means rows */
+    int row_axis, col_axis; /* AX_AXIS_* */
     int zchunk;
-    int parts_axis;          /* which axis (split over Y) is made of parts */
+    int parts_axis; /* which axis (split over Y) is made of parts */
     int nparts;
-    int64_t part[3];         /* logical features of each part, in order */
-    int64_t unit[3];         /* features of a part's unit (0: 1); a part's units divide by G_y or divide G_y */
+    int64_t part[3]; /* logical features of each part, in order */
+    int64_t unit[3]; /* features of a part's unit (0: 1); a part's units divide by G_y or divide G_y */
 } ax_shard;
 
 /* block shape on a rank */

@@ -28,12 +28,12 @@
 typedef struct {
     ax_grid *g;
     ax_dtype dtype;
-    int nbuf, keep, cur;       /* cur: the buffer last handed out */
-    size_t cap;                /* elements per buffer */
+    int nbuf, keep, cur; /* cur: the buffer last handed out */
+    size_t cap;          /* elements per buffer */
     void **buf;
-    int *key;                  /* held by each buffer, -1: none */
+    int *key; /* held by each buffer, -1: none */
     ax_req *req;
-    int64_t prefetched;        /* gets served by an earlier start (statistics) */
+    int64_t prefetched; /* gets served by an earlier start (statistics) */
 } ax_zfetch;
 
 /* nbuf buffers of cap elements (the largest gathered block): 1 without
@@ -58,8 +58,8 @@ typedef struct {
         float *block, *chunk, *dst;
         int64_t len;
         ax_req req;
-    } *s;
-    int64_t deferred;          /* completions left for later than their start (statistics) */
+    } * s;
+    int64_t deferred; /* completions left for later than their start (statistics) */
 } ax_zscatter;
 
 /* n slots of blocks of cap floats, chunks of chunk_cap */

@@ -22,7 +22,11 @@ static void operand_free(void *p) { ax_be()->free(p); }
 
 void ax_calib_defaults(ax_calib_opts *o) {
     memset(o, 0, sizeof *o);
-    o->min_bytes = 4 << 10; o->max_bytes = 64 << 20; o->gemm_max = 2048; o->min_s = 0.05; o->verbose = 1;
+    o->min_bytes = 4 << 10;
+    o->max_bytes = 64 << 20;
+    o->gemm_max = 2048;
+    o->min_s = 0.05;
+    o->verbose = 1;
 }
 
 void ax_fit_alpha_beta(const double *x, const double *t, int n, double *a, double *b) {
@@ -30,16 +34,31 @@ void ax_fit_alpha_beta(const double *x, const double *t, int n, double *a, doubl
     double s0 = 0, s1 = 0, s2 = 0, r0 = 0, r1 = 0;
     for (int i = 0; i < n; i++) {
         double w = 1.0 / (t[i] * t[i]);
-        s0 += w; s1 += w * x[i]; s2 += w * x[i] * x[i]; r0 += w * t[i]; r1 += w * x[i] * t[i];
+        s0 += w;
+        s1 += w * x[i];
+        s2 += w * x[i] * x[i];
+        r0 += w * t[i];
+        r1 += w * x[i] * t[i];
     }
     double det = s0 * s2 - s1 * s1;
     *a = det != 0 ? (s2 * r0 - s1 * r1) / det : 0;
     *b = det != 0 ? (s0 * r1 - s1 * r0) / det : 0;
-    if (*a < 0 || det == 0) { *a = 0; *b = s2 > 0 ? r1 / s2 : 0; }   /* through the origin */
-    if (*b < 0) { *b = 0; *a = s0 > 0 ? r0 / s0 : 0; }
+    if (*a < 0 || det == 0) {
+        *a = 0;
+        *b = s2 > 0 ? r1 / s2 : 0;
+    } /* through the origin */
+    if (*b < 0) {
+        *b = 0;
+        *a = s0 > 0 ? r0 / s0 : 0;
+    }
 }
 
-typedef struct { ax_comm *c; int op; float *a, *b; size_t n; } coll_ctx;   /* n: the full buffer */
+typedef struct {
+    ax_comm *c;
+    int op;
+    float *a, *b;
+    size_t n;
+} coll_ctx; /* n: the full buffer */
 
 static void run_coll(void *p) {
     coll_ctx *x = p;
@@ -56,10 +75,11 @@ static double ring_factor(int op, int p) { return (op == AX_COLL_AR ? 2.0 : 1.0)
  * where any group's members are on two nodes, on one core where every
  * group's members are bound to one core (plan/shared_cores.h), else within a
  * node */
-static int measure_groups(ax_machine *m, const ax_calib_opts *o, MPI_Comm w, int p, int strided,
-                          const int *node_of, const ax_cores *k, int *done_place) {
+static int measure_groups(ax_machine *m, const ax_calib_opts *o, MPI_Comm w, int p, int strided, const int *node_of,
+                          const ax_cores *k, int *done_place) {
     int W, r;
-    MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
+    MPI_Comm_size(w, &W);
+    MPI_Comm_rank(w, &r);
     int color = strided ? r % (W / p) : r / p, s = strided ? W / p : 1;
     int first = strided ? color : color * p, inter = 0, one_core = ax_cores_group_on_one(k, first, s, p);
     for (int i = 0; i < p; i++) inter |= node_of[first + i * s] != node_of[first];
@@ -94,49 +114,79 @@ static int measure_groups(ax_machine *m, const ax_calib_opts *o, MPI_Comm w, int
         for (int i = k - 2; i >= 0; i--) ts[i] = fmin(ts[i], ts[i + 1]);
         if (m->nfit == AX_MACHINE_FITS) break;
         ax_coll_fit *f = &m->fit[m->nfit++];
-        f->op = op; f->group = p; f->place = place;
+        f->op = op;
+        f->group = p;
+        f->place = place;
         ax_fit_alpha_beta(xs, ts, k, &f->alpha, &f->beta);
         f->npt = k < AX_COLL_POINTS ? k : AX_COLL_POINTS;
         memcpy(f->pt_bytes, xs, f->npt * sizeof(double));
         memcpy(f->pt_s, ts, f->npt * sizeof(double));
     }
-    free(a); free(b);
+    free(a);
+    free(b);
     ax_comm_free(&c);
     return 0;
 }
 
-typedef struct { float *out, *lse, *qkv, *dqkv, *dout, *scr; int B, T, H, hd, nthr; } attn_ctx;
+typedef struct {
+    float *out, *lse, *qkv, *dqkv, *dout, *scr;
+    int B, T, H, hd, nthr;
+} attn_ctx;
 
 static void run_attn(void *p) {
     attn_ctx *a = p;
     const ax_backend *be = ax_be();
     be->attention_forward(a->out, a->lse, a->qkv, a->B, a->T, a->H, a->H, a->hd, AX_F32, a->scr, a->nthr);
-    be->attention_backward(a->dqkv, a->dout, a->out, a->lse, a->qkv, a->B, a->T, a->H, a->H, a->hd, AX_F32, a->scr, a->nthr);
+    be->attention_backward(a->dqkv, a->dout, a->out, a->lse, a->qkv, a->B, a->T, a->H, a->H, a->hd, AX_F32, a->scr,
+                           a->nthr);
 }
 
-typedef struct { float *y, *x, *d; size_t n; } add_ctx;
-static void run_add(void *p) { add_ctx *a = p; ax_be()->add(a->y, a->x, a->n); }
-static void run_gelu_fwd(void *p) { add_ctx *a = p; ax_be()->gelu_forward(a->y, a->x, a->n); }
-static void run_gelu_bwd(void *p) { add_ctx *a = p; ax_be()->gelu_backward(a->y, a->x, a->d, a->n); }
+typedef struct {
+    float *y, *x, *d;
+    size_t n;
+} add_ctx;
+static void run_add(void *p) {
+    add_ctx *a = p;
+    ax_be()->add(a->y, a->x, a->n);
+}
+static void run_gelu_fwd(void *p) {
+    add_ctx *a = p;
+    ax_be()->gelu_forward(a->y, a->x, a->n);
+}
+static void run_gelu_bwd(void *p) {
+    add_ctx *a = p;
+    ax_be()->gelu_backward(a->y, a->x, a->d, a->n);
+}
 
 /* LayerNorm and the cross-entropy as the layers run them, in a group of one */
-static void no_reduce(void *ctx, float *buf, size_t n) { (void)ctx; (void)buf; (void)n; }
+static void no_reduce(void *ctx, float *buf, size_t n) {
+    (void)ctx;
+    (void)buf;
+    (void)n;
+}
 static const ax_reducer solo = {no_reduce, no_reduce, NULL};
-typedef struct { float *out, *x, *w, *b, *mean, *rstd, *dx, *dw, *db, *scr; int32_t *tgt; int M, C; } row_ctx;
+typedef struct {
+    float *out, *x, *w, *b, *mean, *rstd, *dx, *dw, *db, *scr;
+    int32_t *tgt;
+    int M, C;
+} row_ctx;
 static void run_ln_fwd(void *p) {
     row_ctx *a = p;
     ax_be()->layernorm_forward(a->out, a->mean, a->rstd, a->x, a->w, a->b, a->M, a->C, a->C, 1e-5f, a->scr, &solo);
 }
 static void run_ln_bwd(void *p) {
     row_ctx *a = p;
-    ax_be()->layernorm_backward(a->dx, a->dw, a->db, a->out, a->x, a->w, a->mean, a->rstd, a->M, a->C, a->C, a->scr, &solo);
+    ax_be()->layernorm_backward(a->dx, a->dw, a->db, a->out, a->x, a->w, a->mean, a->rstd, a->M, a->C, a->C, a->scr,
+                                &solo);
 }
-static void run_xent(void *p) {   /* C: the local vocabulary; out: the logits, made their gradient */
+static void run_xent(void *p) { /* C: the local vocabulary; out: the logits, made their gradient */
     row_ctx *a = p;
     ax_be()->xent(a->out, a->mean, a->tgt, NULL, a->M, a->C, 0, a->C, 1.0f, a->scr, &solo);
 }
 
-static void fill(float *x, size_t n) { for (size_t i = 0; i < n; i++) x[i] = (float)(i % 601) / 100.0f - 3.0f; }
+static void fill(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = (float)(i % 601) / 100.0f - 3.0f;
+}
 
 /* Seconds per element of LayerNorm forward and backward at rows of C (M of
  * them), and of the cross-entropy with its gradient (1024 rows of 4096
@@ -148,16 +198,28 @@ static void row_kernels(ax_machine *m, const ax_calib_opts *o, int M, int C, siz
     int fsets = ax_operand_sets(span, slice * sizeof(float), 64);
     int bsets = ax_operand_sets(span, 2 * slice * sizeof(float), 64), ns = fsets > bsets ? fsets : bsets;
     row_ctx a = {.M = M, .C = C};
-    a.out = operand(slice * ns); a.x = operand(slice * ns); a.dx = operand(slice * ns);
-    a.w = operand(C); a.b = operand(C); a.dw = operand(C); a.db = operand(C);
-    a.mean = operand(R); a.rstd = operand(R); a.scr = operand(3 * (size_t)R); a.tgt = (int32_t *)operand(R);
+    a.out = operand(slice * ns);
+    a.x = operand(slice * ns);
+    a.dx = operand(slice * ns);
+    a.w = operand(C);
+    a.b = operand(C);
+    a.dw = operand(C);
+    a.db = operand(C);
+    a.mean = operand(R);
+    a.rstd = operand(R);
+    a.scr = operand(3 * (size_t)R);
+    a.tgt = (int32_t *)operand(R);
     fill(a.x, slice * ns);
-    ax_be()->zero(a.out, slice * ns * 4); ax_be()->zero(a.dx, slice * ns * 4);   /* every page touched before the timing */
+    ax_be()->zero(a.out, slice * ns * 4);
+    ax_be()->zero(a.dx, slice * ns * 4); /* every page touched before the timing */
     for (int i = 0; i < C; i++) a.w[i] = 1.0f;
     row_ctx *f = ax_malloc(2 * ns * sizeof *f), *b = f + ns;
     for (int s = 0; s < ns; s++) {
-        f[s] = a; f[s].out = a.out + s * slice;
-        b[s] = a; b[s].x = a.x + s * slice; b[s].dx = a.dx + s * slice;
+        f[s] = a;
+        f[s].out = a.out + s * slice;
+        b[s] = a;
+        b[s].x = a.x + s * slice;
+        b[s].dx = a.dx + s * slice;
     }
     m->ln_fwd_s = ax_time_sets(run_ln_fwd, f, sizeof *f, fsets, o->min_s, w) / (double)slice;
     m->ln_bwd_s = ax_time_sets(run_ln_bwd, b, sizeof *b, bsets, o->min_s, w) / (double)slice;
@@ -172,13 +234,17 @@ static void row_kernels(ax_machine *m, const ax_calib_opts *o, int M, int C, siz
 }
 
 /* the optimizer's per-parameter work: AdamW, plus the gradient norm's pass */
-typedef struct { float *w, *g, *m, *v; int64_t n; double norm2; } adam_ctx;
+typedef struct {
+    float *w, *g, *m, *v;
+    int64_t n;
+    double norm2;
+} adam_ctx;
 static void run_adam(void *p) {
     adam_ctx *a = p;
     ax_be()->adamw(a->w, a->g, a->m, a->v, a->n, 1.0f, 0.9f, 0.95f, 0.1f, 0.05f, 1e-4f, 1e-8f, 0.9999f);
     const float *g = a->g;
     size_t n = (size_t)a->n;
-    a->norm2 = ax_be()->sumsq(1, &g, &n);   /* the backend's pass, as the trainer takes the norm */
+    a->norm2 = ax_be()->sumsq(1, &g, &n); /* the backend's pass, as the trainer takes the norm */
 }
 
 /* The job's sizes, the median over its legal grids of W ranks: mem, the
@@ -187,7 +253,9 @@ static void run_adam(void *p) {
  * forward, the GEMM (rows, F / Y, C / X; 2F, gate and up, for SwiGLU) whose
  * weight block the Z group gathers while the FC before it runs. Zero without
  * a job or a legal grid. */
-typedef struct { double mem, params, rows, fy, cx; } job_sizes;
+typedef struct {
+    double mem, params, rows, fy, cx;
+} job_sizes;
 
 static void job_sizes_of(const ax_machine *m, const ax_calib_opts *o, int W, job_sizes *z) {
     double v[5][512];
@@ -201,15 +269,17 @@ static void job_sizes_of(const ax_machine *m, const ax_calib_opts *o, int W, job
                 ax_plan_cost c;
                 ax_plan_estimate_part(j, g, m, &c, 0);
                 if (!c.legal) continue;
-                double F = (j->cfg.n_inner ? j->cfg.n_inner : 4.0 * j->cfg.n_embd) * (j->cfg.arch == AX_ARCH_LLAMA ? 2 : 1);
+                double F =
+                    (j->cfg.n_inner ? j->cfg.n_inner : 4.0 * j->cfg.n_embd) * (j->cfg.arch == AX_ARCH_LLAMA ? 2 : 1);
                 double row[5] = {c.mem_bytes, (double)c.n_local, (double)j->batch / j->grad_accum / (D * g[3]) * j->seq,
                                  F / Y, (double)j->cfg.n_embd / X};
                 for (int k = 0; k < 5; k++) v[k][n] = row[k];
                 n++;
             }
     memset(z, 0, sizeof *z);
-    if (n) *z = (job_sizes){ax_median(v[0], n), ax_median(v[1], n), ax_median(v[2], n), ax_median(v[3], n),
-                            ax_median(v[4], n)};
+    if (n)
+        *z = (job_sizes){ax_median(v[0], n), ax_median(v[1], n), ax_median(v[2], n), ax_median(v[3], n),
+                         ax_median(v[4], n)};
 }
 
 /* How much of a collective a GEMM hides, as the trainer overlaps them: an
@@ -225,30 +295,40 @@ static void job_sizes_of(const ax_machine *m, const ax_calib_opts *o, int W, job
  * charges that share of the overlapped collectives on top (measured:
  * docs/planner-shared-cores.md). The job's rows are cut to keep the GEMM near
  * 20 ms at the fit. */
-typedef struct { ax_comm *c; float *a, *b, *y, *s, *r; int M, N, K; size_t blk; int what; } ov_ctx;
+typedef struct {
+    ax_comm *c;
+    float *a, *b, *y, *s, *r;
+    int M, N, K;
+    size_t blk;
+    int what;
+} ov_ctx;
 static void run_ov(void *p) {
     ov_ctx *x = p;
     ax_req q;
     if (x->what != 0) ax_iallgather_f32(x->c, x->s, x->r, x->blk, &q);
     if (x->what != 1)
-        ax_gemm(1.0f, ax_mat_f32(x->a, x->M, x->K), 0, ax_mat_f32(x->b, x->N, x->K), 1, 0.0f, ax_mat_f32(x->y, x->M, x->N));
+        ax_gemm(1.0f, ax_mat_f32(x->a, x->M, x->K), 0, ax_mat_f32(x->b, x->N, x->K), 1, 0.0f,
+                ax_mat_f32(x->y, x->M, x->N));
     if (x->what != 0) ax_wait(&q);
 }
 
 static double overlap_efficiency(const ax_machine *m, const ax_calib_opts *o, const job_sizes *z, MPI_Comm w) {
     int W, r;
-    MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
+    MPI_Comm_size(w, &W);
+    MPI_Comm_rank(w, &r);
     if (W == 1) return 1;
     int n = (int)cbrt(1e-3 * m->gemm_flops / 2);
     n = n < 64 ? 64 : n > 1024 ? 1024 : n;
-    double beta = 0;                             /* the all-gather of W ranks just fitted */
+    double beta = 0; /* the all-gather of W ranks just fitted */
     for (int i = 0; i < m->nfit; i++)
         if (m->fit[i].op == AX_COLL_AG && m->fit[i].group == W) beta = m->fit[i].beta;
     size_t bytes = beta > 0 ? (size_t)(1e-3 / beta) : (size_t)16 << 20;
     if (bytes > o->max_bytes) bytes = o->max_bytes;
     int M = n, N = n, K = n;
     if (z->rows > 0) {
-        N = (int)z->fy; K = (int)z->cx; bytes = (size_t)N * K * 4;
+        N = (int)z->fy;
+        K = (int)z->cx;
+        bytes = (size_t)N * K * 4;
         double cap = 0.02 * m->gemm_flops / (2.0 * N * K);
         M = (int)(z->rows < cap ? z->rows : cap > 64 ? cap : 64);
     }
@@ -257,19 +337,34 @@ static double overlap_efficiency(const ax_machine *m, const ax_calib_opts *o, co
     ax_comm c;
     ax_comm_from(&c, dup);
     size_t na = (size_t)M * K, nb = (size_t)N * K;
-    ov_ctx x = {&c, ax_calloc(na, 4), ax_calloc(nb, 4), ax_calloc((size_t)M * N, 4), NULL, NULL, M, N, K,
-                bytes / 4 / W ? bytes / 4 / W : 1, 0};
-    x.s = ax_calloc(x.blk, 4); x.r = ax_calloc(x.blk * W, 4);
+    ov_ctx x = {&c,
+                ax_calloc(na, 4),
+                ax_calloc(nb, 4),
+                ax_calloc((size_t)M * N, 4),
+                NULL,
+                NULL,
+                M,
+                N,
+                K,
+                bytes / 4 / W ? bytes / 4 / W : 1,
+                0};
+    x.s = ax_calloc(x.blk, 4);
+    x.r = ax_calloc(x.blk * W, 4);
     for (size_t i = 0; i < na; i++) x.a[i] = (float)(i % 7) * 0.125f;
     for (size_t i = 0; i < nb; i++) x.b[i] = (float)(i % 5) * 0.25f;
     double t[3];
     for (x.what = 0; x.what < 3; x.what++) t[x.what] = ax_time_all(run_ov, &x, 2 * o->min_s, w);
-    free(x.a); free(x.b); free(x.y); free(x.s); free(x.r);
+    free(x.a);
+    free(x.b);
+    free(x.y);
+    free(x.s);
+    free(x.r);
     ax_comm_free(&c);
     double e = (t[0] + t[1] - t[2]) / (t[0] < t[1] ? t[0] : t[1]);
     if (o->verbose && r == 0)
-        printf("overlap: gemm %d x %d x %d %.3f ms, all-gather of %zu bytes %.3f ms, overlapped %.3f ms: %.0f%% hidden\n",
-               M, N, K, t[0] * 1e3, x.blk * 4 * W, t[1] * 1e3, t[2] * 1e3, 100 * e);
+        printf(
+            "overlap: gemm %d x %d x %d %.3f ms, all-gather of %zu bytes %.3f ms, overlapped %.3f ms: %.0f%% hidden\n",
+            M, N, K, t[0] * 1e3, x.blk * 4 * W, t[1] * 1e3, t[2] * 1e3, 100 * e);
     return e < -1 ? -1 : e > 1 ? 1 : e;
 }
 
@@ -285,18 +380,31 @@ static double attn_rate(int T, int hd, size_t span, double min_s, MPI_Comm w) {
     int sets = ax_operand_sets(span, (2 * nq + 2 * no + nl) * sizeof(float), 64);
     float *qkv = operand(nq * sets), *dqkv = operand(nq * sets), *out = operand(no * sets);
     float *dout = operand(no * sets), *lse = operand(nl * sets);
-    a.scr = operand(ax_be()->attention_scratch(a.T) * a.nthr);   /* per thread: hot in a step too */
-    for (size_t i = 0; i < nq * sets; i++) { qkv[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f; dqkv[i] = 0; }
-    for (size_t i = 0; i < no * sets; i++) { dout[i] = (float)(i % 13) / 13.0f; out[i] = 0; }
-    memset(lse, 0, nl * sets * sizeof(float));      /* every page touched before the timing */
+    a.scr = operand(ax_be()->attention_scratch(a.T) * a.nthr); /* per thread: hot in a step too */
+    for (size_t i = 0; i < nq * sets; i++) {
+        qkv[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+        dqkv[i] = 0;
+    }
+    for (size_t i = 0; i < no * sets; i++) {
+        dout[i] = (float)(i % 13) / 13.0f;
+        out[i] = 0;
+    }
+    memset(lse, 0, nl * sets * sizeof(float)); /* every page touched before the timing */
     attn_ctx c[64];
     for (int s = 0; s < sets; s++) {
         c[s] = a;
-        c[s].qkv = qkv + s * nq; c[s].dqkv = dqkv + s * nq; c[s].out = out + s * no; c[s].dout = dout + s * no;
+        c[s].qkv = qkv + s * nq;
+        c[s].dqkv = dqkv + s * nq;
+        c[s].out = out + s * no;
+        c[s].dout = dout + s * no;
         c[s].lse = lse + s * nl;
     }
     double t = ax_time_sets(run_attn, c, sizeof *c, sets, min_s, w);
-    operand_free(qkv); operand_free(dqkv); operand_free(out); operand_free(dout); operand_free(lse);
+    operand_free(qkv);
+    operand_free(dqkv);
+    operand_free(out);
+    operand_free(dout);
+    operand_free(lse);
     operand_free(a.scr);
     return 7.0 * a.B * a.H * (double)a.T * a.T * a.hd / t;
 }
@@ -324,7 +432,8 @@ static void measure_job(ax_machine *m, const ax_calib_opts *o, const ax_operand_
                         MPI_Comm w) {
     const ax_plan_job *j = o->job;
     int W, r;
-    MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
+    MPI_Comm_size(w, &W);
+    MPI_Comm_rank(w, &r);
     int n0 = m->ngemm, n = n0, nhot = 0;
     for (int D = 1; D <= W; D++)
         for (int X = 1; D * X <= W; X++)
@@ -349,7 +458,7 @@ static void measure_job(ax_machine *m, const ax_calib_opts *o, const ax_operand_
             ax_dtype t = p->bf16 ? AX_BF16 : AX_F32;
             double f = ax_gemm_hot_share(p, share, l2), fl = 2.0 * p->m * p->n * p->k;
             double s = fl / ax_gemm_rate(t, p->m, p->n, p->k, p->ta, p->tb, pool, o->min_s, w);
-            if (f > 0.05) {   /* below, not worth a second timing */
+            if (f > 0.05) { /* below, not worth a second timing */
                 s = (1 - f) * s + f * fl / ax_gemm_rate(t, p->m, p->n, p->k, p->ta, p->tb, &hot, o->min_s, w);
                 nhot += !pass;
             }
@@ -363,7 +472,8 @@ static void measure_job(ax_machine *m, const ax_calib_opts *o, const ax_operand_
     if (o->verbose && r == 0)
         printf("the model's kernels: %d GEMM shapes of its grids of %d ranks, %d with their first operand partly hot "
                "(L2 %.1f MiB a core) (two passes, the faster kept: %.1f s)%s, attention at T %d, head %d: "
-               "%.2f GFLOP/s\n", n - n0, W, nhot, l2 / 1048576.0, MPI_Wtime() - t0,
+               "%.2f GFLOP/s\n",
+               n - n0, W, nhot, l2 / 1048576.0, MPI_Wtime() - t0,
                n == AX_MACHINE_GEMMS ? " -- the file's limit: any further shapes are charged at the fit" : "", T, hd,
                m->attn[m->nattn - 1].flops / 1e9);
 }
@@ -378,7 +488,8 @@ static void fit_gemm(ax_machine *m, const ax_calib_opts *o, const ax_operand_poo
     for (int n = 128; n <= o->gemm_max && k < 32; n *= 2, k++) {
         double f = ax_gemm_rate(t, n, n, n, 0, 1, pool, o->min_s, w);
         if (m->ngemm < AX_MACHINE_GEMMS) m->gemm[m->ngemm++] = (ax_gemm_point){n, n, n, 0, 1, t == AX_BF16, f};
-        fx[k] = 2.0 * n * n * n; ft[k] = fx[k] / f;
+        fx[k] = 2.0 * n * n * n;
+        ft[k] = fx[k] / f;
         if (o->verbose && r == 0) printf("gemm %s %5d^3: %.2f GFLOP/s per rank\n", ax_dtype_name(t), n, f / 1e9);
     }
     double inv;
@@ -402,7 +513,8 @@ static size_t operand_span(const job_sizes *z, int share) {
  * which share them (k: plan/shared_cores.h) */
 static int *measure_nodes(ax_machine *m, MPI_Comm w, ax_cores *k) {
     int W, r, local;
-    MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
+    MPI_Comm_size(w, &W);
+    MPI_Comm_rank(w, &r);
     MPI_Comm node;
     MPI_Comm_split_type(w, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     MPI_Comm_size(node, &local);
@@ -417,8 +529,8 @@ static int *measure_nodes(ax_machine *m, MPI_Comm w, ax_cores *k) {
     MPI_Allreduce(&mem, &m->mem_bytes, 1, MPI_DOUBLE, MPI_MIN, w);
     char host[64] = "this machine";
     gethostname(host, sizeof host);
-    snprintf(m->name, sizeof m->name, "%s (%d ranks, %d per node, %d threads per rank)", host, W,
-             m->ranks_per_node, ax_be()->threads());
+    snprintf(m->name, sizeof m->name, "%s (%d ranks, %d per node, %d threads per rank)", host, W, m->ranks_per_node,
+             ax_be()->threads());
     snprintf(m->source, sizeof m->source, "axonn bench comm, backend %s", ax_be()->name);
     return node_of;
 }
@@ -427,7 +539,8 @@ static int *measure_nodes(ax_machine *m, MPI_Comm w, ax_cores *k) {
 static void measure_collectives(ax_machine *m, const ax_calib_opts *o, MPI_Comm w, const int *node_of,
                                 const ax_cores *k) {
     int W, r;
-    MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
+    MPI_Comm_size(w, &W);
+    MPI_Comm_rank(w, &r);
     if (o->verbose && r == 0) printf("collectives (the slowest rank's time per call; GB/s of the ring volume):\n");
     for (int p = 2; p <= W; p++) {
         if (W % p) continue;
@@ -435,7 +548,7 @@ static void measure_collectives(ax_machine *m, const ax_calib_opts *o, MPI_Comm 
         measure_groups(m, o, w, p, 0, node_of, k, done);
         if (p < W) measure_groups(m, o, w, p, 1, node_of, k, done);
     }
-    if (W == 1)   /* nothing to measure: a group of one costs nothing, but the file needs an entry */
+    if (W == 1) /* nothing to measure: a group of one costs nothing, but the file needs an entry */
         for (int op = 0; op < AX_COLL_N; op++) m->fit[m->nfit++] = (ax_coll_fit){op, 0, 0, 0, 0};
 }
 
@@ -446,7 +559,7 @@ static size_t measure_gemms(ax_machine *m, const ax_calib_opts *o, const job_siz
     MPI_Comm_rank(w, &r);
     ax_operand_pool pool = {NULL, operand_span(z, share), 0};
     pool.base = ax_be()->alloc(pool.bytes);
-    ax_be()->zero(pool.base, pool.bytes);   /* every page touched once, before any timing */
+    ax_be()->zero(pool.base, pool.bytes); /* every page touched once, before any timing */
     if (o->verbose && r == 0)
         printf("kernels timed on operand sets in turn over %.1f MiB per rank (%s, times %d rank%s to a core)\n",
                pool.bytes / 1048576.0,
@@ -454,11 +567,11 @@ static size_t measure_gemms(ax_machine *m, const ax_calib_opts *o, const job_siz
                share > 1 ? "s" : "");
     fit_gemm(m, o, &pool, w, AX_F32, &m->gemm_alpha, &m->gemm_flops);
     int emulated;
-    if (ax_be()->gemm_kernel(AX_BF16, &emulated))   /* NULL: this build has no bf16 GEMMs */
+    if (ax_be()->gemm_kernel(AX_BF16, &emulated)) /* NULL: this build has no bf16 GEMMs */
         fit_gemm(m, o, &pool, w, AX_BF16, &m->gemm_bf16_alpha, &m->gemm_bf16_flops);
     m->overlap_eff = overlap_efficiency(m, o, z, w);
     if (o->job) measure_job(m, o, &pool, share, sysconf(_SC_LEVEL2_CACHE_SIZE), w);
-    ax_be()->free(pool.base);   /* the other kernels' sets are slices of their own arrays */
+    ax_be()->free(pool.base); /* the other kernels' sets are slices of their own arrays */
     return pool.bytes;
 }
 
@@ -474,7 +587,9 @@ static void measure_add(ax_machine *m, const ax_calib_opts *o, int rows, int cx,
     add_ctx *ad = ax_malloc(sets * sizeof *ad);
     for (int s = 0; s < sets; s++) ad[s] = (add_ctx){y + s * nr, x, NULL, nr};
     m->mem_bw = 12.0 * nr / ax_time_sets(run_add, ad, sizeof *ad, sets, o->min_s, w);
-    free(ad); operand_free(y); operand_free(x);
+    free(ad);
+    operand_free(y);
+    operand_free(x);
 }
 
 /* the MLP's activation at the job's size (rows x F / Y; 1M elements without a job), out of
@@ -495,7 +610,9 @@ static void measure_activation(ax_machine *m, const ax_calib_opts *o, size_t na,
     }
     m->act_fwd_s = ax_time_sets(run_gelu_fwd, gf, sizeof *gf, fsets, o->min_s, w) / na;
     m->act_bwd_s = ax_time_sets(run_gelu_bwd, gb, sizeof *gb, bsets, o->min_s, w) / na;
-    free(gf); operand_free(y); operand_free(x);
+    free(gf);
+    operand_free(y);
+    operand_free(x);
 }
 
 /* AdamW over the job's parameters per rank (4M without a job; its state in the caches or
@@ -504,12 +621,14 @@ static void measure_optimizer(ax_machine *m, const ax_calib_opts *o, const job_s
     adam_ctx ac[16];
     int64_t np = z->params > 0 ? (int64_t)z->params : 4 << 20;
     int asets = ax_operand_sets(span, 16 * (size_t)np, 16);
-    float *st = operand(4 * (size_t)np * asets);   /* every set's w, g, m, v */
+    float *st = operand(4 * (size_t)np * asets); /* every set's w, g, m, v */
     for (int s = 0; s < asets; s++) {
         float *b = st + 4 * (size_t)np * s;
         ac[s] = (adam_ctx){b, b + np, b + 2 * np, b + 3 * np, np, 0};
         for (int64_t i = 0; i < np; i++) {
-            b[i] = 0; b[np + i] = (float)(i % 13 - 6) * 1e-3f; b[2 * np + i] = b[3 * np + i] = 0;
+            b[i] = 0;
+            b[np + i] = (float)(i % 13 - 6) * 1e-3f;
+            b[2 * np + i] = b[3 * np + i] = 0;
         }
     }
     m->optim_s_per_param = ax_time_sets(run_adam, ac, sizeof *ac, asets, o->min_s, w) / np;
@@ -520,10 +639,10 @@ static void print_summary(const ax_machine *m) {
     printf("gemm fit: %.2f GFLOP/s + %.1f us per call (bf16 %.2f + %.1f us); attention %.2f GFLOP/s; "
            "elementwise %.2f GB/s; activation %.2f + %.2f ns per element; LayerNorm %.2f + %.2f ns per "
            "element; loss %.2f ns per logit; optimizer %.2f ns per parameter; %d ranks per node, %.2f GiB "
-           "per rank\n", m->gemm_flops / 1e9, m->gemm_alpha * 1e6, m->gemm_bf16_flops / 1e9,
-           m->gemm_bf16_alpha * 1e6, m->attn_flops / 1e9, m->mem_bw / 1e9,
-           m->act_fwd_s * 1e9, m->act_bwd_s * 1e9, m->ln_fwd_s * 1e9, m->ln_bwd_s * 1e9, m->loss_s * 1e9,
-           m->optim_s_per_param * 1e9, m->ranks_per_node, m->mem_bytes / (1 << 30));
+           "per rank\n",
+           m->gemm_flops / 1e9, m->gemm_alpha * 1e6, m->gemm_bf16_flops / 1e9, m->gemm_bf16_alpha * 1e6,
+           m->attn_flops / 1e9, m->mem_bw / 1e9, m->act_fwd_s * 1e9, m->act_bwd_s * 1e9, m->ln_fwd_s * 1e9,
+           m->ln_bwd_s * 1e9, m->loss_s * 1e9, m->optim_s_per_param * 1e9, m->ranks_per_node, m->mem_bytes / (1 << 30));
 }
 
 int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
@@ -531,14 +650,15 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     MPI_Comm w;
     MPI_Comm_dup(comm, &w);
     int W, r;
-    MPI_Comm_size(w, &W); MPI_Comm_rank(w, &r);
+    MPI_Comm_size(w, &W);
+    MPI_Comm_rank(w, &r);
     ax_cores k;
     int *node_of = measure_nodes(m, w, &k);
     measure_collectives(m, o, w, node_of, &k);
     job_sizes z;
     job_sizes_of(m, o, W, &z);
     size_t span = measure_gemms(m, o, &z, k.share, w);
-    m->attn_flops = attn_rate(256, 64, span, o->min_s, w);   /* the kernel's rate at T 256, head size 64 */
+    m->attn_flops = attn_rate(256, 64, span, o->min_s, w); /* the kernel's rate at T 256, head size 64 */
     int rows = z.rows > 0 ? (int)z.rows : 1024, cx = z.rows > 0 ? (int)z.cx : 1024;
     measure_add(m, o, rows, cx, span, w);
     measure_activation(m, o, z.rows > 0 ? (size_t)(z.rows * z.fy) : (size_t)1 << 20, span, w);

@@ -15,11 +15,11 @@
 #include "plan/model.h"
 
 typedef struct {
-    size_t min_bytes, max_bytes;   /* message sweep, x4 steps (default 4 KiB .. 64 MiB) */
-    int gemm_max;                  /* largest square GEMM measured (default 2048) */
-    double min_s;                  /* time per measurement (default 0.05 s) */
-    int verbose;                   /* rank 0 prints each measurement */
-    const ax_plan_job *job;        /* optional: also this job's kernels at its shapes */
+    size_t min_bytes, max_bytes; /* message sweep, x4 steps (default 4 KiB .. 64 MiB) */
+    int gemm_max;                /* largest square GEMM measured (default 2048) */
+    double min_s;                /* time per measurement (default 0.05 s) */
+    int verbose;                 /* rank 0 prints each measurement */
+    const ax_plan_job *job;      /* optional: also this job's kernels at its shapes */
 } ax_calib_opts;
 
 void ax_calib_defaults(ax_calib_opts *o);

@@ -12,7 +12,8 @@ const char *const ax_place_names[AX_PLACE_N] = {"intra", "inter", "core"};
 const char *const ax_machine_preset_list = "perlmutter, frontier, alps, h100x8, h200x8 or cpu";
 
 static int op_of(const char *s) {
-    for (int i = 0; i < AX_COLL_N; i++) if (strcmp(s, ax_coll_names[i]) == 0) return i;
+    for (int i = 0; i < AX_COLL_N; i++)
+        if (strcmp(s, ax_coll_names[i]) == 0) return i;
     return -1;
 }
 
@@ -26,7 +27,7 @@ int ax_machine_place(const ax_machine *m, int s, int p, int P) {
     int R = m->ranks_per_node;
     /* a group of p ranks, stride s, stays in one node when the job fits in one node or s*p ranks tile the node */
     if (p > 1 && P > R && !(s * p <= R && R % (s * p) == 0)) return AX_PLACE_INTER;
-    return ax_cores_one_core(m, s, p) ? AX_PLACE_CORE : AX_PLACE_INTRA;   /* shared cores only */
+    return ax_cores_one_core(m, s, p) ? AX_PLACE_CORE : AX_PLACE_INTRA; /* shared cores only */
 }
 
 double ax_machine_coll(const ax_machine *m, int op, int p, int place, double bytes) {
@@ -38,9 +39,12 @@ double ax_machine_coll(const ax_machine *m, int op, int p, int place, double byt
         if (f->op != op) continue;
         /* the placement matters most, then the group size (0: any) */
         int score = place_dist(f->place, place) * (1 << 20) + (f->group ? abs(f->group - p) : 1 << 19);
-        if (score < best_score) { best_score = score; best = f; }
+        if (score < best_score) {
+            best_score = score;
+            best = f;
+        }
     }
-    if (!best)   /* no fit of this collective: an all-reduce is two rounds of the others */
+    if (!best) /* no fit of this collective: an all-reduce is two rounds of the others */
         for (int i = 0; i < m->nfit && !best; i++) best = &m->fit[i];
     if (!best) return 0;
     int n = best->npt;
@@ -49,7 +53,7 @@ double ax_machine_coll(const ax_machine *m, int op, int p, int place, double byt
     while (i < n - 1 && bytes > best->pt_bytes[i]) i++;
     const double *x = best->pt_bytes, *t = best->pt_s;
     double slope = (t[i] - t[i - 1]) / (x[i] - x[i - 1]);
-    if (slope < 0) slope = 0;   /* beyond the last point: never cheaper for more bytes */
+    if (slope < 0) slope = 0; /* beyond the last point: never cheaper for more bytes */
     return bytes <= x[i] ? t[i - 1] + (t[i] - t[i - 1]) * (bytes - x[i - 1]) / (x[i] - x[i - 1])
                          : t[i] + slope * (bytes - x[i]);
 }
@@ -105,7 +109,7 @@ static int parse_node(ax_machine *m, json_t *j, const char *path) {
     AX_TRY(num(j, "layernorm_backward_s_per_element", &m->ln_bwd_s, path, "", 0));
     AX_TRY(num(j, "loss_s_per_element", &m->loss_s, path, "", 0));
     m->overlap_eff = 1;
-    json_t *ov = json_object_get(j, "overlap_efficiency");   /* negative: overlapping costs (calibrate.c) */
+    json_t *ov = json_object_get(j, "overlap_efficiency"); /* negative: overlapping costs (calibrate.c) */
     if (ov) {
         m->overlap_eff = json_is_number(ov) ? json_number_value(ov) : NAN;
         if (!(m->overlap_eff >= -1 && m->overlap_eff <= 1))
@@ -134,7 +138,7 @@ static int parse_gemm(ax_machine *m, json_t *j, const char *path) {
             return AX_ERR("--machine %s: more than %d GEMM shapes", path, AX_MACHINE_GEMMS);
         char where[64];
         snprintf(where, sizeof where, " in \"gemm\".\"shapes\"[%zu]", i);
-        double d[5] = {0, 0, 0, 0, 1};   /* m n k ta tb: an entry without a layout is A B^T, as the fits time it */
+        double d[5] = {0, 0, 0, 0, 1}; /* m n k ta tb: an entry without a layout is A B^T, as the fits time it */
         static const char *const key[5] = {"m", "n", "k", "ta", "tb"};
         for (int f = 0; f < 5; f++) AX_TRY(num(e, key[f], &d[f], path, where, f < 3));
         ax_gemm_point *p = &m->gemm[m->ngemm++];
@@ -165,7 +169,8 @@ static int parse_attention(ax_machine *m, json_t *j, const char *path) {
         AX_TRY(num(e, "T", &T, path, where, 1));
         AX_TRY(num(e, "hd", &hd, path, where, 1));
         AX_TRY(num(e, "flops", &p->flops, path, where, 1));
-        p->T = (int)T; p->hd = (int)hd;
+        p->T = (int)T;
+        p->hd = (int)hd;
         if (!(p->flops > 0) || p->T < 1 || p->hd < 1)
             return AX_ERR("--machine %s: %s: T, hd and flops must be positive", path, where + 4);
     }
@@ -177,16 +182,19 @@ static int parse_points(ax_coll_fit *f, json_t *e, const char *path, const char 
     json_t *pts = json_object_get(e, "points"), *q;
     size_t k;
     if (pts && (!json_is_array(pts) || json_array_size(pts) > AX_COLL_POINTS))
-        return AX_ERR("--machine %s: field \"points\"%s: expected an array of at most %d [bytes, seconds]", path,
-                      where, AX_COLL_POINTS);
+        return AX_ERR("--machine %s: field \"points\"%s: expected an array of at most %d [bytes, seconds]", path, where,
+                      AX_COLL_POINTS);
     json_array_foreach(pts, k, q) {
         json_t *b = json_array_get(q, 0), *t = json_array_get(q, 1);
         double bb = json_is_number(b) ? json_number_value(b) : -1, tt = json_is_number(t) ? json_number_value(t) : -1;
-        if (!json_is_array(q) || json_array_size(q) != 2 || !(bb > 0) || !(tt > 0) || !isfinite(bb) ||
-            !isfinite(tt) || (k > 0 && bb <= f->pt_bytes[k - 1]))
+        if (!json_is_array(q) || json_array_size(q) != 2 || !(bb > 0) || !(tt > 0) || !isfinite(bb) || !isfinite(tt) ||
+            (k > 0 && bb <= f->pt_bytes[k - 1]))
             return AX_ERR("--machine %s: field \"points\"[%zu]%s: expected [bytes, seconds], positive, bytes "
-                          "ascending", path, k, where);
-        f->pt_bytes[k] = bb; f->pt_s[k] = tt; f->npt = (int)k + 1;
+                          "ascending",
+                          path, k, where);
+        f->pt_bytes[k] = bb;
+        f->pt_s[k] = tt;
+        f->npt = (int)k + 1;
     }
     return 0;
 }
@@ -203,8 +211,7 @@ static int parse_collectives(ax_machine *m, json_t *j, const char *path) {
         ax_coll_fit *f = &m->fit[m->nfit++];
         json_t *op = json_object_get(e, "op"), *pl = json_object_get(e, "placement");
         if (!json_is_string(op) || (f->op = op_of(json_string_value(op))) < 0)
-            return AX_ERR("--machine %s: field \"op\"%s: expected allreduce, allgather or reduce_scatter", path,
-                          where);
+            return AX_ERR("--machine %s: field \"op\"%s: expected allreduce, allgather or reduce_scatter", path, where);
         f->place = AX_PLACE_N;
         for (int k = 0; json_is_string(pl) && k < AX_PLACE_N; k++)
             if (!strcmp(json_string_value(pl), ax_place_names[k])) f->place = k;
@@ -227,7 +234,8 @@ static int parse(ax_machine *m, json_t *j, const char *path) {
     AX_TRY(parse_attention(m, j, path));
     if (!(m->gemm_flops > 0) || !(m->attn_flops > 0) || !(m->mem_bw > 0) || !(m->mem_bytes > 0))
         return AX_ERR("--machine %s: \"gemm\".\"flops\", \"attention_flops\", \"memory_bandwidth\" and "
-                      "\"memory_per_rank_bytes\" must be positive", path);
+                      "\"memory_per_rank_bytes\" must be positive",
+                      path);
     return parse_collectives(m, j, path);
 }
 
@@ -252,18 +260,21 @@ int ax_machine_write(const ax_machine *m, const char *path) {
     json_object_set_new(g, "alpha_s", json_real(m->gemm_alpha));
     for (int i = 0; i < m->ngemm; i++) {
         const ax_gemm_point *p = &m->gemm[i];
-        json_array_append_new(sh, json_pack("{s:i, s:i, s:i, s:i, s:i, s:s, s:f}", "m", p->m, "n", p->n, "k", p->k,
-                                            "ta", p->ta, "tb", p->tb, "dtype", p->bf16 ? "bf16" : "fp32", "flops", p->flops));
+        json_array_append_new(sh,
+                              json_pack("{s:i, s:i, s:i, s:i, s:i, s:s, s:f}", "m", p->m, "n", p->n, "k", p->k, "ta",
+                                        p->ta, "tb", p->tb, "dtype", p->bf16 ? "bf16" : "fp32", "flops", p->flops));
     }
     json_object_set_new(g, "shapes", sh);
     json_object_set_new(j, "gemm", g);
     if (m->gemm_bf16_flops > 0)
-        json_object_set_new(j, "gemm_bf16", json_pack("{s:f, s:f}", "flops", m->gemm_bf16_flops, "alpha_s", m->gemm_bf16_alpha));
+        json_object_set_new(j, "gemm_bf16",
+                            json_pack("{s:f, s:f}", "flops", m->gemm_bf16_flops, "alpha_s", m->gemm_bf16_alpha));
     json_object_set_new(j, "attention_flops", json_real(m->attn_flops));
     if (m->nattn) {
         json_t *at = json_array();
         for (int i = 0; i < m->nattn; i++)
-            json_array_append_new(at, json_pack("{s:i, s:i, s:f}", "T", m->attn[i].T, "hd", m->attn[i].hd, "flops", m->attn[i].flops));
+            json_array_append_new(
+                at, json_pack("{s:i, s:i, s:f}", "T", m->attn[i].T, "hd", m->attn[i].hd, "flops", m->attn[i].flops));
         json_object_set_new(j, "attention_shapes", at);
     }
     json_object_set_new(j, "memory_bandwidth", json_real(m->mem_bw));
@@ -280,7 +291,8 @@ int ax_machine_write(const ax_machine *m, const char *path) {
                               ax_place_names[f->place], "alpha_s", f->alpha, "beta_s_per_byte", f->beta);
         if (f->npt) {
             json_t *pts = json_array();
-            for (int k = 0; k < f->npt; k++) json_array_append_new(pts, json_pack("[f, f]", f->pt_bytes[k], f->pt_s[k]));
+            for (int k = 0; k < f->npt; k++)
+                json_array_append_new(pts, json_pack("[f, f]", f->pt_bytes[k], f->pt_s[k]));
             json_object_set_new(e, "points", pts);
         }
         json_array_append_new(c, e);
@@ -290,11 +302,14 @@ int ax_machine_write(const ax_machine *m, const char *path) {
     json_decref(j);
     size_t n = strlen(text);
     text = realloc(text, n + 2);
-    text[n] = '\n'; text[n + 1] = 0;
+    text[n] = '\n';
+    text[n + 1] = 0;
     ax_outfile out;
     int rc = ax_out_open(&out, path);
-    if (rc == 0 && ax_out_write(&out, text, n + 1)) { ax_out_abort(&out); rc = -1; }
-    else if (rc == 0) rc = ax_out_commit(&out);
+    if (rc == 0 && ax_out_write(&out, text, n + 1)) {
+        ax_out_abort(&out);
+        rc = -1;
+    } else if (rc == 0) rc = ax_out_commit(&out);
     free(text);
     return rc;
 }
@@ -308,23 +323,22 @@ int ax_machine_write(const ax_machine *m, const char *path) {
 typedef struct {
     const char *name, *desc;
     int rpn;
-    double peak, mem, hbm, intra_bw, inter_bw;   /* per rank: FLOP/s, bytes, bytes/s, bytes/s, bytes/s */
+    double peak, mem, hbm, intra_bw, inter_bw; /* per rank: FLOP/s, bytes, bytes/s, bytes/s, bytes/s */
 } ax_preset;
 
 static const ax_preset presets[] = {
-    {"perlmutter", "Perlmutter GPU node: 4 x A100-SXM4-40GB, NVLink 3, 4 x Slingshot-11 NICs", 4,
-     312e12, 40e9, 1.555e12, 300e9, 25e9},
-    {"frontier", "Frontier node: 4 x MI250X = 8 GCDs of 64 GB, Infinity Fabric, 4 x Slingshot-11 NICs", 8,
-     191.5e12, 64e9, 1.6e12, 50e9, 12.5e9},
-    {"alps", "Alps node: 4 x GH200 (H100 96 GB), NVLink 4, 4 x Slingshot-11 NICs", 4,
-     989e12, 96e9, 4.0e12, 450e9, 25e9},
-    {"h100x8", "one 8 x H100-SXM5-80GB node (DGX H100), NVLink 4 / NVSwitch, 8 x 400 Gb/s InfiniBand", 8,
-     989e12, 80e9, 3.35e12, 450e9, 50e9},
-    {"h200x8", "one 8 x H200-SXM-141GB node, NVLink 4 / NVSwitch, 8 x 400 Gb/s InfiniBand", 8,
-     989e12, 141e9, 4.8e12, 450e9, 50e9},
+    {"perlmutter", "Perlmutter GPU node: 4 x A100-SXM4-40GB, NVLink 3, 4 x Slingshot-11 NICs", 4, 312e12, 40e9,
+     1.555e12, 300e9, 25e9},
+    {"frontier", "Frontier node: 4 x MI250X = 8 GCDs of 64 GB, Infinity Fabric, 4 x Slingshot-11 NICs", 8, 191.5e12,
+     64e9, 1.6e12, 50e9, 12.5e9},
+    {"alps", "Alps node: 4 x GH200 (H100 96 GB), NVLink 4, 4 x Slingshot-11 NICs", 4, 989e12, 96e9, 4.0e12, 450e9,
+     25e9},
+    {"h100x8", "one 8 x H100-SXM5-80GB node (DGX H100), NVLink 4 / NVSwitch, 8 x 400 Gb/s InfiniBand", 8, 989e12, 80e9,
+     3.35e12, 450e9, 50e9},
+    {"h200x8", "one 8 x H200-SXM-141GB node, NVLink 4 / NVSwitch, 8 x 400 Gb/s InfiniBand", 8, 989e12, 141e9, 4.8e12,
+     450e9, 50e9},
     /* a guess for a small x86 node when nothing was measured: run axonn bench comm instead */
-    {"cpu", "a generic CPU node (estimate; axonn bench comm measures the real one)", 2,
-     100e9, 4e9, 10e9, 5e9, 1e9},
+    {"cpu", "a generic CPU node (estimate; axonn bench comm measures the real one)", 2, 100e9, 4e9, 10e9, 5e9, 1e9},
 };
 
 int ax_machine_preset(ax_machine *m, const char *name) {
@@ -349,5 +363,6 @@ int ax_machine_preset(ax_machine *m, const char *name) {
                                                   1.0 / (0.8 * (inter ? p->inter_bw : p->intra_bw))};
         return 0;
     }
-    return AX_ERR("--machine '%s': no such file, and not a preset (expected a machine description JSON or %s)", name, ax_machine_preset_list);
+    return AX_ERR("--machine '%s': no such file, and not a preset (expected a machine description JSON or %s)", name,
+                  ax_machine_preset_list);
 }

@@ -18,49 +18,57 @@
  */
 #ifndef AX_PLAN_MACHINE_H
 #define AX_PLAN_MACHINE_H
-#include "plan/shared_cores.h"   /* ax_core_map: ranks outnumbering cores */
+#include "plan/shared_cores.h" /* ax_core_map: ranks outnumbering cores */
 
 typedef enum { AX_COLL_AR, AX_COLL_AG, AX_COLL_RS, AX_COLL_N } ax_coll_op;
-extern const char *const ax_coll_names[AX_COLL_N];     /* allreduce, allgather, reduce_scatter */
+extern const char *const ax_coll_names[AX_COLL_N]; /* allreduce, allgather, reduce_scatter */
 /* Where a group's ranks are: within one node, across nodes, or all on one
  * core, where ranks outnumber the cores (plan/shared_cores.h): such a group's
  * ranks take turns and copy through that core's caches, no peer waiting on
  * another core, and cost less than a group across cores. */
 typedef enum { AX_PLACE_INTRA, AX_PLACE_INTER, AX_PLACE_CORE, AX_PLACE_N } ax_place;
-extern const char *const ax_place_names[AX_PLACE_N];   /* intra, inter, core */
+extern const char *const ax_place_names[AX_PLACE_N]; /* intra, inter, core */
 
 #define AX_COLL_POINTS 16
 typedef struct {
-    int op, group, place;     /* group 0: any size; place: ax_place */
-    double alpha, beta;       /* seconds, seconds per byte */
-    int npt;                  /* measured points, bytes (ring factor applied) ascending, and seconds */
+    int op, group, place; /* group 0: any size; place: ax_place */
+    double alpha, beta;   /* seconds, seconds per byte */
+    int npt;              /* measured points, bytes (ring factor applied) ascending, and seconds */
     double pt_bytes[AX_COLL_POINTS], pt_s[AX_COLL_POINTS];
 } ax_coll_fit;
 
 /* a GEMM measured at one shape: C (m x n) = op(A) op(B) over k, A transposed
  * when ta, B when tb, its inputs bf16 or fp32 */
-typedef struct { int m, n, k, ta, tb, bf16; double flops; } ax_gemm_point;
+typedef struct {
+    int m, n, k, ta, tb, bf16;
+    double flops;
+} ax_gemm_point;
 /* the causal attention kernel measured at one sequence length and head size */
-typedef struct { int T, hd; double flops; } ax_attn_point;
+typedef struct {
+    int T, hd;
+    double flops;
+} ax_attn_point;
 
-#define AX_MACHINE_FITS 256
+#define AX_MACHINE_FITS  256
 #define AX_MACHINE_GEMMS 1024
 #define AX_MACHINE_ATTNS 64
 typedef struct ax_machine {
     char name[128], source[256];
     int ranks_per_node;
-    int cores_per_node, core_map;   /* where ranks outnumber cores (plan/shared_cores.h), else 0 */
-    double mem_bytes;          /* memory per rank */
-    double gemm_flops;         /* GEMM rate of large shapes, per rank */
-    double gemm_alpha;         /* fixed seconds per GEMM call (small shapes fall short of the rate) */
-    double gemm_bf16_flops, gemm_bf16_alpha;   /* the same for bf16 inputs (fp32 accumulation); 0: as fp32 */
+    int cores_per_node, core_map;            /* where ranks outnumber cores (plan/shared_cores.h), else 0 */
+    double mem_bytes;                        /* memory per rank */
+    double gemm_flops;                       /* GEMM rate of large shapes, per rank */
+    double gemm_alpha;                       /* fixed seconds per GEMM call (small shapes fall short of the rate) */
+    double gemm_bf16_flops, gemm_bf16_alpha; /* the same for bf16 inputs (fp32 accumulation); 0: as fp32 */
     /* measured shapes: the squares of the fits, and with bench comm's model options every GEMM
      * of that job's grids; a GEMM of a listed shape costs what was measured, others the fit */
-    int ngemm; ax_gemm_point gemm[AX_MACHINE_GEMMS];
-    double attn_flops;         /* causal attention kernel, FLOPs as counted in plan/model.c */
-    int nattn; ax_attn_point attn[AX_MACHINE_ATTNS];   /* at listed (T, hd); others attn_flops */
-    double mem_bw;             /* bytes/s per rank of the elementwise kernels */
-    double optim_s_per_param;  /* AdamW update + gradient norm, seconds per local parameter (0: 36 bytes at mem_bw) */
+    int ngemm;
+    ax_gemm_point gemm[AX_MACHINE_GEMMS];
+    double attn_flops; /* causal attention kernel, FLOPs as counted in plan/model.c */
+    int nattn;
+    ax_attn_point attn[AX_MACHINE_ATTNS]; /* at listed (T, hd); others attn_flops */
+    double mem_bw;                        /* bytes/s per rank of the elementwise kernels */
+    double optim_s_per_param; /* AdamW update + gradient norm, seconds per local parameter (0: 36 bytes at mem_bw) */
     /* the MLP's activation (GELU; SwiGLU taken alike), seconds per element forward and backward: on a CPU it is
      * transcendental arithmetic, not memory traffic (0: its bytes at mem_bw) */
     double act_fwd_s, act_bwd_s;
@@ -73,7 +81,8 @@ typedef struct ax_machine {
      * compute, less, and negative where overlapping costs that share on top): measured by
      * bench comm, 1 when absent */
     double overlap_eff;
-    int nfit; ax_coll_fit fit[AX_MACHINE_FITS];
+    int nfit;
+    ax_coll_fit fit[AX_MACHINE_FITS];
 } ax_machine;
 
 /* One line naming the file and the missing or bad field on error. */

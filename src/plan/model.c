@@ -8,8 +8,10 @@ const char *const ax_plan_group_names[AX_PG_N] = {"X", "Y", "Z", "data", "data_z
 
 void ax_plan_job_defaults(ax_plan_job *j) {
     memset(j, 0, sizeof *j);
-    j->grad_accum = 1; j->act_bytes = 4; j->mem_reserve = 0.1;
-    j->ov_flags = AX_OV_ALL;                           /* as axonn train */
+    j->grad_accum = 1;
+    j->act_bytes = 4;
+    j->mem_reserve = 0.1;
+    j->ov_flags = AX_OV_ALL; /* as axonn train */
 }
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -22,7 +24,7 @@ static const char *illegal(const ax_plan_job *j, const int g[4], char *buf, size
     ax_grid sizes = {.gd = D, .gx = g[1], .gy = g[2], .gz = Z, .size = D * g[1] * g[2] * Z};
     if (ax_gpt_check_grid(&j->cfg, &sizes)) {
         const char *msg = ax_err_msg();
-        snprintf(buf, n, "%s", strncmp(msg, "--grid: ", 8) ? msg : msg + 8);   /* here every reason is a grid's */
+        snprintf(buf, n, "%s", strncmp(msg, "--grid: ", 8) ? msg : msg + 8); /* here every reason is a grid's */
         ax_err_clear();
     } else if (j->batch % j->grad_accum)
         snprintf(buf, n, "batch %d is not a multiple of grad_accum %d", j->batch, j->grad_accum);
@@ -32,23 +34,29 @@ static const char *illegal(const ax_plan_job *j, const int g[4], char *buf, size
     return buf;
 }
 
-typedef struct { ax_gemm_point *p; int n, max; } ax_shapes;   /* the distinct GEMMs met */
+typedef struct {
+    ax_gemm_point *p;
+    int n, max;
+} ax_shapes; /* the distinct GEMMs met */
 
 /* one FC layer's weight: in x out, split (in / X, out / Y), or transposed (in / Y, out / X) */
-typedef struct { int64_t in, out; int transposed; } ax_fc;
+typedef struct {
+    int64_t in, out;
+    int transposed;
+} ax_fc;
 
 /* The job on one grid, in the model's terms (model/gpt.c): sizes per rank and micro-batch. */
 typedef struct {
     int D, X, Y, Z, P;
     int64_t C, L, T, nh, hd, KV, F;
-    int llama, tables;              /* tables: the token table, and an untied LM head */
-    int64_t Q, Fo;                  /* fused q|k|v width; the MLP's first FC ([gate|up] for SwiGLU) */
-    int64_t Bl, M;                  /* sequences and rows of a micro-batch on a rank */
-    int64_t Vp, Vl, Cx, Cy, Hl;     /* padded and local vocabulary, hidden per X and Y shard, local heads */
-    int block, attn;                /* recomputed: whole blocks; attention (also under block) */
-    double ab;                      /* bytes per activation element */
-    ax_fc fcs[4];                   /* qkv, proj, fc, fcproj */
-    int64_t zchunk, repl, nw;       /* parameters per rank: Z-chunked, replicated; a token table's chunk */
+    int llama, tables;          /* tables: the token table, and an untied LM head */
+    int64_t Q, Fo;              /* fused q|k|v width; the MLP's first FC ([gate|up] for SwiGLU) */
+    int64_t Bl, M;              /* sequences and rows of a micro-batch on a rank */
+    int64_t Vp, Vl, Cx, Cy, Hl; /* padded and local vocabulary, hidden per X and Y shard, local heads */
+    int block, attn;            /* recomputed: whole blocks; attention (also under block) */
+    double ab;                  /* bytes per activation element */
+    ax_fc fcs[4];               /* qkv, proj, fc, fcproj */
+    int64_t zchunk, repl, nw;   /* parameters per rank: Z-chunked, replicated; a token table's chunk */
 } ax_dims;
 
 static void dims_of(const ax_plan_job *j, const int g[4], ax_dims *d) {
@@ -60,11 +68,33 @@ static void dims_of(const ax_plan_job *j, const int g[4], ax_dims *d) {
     /* fused q|k|v (key/value heads fewer than Y: one copy per Y shard) */
     int64_t Q = (nh + 2 * (KV >= Y ? KV : Y)) * hd, Fo = llama ? 2 * F : F;
     int64_t Bl = j->batch / j->grad_accum / (D * Z), Vp = cdiv(cf->vocab_size, 64 * Y) * 64 * Y;
-    *d = (ax_dims){.D = D, .X = X, .Y = Y, .Z = Z, .P = D * X * Y * Z, .C = C, .L = cf->n_layer, .T = j->seq,
-                   .nh = nh, .hd = hd, .KV = KV, .F = F, .llama = llama, .tables = cf->untied ? 2 : 1, .Q = Q, .Fo = Fo,
-                   .Bl = Bl, .M = Bl * j->seq, .Vp = Vp, .Vl = Vp / Y, .Cx = C / X, .Cy = C / Y, .Hl = nh / Y,
-                   .block = j->recompute == AX_RECOMPUTE_BLOCK, .attn = j->recompute != AX_RECOMPUTE_NONE,
-                   .ab = j->act_bytes, .fcs = {{C, Q, 0}, {C, C, 1}, {C, Fo, 0}, {F, C, 1}}};
+    *d = (ax_dims){.D = D,
+                   .X = X,
+                   .Y = Y,
+                   .Z = Z,
+                   .P = D * X * Y * Z,
+                   .C = C,
+                   .L = cf->n_layer,
+                   .T = j->seq,
+                   .nh = nh,
+                   .hd = hd,
+                   .KV = KV,
+                   .F = F,
+                   .llama = llama,
+                   .tables = cf->untied ? 2 : 1,
+                   .Q = Q,
+                   .Fo = Fo,
+                   .Bl = Bl,
+                   .M = Bl * j->seq,
+                   .Vp = Vp,
+                   .Vl = Vp / Y,
+                   .Cx = C / X,
+                   .Cy = C / Y,
+                   .Hl = nh / Y,
+                   .block = j->recompute == AX_RECOMPUTE_BLOCK,
+                   .attn = j->recompute != AX_RECOMPUTE_NONE,
+                   .ab = j->act_bytes,
+                   .fcs = {{C, Q, 0}, {C, C, 1}, {C, Fo, 0}, {F, C, 1}}};
 }
 
 /* ---- memory, as model/gpt.c lays it out ---- */
@@ -104,11 +134,10 @@ static void estimate_memory(const ax_plan_job *j, ax_dims *d, const ax_machine *
     if (Fo / Y > wide) wide = Fo / Y;
     int64_t kept = d->block ? 1 : L, kept_attn = d->attn ? 1 : L;
     /* encoded; per layer kept ln1 .. fch_act; lse, atty; res3; then lnf, logits, losses, dres, s1, s2, scratch */
-    double acts = M * Cx
-        + kept * (double)(M * Cx + 2 * M + M * Q / Y + M * Cx + M * Cx + 2 * M + M * Fo / Y + M * F / Y)
-        + kept_attn * (double)(d->Bl * d->Hl * d->T + M * Cy)
-        + L * (double)(M * Cx)
-        + M * Cx + 2 * M + M * d->Vl + M + M * Cx + 2 * M * wide + 4 * M;
+    double acts = M * Cx +
+                  kept * (double)(M * Cx + 2 * M + M * Q / Y + M * Cx + M * Cx + 2 * M + M * Fo / Y + M * F / Y) +
+                  kept_attn * (double)(d->Bl * d->Hl * d->T + M * Cy) + L * (double)(M * Cx) + M * Cx + 2 * M +
+                  M * d->Vl + M + M * Cx + 2 * M * wide + 4 * M;
     c->act_bytes = ab * acts;
     c->mem_bytes = 4 * c->param_bytes + c->act_bytes + c->ws_bytes;
     double avail = m->mem_bytes * (1 - j->mem_reserve);
@@ -125,7 +154,11 @@ static void estimate_memory(const ax_plan_job *j, ax_dims *d, const ax_machine *
  * charged per element instead; hidden, the collectives' seconds the overlaps can hide; bwd, the
  * backward GEMMs' seconds (the window of the data-parallel reductions). */
 typedef struct {
-    const ax_machine *m; ax_plan_cost *c; double scale; int bf16; ax_shapes *rec;
+    const ax_machine *m;
+    ax_plan_cost *c;
+    double scale;
+    int bf16;
+    ax_shapes *rec;
     double elem, kern, hidden, bwd;
 } ax_acc;
 
@@ -185,23 +218,23 @@ static void fc_time(ax_acc *a, const ax_plan_job *j, const ax_dims *d, const ax_
     double in_l = f->in / (f->transposed ? Y : X), out_l = f->out / (f->transposed ? X : Y);
     double wblk = in_l * out_l;
     double tf = gemm(a, M, out_l, in_l, 0, 1);
-    if (!(pass && j->keep_gathered)) {                           /* kept from forward: no gather */
-        double tg = coll(a, AX_PG_Z, AX_COLL_AG, Z, wblk, ab);   /* gather the weight */
+    if (!(pass && j->keep_gathered)) {                         /* kept from forward: no gather */
+        double tg = coll(a, AX_PG_Z, AX_COLL_AG, Z, wblk, ab); /* gather the weight */
         if (ov & AX_OV_OAG) a->hidden += fmin2(tg, tf);
     }
-    coll(a, fx, AX_COLL_AR, pf, M * out_l, ab);                 /* forward partial sums */
+    coll(a, fx, AX_COLL_AR, pf, M * out_l, ab); /* forward partial sums */
     if (pass) return;
-    double tdx = gemm(a, M, in_l, out_l, 0, 0), tdw = gemm(a, out_l, in_l, M, 1, 0);   /* dX, dW */
+    double tdx = gemm(a, M, in_l, out_l, 0, 0), tdw = gemm(a, out_l, in_l, M, 1, 0); /* dX, dW */
     a->bwd += tdx + tdw;
     if (!j->keep_gathered) {
-        double tg = coll(a, AX_PG_Z, AX_COLL_AG, Z, wblk, ab);   /* gathered again */
+        double tg = coll(a, AX_PG_Z, AX_COLL_AG, Z, wblk, ab); /* gathered again */
         if (ov & AX_OV_OAG) a->hidden += fmin2(tg, tdx + tdw);
     }
-    double tar = coll(a, bx, AX_COLL_AR, pb, M * in_l, ab);     /* dX partial sums */
+    double tar = coll(a, bx, AX_COLL_AR, pb, M * in_l, ab); /* dX partial sums */
     if (ov & AX_OV_OAR) a->hidden += fmin2(tar, tdw);
-    double trs = coll(a, AX_PG_Z, AX_COLL_RS, Z, wblk, 4);      /* dW to its chunk owner */
+    double trs = coll(a, AX_PG_Z, AX_COLL_RS, Z, wblk, 4); /* dW to its chunk owner */
     if (ov & AX_OV_ORS) a->hidden += fmin2(trs, tdx + tdw);
-    if (Z > 1) a->elem += a->scale * 12.0 * cdiv((int64_t)wblk, Z);   /* chunk accumulation */
+    if (Z > 1) a->elem += a->scale * 12.0 * cdiv((int64_t)wblk, Z); /* chunk accumulation */
 }
 
 /* The transformer blocks of a micro-batch, grad_accum times: pass 0 forward and backward of
@@ -226,7 +259,7 @@ static void layers_time(ax_acc *a, const ax_plan_job *j, const ax_dims *d) {
             a->elem -= n * ab * (pass ? 2 : 5);
             a->kern += n * (pass ? m->act_fwd_s : m->act_fwd_s + m->act_bwd_s);
         }
-        if (ln)      /* the two LayerNorms' M x Cx elements likewise (their bytes: x, y forward; dy, x, dx backward) */
+        if (ln) /* the two LayerNorms' M x Cx elements likewise (their bytes: x, y forward; dy, x, dx backward) */
             a->kern += layernorm(a->scale * 2.0 * M * Cx, !pass, m, ab, &a->elem);
     }
     if (d->attn && !d->block) c->attn_s += j->grad_accum * (double)(L - 1) * Bl * Hl * 2.0 * T * T * hd / attn_rate;
@@ -241,18 +274,20 @@ static void head_time(ax_acc *a, const ax_plan_job *j, const ax_dims *d) {
     double ab = d->ab;
     a->scale = j->grad_accum;
     for (int t = 0; t < tables; t++) coll(a, AX_PG_Z, AX_COLL_AG, Z, (double)Vl * Cx, ab);
-    coll(a, AX_PG_Y, AX_COLL_AR, Y, (double)M * Cx, ab);              /* embedding rows over the vocabulary */
+    coll(a, AX_PG_Y, AX_COLL_AR, Y, (double)M * Cx, ab); /* embedding rows over the vocabulary */
     for (int k = 0; k < 2; k++) coll(a, AX_PG_X, AX_COLL_AR, X, 2.0 * M, 4);
-    gemm(a, M, Vl, Cx, 0, 1); gemm(a, M, Cx, Vl, 0, 0); gemm(a, Vl, Cx, M, 1, 0);
-    coll(a, AX_PG_X, AX_COLL_AR, X, (double)M * Vl, ab);              /* logits' partial sums */
-    coll(a, AX_PG_Y, AX_COLL_AR, Y, (double)M, 4);                    /* loss: row max */
-    coll(a, AX_PG_Y, AX_COLL_AR, Y, 2.0 * M, 4);                      /* sum of exponentials, target logit */
-    coll(a, AX_PG_Y, AX_COLL_AR, Y, (double)M * Cx, ab);              /* LM head dX */
+    gemm(a, M, Vl, Cx, 0, 1);
+    gemm(a, M, Cx, Vl, 0, 0);
+    gemm(a, Vl, Cx, M, 1, 0);
+    coll(a, AX_PG_X, AX_COLL_AR, X, (double)M * Vl, ab); /* logits' partial sums */
+    coll(a, AX_PG_Y, AX_COLL_AR, Y, (double)M, 4);       /* loss: row max */
+    coll(a, AX_PG_Y, AX_COLL_AR, Y, 2.0 * M, 4);         /* sum of exponentials, target logit */
+    coll(a, AX_PG_Y, AX_COLL_AR, Y, (double)M * Cx, ab); /* LM head dX */
     for (int t = 0; t < tables; t++) coll(a, AX_PG_Z, AX_COLL_RS, Z, (double)Vl * Cx, 4);
     a->elem += a->scale * (ab * (4.0 * M * Vl + 17.0 * M * Cx) + (Z > 1 ? 12.0 * tables * d->nw : 0));
-    if (m->ln_fwd_s > 0 && m->ln_bwd_s > 0)                           /* the final LayerNorm */
+    if (m->ln_fwd_s > 0 && m->ln_bwd_s > 0) /* the final LayerNorm */
         a->kern += layernorm(a->scale * (double)M * Cx, 1, m, ab, &a->elem);
-    if (m->loss_s > 0) {   /* the cross-entropy's logits at their measured cost, instead of 4 element passes */
+    if (m->loss_s > 0) { /* the cross-entropy's logits at their measured cost, instead of 4 element passes */
         a->elem -= a->scale * 4.0 * M * Vl * ab;
         a->kern += a->scale * (double)M * Vl * m->loss_s;
     }
@@ -300,7 +335,7 @@ static void estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, 
     estimate_memory(j, &d, m, c);
     if (!with_time) return;
     place_groups(&d, m, c);
-    ax_acc a = {m, c, j->grad_accum, j->act_bytes == 2, rec, 0, 0, 0, 0};   /* --dtype bf16: the GEMMs read bf16 */
+    ax_acc a = {m, c, j->grad_accum, j->act_bytes == 2, rec, 0, 0, 0, 0}; /* --dtype bf16: the GEMMs read bf16 */
     layers_time(&a, j, &d);
     head_time(&a, j, &d);
     reductions_time(&a, j, &d);

@@ -34,12 +34,12 @@
 
 typedef struct {
     ax_gpt_config cfg;
-    int batch, seq, grad_accum;   /* global batch in sequences, tokens per sequence, micro-batches */
-    int recompute;                /* ax_recompute (model/gpt.h): AX_RECOMPUTE_NONE, _ATTN, _BLOCK */
-    int act_bytes;                /* bytes per activation element (and per communicated one): 4 fp32, 2 bf16 */
-    double overlap;               /* share of communication hidden behind compute (0..1) */
-    int ov_flags, keep_gathered;  /* the trainer's --overlap (AX_OV_*, default all) and --keep-gathered: their buffers */
-    double mem_reserve;           /* share of memory kept free for the runtime (default 0.1) */
+    int batch, seq, grad_accum;  /* global batch in sequences, tokens per sequence, micro-batches */
+    int recompute;               /* ax_recompute (model/gpt.h): AX_RECOMPUTE_NONE, _ATTN, _BLOCK */
+    int act_bytes;               /* bytes per activation element (and per communicated one): 4 fp32, 2 bf16 */
+    double overlap;              /* share of communication hidden behind compute (0..1) */
+    int ov_flags, keep_gathered; /* the trainer's --overlap (AX_OV_*, default all) and --keep-gathered: their buffers */
+    double mem_reserve;          /* share of memory kept free for the runtime (default 0.1) */
 } ax_plan_job;
 
 /* groups: X, Y, Z (gathers and reduce-scatters), data, data x Z, X x Y x Z */
@@ -48,23 +48,24 @@ extern const char *const ax_plan_group_names[AX_PG_N];
 
 typedef struct {
     int grid[4];
-    int legal;                   /* the grid divides the model and the batch */
-    int fits;                    /* and its memory fits */
-    char why[200];               /* why not, when !legal or !fits */
+    int legal;     /* the grid divides the model and the batch */
+    int fits;      /* and its memory fits */
+    char why[200]; /* why not, when !legal or !fits */
     double step_s, compute_s, gemm_s, attn_s, elem_s, optim_s;
-    double comm_s[AX_PG_N], comm_total_s, hidden_s, exposed_s;   /* hidden by the overlaps in force */
-    int place[AX_PG_N];          /* ax_place: within a node, across nodes, on one core */
-    double comm_bytes[AX_PG_N];  /* per rank per step */
-    double n_coll[AX_PG_N];      /* collectives per step */
-    int64_t n_local;             /* parameters per rank */
-    double param_bytes, act_bytes, ws_bytes, mem_bytes;   /* mem = 4 x params (weights, grads, m, v) + act + ws */
+    double comm_s[AX_PG_N], comm_total_s, hidden_s, exposed_s; /* hidden by the overlaps in force */
+    int place[AX_PG_N];                                        /* ax_place: within a node, across nodes, on one core */
+    double comm_bytes[AX_PG_N];                                /* per rank per step */
+    double n_coll[AX_PG_N];                                    /* collectives per step */
+    int64_t n_local;                                           /* parameters per rank */
+    double param_bytes, act_bytes, ws_bytes, mem_bytes;        /* mem = 4 x params (weights, grads, m, v) + act + ws */
 } ax_plan_cost;
 
 void ax_plan_job_defaults(ax_plan_job *j);
 /* Fills c for grid (D, X, Y, Z); returns 0 (c->legal and c->fits say the rest). */
 void ax_plan_estimate(const ax_plan_job *j, const int grid[4], const ax_machine *m, ax_plan_cost *c);
 /* with_time 0: legality and memory only (the minimum-rank search) */
-void ax_plan_estimate_part(const ax_plan_job *j, const int grid[4], const ax_machine *m, ax_plan_cost *c, int with_time);
+void ax_plan_estimate_part(const ax_plan_job *j, const int grid[4], const ax_machine *m, ax_plan_cost *c,
+                           int with_time);
 /* The distinct GEMMs of a step on the grid (shape, layout, dtype; flops 0) appended to
  * shapes[n..max); returns the new count. For measuring them (bench comm's model options). */
 int ax_plan_gemm_shapes(const ax_plan_job *j, const int grid[4], ax_gemm_point *shapes, int n, int max);

@@ -9,15 +9,18 @@ static int by_rank(const void *pa, const void *pb) {
     int ga = a->legal && a->fits, gb = b->legal && b->fits;
     if (ga != gb) return gb - ga;
     if (ga && a->step_s != b->step_s) return a->step_s < b->step_s ? -1 : 1;
-    if (!ga && a->legal != b->legal) return b->legal - a->legal;   /* the ones too large first: closest to fitting */
-    return memcmp(a->grid, b->grid, sizeof a->grid);                  /* a stable order for ties */
+    if (!ga && a->legal != b->legal) return b->legal - a->legal; /* the ones too large first: closest to fitting */
+    return memcmp(a->grid, b->grid, sizeof a->grid);             /* a stable order for ties */
 }
 
 /* the divisors of P, ascending; returns their count */
 static int divisors(int P, int *d) {
     int n = 0, hi = 0, top[64];
     for (int i = 1; (int64_t)i * i <= P; i++)
-        if (P % i == 0) { d[n++] = i; if (i != P / i) top[hi++] = P / i; }
+        if (P % i == 0) {
+            d[n++] = i;
+            if (i != P / i) top[hi++] = P / i;
+        }
     while (hi) d[n++] = top[--hi];
     return n;
 }
@@ -40,7 +43,12 @@ static int each_grid(int P, grid_fn f, void *ctx) {
     return count;
 }
 
-typedef struct { const ax_plan_job *j; const ax_machine *m; ax_plan *p; int found; } plan_ctx;
+typedef struct {
+    const ax_plan_job *j;
+    const ax_machine *m;
+    ax_plan *p;
+    int found;
+} plan_ctx;
 
 static void add_grid(void *ctx, const int g[4]) {
     plan_ctx *x = ctx;
@@ -66,7 +74,10 @@ void ax_plan_run(const ax_plan_job *j, int P, const ax_machine *m, ax_plan *out)
     qsort(out->c, out->n, sizeof *out->c, by_rank);
 }
 
-void ax_plan_free(ax_plan *p) { free(p->c); memset(p, 0, sizeof *p); }
+void ax_plan_free(ax_plan *p) {
+    free(p->c);
+    memset(p, 0, sizeof *p);
+}
 
 int ax_plan_min_ranks(const ax_plan_job *j, const ax_machine *m, int limit) {
     for (int P = 1; P <= limit; P++) {

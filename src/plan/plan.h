@@ -11,7 +11,7 @@
 #include "plan/model.h"
 
 typedef struct {
-    int P, n, nfit;          /* grids, of which the first nfit are legal and fit */
+    int P, n, nfit; /* grids, of which the first nfit are legal and fit */
     ax_plan_cost *c;
 } ax_plan;
 

@@ -14,8 +14,8 @@ const char *const ax_core_map_names[AX_CORES_N] = {"unknown", "round_robin", "bl
 int ax_cores_one_core(const ax_machine *m, int s, int p) {
     int R = m->ranks_per_node, C = m->cores_per_node;
     if (p < 2 || C < 1 || R <= C) return 0;
-    if (m->core_map == AX_CORES_ROUND_ROBIN && s % C == 0) return 1;   /* stride a multiple of the cores */
-    int per = R / C;   /* in blocks: s*p ranks tile a core's */
+    if (m->core_map == AX_CORES_ROUND_ROBIN && s % C == 0) return 1; /* stride a multiple of the cores */
+    int per = R / C;                                                 /* in blocks: s*p ranks tile a core's */
     return m->core_map == AX_CORES_BLOCK && R % C == 0 && s * p <= per && per % (s * p) == 0;
 }
 
@@ -42,7 +42,8 @@ void ax_cores_write(const ax_machine *m, json_t *j) {
 void ax_cores_detect(ax_cores *k, ax_machine *m, MPI_Comm w, MPI_Comm node) {
     int W, local, lr;
     MPI_Comm_size(w, &W);
-    MPI_Comm_size(node, &local); MPI_Comm_rank(node, &lr);
+    MPI_Comm_size(node, &local);
+    MPI_Comm_rank(node, &lr);
     /* ranks (times their threads) to a core of the node: the cores any rank of it may run on */
     cpu_set_t mine, cores;
     CPU_ZERO(&mine);
@@ -54,7 +55,13 @@ void ax_cores_detect(ax_cores *k, ax_machine *m, MPI_Comm w, MPI_Comm node) {
     /* a rank bound to one core: that core, and its place among the node's (-1: not bound to one) */
     int core = -1, pos = -1;
     for (int c = 0; c < CPU_SETSIZE && CPU_COUNT(&mine) == 1; c++)
-        if (CPU_ISSET(c, &cores)) { pos++; if (CPU_ISSET(c, &mine)) { core = c; break; } }
+        if (CPU_ISSET(c, &cores)) {
+            pos++;
+            if (CPU_ISSET(c, &mine)) {
+                core = c;
+                break;
+            }
+        }
     k->core_of = ax_malloc(W * sizeof(int));
     MPI_Allgather(&core, 1, MPI_INT, k->core_of, 1, MPI_INT, w);
     /* how the node's ranks fill its cores, where they outnumber them: every rank bound to one,
@@ -68,7 +75,10 @@ void ax_cores_detect(ax_cores *k, ax_machine *m, MPI_Comm w, MPI_Comm node) {
     }
 }
 
-void ax_cores_free(ax_cores *k) { free(k->core_of); k->core_of = NULL; }
+void ax_cores_free(ax_cores *k) {
+    free(k->core_of);
+    k->core_of = NULL;
+}
 
 int ax_cores_group_on_one(const ax_cores *k, int first, int s, int p) {
     int one = k->core_of[first] >= 0;

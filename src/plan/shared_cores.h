@@ -33,7 +33,7 @@ struct ax_machine;
  * group is taken as one core's), round robin (node rank l on core l mod cores: Open MPI's
  * --bind-to core), or in blocks (l / ranks per core). */
 typedef enum { AX_CORES_UNKNOWN, AX_CORES_ROUND_ROBIN, AX_CORES_BLOCK, AX_CORES_N } ax_core_map;
-extern const char *const ax_core_map_names[AX_CORES_N];   /* unknown, round_robin, block */
+extern const char *const ax_core_map_names[AX_CORES_N]; /* unknown, round_robin, block */
 
 /* ---- the planner ---- */
 /* 1 where a group of p > 1 ranks at stride s within a node sits on one core (the machine's
@@ -46,8 +46,8 @@ void ax_cores_write(const struct ax_machine *m, json_t *j);
 
 /* ---- the calibration (axonn bench comm) ---- */
 typedef struct {
-    int share;       /* ranks (times their threads) to a core of the node, rounded up; 1: a core each */
-    int *core_of;    /* per rank of the world: the core it is bound to alone, -1 where not bound to one */
+    int share;    /* ranks (times their threads) to a core of the node, rounded up; 1: a core each */
+    int *core_of; /* per rank of the world: the core it is bound to alone, -1 where not bound to one */
 } ax_cores;
 /* Collective over w (node: w's ranks sharing this one's memory): reads every rank's binding,
  * fills k, and where ranks outnumber cores (m->ranks_per_node, already set, above the cores)

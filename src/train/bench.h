@@ -20,17 +20,17 @@ typedef struct {
     int batch, seq, grad_accum;
     const char *recompute, *dtype, *overlap, *gemm_tune;
     int keep_gathered;
-    int iters, timed;                 /* timed = iters - 2 */
+    int iters, timed; /* timed = iters - 2 */
     /* seconds per iteration: the step is the slowest rank's (mean, median,
      * min, max over the timed iterations: the mean as the paper reports it,
      * the median what a burst of other work on a shared machine moves least);
      * its parts are means over ranks, so they sum to at most the step */
     double step_s, step_med_s, step_min_s, step_max_s;
     double data_s, compute_s, gemm_s, optim_s, comm_s[AX_BG_N];
-    double tokens, model_flops, hardware_flops;      /* per iteration */
-    int gemm_m, gemm_n, gemm_k;                      /* the ceiling's shape */
-    double gemm_flops;                               /* its FLOP/s per rank, every rank at once */
-    double param_bytes, act_bytes, ws_bytes;         /* per rank, rank 0 */
+    double tokens, model_flops, hardware_flops; /* per iteration */
+    int gemm_m, gemm_n, gemm_k;                 /* the ceiling's shape */
+    double gemm_flops;                          /* its FLOP/s per rank, every rank at once */
+    double param_bytes, act_bytes, ws_bytes;    /* per rank, rank 0 */
 } ax_bench_result;
 
 /* Sets up the run of o (o->out, checkpoints and metrics are ignored) and times
@@ -41,11 +41,11 @@ int ax_bench(const ax_train_opts *o, int iters, int silent, MPI_Comm comm, ax_be
  * the block's qkv, proj, fc, fcproj and the LM head), every tuner layout timed
  * (backend/gemm_tune.h) on operands of its shape. */
 typedef struct {
-    const char *layer, *pass;        /* "qkv" ... "lmhead"; "forward", "dX", "dW" */
+    const char *layer, *pass; /* "qkv" ... "lmhead"; "forward", "dX", "dW" */
     int m, n, k, tA, tB;
-    float beta;                      /* 1 where the gradient accumulates */
-    int per_step;                    /* calls per step: layers x micro-batches, or micro-batches */
-    double sec[AX_GT_N];             /* best of the timed rounds; -1: layout not available */
+    float beta;          /* 1 where the gradient accumulates */
+    int per_step;        /* calls per step: layers x micro-batches, or micro-batches */
+    double sec[AX_GT_N]; /* best of the timed rounds; -1: layout not available */
     int chosen;
 } ax_bench_gemm_row;
 
@@ -54,7 +54,7 @@ typedef struct {
     int ranks, threads, grid[4];
     const char *dtype, *kernel;
     ax_bench_gemm_row row[AX_BENCH_GEMM_ROWS];
-    double step_stored_s, step_tuned_s;       /* sum over a step's calls */
+    double step_stored_s, step_tuned_s; /* sum over a step's calls */
 } ax_bench_gemm_result;
 
 /* Sets up the run of o (as ax_bench) and times each row's layouts as the
@@ -89,8 +89,9 @@ double ax_time_all(ax_op_fn f, void *ctx, double min_s, MPI_Comm w);
  * ax_time_sets is ax_time_all over the contexts ctxs[0 .. nsets-1], each
  * ctx_size bytes. */
 typedef struct {
-    char *base; size_t bytes;
-    int hot_first;   /* ax_gemm_rate: the first operand (x, dY) one copy, hot, as the kernel before left it */
+    char *base;
+    size_t bytes;
+    int hot_first; /* ax_gemm_rate: the first operand (x, dY) one copy, hot, as the kernel before left it */
 } ax_operand_pool;
 int ax_operand_sets(size_t span, size_t set_bytes, int max);
 double ax_time_sets(ax_op_fn f, void *ctxs, size_t ctx_size, int nsets, double min_s, MPI_Comm w);

@@ -29,19 +29,31 @@ static void *filled(const ax_backend *be, ax_dtype t, size_t n, float *tmp) {
 
 int ax_bench_gemm(const ax_train_opts *o, int silent, MPI_Comm comm, ax_bench_gemm_result *res) {
     ax_train_opts a = *o;
-    a.out = NULL; a.metrics = NULL; a.resume = NULL; a.save_every = 0; a.steps = 1;
+    a.out = NULL;
+    a.metrics = NULL;
+    a.resume = NULL;
+    a.save_every = 0;
+    a.steps = 1;
     ax_run r;
     ax_run_init(&r, &a, comm);
     r.silent = silent;
     int rc = ax_run_setup(&r);
-    if (rc) { ax_run_teardown(&r); return rc; }
+    if (rc) {
+        ax_run_teardown(&r);
+        return rc;
+    }
     const ax_backend *be = ax_be();
     ax_dtype t = r.m.dtype;
     int emulated;
     memset(res, 0, sizeof *res);
-    res->ranks = r.g.size; res->threads = be->threads();
-    res->grid[0] = r.g.gd; res->grid[1] = r.g.gx; res->grid[2] = r.g.gy; res->grid[3] = r.g.gz;
-    res->dtype = ax_dtype_name(t); res->kernel = be->gemm_kernel(t, &emulated);
+    res->ranks = r.g.size;
+    res->threads = be->threads();
+    res->grid[0] = r.g.gd;
+    res->grid[1] = r.g.gx;
+    res->grid[2] = r.g.gy;
+    res->grid[3] = r.g.gz;
+    res->dtype = ax_dtype_name(t);
+    res->kernel = be->gemm_kernel(t, &emulated);
     model_rows(&r, res);
     size_t na = 0, nb = 0, nc = 0;
     for (int i = 0; i < AX_BENCH_GEMM_ROWS; i++) {
@@ -61,7 +73,10 @@ int ax_bench_gemm(const ax_train_opts *o, int silent, MPI_Comm comm, ax_bench_ge
         res->step_stored_s += w->per_step * w->sec[AX_GT_STORED];
         res->step_tuned_s += w->per_step * w->sec[w->chosen];
     }
-    be->free(tmp); be->free(c); be->free(pa); be->free(pb);
+    be->free(tmp);
+    be->free(c);
+    be->free(pa);
+    be->free(pb);
     ax_run_teardown(&r);
     return 0;
 }

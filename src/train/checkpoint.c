@@ -84,9 +84,11 @@ int ax_model_save(const char *dir, ax_gpt *m, int64_t max_shard, ax_st_dtype t) 
             if (n == (int)(sizeof start / sizeof *start))
                 return AX_ERR("--max-shard-size %lld: more than %d shards; expected a larger size",
                               (long long)max_shard, n);
-            start[n++] = i; cur = 0;
+            start[n++] = i;
+            cur = 0;
         }
-        cur += b; total += b;
+        cur += b;
+        total += b;
     }
     const float *f[] = {m->params};
     const char *p[] = {""};
@@ -96,7 +98,7 @@ int ax_model_save(const char *dir, ax_gpt *m, int64_t max_shard, ax_st_dtype t) 
         else shard_name(path, sizeof path, dir, k, n);
         rc = write_tensors(path, m, f, p, 1, t, start[k], k + 1 < n ? start[k + 1] : m->np, map);
     }
-    if (root && rc == 0 && n > 1) {   /* the index last: the checkpoint exists once it does */
+    if (root && rc == 0 && n > 1) { /* the index last: the checkpoint exists once it does */
         json_t *j = json_pack("{s:{s:I}, s:o}", "metadata", "total_size", (json_int_t)total, "weight_map", map);
         char *txt = json_dumps(j, JSON_INDENT(2));
         json_decref(j);
@@ -105,12 +107,16 @@ int ax_model_save(const char *dir, ax_gpt *m, int64_t max_shard, ax_st_dtype t) 
         snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
         rc = ax_out_open(&o, path);
         if (rc == 0) rc = ax_out_write(&o, txt, strlen(txt));
-        if (rc == 0) rc = ax_out_commit(&o); else ax_out_abort(&o);
+        if (rc == 0) rc = ax_out_commit(&o);
+        else ax_out_abort(&o);
         free(txt);
     }
     json_decref(map);
-    if (root && rc && n > 1)          /* nothing half-written: no shard without its index */
-        for (int k = 0; k < n; k++) { shard_name(path, sizeof path, dir, k, n); unlink(path); }
+    if (root && rc && n > 1) /* nothing half-written: no shard without its index */
+        for (int k = 0; k < n; k++) {
+            shard_name(path, sizeof path, dir, k, n);
+            unlink(path);
+        }
     if (root && rc == 0) {
         snprintf(path, sizeof path, "%s/config.json", dir);
         rc = ax_gpt_config_write(&m->cfg, path);
@@ -120,14 +126,15 @@ int ax_model_save(const char *dir, ax_gpt *m, int64_t max_shard, ax_st_dtype t) 
 }
 
 static int write_state(const char *path, const ax_ckpt_state *st) {
-    json_t *j = json_pack("{s:i, s:I, s:I, s:i, s:i, s:i}", "step", st->step, "seed", (json_int_t)st->seed,
-                          "data_pos", (json_int_t)st->data_pos, "batch", st->batch, "seq", st->seq, "steps", st->steps);
+    json_t *j = json_pack("{s:i, s:I, s:I, s:i, s:i, s:i}", "step", st->step, "seed", (json_int_t)st->seed, "data_pos",
+                          (json_int_t)st->data_pos, "batch", st->batch, "seq", st->seq, "steps", st->steps);
     char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(j);
     ax_outfile o;
     int rc = ax_out_open(&o, path);
     if (rc == 0) rc = ax_out_write(&o, s, strlen(s));
-    if (rc == 0) rc = ax_out_commit(&o); else ax_out_abort(&o);
+    if (rc == 0) rc = ax_out_commit(&o);
+    else ax_out_abort(&o);
     free(s);
     return rc;
 }
@@ -143,11 +150,13 @@ static int write_manifest(const char *dir) {
     json_t *files = json_object();
     int rc = 0;
     for (int i = 0; i < N_CKPT_FILES && rc == 0; i++) {
-        uint64_t h; int64_t n;
+        uint64_t h;
+        int64_t n;
         snprintf(path, sizeof path, "%s/%s", dir, ckpt_files[i]);
         rc = ax_hash_file(path, &h, &n);
         snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
-        if (rc == 0) json_object_set_new(files, ckpt_files[i], json_pack("{s:I, s:s}", "bytes", (json_int_t)n, "xxh3_64", hex));
+        if (rc == 0)
+            json_object_set_new(files, ckpt_files[i], json_pack("{s:I, s:s}", "bytes", (json_int_t)n, "xxh3_64", hex));
     }
     if (rc == 0) {
         json_t *j = json_pack("{s:s, s:o}", "format", "axonn checkpoint 1", "files", files);
@@ -157,7 +166,8 @@ static int write_manifest(const char *dir) {
         snprintf(path, sizeof path, "%s/" AX_CKPT_MANIFEST, dir);
         rc = ax_out_open(&o, path);
         if (rc == 0) rc = ax_out_write(&o, txt, strlen(txt));
-        if (rc == 0) rc = ax_out_commit(&o); else ax_out_abort(&o);
+        if (rc == 0) rc = ax_out_commit(&o);
+        else ax_out_abort(&o);
         free(txt);
     } else json_decref(files);
     return rc;
@@ -175,9 +185,12 @@ int ax_ckpt_save(const char *dir, ax_gpt *m, const ax_adamw *o, const ax_ckpt_st
     char tmp[4096], path[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", dir);
     int root = m->g->rank == 0, rc = 0;
-    if (root) { remove_ckpt(tmp); rc = ax_mkdir_p(tmp); }
+    if (root) {
+        remove_ckpt(tmp);
+        rc = ax_mkdir_p(tmp);
+    }
     AX_TRY(ax_agree(m->g->world, rc));
-    rc = ax_model_save(tmp, m, 0, AX_ST_F32);   /* one file, fp32: resumes exactly */
+    rc = ax_model_save(tmp, m, 0, AX_ST_F32); /* one file, fp32: resumes exactly */
     const float *f[] = {o->m, o->v};
     const char *p[] = {"opt.m.", "opt.v."};
     snprintf(path, sizeof path, "%s/optim.safetensors", tmp);
@@ -190,7 +203,10 @@ int ax_ckpt_save(const char *dir, ax_gpt *m, const ax_adamw *o, const ax_ckpt_st
             remove_ckpt(dir);
             if (rename(tmp, dir) != 0) rc = AX_ERR("%s: cannot rename checkpoint into place: %s", dir, strerror(errno));
         }
-        if (rc == 0) { ax_dirname(dir, path, sizeof path); rc = ax_fsync_dir(path); }
+        if (rc == 0) {
+            ax_dirname(dir, path, sizeof path);
+            rc = ax_fsync_dir(path);
+        }
     }
     if (root && rc) remove_ckpt(tmp);
     return ax_agree(m->g->world, rc);
@@ -214,7 +230,8 @@ int ax_ckpt_verify(const char *dir) {
     for (int i = 0; i < N_CKPT_FILES && rc == 0; i++) {
         json_t *x = json_object_get(files, ckpt_files[i]);
         json_t *nb = json_object_get(x, "bytes");
-        uint64_t want, got; int64_t n;
+        uint64_t want, got;
+        int64_t n;
         if (!json_is_integer(nb) || hex_u64(json_string_value(json_object_get(x, "xxh3_64")), &want)) {
             rc = AX_ERR("%s: expected an entry {bytes, xxh3_64} for %s", path, ckpt_files[i]);
             break;
@@ -225,8 +242,8 @@ int ax_ckpt_verify(const char *dir) {
             rc = AX_ERR("%s: %lld bytes, the checkpoint manifest says %lld (corrupt checkpoint)", path, (long long)n,
                         (long long)json_integer_value(nb));
         else if (rc == 0 && got != want)
-            rc = AX_ERR("%s: checksum (XXH3-64) %016llx, the checkpoint manifest says %016llx (corrupt checkpoint)", path,
-                        (unsigned long long)got, (unsigned long long)want);
+            rc = AX_ERR("%s: checksum (XXH3-64) %016llx, the checkpoint manifest says %016llx (corrupt checkpoint)",
+                        path, (unsigned long long)got, (unsigned long long)want);
         snprintf(path, sizeof path, "%s/" AX_CKPT_MANIFEST, dir);
     }
     json_decref(j);
@@ -252,10 +269,17 @@ int ax_ckpt_peek(const char *dir, ax_gpt_config *cfg, ax_ckpt_state *st) {
     int64_t v[6];
     const char *keys[] = {"step", "seed", "data_pos", "batch", "seq", "steps"};
     for (int i = 0; i < 6; i++)
-        if (get_int(j, keys[i], path, &v[i])) { json_decref(j); return -1; }
+        if (get_int(j, keys[i], path, &v[i])) {
+            json_decref(j);
+            return -1;
+        }
     json_decref(j);
-    st->step = (int)v[0]; st->seed = (uint64_t)v[1]; st->data_pos = v[2];
-    st->batch = (int)v[3]; st->seq = (int)v[4]; st->steps = (int)v[5];
+    st->step = (int)v[0];
+    st->seed = (uint64_t)v[1];
+    st->data_pos = v[2];
+    st->batch = (int)v[3];
+    st->seq = (int)v[4];
+    st->steps = (int)v[5];
     return 0;
 }
 
@@ -274,7 +298,8 @@ int ax_ckpt_load(const char *dir, ax_gpt *m, ax_adamw *o) {
 
 /* step of a directory name "ckpt-NNNNNN", or -1 (also for ckpt-N.tmp) */
 static int ckpt_step(const char *name) {
-    int s; char tail;
+    int s;
+    char tail;
     return sscanf(name, "ckpt-%d%c", &s, &tail) == 1 && s >= 0 ? s : -1;
 }
 
@@ -302,7 +327,10 @@ int ax_ckpt_latest(const char *dir, char *out, size_t n) {
 int ax_ckpt_resolve(const char *path, char *out, size_t n) {
     char p[4200];
     snprintf(p, sizeof p, "%s/state.json", path);
-    if (ax_file_exists(p)) { snprintf(out, n, "%s", path); return 0; }
+    if (ax_file_exists(p)) {
+        snprintf(out, n, "%s", path);
+        return 0;
+    }
     if (!ax_file_exists(path)) return AX_ERR("--resume %s: no such checkpoint or output directory", path);
     if (ax_ckpt_latest(path, out, n) == 0)
         return AX_ERR("--resume %s: expected a checkpoint (state.json) or a directory holding a complete ckpt-*", path);
@@ -319,16 +347,23 @@ int ax_ckpt_prune(const char *dir, int newest, int keep) {
         if (strncmp(e->d_name, "ckpt-", 5) != 0) continue;
         int s = ckpt_step(e->d_name);
         snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        if (s < 0 || !complete(dir, e->d_name)) { if (s != newest) remove_ckpt(p); continue; }   /* interrupted writes */
-        if (s > newest) continue;               /* not ours to judge: another run's future */
-        if (n == cap && !(steps = realloc(steps, (cap = 2 * cap + 16) * sizeof *steps))) ax_fatal(__FILE__, __LINE__, "out of memory");
+        if (s < 0 || !complete(dir, e->d_name)) {
+            if (s != newest) remove_ckpt(p);
+            continue;
+        }                         /* interrupted writes */
+        if (s > newest) continue; /* not ours to judge: another run's future */
+        if (n == cap && !(steps = realloc(steps, (cap = 2 * cap + 16) * sizeof *steps)))
+            ax_fatal(__FILE__, __LINE__, "out of memory");
         steps[n++] = s;
     }
     closedir(d);
-    for (int i = 0; i < n; i++) {               /* remove those with keep or more newer ones */
+    for (int i = 0; i < n; i++) { /* remove those with keep or more newer ones */
         int newer = 0;
         for (int k = 0; k < n; k++) newer += steps[k] > steps[i];
-        if (newer >= keep) { snprintf(p, sizeof p, "%s/ckpt-%06d", dir, steps[i]); remove_ckpt(p); }
+        if (newer >= keep) {
+            snprintf(p, sizeof p, "%s/ckpt-%06d", dir, steps[i]);
+            remove_ckpt(p);
+        }
     }
     free(steps);
     return ax_fsync_dir(dir);

@@ -14,9 +14,9 @@
 #include "train/optim.h"
 
 typedef struct {
-    int step;                /* next step to run */
+    int step; /* next step to run */
     uint64_t seed;
-    int64_t data_pos;        /* sequences consumed */
+    int64_t data_pos; /* sequences consumed */
     int batch, seq, steps;
 } ax_ckpt_state;
 

@@ -4,8 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void ax_evaluate(ax_gpt *m, ax_source *src, int64_t nseq, int B, int accum, int T,
-                 double *loss_sum, double *ntok) {
+void ax_evaluate(ax_gpt *m, ax_source *src, int64_t nseq, int B, int accum, int T, double *loss_sum, double *ntok) {
     ax_grid *g = m->g;
     int Bl = B / accum / (g->gd * g->gz), M = Bl * T;
     int32_t *seq = ax_malloc((T + 1) * sizeof(int32_t)), *in = ax_malloc(2 * (size_t)M * sizeof(int32_t));
@@ -28,6 +27,9 @@ void ax_evaluate(ax_gpt *m, ax_source *src, int64_t nseq, int B, int accum, int 
         }
     double both[2] = {sum, n};
     ax_allreduce_f64(&g->dz, both, 2);
-    *loss_sum = both[0]; *ntok = both[1];
-    free(seq); free(in); free(w);
+    *loss_sum = both[0];
+    *ntok = both[1];
+    free(seq);
+    free(in);
+    free(w);
 }

@@ -7,6 +7,5 @@
 #include "model/gpt.h"
 #include "train/source.h"
 
-void ax_evaluate(ax_gpt *m, ax_source *src, int64_t nseq, int B, int accum, int T,
-                 double *loss_sum, double *ntok);
+void ax_evaluate(ax_gpt *m, ax_source *src, int64_t nseq, int B, int accum, int T, double *loss_sum, double *ntok);
 #endif

@@ -5,6 +5,7 @@
 #ifndef AX_TRAIN_FLOPS_H
 #define AX_TRAIN_FLOPS_H
 #include "axonn/axonn.h"
-double ax_model_flops(const ax_gpt_config *c, int B, int s);     /* GPT-2: 72 B s l h^2 (1 + s/6h + V/12hl) */
-double ax_hardware_flops(const ax_gpt_config *c, int B, int s);  /* GPT-2: 96 B s l h^2 (1 + s/6h + V/16hl); any architecture by its matrices */
+double ax_model_flops(const ax_gpt_config *c, int B, int s); /* GPT-2: 72 B s l h^2 (1 + s/6h + V/12hl) */
+double ax_hardware_flops(const ax_gpt_config *c, int B,
+                         int s); /* GPT-2: 96 B s l h^2 (1 + s/6h + V/16hl); any architecture by its matrices */
 #endif

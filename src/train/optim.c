@@ -11,7 +11,11 @@ void ax_adamw_init(ax_adamw *o, int64_t n) {
     o->v = ax_be()->alloc(n * sizeof(float));
 }
 
-void ax_adamw_free(ax_adamw *o) { ax_be()->free(o->m); ax_be()->free(o->v); memset(o, 0, sizeof *o); }
+void ax_adamw_free(ax_adamw *o) {
+    ax_be()->free(o->m);
+    ax_be()->free(o->v);
+    memset(o, 0, sizeof *o);
+}
 
 void ax_adamw_update(ax_adamw *o, ax_gpt *m, const ax_hparams *h, double lr, int64_t t, float gscale) {
     float b1 = (float)h->beta1, b2 = (float)h->beta2, eps = (float)h->eps;
@@ -34,9 +38,8 @@ double ax_lr_at(const ax_hparams *h, int step) {
     return min_lr + 0.5 * (h->lr - min_lr) * (1.0 + cos(M_PI * progress));
 }
 
-void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const int32_t *seqs,
-                   const float *weights, int accum, int Bl, int T, ax_step_stats *st,
-                   int32_t *scratch_in) {
+void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const int32_t *seqs, const float *weights,
+                   int accum, int Bl, int T, ax_step_stats *st, int32_t *scratch_in) {
     ax_grid *g = m->g;
     int M = Bl * T;
     int32_t *in = scratch_in, *tg = scratch_in + M;
@@ -54,29 +57,34 @@ void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const 
         }
         const float *w = weights ? weights + (int64_t)a * M : NULL;
         ax_gpt_forward_queue(m, in, tg, w, Bl, T, ntok > 0 ? (float)(1.0 / ntok) : 0.0f);
-        if (a == accum - 1) ax_gpt_grad_sync_begin(m);   /* its backward may start the reductions */
+        if (a == accum - 1) ax_gpt_grad_sync_begin(m); /* its backward may start the reductions */
         ax_gpt_backward(m, in, Bl, T);
-        loss += ax_gpt_loss_sum(m, w, M);              /* after the backward is queued: no idle device */
+        loss += ax_gpt_loss_sum(m, w, M); /* after the backward is queued: no idle device */
     }
     ax_gpt_grad_sync(m);
     ax_allreduce_f64(&g->dz, &loss, 1);
-    ax_backend_sync();                  /* a device's queued backward is compute, not the optimizer's time */
+    ax_backend_sync(); /* a device's queued backward is compute, not the optimizer's time */
     double t_opt = MPI_Wtime();
     double gnorm = sqrt(ax_gpt_sumsq(m, m->grads));
     st->loss = ntok > 0 ? loss / ntok : 0.0;
-    st->gnorm = gnorm; st->tokens = ntok; st->lr = ax_lr_at(h, step);
+    st->gnorm = gnorm;
+    st->tokens = ntok;
+    st->lr = ax_lr_at(h, step);
     /* the reductions above give every rank the same values, but the decision
      * must be one: a rank that updated while another skipped would diverge silently */
     int bad = !isfinite(st->loss) || !isfinite(gnorm);
     AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, g->world));
     st->skipped = bad;
-    if (bad) { st->optim_s = MPI_Wtime() - t_opt; return; }
+    if (bad) {
+        st->optim_s = MPI_Wtime() - t_opt;
+        return;
+    }
     float gscale = 1.0f;
     if (h->clip > 0) {
         double coef = h->clip / (gnorm + 1e-6);
         if (coef < 1.0) gscale = (float)coef;
     }
     ax_adamw_update(o, m, h, st->lr, (int64_t)step + 1, gscale);
-    ax_backend_sync();                  /* the update queued on a device, run */
+    ax_backend_sync(); /* the update queued on a device, run */
     st->optim_s = MPI_Wtime() - t_opt;
 }

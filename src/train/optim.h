@@ -11,7 +11,10 @@ typedef struct {
     int warmup, steps;
 } ax_hparams;
 
-typedef struct { float *m, *v; int64_t n; } ax_adamw;
+typedef struct {
+    float *m, *v;
+    int64_t n;
+} ax_adamw;
 
 void ax_adamw_init(ax_adamw *o, int64_t n);
 void ax_adamw_free(ax_adamw *o);
@@ -23,7 +26,10 @@ double ax_lr_at(const ax_hparams *h, int step);
 
 /* optim_s: seconds from the synchronised gradients to the end of the update
  * (global norm, clipping, AdamW), for axonn bench's time split */
-typedef struct { double loss, gnorm, lr, tokens, optim_s; int skipped; } ax_step_stats;
+typedef struct {
+    double loss, gnorm, lr, tokens, optim_s;
+    int skipped;
+} ax_step_stats;
 
 /* Position in the run's sequence order of local sequence b of micro-batch a of
  * `step`: a global batch of B sequences is `accum` micro-batches of B/accum,
@@ -40,7 +46,6 @@ static inline int64_t ax_seq_pos(const ax_grid *g, int B, int accum, int step, i
  * The loss is the mean over every counted token of the global batch.
  * A non-finite loss or gradient norm on any rank skips the update on every
  * rank (st->skipped; parameters and moments unchanged). */
-void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const int32_t *seqs,
-                   const float *weights, int accum, int Bl, int T, ax_step_stats *st,
-                   int32_t *scratch_in /* 2*Bl*T */);
+void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const int32_t *seqs, const float *weights,
+                   int accum, int Bl, int T, ax_step_stats *st, int32_t *scratch_in /* 2*Bl*T */);
 #endif

@@ -18,7 +18,7 @@
 #include <stdio.h>
 
 typedef struct {
-    ax_train_opts args;          /* the caller's options, defaults resolved */
+    ax_train_opts args; /* the caller's options, defaults resolved */
     const ax_train_opts *o;
     MPI_Comm comm;
     ax_grid g;
@@ -29,12 +29,12 @@ typedef struct {
     ax_ckpt_state st;
     FILE *metrics;
     int root, tty, Bl;
-    int resumed;                 /* started from a checkpoint */
+    int resumed; /* started from a checkpoint */
     int32_t *seqs, *scratch;
-    float *weights;              /* loss weights of the step's targets (instruction data, goldfish), or NULL */
-    float *mask;                 /* goldfish: one sequence's mask, to multiply into instruction weights */
-    int32_t *window;             /* goldfish: h-1 tokens of stream context, then one sequence */
-    int silent;                  /* no start-up lines (axonn bench --json) */
+    float *weights;  /* loss weights of the step's targets (instruction data, goldfish), or NULL */
+    float *mask;     /* goldfish: one sequence's mask, to multiply into instruction weights */
+    int32_t *window; /* goldfish: h-1 tokens of stream context, then one sequence */
+    int silent;      /* no start-up lines (axonn bench --json) */
 } ax_run;
 
 /* The one place batch and seq left 0 (ax_train_opts: "from the checkpoint")

@@ -5,7 +5,8 @@
 #include <string.h>
 
 static int open_instruct(ax_source *s, const char *path, const char *tok_path) {
-    if (!tok_path) return AX_ERR("%s: instruction data needs a tokenizer (--tokenizer, or a tokenizer.json beside --init)", path);
+    if (!tok_path)
+        return AX_ERR("%s: instruction data needs a tokenizer (--tokenizer, or a tokenizer.json beside --init)", path);
     ax_tokenizer *tok;
     AX_TRY(ax_tok_load(&tok, tok_path));
     s->inst = ax_calloc(1, sizeof *s->inst);
@@ -13,7 +14,12 @@ static int open_instruct(ax_source *s, const char *path, const char *tok_path) {
     if (rc == 0 && ax_tok_vocab_size(tok) > s->V)
         rc = AX_ERR("%s: its %d ids do not fit the model's vocabulary of %d", tok_path, ax_tok_vocab_size(tok), s->V);
     ax_tok_free(tok);
-    if (rc) { ax_instruct_close(s->inst); free(s->inst); s->inst = NULL; return rc; }
+    if (rc) {
+        ax_instruct_close(s->inst);
+        free(s->inst);
+        s->inst = NULL;
+        return rc;
+    }
     s->tmp_tok = ax_malloc((size_t)(s->T + 1) * sizeof(int32_t));
     s->tmp_w = ax_malloc((size_t)s->T * sizeof(float));
     return 0;
@@ -21,18 +27,33 @@ static int open_instruct(ax_source *s, const char *path, const char *tok_path) {
 
 int ax_source_open(ax_source *s, const char *glob, const char *tok_path, int T, int V, int shuffle, uint64_t seed) {
     memset(s, 0, sizeof *s);
-    s->T = T; s->V = V; s->seed = seed; s->shuffle = shuffle;
+    s->T = T;
+    s->V = V;
+    s->seed = seed;
+    s->shuffle = shuffle;
     if (!glob) return 0;
     size_t n = strlen(glob);
     if (n > 6 && !strcmp(glob + n - 6, ".jsonl")) return open_instruct(s, glob, tok_path);
     if (ax_shards_open(&s->set, glob, V)) return -1;
-    if (ax_loader_init(&s->loader, s->set, T, shuffle, seed)) { ax_shards_close(s->set); s->set = NULL; return -1; }
+    if (ax_loader_init(&s->loader, s->set, T, shuffle, seed)) {
+        ax_shards_close(s->set);
+        s->set = NULL;
+        return -1;
+    }
     return 0;
 }
 
 void ax_source_close(ax_source *s) {
-    if (s->set) { ax_loader_free(&s->loader); ax_shards_close(s->set); }
-    if (s->inst) { ax_instruct_close(s->inst); free(s->inst); free(s->tmp_tok); free(s->tmp_w); }
+    if (s->set) {
+        ax_loader_free(&s->loader);
+        ax_shards_close(s->set);
+    }
+    if (s->inst) {
+        ax_instruct_close(s->inst);
+        free(s->inst);
+        free(s->tmp_tok);
+        free(s->tmp_w);
+    }
     memset(s, 0, sizeof *s);
 }
 
@@ -40,7 +61,14 @@ int64_t ax_source_nseq(const ax_source *s) {
     return s->set ? s->loader.nseq : s->inst ? ax_instruct_count(s->inst) : 0;
 }
 
-static int64_t gcd64(int64_t a, int64_t b) { while (b) { int64_t t = a % b; a = b; b = t; } return a; }
+static int64_t gcd64(int64_t a, int64_t b) {
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
 
 /* the example at position pos: epoch pos / n, permuted within the epoch */
 static int64_t example(const ax_source *s, int64_t pos) {

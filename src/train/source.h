@@ -10,9 +10,9 @@
 #include "data/shards.h"
 
 typedef struct {
-    ax_shardset *set;       /* NULL: synthetic or instruct */
-    ax_instruct *inst;      /* instruction examples, or NULL */
-    int32_t *tmp_tok;       /* an example's tokens or weights not asked for */
+    ax_shardset *set;  /* NULL: synthetic or instruct */
+    ax_instruct *inst; /* instruction examples, or NULL */
+    int32_t *tmp_tok;  /* an example's tokens or weights not asked for */
     float *tmp_w;
     int shuffle;
     ax_loader loader;
@@ -37,5 +37,5 @@ int ax_source_get(ax_source *s, int64_t pos, int before, int32_t *out);
 /* The loss weights of sequence pos's T targets into w: 1 when the source has
  * them (instruction data: 0 on prompt tokens), else 0 and w untouched. */
 int ax_source_weights(ax_source *s, int64_t pos, float *w);
-int64_t ax_source_nseq(const ax_source *s);                     /* 0 for synthetic (endless) */
+int64_t ax_source_nseq(const ax_source *s); /* 0 for synthetic (endless) */
 #endif

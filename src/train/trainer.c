@@ -27,12 +27,24 @@ void ax_train_defaults(ax_train_opts *o) {
     memset(o, 0, sizeof *o);
     o->model = (ax_gpt_config){.n_layer = 4, .n_head = 4, .n_embd = 128, .block_size = 128, .vocab_size = 256};
     o->grid[0] = o->grid[1] = o->grid[2] = o->grid[3] = 1;
-    o->keep = 3; o->max_skips = 5;
-    o->steps = 200; o->batch = 0; o->seq = 0; o->grad_accum = 1;   /* 0: from the checkpoint, else 8 and n_positions */
-    o->lr = 1e-3; o->min_lr_frac = 0.1; o->beta1 = 0.9; o->beta2 = 0.95; o->eps = 1e-8;
-    o->weight_decay = 0.1; o->clip = 1.0; o->warmup = 10;
-    o->seed = 1337; o->shuffle = 1;
-    o->val_every = 50; o->val_batches = 4;
+    o->keep = 3;
+    o->max_skips = 5;
+    o->steps = 200;
+    o->batch = 0;
+    o->seq = 0;
+    o->grad_accum = 1; /* 0: from the checkpoint, else 8 and n_positions */
+    o->lr = 1e-3;
+    o->min_lr_frac = 0.1;
+    o->beta1 = 0.9;
+    o->beta2 = 0.95;
+    o->eps = 1e-8;
+    o->weight_decay = 0.1;
+    o->clip = 1.0;
+    o->warmup = 10;
+    o->seed = 1337;
+    o->shuffle = 1;
+    o->val_every = 50;
+    o->val_batches = 4;
     o->log_every = 10;
     o->out = "out";
     o->goldfish_h = 13;
@@ -41,7 +53,7 @@ void ax_train_defaults(ax_train_opts *o) {
     o->gemm_tune = "off";
     o->overlap = "all";
     o->bucket_mb = AX_BUCKET_BYTES_DEFAULT / (double)(1 << 20);
-    o->max_shard_size = 5000000000LL;   /* transformers' save_pretrained default, 5GB */
+    o->max_shard_size = 5000000000LL; /* transformers' save_pretrained default, 5GB */
     o->export_dtype = "fp32";
 }
 
@@ -50,7 +62,13 @@ void ax_train_default_shape(int *batch, int *seq, const ax_gpt_config *c) {
     if (!*seq) *seq = c->block_size;
 }
 
-#define SAY(r, ...) do { if ((r)->root && !(r)->silent) { printf(__VA_ARGS__); fflush(stdout); } } while (0)
+#define SAY(r, ...)                      \
+    do {                                 \
+        if ((r)->root && !(r)->silent) { \
+            printf(__VA_ARGS__);         \
+            fflush(stdout);              \
+        }                                \
+    } while (0)
 
 /* Threads per rank: the flag, else OMP_NUM_THREADS, else the node's cores
  * shared among the ranks on it. */
@@ -79,17 +97,19 @@ static int check_options(const ax_train_opts *o, const ax_gpt_config *c, const a
         return AX_ERR("--batch %d: expected a positive multiple of --grad-accum %d", o->batch, o->grad_accum);
     int mb = o->batch / o->grad_accum;
     if (mb % (g->gd * g->gz))
-        return AX_ERR("--batch %d: each micro-batch of %d sequences must divide over G_data*G_z = %d ranks",
-                      o->batch, mb, g->gd * g->gz);
+        return AX_ERR("--batch %d: each micro-batch of %d sequences must divide over G_data*G_z = %d ranks", o->batch,
+                      mb, g->gd * g->gz);
     if (o->seq < 1 || o->seq > c->block_size)
         return AX_ERR("--seq %d: expected 1..%d (the model's n_positions)", o->seq, c->block_size);
     /* written so that NaN fails every test: callers of the library skip the CLI's ranges */
     if (!(o->lr > 0 && o->lr <= 10)) return AX_ERR("--lr %g: expected a number in (0, 10]", o->lr);
-    if (!(o->min_lr_frac >= 0 && o->min_lr_frac <= 1)) return AX_ERR("--min-lr-frac %g: expected a number in [0, 1]", o->min_lr_frac);
+    if (!(o->min_lr_frac >= 0 && o->min_lr_frac <= 1))
+        return AX_ERR("--min-lr-frac %g: expected a number in [0, 1]", o->min_lr_frac);
     if (!(o->beta1 >= 0 && o->beta1 < 1)) return AX_ERR("--beta1 %g: expected a number in [0, 1)", o->beta1);
     if (!(o->beta2 >= 0 && o->beta2 < 1)) return AX_ERR("--beta2 %g: expected a number in [0, 1)", o->beta2);
     if (!(o->eps > 0 && o->eps <= 1)) return AX_ERR("--eps %g: expected a number in (0, 1]", o->eps);
-    if (!(o->weight_decay >= 0 && o->weight_decay <= 10)) return AX_ERR("--weight-decay %g: expected a number in [0, 10]", o->weight_decay);
+    if (!(o->weight_decay >= 0 && o->weight_decay <= 10))
+        return AX_ERR("--weight-decay %g: expected a number in [0, 10]", o->weight_decay);
     if (!(o->clip >= 0 && o->clip <= 1e9)) return AX_ERR("--clip %g: expected a number in [0, 1e+09]", o->clip);
     if (o->warmup < 0) return AX_ERR("--warmup %d: expected >= 0", o->warmup);
     if (o->keep < 1) return AX_ERR("--keep %d: expected >= 1", o->keep);
@@ -105,8 +125,10 @@ static void print_memory(ax_run *r) {
     ax_gpt_alloc_acts(&r->m, r->Bl, r->o->seq);
     double a = r->m.act_bytes * mib;
     double w = r->m.ws_bytes * mib;
-    SAY(r, "memory per rank: parameters %.1f MiB, gradients %.1f, AdamW %.1f, activations %.1f (recompute %s), "
-           "Z gather/scatter buffers %.1f: %.1f MiB\n", p, p, 2 * p, a, r->o->recompute, w, 4 * p + a + w);
+    SAY(r,
+        "memory per rank: parameters %.1f MiB, gradients %.1f, AdamW %.1f, activations %.1f (recompute %s), "
+        "Z gather/scatter buffers %.1f: %.1f MiB\n",
+        p, p, 2 * p, a, r->o->recompute, w, 4 * p + a + w);
 }
 
 /* Which checkpoint to start from. Rank 0 looks and every rank takes its path
@@ -133,15 +155,21 @@ static int find_checkpoint(ax_run *r, char *ckdir, int n) {
  * every step appears once. */
 static int trim_metrics(const char *path, int step) {
     FILE *in = fopen(path, "r");
-    if (!in) return 0;                                  /* nothing written yet */
+    if (!in) return 0; /* nothing written yet */
     ax_outfile out;
-    if (ax_out_open(&out, path)) { fclose(in); return -1; }
+    if (ax_out_open(&out, path)) {
+        fclose(in);
+        return -1;
+    }
     char line[4096];
     int rc = 0, s;
     while (rc == 0 && fgets(line, sizeof line, in))
         if (sscanf(line, "{\"step\": %d", &s) != 1 || s <= step) rc = ax_out_write(&out, line, strlen(line));
     fclose(in);
-    if (rc) { ax_out_abort(&out); return -1; }
+    if (rc) {
+        ax_out_abort(&out);
+        return -1;
+    }
     return ax_out_commit(&out);
 }
 
@@ -151,7 +179,7 @@ typedef struct {
     ax_gpt_config cfg;
     char ckdir[4096];
     int overlap, emulated;
-    const char *kernel;          /* the GEMM kernel of the dtype */
+    const char *kernel; /* the GEMM kernel of the dtype */
 } setup_ctx;
 
 /* grid, threads, GEMM timing and tuning */
@@ -189,14 +217,15 @@ static int resolve_start(ax_run *r, setup_ctx *s) {
         AX_TRY(ax_agree(w, ax_ckpt_peek(ckdir, &s->cfg, &saved)));
         if (!o->init && strcmp(o->resume, "auto") == 0 && memcmp(cfg, &want, sizeof want) != 0)
             return AX_ERR("--resume auto: %s holds a model of n_layer %d, n_head %d, n_embd %d, n_positions %d, "
-                          "vocab %d; the options describe another", ckdir, cfg->n_layer, cfg->n_head, cfg->n_embd,
-                          cfg->block_size, cfg->vocab_size);
+                          "vocab %d; the options describe another",
+                          ckdir, cfg->n_layer, cfg->n_head, cfg->n_embd, cfg->block_size, cfg->vocab_size);
         if ((o->batch && saved.batch != o->batch) || (o->seq && saved.seq != o->seq))
-            return AX_ERR("--resume %s: saved with --batch %d --seq %d; resume with the same (got %d, %d)",
-                          ckdir, saved.batch, saved.seq, o->batch, o->seq);
+            return AX_ERR("--resume %s: saved with --batch %d --seq %d; resume with the same (got %d, %d)", ckdir,
+                          saved.batch, saved.seq, o->batch, o->seq);
         if (saved.step > o->steps)
             return AX_ERR("--steps %d: the checkpoint %s is already at step %d", o->steps, ckdir, saved.step);
-        r->st.step = saved.step; r->st.seed = saved.seed;
+        r->st.step = saved.step;
+        r->st.seed = saved.seed;
         if (!o->batch) o->batch = saved.batch;
         if (!o->seq) o->seq = saved.seq;
     } else if (o->init) {
@@ -205,7 +234,9 @@ static int resolve_start(ax_run *r, setup_ctx *s) {
         AX_TRY(ax_agree(w, ax_gpt_config_read(&s->cfg, path)));
     }
     ax_train_default_shape(&o->batch, &o->seq, &s->cfg);
-    r->st.batch = o->batch; r->st.seq = o->seq; r->st.steps = o->steps;
+    r->st.batch = o->batch;
+    r->st.seq = o->seq;
+    r->st.steps = o->steps;
     return 0;
 }
 
@@ -223,7 +254,8 @@ static int build_model(ax_run *r, setup_ctx *s) {
     s->kernel = ax_be()->gemm_kernel(dtype, &s->emulated);
     if (!s->kernel)
         return AX_ERR("--dtype %s: this build of the %s backend has no %s GEMMs (built without oneDNN: install "
-                      "libdnnl-dev and rebuild)", o->dtype, ax_be()->name, o->dtype);
+                      "libdnnl-dev and rebuild)",
+                      o->dtype, ax_be()->name, o->dtype);
     AX_TRY(ax_gpt_init(&r->m, &s->cfg, &r->g));
     ax_gpt_set_recompute(&r->m, recompute);
     ax_gpt_set_dtype(&r->m, dtype);
@@ -239,7 +271,7 @@ static int build_model(ax_run *r, setup_ctx *s) {
 /* the training and validation data, the step's hyper-parameters and buffers */
 static int open_data(ax_run *r, const setup_ctx *s) {
     const ax_train_opts *o = r->o;
-    char tok[4200] = "";                   /* instruction data: the tokenizer given, or the model's */
+    char tok[4200] = ""; /* instruction data: the tokenizer given, or the model's */
     if (o->tokenizer) snprintf(tok, sizeof tok, "%s", o->tokenizer);
     else if (o->init) {
         char st[4200];
@@ -252,14 +284,19 @@ static int open_data(ax_run *r, const setup_ctx *s) {
     int rc = ax_source_open(&r->data, o->data, tok[0] ? tok : NULL, o->seq, V, o->shuffle, r->st.seed);
     if (rc == 0 && o->val_data) rc = ax_source_open(&r->val, o->val_data, NULL, o->seq, V, AX_SOURCE_IN_ORDER, 0);
     AX_TRY(ax_agree(r->g.world, rc));
-    r->h = (ax_hparams){.lr = o->lr, .min_lr_frac = o->min_lr_frac, .beta1 = o->beta1, .beta2 = o->beta2,
-                        .eps = o->eps, .weight_decay = o->weight_decay, .clip = o->clip,
-                        .warmup = o->warmup, .steps = o->steps};
+    r->h = (ax_hparams){.lr = o->lr,
+                        .min_lr_frac = o->min_lr_frac,
+                        .beta1 = o->beta1,
+                        .beta2 = o->beta2,
+                        .eps = o->eps,
+                        .weight_decay = o->weight_decay,
+                        .clip = o->clip,
+                        .warmup = o->warmup,
+                        .steps = o->steps};
     r->Bl = o->batch / o->grad_accum / (r->g.gd * r->g.gz);
     r->seqs = ax_malloc((size_t)o->grad_accum * r->Bl * (o->seq + 1) * sizeof(int32_t));
     r->scratch = ax_malloc(2 * (size_t)r->Bl * o->seq * sizeof(int32_t));
-    if (o->goldfish_k || r->data.inst)
-        r->weights = ax_malloc((size_t)o->grad_accum * r->Bl * o->seq * sizeof(float));
+    if (o->goldfish_k || r->data.inst) r->weights = ax_malloc((size_t)o->grad_accum * r->Bl * o->seq * sizeof(float));
     if (o->goldfish_k) {
         r->window = ax_malloc(((size_t)o->goldfish_h + o->seq) * sizeof(int32_t));
         r->mask = ax_malloc((size_t)o->seq * sizeof(float));
@@ -286,22 +323,24 @@ static int open_outputs(ax_run *r) {
 /* the start-up lines: grid, model, precision, overlap, data, memory */
 static void say_setup(ax_run *r, const setup_ctx *s) {
     const ax_train_opts *o = r->o;
-    const ax_gpt_config *mc = &r->m.cfg;   /* defaults resolved */
-    SAY(r, "axonn: %d ranks, grid D=%d X=%d Y=%d Z=%d, backend %s (compiled: %s), %d threads/rank; "
-           "model %s L=%d H=%d KV=%d C=%d F=%d V=%d T=%d%s (%.2fM parameters)\n",
+    const ax_gpt_config *mc = &r->m.cfg; /* defaults resolved */
+    SAY(r,
+        "axonn: %d ranks, grid D=%d X=%d Y=%d Z=%d, backend %s (compiled: %s), %d threads/rank; "
+        "model %s L=%d H=%d KV=%d C=%d F=%d V=%d T=%d%s (%.2fM parameters)\n",
         r->g.size, r->g.gd, r->g.gx, r->g.gy, r->g.gz, ax_be()->name, ax_backend_names(), ax_be()->threads(),
         mc->arch == AX_ARCH_LLAMA ? "llama" : "gpt2", mc->n_layer, mc->n_head, mc->n_kv_head, mc->n_embd, mc->n_inner,
         mc->vocab_size, mc->block_size, mc->untied ? " untied" : "", ax_gpt_num_params(mc) / 1e6);
-    SAY(r, "precision: %s GEMM inputs, fp32 accumulation, master weights and reductions; GEMMs: %s\n",
-        o->dtype, s->kernel);
+    SAY(r, "precision: %s GEMM inputs, fp32 accumulation, master weights and reductions; GEMMs: %s\n", o->dtype,
+        s->kernel);
     char ov[32];
     SAY(r, "overlap: %s%s; gradient buckets of %.3g MiB (%d)\n", ax_overlap_name(s->overlap, ov, sizeof ov),
         o->keep_gathered ? ", gathered weights kept for backward" : "", o->bucket_mb, r->m.nbuckets);
     if (strcmp(o->gemm_tune, "on") == 0)
         SAY(r, "GEMM layout tuning: on, each new GEMM's layouts timed on first use; cache %s\n",
             ax_gemm_tune_cache_path()[0] ? ax_gemm_tune_cache_path() : "none");
-    if (s->emulated) SAY(r, "note: this CPU has no bf16 instructions, so bf16 is emulated (same numerics as bf16 "
-                            "hardware, fp32 speed or slower)\n");
+    if (s->emulated)
+        SAY(r, "note: this CPU has no bf16 instructions, so bf16 is emulated (same numerics as bf16 "
+               "hardware, fp32 speed or slower)\n");
     if (o->goldfish_k)
         SAY(r, "goldfish loss: k = %d, h = %d (about 1/%d of targets left out)\n", o->goldfish_k, o->goldfish_h,
             o->goldfish_k);
@@ -376,7 +415,10 @@ static void log_val_loss(ax_run *r, int step) {
     double sum, tok;
     ax_evaluate(&r->m, &r->val, n, o->batch, o->grad_accum, o->seq, &sum, &tok);
     SAY(r, "%sstep %d | val loss %.4f (%.0f tokens)\n", r->tty ? "\r\033[K" : "", step + 1, sum / tok, tok);
-    if (r->metrics) { fprintf(r->metrics, "{\"step\": %d, \"val_loss\": %.6f, \"val_tokens\": %.0f}\n", step + 1, sum / tok, tok); fflush(r->metrics); }
+    if (r->metrics) {
+        fprintf(r->metrics, "{\"step\": %d, \"val_loss\": %.6f, \"val_tokens\": %.0f}\n", step + 1, sum / tok, tok);
+        fflush(r->metrics);
+    }
 }
 
 static void reset_profile(ax_run *r) {
@@ -392,8 +434,11 @@ static void report_profile(ax_run *r, double t_total) {
     double gs, gf;
     ax_be()->gemm_stats(&gs, &gf);
     ax_grid *g = &r->g;
-    struct { const char *n; ax_comm *c; } groups[] = {{"X", &g->X}, {"Y", &g->Y}, {"Z", &g->Z}, {"Z-gather", &g->Zg},
-                                                      {"data", &g->data}, {"data*Z", &g->dz}, {"X*Y*Z", &g->tp}};
+    struct {
+        const char *n;
+        ax_comm *c;
+    } groups[] = {{"X", &g->X},       {"Y", &g->Y},       {"Z", &g->Z},     {"Z-gather", &g->Zg},
+                  {"data", &g->data}, {"data*Z", &g->dz}, {"X*Y*Z", &g->tp}};
     SAY(r, "profile: GEMM %.1f%% of step time (%.1f GFLOP/s in GEMMs)", 100 * gs / t_total, gs > 0 ? gf / gs / 1e9 : 0);
     for (size_t i = 0; i < sizeof groups / sizeof *groups; i++) {
         double s = groups[i].c->seconds;
@@ -409,7 +454,8 @@ static void record_step(ax_run *r, int step, const ax_step_stats *st, double dt,
     const ax_train_opts *o = r->o;
     double tps = o->batch * o->seq / dt, tf = flops / dt / 1e12;
     if (r->metrics) {
-        fprintf(r->metrics, "{\"step\": %d, \"loss\": %.6f, \"lr\": %.6e, \"grad_norm\": %.6f, \"ms\": %.3f, "
+        fprintf(r->metrics,
+                "{\"step\": %d, \"loss\": %.6f, \"lr\": %.6e, \"grad_norm\": %.6f, \"ms\": %.3f, "
                 "\"tokens_per_s\": %.1f, \"model_tflops\": %.5f, \"supervised_tokens\": %.0f, \"tokens\": %d}\n",
                 step + 1, st->loss, st->lr, st->gnorm, dt * 1e3, tps, tf, st->tokens, o->batch * o->seq);
         fflush(r->metrics);
@@ -417,8 +463,8 @@ static void record_step(ax_run *r, int step, const ax_step_stats *st, double dt,
     char line[320], sup[64] = "";
     if (r->weights) snprintf(sup, sizeof sup, " | supervised %.0f/%d", st->tokens, o->batch * o->seq);
     snprintf(line, sizeof line,
-             "step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %7.1f ms | %8.0f tok/s | %.3f TFLOP/s%s",
-             step + 1, o->steps, st->loss, st->lr, st->gnorm, dt * 1e3, tps, tf, sup);
+             "step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %7.1f ms | %8.0f tok/s | %.3f TFLOP/s%s", step + 1,
+             o->steps, st->loss, st->lr, st->gnorm, dt * 1e3, tps, tf, sup);
     if (r->root && !o->quiet) {
         if (log_now) printf("%s%s\n", r->tty ? "\r\033[K" : "", line);
         if (r->tty) progress(r, step, ms_avg, "");
@@ -442,7 +488,8 @@ static int loop(ax_run *r) {
     const ax_train_opts *o = r->o;
     const ax_gpt_config *c = &r->m.cfg;
     double flops = ax_model_flops(c, o->batch, o->seq), hflops = ax_hardware_flops(c, o->batch, o->seq);
-    double t_sum = 0; int t_n = 0, first = r->st.step;
+    double t_sum = 0;
+    int t_n = 0, first = r->st.step;
     double ms_avg = 0;
     int end = o->steps, skips = 0;
     char last_ckpt[4200] = "none written by this run";
@@ -459,21 +506,29 @@ static int loop(ax_run *r) {
             skips++;
             SAY(r, "%sstep %d: loss %g, gradient norm %g: not finite, update skipped (%d in a row, at most %d)\n",
                 r->tty ? "\r\033[K" : "", step + 1, st.loss, st.gnorm, skips, o->max_skips);
-            if (r->metrics) { fprintf(r->metrics, "{\"step\": %d, \"skipped\": true}\n", step + 1); fflush(r->metrics); }
+            if (r->metrics) {
+                fprintf(r->metrics, "{\"step\": %d, \"skipped\": true}\n", step + 1);
+                fflush(r->metrics);
+            }
             if (skips >= o->max_skips) {
                 ax_err_set("step %d: %d consecutive steps with a non-finite loss or gradient norm; stopped "
-                           "(lower --lr or raise --warmup); last good checkpoint: %s", step + 1, skips, last_ckpt);
+                           "(lower --lr or raise --warmup); last good checkpoint: %s",
+                           step + 1, skips, last_ckpt);
                 return AX_TRAIN_DIVERGED;
             }
             continue;
         }
         skips = 0;
-        if (step - first >= 2) { t_sum += dt; t_n++; }
+        if (step - first >= 2) {
+            t_sum += dt;
+            t_n++;
+        }
         if (o->profile && step - first == 1) reset_profile(r);
         ms_avg = ms_avg ? 0.9 * ms_avg + 0.1 * dt * 1e3 : dt * 1e3;
         int log_now = (step + 1) % (o->log_every > 0 ? o->log_every : 1) == 0 || step == first || step + 1 == end;
         record_step(r, step, &st, dt, flops, log_now, ms_avg);
-        if (r->val.set && o->val_every > 0 && ((step + 1) % o->val_every == 0 || step + 1 == o->steps)) log_val_loss(r, step);
+        if (r->val.set && o->val_every > 0 && ((step + 1) % o->val_every == 0 || step + 1 == o->steps))
+            log_val_loss(r, step);
         int last = step + 1 == end;
         if (o->out && ((o->save_every > 0 && (step + 1) % o->save_every == 0) || last)) {
             AX_TRY(save(r, step + 1));
@@ -484,24 +539,33 @@ static int loop(ax_run *r) {
     if (t_n > 0) {
         double dt = t_sum / t_n;
         if (o->profile) report_profile(r, t_sum);
-        SAY(r, "summary: %d steps timed (first 2 excluded): %.1f ms/step, %.0f tokens/s, model %.3f TFLOP/s "
-               "(%.3f per rank), hardware-with-recompute formula %.3f TFLOP/s\n",
-            t_n, dt * 1e3, o->batch * o->seq / dt, flops / dt / 1e12, flops / dt / 1e12 / r->g.size, hflops / dt / 1e12);
+        SAY(r,
+            "summary: %d steps timed (first 2 excluded): %.1f ms/step, %.0f tokens/s, model %.3f TFLOP/s "
+            "(%.3f per rank), hardware-with-recompute formula %.3f TFLOP/s\n",
+            t_n, dt * 1e3, o->batch * o->seq / dt, flops / dt / 1e12, flops / dt / 1e12 / r->g.size,
+            hflops / dt / 1e12);
     }
     return end == o->steps ? export_model(r) : 0;
 }
 
 void ax_run_init(ax_run *r, const ax_train_opts *o, MPI_Comm comm) {
     memset(r, 0, sizeof *r);
-    r->args = *o; r->o = &r->args; r->comm = comm;
+    r->args = *o;
+    r->o = &r->args;
+    r->comm = comm;
 }
 
 void ax_run_teardown(ax_run *r) {
     if (r->metrics) fclose(r->metrics);
-    ax_source_close(&r->data); ax_source_close(&r->val);
+    ax_source_close(&r->data);
+    ax_source_close(&r->val);
     ax_adamw_free(&r->opt);
     if (r->m.p) ax_gpt_free(&r->m);
-    free(r->seqs); free(r->scratch); free(r->weights); free(r->window); free(r->mask);
+    free(r->seqs);
+    free(r->scratch);
+    free(r->weights);
+    free(r->window);
+    free(r->mask);
     if (r->g.world) ax_grid_free(&r->g);
 }
 

@@ -8,7 +8,8 @@
 static _Thread_local char ax_msg[1024];
 
 int ax_err_set(const char *fmt, ...) {
-    va_list ap; va_start(ap, fmt);
+    va_list ap;
+    va_start(ap, fmt);
     vsnprintf(ax_msg, sizeof ax_msg, fmt, ap);
     va_end(ap);
     return -1;
@@ -16,7 +17,8 @@ int ax_err_set(const char *fmt, ...) {
 
 int ax_err_sys(const char *file, int line, const char *fmt, ...) {
     char buf[768];
-    va_list ap; va_start(ap, fmt);
+    va_list ap;
+    va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     snprintf(ax_msg, sizeof ax_msg, "%s (%s:%d)", buf, file, line);
@@ -44,20 +46,27 @@ void ax_err_exit(int only_rank0) { ax_err_exit_status(only_rank0, 2); }
 
 void ax_err_exit_status(int only_rank0, int status) {
     int inited = 0, fin = 0, rank = 0;
-    MPI_Initialized(&inited); MPI_Finalized(&fin);
+    MPI_Initialized(&inited);
+    MPI_Finalized(&fin);
     if (inited && !fin) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (!only_rank0 || rank == 0) { fprintf(stderr, "axonn: error: %s\n", ax_err_msg()); fflush(stderr); }
+    if (!only_rank0 || rank == 0) {
+        fprintf(stderr, "axonn: error: %s\n", ax_err_msg());
+        fflush(stderr);
+    }
     if (inited && !fin) MPI_Finalize();
     exit(status);
 }
 
 void ax_fatal(const char *file, int line, const char *fmt, ...) {
-    va_list ap; va_start(ap, fmt);
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "axonn: fatal: ");
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, " (%s:%d)\n", file, line);
     va_end(ap);
-    int inited = 0, fin = 0; MPI_Initialized(&inited); MPI_Finalized(&fin);
+    int inited = 0, fin = 0;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&fin);
     if (inited && !fin) MPI_Abort(MPI_COMM_WORLD, 3);
     exit(3);
 }
@@ -72,4 +81,9 @@ void *ax_calloc(size_t n, size_t sz) {
     if (!p) ax_fatal(__FILE__, __LINE__, "out of memory allocating %zu x %zu bytes", n, sz);
     return p;
 }
-char *ax_strdup(const char *s) { size_t n = strlen(s) + 1; char *d = ax_malloc(n); memcpy(d, s, n); return d; }
+char *ax_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = ax_malloc(n);
+    memcpy(d, s, n);
+    return d;
+}

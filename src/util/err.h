@@ -29,12 +29,22 @@ void ax_fatal(const char *file, int line, const char *fmt, ...) __attribute__((n
 
 #define AX_ERR(...) ax_err_set(__VA_ARGS__)
 #define AX_SYS(...) ax_err_sys(__FILE__, __LINE__, __VA_ARGS__)
-#define AX_CHECK_MPI(call) do { int ax_rc_ = (call); if (ax_rc_ != MPI_SUCCESS) { \
-    char ax_s_[MPI_MAX_ERROR_STRING]; int ax_l_; MPI_Error_string(ax_rc_, ax_s_, &ax_l_); \
-    ax_fatal(__FILE__, __LINE__, "%s: %s", #call, ax_s_); } } while (0)
-#define AX_TRY(call) do { if ((call) != 0) return -1; } while (0)
+#define AX_CHECK_MPI(call)                                        \
+    do {                                                          \
+        int ax_rc_ = (call);                                      \
+        if (ax_rc_ != MPI_SUCCESS) {                              \
+            char ax_s_[MPI_MAX_ERROR_STRING];                     \
+            int ax_l_;                                            \
+            MPI_Error_string(ax_rc_, ax_s_, &ax_l_);              \
+            ax_fatal(__FILE__, __LINE__, "%s: %s", #call, ax_s_); \
+        }                                                         \
+    } while (0)
+#define AX_TRY(call)                \
+    do {                            \
+        if ((call) != 0) return -1; \
+    } while (0)
 
-void *ax_malloc(size_t n);             /* aborts on failure (memory is not user input) */
+void *ax_malloc(size_t n); /* aborts on failure (memory is not user input) */
 void *ax_calloc(size_t n, size_t sz);
 char *ax_strdup(const char *s);
 #endif

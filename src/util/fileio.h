@@ -8,11 +8,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct { FILE *fp; char *path, *tmp; } ax_outfile;
-int ax_out_open(ax_outfile *o, const char *path);       /* creates the temporary */
+typedef struct {
+    FILE *fp;
+    char *path, *tmp;
+} ax_outfile;
+int ax_out_open(ax_outfile *o, const char *path); /* creates the temporary */
 int ax_out_write(ax_outfile *o, const void *p, size_t n);
-int ax_out_commit(ax_outfile *o);                        /* flush, fsync, rename, fsync the directory */
-void ax_out_abort(ax_outfile *o);                        /* removes the temporary */
+int ax_out_commit(ax_outfile *o); /* flush, fsync, rename, fsync the directory */
+void ax_out_abort(ax_outfile *o); /* removes the temporary */
 
 /* Reads a whole file; adds a terminating NUL. */
 int ax_read_file(const char *path, char **data, size_t *len);

@@ -8,5 +8,8 @@ double ax_rng_normal(uint64_t seed, uint64_t stream, uint64_t i) {
 
 uint64_t ax_rng_below(ax_rng *r, uint64_t n) {
     uint64_t lim = UINT64_MAX - UINT64_MAX % n;
-    for (;;) { uint64_t x = ax_rng_next(r); if (x < lim) return x % n; }
+    for (;;) {
+        uint64_t x = ax_rng_next(r);
+        if (x < lim) return x % n;
+    }
 }

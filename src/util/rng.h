@@ -23,9 +23,13 @@ double ax_rng_normal(uint64_t seed, uint64_t stream, uint64_t i);
 
 /* A sequential generator for the few places that need a stream (sampling,
  * shuffles): its whole state is one counter, saved in checkpoints. */
-typedef struct { uint64_t seed, stream, counter; } ax_rng;
+typedef struct {
+    uint64_t seed, stream, counter;
+} ax_rng;
 static inline uint64_t ax_rng_next(ax_rng *r) { return ax_rng_u64(r->seed, r->stream, r->counter++); }
-static inline double ax_rng_next_uniform(ax_rng *r) { return ((ax_rng_next(r) >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
+static inline double ax_rng_next_uniform(ax_rng *r) {
+    return ((ax_rng_next(r) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
 /* unbiased integer in [0, n) */
 uint64_t ax_rng_below(ax_rng *r, uint64_t n);
 #endif

@@ -8,7 +8,7 @@
 
 void ax_host_parallel(int64_t n, void (*fn)(void *ctx, int64_t lo, int64_t hi), void *ctx) {
     const int64_t chunk = 1 << 16;
-    #pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1)
     for (int64_t lo = 0; lo < n; lo += chunk) fn(ctx, lo, lo + chunk < n ? lo + chunk : n);
 }
 
@@ -41,20 +41,38 @@ static double cpu_sumsq(int n, const float *const *x, const size_t *len) {
 
 const ax_backend ax_cpu_backend = {
     .name = "cpu",
-    .set_threads = ax_cpu_set_threads, .threads = ax_cpu_threads,
-    .alloc = cpu_alloc, .free = cpu_free, .copy = cpu_copy,
-    .host_memory = 1, .zero = cpu_zero, .sumsq = cpu_sumsq,
-    .gemm = ax_cpu_gemm, .gemm_kernel = ax_cpu_gemm_kernel,
-    .gemm_timing = ax_cpu_gemm_timing, .gemm_stats = ax_cpu_gemm_stats, .cast = ax_cpu_cast,
+    .set_threads = ax_cpu_set_threads,
+    .threads = ax_cpu_threads,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .copy = cpu_copy,
+    .host_memory = 1,
+    .zero = cpu_zero,
+    .sumsq = cpu_sumsq,
+    .gemm = ax_cpu_gemm,
+    .gemm_kernel = ax_cpu_gemm_kernel,
+    .gemm_timing = ax_cpu_gemm_timing,
+    .gemm_stats = ax_cpu_gemm_stats,
+    .cast = ax_cpu_cast,
     .transpose = ax_cpu_transpose,
-    .layernorm_forward = ax_cpu_layernorm_forward, .layernorm_backward = ax_cpu_layernorm_backward,
-    .rmsnorm_forward = ax_cpu_rmsnorm_forward, .rmsnorm_backward = ax_cpu_rmsnorm_backward,
-    .swiglu_forward = ax_cpu_swiglu_forward, .swiglu_backward = ax_cpu_swiglu_backward, .rope = ax_cpu_rope,
-    .gelu_forward = ax_cpu_gelu_forward, .gelu_backward = ax_cpu_gelu_backward,
-    .add = ax_cpu_add, .bias_add = ax_cpu_bias_add, .bias_grad = ax_cpu_bias_grad,
-    .embedding_forward = ax_cpu_embedding_forward, .embedding_backward = ax_cpu_embedding_backward,
+    .layernorm_forward = ax_cpu_layernorm_forward,
+    .layernorm_backward = ax_cpu_layernorm_backward,
+    .rmsnorm_forward = ax_cpu_rmsnorm_forward,
+    .rmsnorm_backward = ax_cpu_rmsnorm_backward,
+    .swiglu_forward = ax_cpu_swiglu_forward,
+    .swiglu_backward = ax_cpu_swiglu_backward,
+    .rope = ax_cpu_rope,
+    .gelu_forward = ax_cpu_gelu_forward,
+    .gelu_backward = ax_cpu_gelu_backward,
+    .add = ax_cpu_add,
+    .bias_add = ax_cpu_bias_add,
+    .bias_grad = ax_cpu_bias_grad,
+    .embedding_forward = ax_cpu_embedding_forward,
+    .embedding_backward = ax_cpu_embedding_backward,
     .xent = ax_cpu_xent,
-    .attention_scratch = ax_cpu_attention_scratch, .attention_forward = ax_cpu_attention_forward,
-    .attention_backward = ax_cpu_attention_backward, .attention_decode = ax_cpu_attention_decode,
+    .attention_scratch = ax_cpu_attention_scratch,
+    .attention_forward = ax_cpu_attention_forward,
+    .attention_backward = ax_cpu_attention_backward,
+    .attention_decode = ax_cpu_attention_decode,
     .adamw = ax_cpu_adamw,
 };

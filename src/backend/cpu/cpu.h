@@ -10,8 +10,8 @@ extern const ax_backend ax_cpu_backend;
 void ax_cpu_set_threads(int n);
 int ax_cpu_threads(void);
 /* plain fp32 sgemm (row-major), e.g. for attention's tiles inside a parallel region */
-void ax_cpu_sgemm(int transA, int transB, int M, int N, int K, float alpha,
-                  const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+void ax_cpu_sgemm(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                  int ldb, float beta, float *C, int ldc);
 void ax_cpu_gemm(int batch, float alpha, ax_mat A, int transA, ax_mat B, int transB, float beta, ax_mat C);
 const char *ax_cpu_gemm_kernel(ax_dtype t, int *emulated);
 /* Which library runs GEMMs: AUTO is OpenBLAS for fp32 and oneDNN for bf16
@@ -25,7 +25,7 @@ int ax_dnnl_gemm(int batch, float alpha, ax_mat A, int transA, ax_mat B, int tra
 int ax_dnnl_available(void);
 const char *ax_dnnl_version(void);
 const char *ax_dnnl_isa(void);
-const char *ax_dnnl_bf16_kernel(void);   /* NULL: no native bf16 matmul on this CPU */
+const char *ax_dnnl_bf16_kernel(void); /* NULL: no native bf16 matmul on this CPU */
 void ax_cpu_cast(void *dst, ax_dtype dt, const void *src, ax_dtype st, size_t n);
 void ax_cpu_transpose(ax_mat dst, ax_mat src, float beta);
 void ax_cpu_gemm_timing(int on);
@@ -58,8 +58,8 @@ void ax_cpu_attention_forward(float *out, float *lse, const float *qkv, int B, i
                               ax_dtype dt, float *scratch, int nthr);
 void ax_cpu_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
                                int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr);
-void ax_cpu_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len,
-                             int nb, int Hl, int KVl, int hd, int Tmax);
-void ax_cpu_adamw(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2,
-                  float c1, float c2, float lr, float eps, float decay);
+void ax_cpu_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len, int nb, int Hl,
+                             int KVl, int hd, int Tmax);
+void ax_cpu_adamw(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2, float c1,
+                  float c2, float lr, float eps, float decay);
 #endif

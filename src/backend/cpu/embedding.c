@@ -7,7 +7,7 @@ static inline int position(const int32_t *pos, int i, int T) { return pos ? pos[
 
 void ax_cpu_embedding_forward(float *out, const int32_t *tokens, const int32_t *pos, const float *wte, const float *wpe,
                               int M, int T, int v0, int Vl, int Cl, const ax_reducer *Y) {
-    #pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
         int v = tokens[i] - v0;
         float *o = out + (size_t)i * Cl;
@@ -15,8 +15,8 @@ void ax_cpu_embedding_forward(float *out, const int32_t *tokens, const int32_t *
         else memset(o, 0, Cl * sizeof(float));
     }
     Y->sum(Y->ctx, out, (size_t)M * Cl);
-    if (!wpe) return;                              /* rotary positions act in attention instead */
-    #pragma omp parallel for schedule(static)
+    if (!wpe) return; /* rotary positions act in attention instead */
+#pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
         float *o = out + (size_t)i * Cl;
         const float *p = wpe + (size_t)position(pos, i, T) * Cl;
@@ -26,9 +26,9 @@ void ax_cpu_embedding_forward(float *out, const int32_t *tokens, const int32_t *
 
 void ax_cpu_embedding_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens, const int32_t *pos,
                                int M, int T, int v0, int Vl, int Cl) {
-    /* columns are independent: threads split the columns, each row in order,
-     * so repeated tokens and positions accumulate deterministically */
-    #pragma omp parallel
+/* columns are independent: threads split the columns, each row in order,
+ * so repeated tokens and positions accumulate deterministically */
+#pragma omp parallel
     {
         int nt = omp_get_num_threads(), t = omp_get_thread_num();
         int c0 = (int)((long)Cl * t / nt), c1 = (int)((long)Cl * (t + 1) / nt);

@@ -11,10 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-void ax_cpu_sgemm(int transA, int transB, int M, int N, int K, float alpha,
-                  const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
-    cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
-                M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+void ax_cpu_sgemm(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                  int ldb, float beta, float *C, int ldc) {
+    cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans, M, N, K, alpha,
+                A, lda, B, ldb, beta, C, ldc);
 }
 
 static int timing_on;
@@ -25,7 +25,10 @@ void ax_cpu_gemm_force(ax_gemm_path p) { forced = p; }
 
 /* Grown on first use to the largest operand seen, then reused: the steady
  * state of a training step allocates nothing. */
-typedef struct { float *p; size_t n; } scratch;
+typedef struct {
+    float *p;
+    size_t n;
+} scratch;
 static scratch sa, sb, sc;
 
 static float *scratch_get(scratch *s, size_t n) {
@@ -39,7 +42,10 @@ static float *scratch_get(scratch *s, size_t n) {
 
 /* the rows x cols matrix m as dense fp32 (m itself when it is fp32) */
 static const float *as_f32(ax_mat m, int64_t i, scratch *s, int *ld) {
-    if (m.dtype == AX_F32) { *ld = m.ld; return (const float *)m.data + i * m.stride; }
+    if (m.dtype == AX_F32) {
+        *ld = m.ld;
+        return (const float *)m.data + i * m.stride;
+    }
     const uint16_t *src = (const uint16_t *)m.data + i * m.stride;
     float *d = scratch_get(s, (size_t)m.rows * m.cols);
 #pragma omp parallel for schedule(static) if ((int64_t)m.rows * m.cols > 65536)
@@ -55,7 +61,7 @@ static void sgemm_path(int batch, float alpha, ax_mat A, int tA, ax_mat B, int t
         int lda, ldb, ldc = C.ld;
         const float *a = as_f32(A, i, &sa, &lda), *b = as_f32(B, i, &sb, &ldb);
         float *c = (float *)C.data + i * C.stride;
-        if (C.dtype == AX_BF16) {                  /* fp32 result, rounded once */
+        if (C.dtype == AX_BF16) { /* fp32 result, rounded once */
             c = scratch_get(&sc, (size_t)C.rows * C.cols);
             ldc = C.cols;
             const uint16_t *h = (const uint16_t *)C.data + i * C.stride;
@@ -93,21 +99,33 @@ void ax_cpu_gemm(int batch, float alpha, ax_mat A, int tA, ax_mat B, int tB, flo
 const char *ax_cpu_gemm_kernel(ax_dtype t, int *emulated) {
     static char f32[96], bf16[192];
     *emulated = 0;
-    char version[32] = "";   /* the config string starts "OpenBLAS 0.3.21 ..." */
+    char version[32] = ""; /* the config string starts "OpenBLAS 0.3.21 ..." */
     sscanf(openblas_get_config(), "OpenBLAS %31s", version);
     snprintf(f32, sizeof f32, "OpenBLAS %s %s sgemm", version, openblas_get_corename());
     if (t == AX_F32) return f32;
     if (!ax_dnnl_available()) return NULL;
     const char *k = ax_dnnl_bf16_kernel();
     if (k) snprintf(bf16, sizeof bf16, "oneDNN %s bf16 matmul (%s)", ax_dnnl_version(), k);
-    else snprintf(bf16, sizeof bf16, "bf16 emulated: oneDNN %s has no bf16 matmul for this CPU (%s), "
-                  "inputs widened to fp32 for %s", ax_dnnl_version(), ax_dnnl_isa(), f32);
+    else
+        snprintf(bf16, sizeof bf16,
+                 "bf16 emulated: oneDNN %s has no bf16 matmul for this CPU (%s), "
+                 "inputs widened to fp32 for %s",
+                 ax_dnnl_version(), ax_dnnl_isa(), f32);
     *emulated = !k;
     return bf16;
 }
 
 /* turning timing on also starts a new count */
-void ax_cpu_gemm_timing(int on) { timing_on = on; g_seconds = g_flops = 0; }
-void ax_cpu_gemm_stats(double *seconds, double *flops) { *seconds = g_seconds; *flops = g_flops; }
-void ax_cpu_set_threads(int n) { openblas_set_num_threads(n); omp_set_num_threads(n); }
+void ax_cpu_gemm_timing(int on) {
+    timing_on = on;
+    g_seconds = g_flops = 0;
+}
+void ax_cpu_gemm_stats(double *seconds, double *flops) {
+    *seconds = g_seconds;
+    *flops = g_flops;
+}
+void ax_cpu_set_threads(int n) {
+    openblas_set_num_threads(n);
+    omp_set_num_threads(n);
+}
 int ax_cpu_threads(void) { return omp_get_max_threads(); }

@@ -11,8 +11,11 @@
 #ifdef AX_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
 
-#define CHECK(call) do { dnnl_status_t s_ = (call); if (s_ != dnnl_success) \
-    ax_fatal(__FILE__, __LINE__, "%s: oneDNN status %d", #call, (int)s_); } while (0)
+#define CHECK(call)                                                                                   \
+    do {                                                                                              \
+        dnnl_status_t s_ = (call);                                                                    \
+        if (s_ != dnnl_success) ax_fatal(__FILE__, __LINE__, "%s: oneDNN status %d", #call, (int)s_); \
+    } while (0)
 
 typedef struct {
     int batch, tA, tB, ar, ac, lda, br, bc, ldb, cr, cc, ldc;
@@ -42,8 +45,7 @@ static void init_engine(void) {
 static dnnl_data_type_t dt(ax_dtype t) { return t == AX_BF16 ? dnnl_bf16 : dnnl_f32; }
 
 /* op(m) (rows x cols of the product) as a oneDNN descriptor over m's memory */
-static void desc(dnnl_memory_desc_t *d, int batch, int trans, int rows, int cols, int ld, int64_t stride,
-                 ax_dtype t) {
+static void desc(dnnl_memory_desc_t *d, int batch, int trans, int rows, int cols, int ld, int64_t stride, ax_dtype t) {
     int r = trans ? cols : rows, c = trans ? rows : cols;
     if (batch > 1) {
         dnnl_dims_t dims = {batch, r, c}, st = {stride, trans ? 1 : ld, trans ? ld : 1};
@@ -88,12 +90,27 @@ static dnnl_primitive_t create(const key *k, const char **impl, dnnl_memory_desc
 int ax_dnnl_gemm(int batch, float alpha, ax_mat A, int tA, ax_mat B, int tB, float beta, ax_mat C) {
     init_engine();
     key k;
-    memset(&k, 0, sizeof k);   /* padding too: keys are compared bytewise */
-    k.batch = batch; k.tA = tA; k.tB = tB;
-    k.ar = A.rows; k.ac = A.cols; k.lda = A.ld; k.br = B.rows; k.bc = B.cols; k.ldb = B.ld;
-    k.cr = C.rows; k.cc = C.cols; k.ldc = C.ld;
-    k.sa = batch > 1 ? A.stride : 0; k.sb = batch > 1 ? B.stride : 0; k.sc = batch > 1 ? C.stride : 0;
-    k.ta = A.dtype; k.tb = B.dtype; k.tc = C.dtype; k.alpha = alpha; k.beta = beta;
+    memset(&k, 0, sizeof k); /* padding too: keys are compared bytewise */
+    k.batch = batch;
+    k.tA = tA;
+    k.tB = tB;
+    k.ar = A.rows;
+    k.ac = A.cols;
+    k.lda = A.ld;
+    k.br = B.rows;
+    k.bc = B.cols;
+    k.ldb = B.ld;
+    k.cr = C.rows;
+    k.cc = C.cols;
+    k.ldc = C.ld;
+    k.sa = batch > 1 ? A.stride : 0;
+    k.sb = batch > 1 ? B.stride : 0;
+    k.sc = batch > 1 ? C.stride : 0;
+    k.ta = A.dtype;
+    k.tb = B.dtype;
+    k.tc = C.dtype;
+    k.alpha = alpha;
+    k.beta = beta;
     entry *e = NULL;
     for (int i = 0; i < used && !e; i++)
         if (!memcmp(&cache[i].k, &k, sizeof k)) e = &cache[i];
@@ -106,9 +123,12 @@ int ax_dnnl_gemm(int batch, float alpha, ax_mat A, int tA, ax_mat B, int tB, flo
             e = &cache[next_evict];
             next_evict = (next_evict + 1) % CACHE;
             dnnl_primitive_destroy(e->prim);
-            dnnl_memory_destroy(e->a); dnnl_memory_destroy(e->b); dnnl_memory_destroy(e->c);
+            dnnl_memory_destroy(e->a);
+            dnnl_memory_destroy(e->b);
+            dnnl_memory_destroy(e->c);
         }
-        e->k = k; e->prim = p;
+        e->k = k;
+        e->prim = p;
         CHECK(dnnl_memory_create(&e->a, &md[0], engine, DNNL_MEMORY_NONE));
         CHECK(dnnl_memory_create(&e->b, &md[1], engine, DNNL_MEMORY_NONE));
         CHECK(dnnl_memory_create(&e->c, &md[2], engine, DNNL_MEMORY_NONE));
@@ -152,12 +172,28 @@ const char *ax_dnnl_bf16_kernel(void) {
     if (!probed) {
         probed = 1;
         init_engine();
-        key k = {.batch = 1, .ar = 256, .ac = 256, .lda = 256, .br = 256, .bc = 256, .ldb = 256, .tB = 1,
-                 .cr = 256, .cc = 256, .ldc = 256, .ta = AX_BF16, .tb = AX_BF16, .tc = AX_F32, .alpha = 1};
+        key k = {.batch = 1,
+                 .ar = 256,
+                 .ac = 256,
+                 .lda = 256,
+                 .br = 256,
+                 .bc = 256,
+                 .ldb = 256,
+                 .tB = 1,
+                 .cr = 256,
+                 .cc = 256,
+                 .ldc = 256,
+                 .ta = AX_BF16,
+                 .tb = AX_BF16,
+                 .tc = AX_F32,
+                 .alpha = 1};
         const char *impl = NULL;
         dnnl_memory_desc_t md[3];
         dnnl_primitive_t p = create(&k, &impl, md);
-        if (p) { snprintf(name, sizeof name, "%s, %s", impl, ax_dnnl_isa()); dnnl_primitive_destroy(p); }
+        if (p) {
+            snprintf(name, sizeof name, "%s, %s", impl, ax_dnnl_isa());
+            dnnl_primitive_destroy(p);
+        }
     }
     return name[0] ? name : NULL;
 }

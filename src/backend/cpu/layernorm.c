@@ -8,23 +8,27 @@
 
 void ax_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
                               int M, int Cl, int C, float eps, float *scratch, const ax_reducer *X) {
-    #pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
         const float *r = x + (size_t)i * Cl;
-        float s = 0; for (int j = 0; j < Cl; j++) s += r[j];
+        float s = 0;
+        for (int j = 0; j < Cl; j++) s += r[j];
         mean[i] = s;
     }
     X->sum(X->ctx, mean, M);
-    #pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
         const float *r = x + (size_t)i * Cl;
         float m = mean[i] / C, s = 0;
         mean[i] = m;
-        for (int j = 0; j < Cl; j++) { float d = r[j] - m; s += d * d; }
+        for (int j = 0; j < Cl; j++) {
+            float d = r[j] - m;
+            s += d * d;
+        }
         scratch[i] = s;
     }
     X->sum(X->ctx, scratch, M);
-    #pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
         const float *r = x + (size_t)i * Cl;
         float *o = out + (size_t)i * Cl, m = mean[i];
@@ -37,49 +41,55 @@ void ax_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float 
 void ax_cpu_layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
                                const float *mean, const float *rstd, int M, int Cl, int C, float *scratch,
                                const ax_reducer *X) {
-    /* scratch[2i] = sum_j dxhat, scratch[2i+1] = sum_j dxhat * xhat, over all of C */
-    #pragma omp parallel for schedule(static)
+/* scratch[2i] = sum_j dxhat, scratch[2i+1] = sum_j dxhat * xhat, over all of C */
+#pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
         const float *r = x + (size_t)i * Cl, *d = dout + (size_t)i * Cl;
         float m = mean[i], rs = rstd[i], s1 = 0, s2 = 0;
         for (int j = 0; j < Cl; j++) {
             float dxh = d[j] * w[j];
-            s1 += dxh; s2 += ax_layernorm_s2(dxh, r[j], m, rs);
+            s1 += dxh;
+            s2 += ax_layernorm_s2(dxh, r[j], m, rs);
         }
-        scratch[2 * i] = s1; scratch[2 * i + 1] = s2;
+        scratch[2 * i] = s1;
+        scratch[2 * i + 1] = s2;
     }
     X->sum(X->ctx, scratch, 2 * (size_t)M);
-    #pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
         const float *r = x + (size_t)i * Cl, *d = dout + (size_t)i * Cl;
         float *o = dx + (size_t)i * Cl;
         float m = mean[i], rs = rstd[i], a = scratch[2 * i] / C, c = scratch[2 * i + 1] / C;
         for (int j = 0; j < Cl; j++) o[j] += ax_layernorm_dx(r[j], d[j], w[j], m, rs, a, c);
     }
-    /* parameter gradients: threads own column ranges and walk the rows in
-     * order, so access is contiguous and the sums deterministic */
-    #pragma omp parallel
+/* parameter gradients: threads own column ranges and walk the rows in
+ * order, so access is contiguous and the sums deterministic */
+#pragma omp parallel
     {
         int nt = omp_get_num_threads(), t = omp_get_thread_num();
         int c0 = (int)((long)Cl * t / nt), c1 = (int)((long)Cl * (t + 1) / nt);
         for (int i = 0; i < M; i++) {
             const float *r = x + (size_t)i * Cl, *d = dout + (size_t)i * Cl;
             float m = mean[i], rs = rstd[i];
-            for (int j = c0; j < c1; j++) { dw[j] += ax_layernorm_dw(d[j], r[j], m, rs); db[j] += d[j]; }
+            for (int j = c0; j < c1; j++) {
+                dw[j] += ax_layernorm_dw(d[j], r[j], m, rs);
+                db[j] += d[j];
+            }
         }
     }
 }
 
 void ax_cpu_rmsnorm_forward(float *out, float *rstd, const float *x, const float *w, int M, int Cl, int C, float eps,
                             const ax_reducer *X) {
-    #pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
         const float *r = x + (size_t)i * Cl;
-        float s = 0; for (int j = 0; j < Cl; j++) s += r[j] * r[j];
+        float s = 0;
+        for (int j = 0; j < Cl; j++) s += r[j] * r[j];
         rstd[i] = s;
     }
     X->sum(X->ctx, rstd, M);
-    #pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
         const float *r = x + (size_t)i * Cl;
         float *o = out + (size_t)i * Cl, rs = ax_norm_rstd(rstd[i], C, eps);
@@ -90,7 +100,7 @@ void ax_cpu_rmsnorm_forward(float *out, float *rstd, const float *x, const float
 
 void ax_cpu_rmsnorm_backward(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
                              int M, int Cl, int C, float *scratch, const ax_reducer *X) {
-    #pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
         const float *r = x + (size_t)i * Cl, *d = dout + (size_t)i * Cl;
         float s = 0;
@@ -98,13 +108,13 @@ void ax_cpu_rmsnorm_backward(float *dx, float *dw, const float *dout, const floa
         scratch[i] = s;
     }
     X->sum(X->ctx, scratch, M);
-    #pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
         const float *r = x + (size_t)i * Cl, *d = dout + (size_t)i * Cl;
         float *o = dx + (size_t)i * Cl, rs = rstd[i], c = ax_rmsnorm_c(scratch[i], C, rs);
         for (int j = 0; j < Cl; j++) o[j] += ax_rmsnorm_dx(r[j], d[j], w[j], rs, c);
     }
-    #pragma omp parallel
+#pragma omp parallel
     {
         int nt = omp_get_num_threads(), t = omp_get_thread_num();
         int c0 = (int)((long)Cl * t / nt), c1 = (int)((long)Cl * (t + 1) / nt);

@@ -6,17 +6,17 @@
 #include <omp.h>
 
 void ax_cpu_gelu_forward(float *out, const float *x, size_t n) {
-    #pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) out[i] = ax_gelu(x[i]);
 }
 
 void ax_cpu_gelu_backward(float *dx, const float *x, const float *dout, size_t n) {
-    #pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) dx[i] = ax_gelu_grad(x[i], dout[i]);
 }
 
 void ax_cpu_swiglu_forward(float *out, const float *gu, int M, int F) {
-    #pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
         const float *g = gu + (size_t)i * 2 * F, *u = g + F;
         float *o = out + (size_t)i * F;
@@ -25,7 +25,7 @@ void ax_cpu_swiglu_forward(float *out, const float *gu, int M, int F) {
 }
 
 void ax_cpu_swiglu_backward(float *dgu, const float *gu, const float *dout, int M, int F) {
-    #pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
         const float *g = gu + (size_t)i * 2 * F, *u = g + F, *d = dout + (size_t)i * F;
         float *dg = dgu + (size_t)i * 2 * F, *du = dg + F;
@@ -38,7 +38,7 @@ void ax_cpu_swiglu_backward(float *dgu, const float *gu, const float *dout, int 
  * The backward is the rotation by the opposite angle (sign -1). */
 void ax_cpu_rope(float *x, int ld, int M, int T, const int32_t *pos, int nh, int hd, const float *cs, float sign) {
     int half = hd / 2;
-    #pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
         const float *c = cs + (size_t)(pos ? pos[i] : i % T) * hd;
         for (int h = 0; h < nh; h++) {
@@ -49,19 +49,19 @@ void ax_cpu_rope(float *x, int ld, int M, int T, const int32_t *pos, int nh, int
 }
 
 void ax_cpu_add(float *y, const float *x, size_t n) {
-    #pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) y[i] += x[i];
 }
 
 void ax_cpu_bias_add(float *y, const float *bias, int M, int n) {
-    #pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++)
         for (int j = 0; j < n; j++) y[(size_t)i * n + j] += bias[j];
 }
 
 /* threads own column ranges and walk the rows in order: deterministic sums */
 void ax_cpu_bias_grad(float *db, const float *dy, int M, int n) {
-    #pragma omp parallel
+#pragma omp parallel
     {
         int nt = omp_get_num_threads(), t = omp_get_thread_num();
         int c0 = (int)((long)n * t / nt), c1 = (int)((long)n * (t + 1) / nt);
@@ -72,8 +72,8 @@ void ax_cpu_bias_grad(float *db, const float *dy, int M, int n) {
     }
 }
 
-void ax_cpu_adamw(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2,
-                  float c1, float c2, float lr, float eps, float decay) {
-    #pragma omp parallel for schedule(static)
+void ax_cpu_adamw(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2, float c1,
+                  float c2, float lr, float eps, float decay) {
+#pragma omp parallel for schedule(static)
     for (int64_t k = 0; k < n; k++) ax_adamw_elem(&w[k], g[k], &m[k], &v[k], gscale, b1, b2, c1, c2, lr, eps, decay);
 }

@@ -11,10 +11,10 @@
 #include "backend/cuda/cuda.h"
 #include "backend/kmath.h"
 
-#define TK 32        /* rows of a staged tile: one per lane */
-#define BR 8         /* rows a block owns: one per warp */
+#define TK    32 /* rows of a staged tile: one per lane */
+#define BR    8  /* rows a block owns: one per warp */
 #define MAXHD 128
-#define NC (MAXHD / 32)
+#define NC    (MAXHD / 32)
 
 static void check_hd(int hd) {
     if (hd > MAXHD) ax_fatal(__FILE__, __LINE__, "CUDA attention: head dimension %d > %d", hd, MAXHD);
@@ -55,7 +55,6 @@ __device__ static void online_tile(float s, int valid, float &m, float &l, float
     }
 }
 
-
 __global__ static void fwd(float *out, float *lse, const float *qkv, int T, int Hl, int KVl, int hd) {
     extern __shared__ float sm[];
     float *Ks = sm, *Vs = Ks + TK * (hd + 1), *Qs = Vs + TK * hd;
@@ -70,7 +69,7 @@ __global__ static void fwd(float *out, float *lse, const float *qkv, int T, int 
         stage(Ks, hd + 1, k, ld, j0, TK, T, hd);
         stage(Vs, hd, v, ld, j0, TK, T, hd);
         __syncthreads();
-        if (i >= T || j0 > i) continue;                 /* warp-uniform */
+        if (i >= T || j0 > i) continue; /* warp-uniform */
         int j = j0 + lane, nk = min(TK, i - j0 + 1);
         float s = j <= i ? scale * dot(Qs + w * hd, Ks + lane * (hd + 1), hd) : -INFINITY;
         online_tile(s, j <= i, m, l, o, Vs, nk, hd, lane);
@@ -87,8 +86,14 @@ void ax_cuda_attention_forward(float *out, float *lse, const float *qkv, int B, 
                                ax_dtype dt, float *scratch, int nthr) {
     if (!B || !T || !Hl) return;
     int mode = ax_cuda_attention_mode(dt, hd);
-    if (mode == AX_CUDA_ATTN_MM) { ax_cuda_attention_mm_forward(out, lse, qkv, B, T, Hl, KVl, hd); return; }
-    if (mode == AX_CUDA_ATTN_FLASH) { ax_cuda_attention_flash_forward(out, lse, qkv, B, T, Hl, KVl, hd); return; }
+    if (mode == AX_CUDA_ATTN_MM) {
+        ax_cuda_attention_mm_forward(out, lse, qkv, B, T, Hl, KVl, hd);
+        return;
+    }
+    if (mode == AX_CUDA_ATTN_FLASH) {
+        ax_cuda_attention_flash_forward(out, lse, qkv, B, T, Hl, KVl, hd);
+        return;
+    }
     check_hd(hd);
     dim3 grid((T + BR - 1) / BR, B * Hl);
     size_t smem = sizeof(float) * (TK * (hd + 1) + TK * hd + BR * hd);
@@ -113,8 +118,8 @@ void ax_cuda_attention_rowdot(float *D, const float *dout, const float *out, int
 }
 
 /* dq of query rows, a warp each, over key tiles */
-__global__ static void bwd_dq(float *dqkv, const float *dout, const float *lse, const float *D, const float *qkv,
-                              int T, int Hl, int KVl, int hd) {
+__global__ static void bwd_dq(float *dqkv, const float *dout, const float *lse, const float *D, const float *qkv, int T,
+                              int Hl, int KVl, int hd) {
     extern __shared__ float sm[];
     float *Ks = sm, *Vs = Ks + TK * (hd + 1), *Qs = Vs + TK * (hd + 1), *dOs = Qs + BR * hd;
     int w = threadIdx.x / 32, lane = threadIdx.x % 32, bh = blockIdx.y, b = bh / Hl, h = bh % Hl;
@@ -192,14 +197,20 @@ __global__ static void bwd_dkv(float *dqkv, const float *dout, const float *lse,
     float *dkr = dqkv + ((size_t)b * T + j) * ld + Cl + kh * hd, *dvr = dkr + KVl * hd;
 #pragma unroll
     for (int q = 0; q < NC; q++)
-        if (lane + 32 * q < hd) { dkr[lane + 32 * q] = dk[q]; dvr[lane + 32 * q] = dv[q]; }
+        if (lane + 32 * q < hd) {
+            dkr[lane + 32 * q] = dk[q];
+            dvr[lane + 32 * q] = dv[q];
+        }
 }
 
 void ax_cuda_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
                                 int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr) {
     if (!B || !T || !Hl) return;
     int mode = ax_cuda_attention_mode(dt, hd);
-    if (mode == AX_CUDA_ATTN_MM) { ax_cuda_attention_mm_backward(dqkv, dout, out, lse, qkv, B, T, Hl, KVl, hd); return; }
+    if (mode == AX_CUDA_ATTN_MM) {
+        ax_cuda_attention_mm_backward(dqkv, dout, out, lse, qkv, B, T, Hl, KVl, hd);
+        return;
+    }
     if (mode == AX_CUDA_ATTN_FLASH) {
         ax_cuda_attention_flash_backward(dqkv, dout, out, lse, qkv, B, T, Hl, KVl, hd);
         return;
@@ -229,12 +240,13 @@ __global__ static void append(float *kc, float *vc, const float *qkv, const int 
 }
 
 /* a warp per (row, head): online softmax over the cache in tiles of 32 keys */
-__global__ static void decode(float *out, const float *qkv, const float *kc, const float *vc, const int *len,
-                              int Hl, int KVl, int hd, int Tmax) {
+__global__ static void decode(float *out, const float *qkv, const float *kc, const float *vc, const int *len, int Hl,
+                              int KVl, int hd, int Tmax) {
     int lane = threadIdx.x, bh = blockIdx.x, b = bh / Hl, h = bh % Hl, n = len[b] + 1;
     int ld = (Hl + 2 * KVl) * hd;
     const float *q = qkv + (size_t)b * ld + h * hd;
-    const float *k = kc + ((size_t)b * KVl + h / (Hl / KVl)) * Tmax * hd, *v = vc + ((size_t)b * KVl + h / (Hl / KVl)) * Tmax * hd;
+    const float *k = kc + ((size_t)b * KVl + h / (Hl / KVl)) * Tmax * hd,
+                *v = vc + ((size_t)b * KVl + h / (Hl / KVl)) * Tmax * hd;
     float scale = ax_attn_scale(hd), m = -INFINITY, l = 0, o[NC] = {0};
     for (int j0 = 0; j0 < n; j0 += TK) {
         int j = j0 + lane, nk = min(TK, n - j0);
@@ -247,8 +259,8 @@ __global__ static void decode(float *out, const float *qkv, const float *kc, con
         if (lane + 32 * qq < hd) orow[lane + 32 * qq] = o[qq] / l;
 }
 
-void ax_cuda_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len,
-                              int nb, int Hl, int KVl, int hd, int Tmax) {
+void ax_cuda_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len, int nb, int Hl,
+                              int KVl, int hd, int Tmax) {
     if (!nb || !Hl) return;
     check_hd(hd);
     cudaStream_t s = ax_cuda_stream();
@@ -258,4 +270,7 @@ void ax_cuda_attention_decode(float *out, const float *qkv, float *kc, float *vc
 }
 
 /* the kernels keep their tiles in shared memory: callers need no scratch */
-size_t ax_cuda_attention_scratch(int T) { (void)T; return 0; }
+size_t ax_cuda_attention_scratch(int T) {
+    (void)T;
+    return 0;
+}

@@ -25,13 +25,13 @@
 
 using namespace nvcuda;
 
-#define BQ 64                /* rows of a block's tile, 16 per warp */
-#define NW (BQ / 16)
-#define NT (32 * NW)
-#define LDS (BQ + 4)         /* fp32 score rows: a multiple of 4 for WMMA, off the bank stride */
-#define LDP (BQ + 8)         /* bf16 probability rows: a multiple of 8 */
-#define LDW (16 + 4)         /* fp32 rows of a warp's 16 x 16 scratch */
-#define SCRATCH (NW * 2 * 16 * LDW)   /* floats: the backward's S and dP chunks, a pair per warp */
+#define BQ      64 /* rows of a block's tile, 16 per warp */
+#define NW      (BQ / 16)
+#define NT      (32 * NW)
+#define LDS     (BQ + 4)            /* fp32 score rows: a multiple of 4 for WMMA, off the bank stride */
+#define LDP     (BQ + 8)            /* bf16 probability rows: a multiple of 8 */
+#define LDW     (16 + 4)            /* fp32 rows of a warp's 16 x 16 scratch */
+#define SCRATCH (NW * 2 * 16 * LDW) /* floats: the backward's S and dP chunks, a pair per warp */
 
 typedef uint16_t bf16;
 typedef wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a_row;
@@ -75,8 +75,8 @@ static size_t smem(int hd, int nb, int np, int na, int nr, int nf) {
 }
 
 /* a block per (query tile, b*Hl + h); the heaviest tiles, the last, first */
-__global__ static void __launch_bounds__(NT) fwd(float *out, float *lse, const float *qkv, int T, int Hl, int KVl,
-                                                 int hd) {
+__global__ static void __launch_bounds__(NT)
+    fwd(float *out, float *lse, const float *qkv, int T, int Hl, int KVl, int hd) {
     extern __shared__ __align__(128) unsigned char ax_fsm[];
     int ldq = hd + 8, ldo = hd + 4, w = threadIdx.x / 32, lane = threadIdx.x % 32;
     bf16 *Qs = (bf16 *)ax_fsm, *Ks = Qs + BQ * ldq, *Vs = Ks + BQ * ldq, *Ps = Vs + BQ * ldq;
@@ -84,21 +84,21 @@ __global__ static void __launch_bounds__(NT) fwd(float *out, float *lse, const f
     int bh = blockIdx.y, b = bh / Hl, h = bh % Hl, i0 = (gridDim.x - 1 - blockIdx.x) * BQ, nq = min(BQ, T - i0);
     int ld = (Hl + 2 * KVl) * hd, kh = h / (Hl / KVl), r = 16 * w + lane;
     const float *base = qkv + (size_t)b * T * ld;
-    float scale = ax_attn_scale(hd), m = -INFINITY, l = 0.0f;   /* row r's running max and sum (lanes < 16) */
+    float scale = ax_attn_scale(hd), m = -INFINITY, l = 0.0f; /* row r's running max and sum (lanes < 16) */
     stage(Qs, ldq, base + (size_t)i0 * ld + h * hd, ld, nq, hd);
     for (int t = threadIdx.x; t < BQ * ldo; t += NT) O[t] = 0.0f;
     for (int j0 = 0; j0 < i0 + nq; j0 += BQ) {
-        int diag = j0 == i0, nc = diag ? w + 1 : NW;   /* key chunks right of the diagonal are all masked */
-        __syncthreads();                               /* every warp done with the previous Ks, Vs */
+        int diag = j0 == i0, nc = diag ? w + 1 : NW; /* key chunks right of the diagonal are all masked */
+        __syncthreads();                             /* every warp done with the previous Ks, Vs */
         stage(Ks, ldq, base + (size_t)j0 * ld + (Hl + kh) * hd, ld, min(BQ, T - j0), hd);
         stage(Vs, ldq, base + (size_t)j0 * ld + (Hl + KVl + kh) * hd, ld, min(BQ, T - j0), hd);
         __syncthreads();
-        for (int c = 0; c < nc; c++)                   /* S = Q K^T */
+        for (int c = 0; c < nc; c++) /* S = Q K^T */
             mma_tile<a_row, b_col>(S + 16 * w * LDS + 16 * c, LDS, 0, Qs + 16 * w * ldq, ldq, 16, Ks + 16 * c * ldq,
                                    ldq, 16, hd / 16);
         __syncwarp();
         if (lane < 16) {
-            int n = min(BQ, i0 + r - j0 + 1);          /* keys j0 .. i */
+            int n = min(BQ, i0 + r - j0 + 1); /* keys j0 .. i */
             const float *s = S + r * LDS;
             float mx = m, sum = 0.0f;
             for (int j = 0; j < n; j++) mx = fmaxf(mx, s[j] * scale);
@@ -114,7 +114,7 @@ __global__ static void __launch_bounds__(NT) fwd(float *out, float *lse, const f
         __syncwarp();
         for (int t = lane; t < 16 * hd; t += 32) O[(16 * w + t / hd) * ldo + t % hd] *= al[16 * w + t / hd];
         __syncwarp();
-        for (int c = 0; c < hd / 16; c++)              /* O += P V */
+        for (int c = 0; c < hd / 16; c++) /* O += P V */
             mma_tile<a_row, b_row>(O + 16 * w * ldo + 16 * c, ldo, 1, Ps + 16 * w * LDP, LDP, 16, Vs + 16 * c, ldq,
                                    16 * ldq, nc);
     }
@@ -153,7 +153,7 @@ __device__ static void grad_scores(bf16 *Ps, bf16 *dSs, float *SW, const bf16 *Q
             if (Ps) Ps[r * LDP + j] = ax_bf16_round(p);
             dSs[r * LDP + j] = ax_bf16_round(ds);
         }
-        __syncwarp();                                  /* read before the next chunk overwrites */
+        __syncwarp(); /* read before the next chunk overwrites */
     }
 }
 
@@ -187,7 +187,7 @@ __global__ static void __launch_bounds__(NT) bwd_dq(float *dqkv, const float *do
         __syncthreads();
         grad_scores(NULL, dSs, SW, Qs, dOs, Ks, Vs, li, di, i0, j0, T, hd);
         __syncwarp();
-        for (int c = 0; c < hd / 16; c++)              /* dQ += dS K */
+        for (int c = 0; c < hd / 16; c++) /* dQ += dS K */
             mma_tile<a_row, b_row>(dQ + 16 * w * ldo + 16 * c, ldo, 1, dSs + 16 * w * LDP, LDP, 16, Ks + 16 * c, ldq,
                                    16 * ldq, i0 == j0 ? w + 1 : NW);
     }
@@ -216,19 +216,19 @@ __global__ static void __launch_bounds__(NT) bwd_dkv(float *dqkv, const float *d
     for (int t = threadIdx.x; t < BQ * ldo; t += NT) dK[t] = dV[t] = 0.0f;
     for (int h = kh * grp; h < (kh + 1) * grp; h++)
         for (int i0 = j0; i0 < T; i0 += BQ) {
-            int nq = min(BQ, T - i0), c0 = i0 == j0 ? w : 0;   /* query chunks above the diagonal are masked */
-            __syncthreads();                                  /* every warp done with the previous Qs, dOs, Ps, dSs */
+            int nq = min(BQ, T - i0), c0 = i0 == j0 ? w : 0; /* query chunks above the diagonal are masked */
+            __syncthreads();                                 /* every warp done with the previous Qs, dOs, Ps, dSs */
             stage(Qs, ldq, base + (size_t)i0 * ld + h * hd, ld, nq, hd);
             stage(dOs, ldq, dout + ((size_t)b * T + i0) * Cl + h * hd, Cl, nq, hd);
             stage_rows(li, di, lse, D, (size_t)b * Hl + h, i0, T);
             __syncthreads();
             grad_scores(Ps, dSs, SW, Qs, dOs, Ks, Vs, li, di, i0, j0, T, hd);
-            __syncthreads();                                  /* warp w's keys need every warp's query rows */
-            for (int c = 0; c < hd / 16; c++) {            /* dV += P^T dO, dK += dS^T Q */
+            __syncthreads();                    /* warp w's keys need every warp's query rows */
+            for (int c = 0; c < hd / 16; c++) { /* dV += P^T dO, dK += dS^T Q */
                 mma_tile<a_col, b_row>(dV + 16 * w * ldo + 16 * c, ldo, 1, Ps + 16 * w + c0 * 16 * LDP, LDP, 16 * LDP,
                                        dOs + c0 * 16 * ldq + 16 * c, ldq, 16 * ldq, NW - c0);
-                mma_tile<a_col, b_row>(dK + 16 * w * ldo + 16 * c, ldo, 1, dSs + 16 * w + c0 * 16 * LDP, LDP,
-                                       16 * LDP, Qs + c0 * 16 * ldq + 16 * c, ldq, 16 * ldq, NW - c0);
+                mma_tile<a_col, b_row>(dK + 16 * w * ldo + 16 * c, ldo, 1, dSs + 16 * w + c0 * 16 * LDP, LDP, 16 * LDP,
+                                       Qs + c0 * 16 * ldq + 16 * c, ldq, 16 * ldq, NW - c0);
             }
         }
     __syncwarp();
@@ -260,7 +260,7 @@ void ax_cuda_attention_flash_backward(float *dqkv, const float *dout, const floa
     size_t sq = smem(hd, 4, 1, 1, 2, SCRATCH), sk = smem(hd, 4, 2, 2, 2, SCRATCH);
     smem_allow((const void *)bwd_dq, sq);
     smem_allow((const void *)bwd_dkv, sk);
-    ax_cuda_attention_rowdot(D, dout, out, B, T, Hl, hd);           /* D = rowsum(dO o), fp32 */
+    ax_cuda_attention_rowdot(D, dout, out, B, T, Hl, hd); /* D = rowsum(dO o), fp32 */
     bwd_dq<<<dim3((T + BQ - 1) / BQ, B * Hl), NT, sq, ax_cuda_stream()>>>(dqkv, dout, lse, D, qkv, T, Hl, KVl, hd);
     bwd_dkv<<<dim3((T + BQ - 1) / BQ, B * KVl), NT, sk, ax_cuda_stream()>>>(dqkv, dout, lse, D, qkv, T, Hl, KVl, hd);
     AX_CUDA_DONE();

@@ -22,23 +22,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK_BYTES ((size_t)256 << 20)   /* score-sized buffers of one chunk of heads */
-#define NT 256
+#define CHUNK_BYTES    ((size_t)256 << 20) /* score-sized buffers of one chunk of heads */
+#define NT             256
 #define ROWS_PER_BLOCK (NT / 32)
 
 typedef uint16_t bf16;
 
-static unsigned grid_of(size_t n) { size_t b = (n + NT - 1) / NT; return (unsigned)(b < 65535 * 8 ? b : 65535 * 8); }
+static unsigned grid_of(size_t n) {
+    size_t b = (n + NT - 1) / NT;
+    return (unsigned)(b < 65535 * 8 ? b : 65535 * 8);
+}
 static size_t up256(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
 
-#define EACH(t, n) for (size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x; t < (n); t += (size_t)gridDim.x * blockDim.x)
+#define EACH(t, n) \
+    for (size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x; t < (n); t += (size_t)gridDim.x * blockDim.x)
 
 int ax_cuda_attention_mode(ax_dtype dt, int hd) {
-    static int env = -1;                  /* AXONN_CUDA_ATTN: tiled | mm (the default) | flash */
+    static int env = -1; /* AXONN_CUDA_ATTN: tiled | mm (the default) | flash */
     if (env < 0) {
         const char *e = getenv("AXONN_CUDA_ATTN");
-        env = e && !strcmp(e, "tiled") ? AX_CUDA_ATTN_TILED : e && !strcmp(e, "flash") ? AX_CUDA_ATTN_FLASH
-                                                                                         : AX_CUDA_ATTN_MM;
+        env = e && !strcmp(e, "tiled")   ? AX_CUDA_ATTN_TILED
+              : e && !strcmp(e, "flash") ? AX_CUDA_ATTN_FLASH
+                                         : AX_CUDA_ATTN_MM;
     }
     if (dt != AX_BF16 || env == AX_CUDA_ATTN_TILED) return AX_CUDA_ATTN_TILED;
     /* flash's tiles hold whole WMMA slices of the head, at most 128 wide */
@@ -100,7 +105,7 @@ __global__ static void unpack_grads(float *dqkv, const float *dq, const float *d
 __global__ static void softmax_fwd(bf16 *P, float *lse, const float *S, int T, int ldS, size_t rows) {
     size_t r = blockIdx.x * (size_t)ROWS_PER_BLOCK + threadIdx.x / 32;
     int lane = threadIdx.x % 32;
-    if (r >= rows) return;                /* the whole warp: r is the same for its lanes */
+    if (r >= rows) return; /* the whole warp: r is the same for its lanes */
     int i = (int)(r % T);
     const float *s = S + r * ldS;
     bf16 *p = P + r * ldS;
@@ -114,8 +119,8 @@ __global__ static void softmax_fwd(bf16 *P, float *lse, const float *S, int T, i
 }
 
 /* a warp per score row: P and dS = P (dP - D) scale as bf16, zeros right of the diagonal */
-__global__ static void softmax_bwd(bf16 *P, bf16 *dS, const float *S, const float *dP, const float *lse,
-                                   const float *D, int T, int ldS, size_t rows, float scale) {
+__global__ static void softmax_bwd(bf16 *P, bf16 *dS, const float *S, const float *dP, const float *lse, const float *D,
+                                   int T, int ldS, size_t rows, float scale) {
     size_t r = blockIdx.x * (size_t)ROWS_PER_BLOCK + threadIdx.x / 32;
     int lane = threadIdx.x % 32;
     if (r >= rows) return;
@@ -144,15 +149,19 @@ static size_t chunk_heads(size_t nbh, size_t per) {
 }
 
 /* bytes carved from one workspace: each piece 256-byte aligned */
-static void *carve(char **at, size_t bytes) { void *p = *at; *at += up256(bytes); return p; }
+static void *carve(char **at, size_t bytes) {
+    void *p = *at;
+    *at += up256(bytes);
+    return p;
+}
 
 void ax_cuda_attention_mm_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd) {
     cudaStream_t st = ax_cuda_stream();
-    int ldS = (T + 7) & ~7;               /* bf16 rows 16-byte aligned for the GEMMs */
+    int ldS = (T + 7) & ~7; /* bf16 rows 16-byte aligned for the GEMMs */
     size_t nbh = (size_t)B * Hl, nh = nbh * T * hd, per = (size_t)T * ldS;
     size_t c = chunk_heads(nbh, per * (sizeof(float) + sizeof(bf16)));
-    char *w = (char *)ax_cuda_tmp(AX_CUDA_TMP_ATTN_MM, 3 * up256(nh * 2) + up256(nh * 4) + up256(c * per * 4) +
-                                                       up256(c * per * 2));
+    char *w = (char *)ax_cuda_tmp(AX_CUDA_TMP_ATTN_MM,
+                                  3 * up256(nh * 2) + up256(nh * 4) + up256(c * per * 4) + up256(c * per * 2));
     bf16 *q = (bf16 *)carve(&w, nh * 2), *k = (bf16 *)carve(&w, nh * 2), *v = (bf16 *)carve(&w, nh * 2);
     float *o = (float *)carve(&w, nh * 4), *S = (float *)carve(&w, c * per * 4);
     bf16 *P = (bf16 *)carve(&w, c * per * 2);
@@ -163,25 +172,25 @@ void ax_cuda_attention_mm_forward(float *out, float *lse, const float *qkv, int 
         int nc = (int)(nbh - c0 < c ? nbh - c0 : c);
         size_t at = c0 * T * hd, rows = (size_t)nc * T;
         ax_cuda_gemm(nc, scale, mat(q + at, AX_BF16, T, hd, hd), 0, mat(k + at, AX_BF16, T, hd, hd), 1, 0.0f,
-                     mat(S, AX_F32, T, T, ldS));                                   /* S = q k^T scale */
+                     mat(S, AX_F32, T, T, ldS)); /* S = q k^T scale */
         softmax_fwd<<<ax_cuda_blocks(rows, ROWS_PER_BLOCK), NT, 0, st>>>(P, lse + c0 * T, S, T, ldS, rows);
         AX_CUDA_DONE();
         ax_cuda_gemm(nc, 1.0f, mat(P, AX_BF16, T, T, ldS), 0, mat(v + at, AX_BF16, T, hd, hd), 0, 0.0f,
-                     mat(o + at, AX_F32, T, hd, hd));                              /* o = P v */
+                     mat(o + at, AX_F32, T, hd, hd)); /* o = P v */
     }
     size_t n = (size_t)B * T * Hl * hd;
     unpack_heads<<<grid_of(n), NT, 0, st>>>(out, o, T, Hl, hd, n);
     AX_CUDA_DONE();
 }
 
-void ax_cuda_attention_mm_backward(float *dqkv, const float *dout, const float *out, const float *lse,
-                                   const float *qkv, int B, int T, int Hl, int KVl, int hd) {
+void ax_cuda_attention_mm_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
+                                   int B, int T, int Hl, int KVl, int hd) {
     cudaStream_t st = ax_cuda_stream();
     int ldS = (T + 7) & ~7;
     size_t nbh = (size_t)B * Hl, nh = nbh * T * hd, per = (size_t)T * ldS;
     size_t c = chunk_heads(nbh, per * 2 * (sizeof(float) + sizeof(bf16)));
     char *w = (char *)ax_cuda_tmp(AX_CUDA_TMP_ATTN_MM, 4 * up256(nh * 2) + up256(nbh * T * 4) + 3 * up256(nh * 4) +
-                                                       2 * up256(c * per * 4) + 2 * up256(c * per * 2));
+                                                           2 * up256(c * per * 4) + 2 * up256(c * per * 2));
     bf16 *q = (bf16 *)carve(&w, nh * 2), *k = (bf16 *)carve(&w, nh * 2), *v = (bf16 *)carve(&w, nh * 2);
     bf16 *dO = (bf16 *)carve(&w, nh * 2);
     float *D = (float *)carve(&w, nbh * T * 4);
@@ -192,23 +201,23 @@ void ax_cuda_attention_mm_backward(float *dqkv, const float *dout, const float *
     pack_qkv<<<grid_of(nh), NT, 0, st>>>(q, k, v, qkv, T, Hl, KVl, hd, nh);
     pack_heads<<<grid_of(nh), NT, 0, st>>>(dO, dout, T, Hl, hd, nh);
     AX_CUDA_DONE();
-    ax_cuda_attention_rowdot(D, dout, out, B, T, Hl, hd);           /* D = rowsum(dO o), fp32 */
+    ax_cuda_attention_rowdot(D, dout, out, B, T, Hl, hd); /* D = rowsum(dO o), fp32 */
     for (size_t c0 = 0; c0 < nbh; c0 += c) {
         int nc = (int)(nbh - c0 < c ? nbh - c0 : c);
         size_t at = c0 * T * hd, rows = (size_t)nc * T;
         ax_cuda_gemm(nc, scale, mat(q + at, AX_BF16, T, hd, hd), 0, mat(k + at, AX_BF16, T, hd, hd), 1, 0.0f,
-                     mat(S, AX_F32, T, T, ldS));                                   /* S = q k^T scale */
+                     mat(S, AX_F32, T, T, ldS)); /* S = q k^T scale */
         ax_cuda_gemm(nc, 1.0f, mat(dO + at, AX_BF16, T, hd, hd), 0, mat(v + at, AX_BF16, T, hd, hd), 1, 0.0f,
-                     mat(dP, AX_F32, T, T, ldS));                                  /* dP = dO v^T */
-        softmax_bwd<<<ax_cuda_blocks(rows, ROWS_PER_BLOCK), NT, 0, st>>>(P, dS, S, dP, lse + c0 * T, D + c0 * T, T,
-                                                                          ldS, rows, scale);
+                     mat(dP, AX_F32, T, T, ldS)); /* dP = dO v^T */
+        softmax_bwd<<<ax_cuda_blocks(rows, ROWS_PER_BLOCK), NT, 0, st>>>(P, dS, S, dP, lse + c0 * T, D + c0 * T, T, ldS,
+                                                                         rows, scale);
         AX_CUDA_DONE();
         ax_cuda_gemm(nc, 1.0f, mat(P, AX_BF16, T, T, ldS), 1, mat(dO + at, AX_BF16, T, hd, hd), 0, 0.0f,
-                     mat(dv + at, AX_F32, T, hd, hd));                             /* dv = P^T dO */
+                     mat(dv + at, AX_F32, T, hd, hd)); /* dv = P^T dO */
         ax_cuda_gemm(nc, 1.0f, mat(dS, AX_BF16, T, T, ldS), 0, mat(k + at, AX_BF16, T, hd, hd), 0, 0.0f,
-                     mat(dq + at, AX_F32, T, hd, hd));                             /* dq = dS k */
+                     mat(dq + at, AX_F32, T, hd, hd)); /* dq = dS k */
         ax_cuda_gemm(nc, 1.0f, mat(dS, AX_BF16, T, T, ldS), 1, mat(q + at, AX_BF16, T, hd, hd), 0, 0.0f,
-                     mat(dk + at, AX_F32, T, hd, hd));                             /* dk = dS^T q */
+                     mat(dk + at, AX_F32, T, hd, hd)); /* dk = dS^T q */
     }
     size_t n = (size_t)B * T * (Hl + 2 * KVl) * hd;
     unpack_grads<<<grid_of(n), NT, 0, st>>>(dqkv, dq, dk, dv, T, Hl, KVl, hd, n);

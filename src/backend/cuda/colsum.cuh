@@ -18,12 +18,11 @@
 #define AX_BACKEND_CUDA_COLSUM_CUH
 #include "backend/cuda/cuda.h"
 
-#define AX_COLSUM_X 32                  /* columns of a block: a warp's coalesced row segment */
-#define AX_COLSUM_Y 8                   /* threads down the rows */
-#define AX_COLSUM_ROWS 256              /* rows of a chunk: 32 per thread */
+#define AX_COLSUM_X    32  /* columns of a block: a warp's coalesced row segment */
+#define AX_COLSUM_Y    8   /* threads down the rows */
+#define AX_COLSUM_ROWS 256 /* rows of a chunk: 32 per thread */
 
-template <int NO, class F>
-__global__ static void ax_colsum_part(float *part, int M, int n, int nchunks, F f) {
+template <int NO, class F> __global__ static void ax_colsum_part(float *part, int M, int n, int nchunks, F f) {
     __shared__ float sh[NO][AX_COLSUM_Y][AX_COLSUM_X];
     int x = threadIdx.x, y = threadIdx.y, j = blockIdx.x * AX_COLSUM_X + x;
     /* chunks beyond gridDim.y's limit loop; c depends on the block only, so
@@ -46,7 +45,7 @@ __global__ static void ax_colsum_part(float *part, int M, int n, int nchunks, F 
                 for (int k = 1; k < AX_COLSUM_Y; k++) a += sh[o][k][x];
                 part[((size_t)o * nchunks + c) * n + j] = a;
             }
-        __syncthreads();                /* sh is written again by the next chunk */
+        __syncthreads(); /* sh is written again by the next chunk */
     }
 }
 
@@ -63,8 +62,7 @@ __global__ static void ax_colsum_add(float *out0, float *out1, const float *part
 
 /* out0 (and out1 when NO is 2) += column sums of f over M rows of n columns;
  * queued on the backend's stream, the partials in ax_cuda_tmp's COLSUM slot */
-template <int NO, class F>
-static void ax_colsum(float *out0, float *out1, int M, int n, F f) {
+template <int NO, class F> static void ax_colsum(float *out0, float *out1, int M, int n, F f) {
     static_assert(NO == 1 || NO == 2, "one or two outputs");
     if (M <= 0 || n <= 0) return;
     int nchunks = (M + AX_COLSUM_ROWS - 1) / AX_COLSUM_ROWS;

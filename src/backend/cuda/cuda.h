@@ -39,8 +39,8 @@ void ax_cuda_layernorm_backward(float *dx, float *dw, float *db, const float *do
                                 const ax_reducer *X);
 void ax_cuda_rmsnorm_forward(float *out, float *rstd, const float *x, const float *w, int M, int Cl, int C, float eps,
                              const ax_reducer *X);
-void ax_cuda_rmsnorm_backward(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
-                              int M, int Cl, int C, float *scratch, const ax_reducer *X);
+void ax_cuda_rmsnorm_backward(float *dx, float *dw, const float *dout, const float *x, const float *w,
+                              const float *rstd, int M, int Cl, int C, float *scratch, const ax_reducer *X);
 void ax_cuda_gelu_forward(float *out, const float *x, size_t n);
 void ax_cuda_gelu_backward(float *dx, const float *x, const float *dout, size_t n);
 void ax_cuda_swiglu_forward(float *out, const float *gu, int M, int F);
@@ -49,8 +49,8 @@ void ax_cuda_rope(float *x, int ld, int M, int T, const int32_t *pos, int nh, in
 void ax_cuda_add(float *y, const float *x, size_t n);
 void ax_cuda_bias_add(float *y, const float *bias, int M, int n);
 void ax_cuda_bias_grad(float *db, const float *dy, int M, int n);
-void ax_cuda_embedding_forward(float *out, const int32_t *tokens, const int32_t *pos, const float *wte, const float *wpe,
-                               int M, int T, int v0, int Vl, int Cl, const ax_reducer *Y);
+void ax_cuda_embedding_forward(float *out, const int32_t *tokens, const int32_t *pos, const float *wte,
+                               const float *wpe, int M, int T, int v0, int Vl, int Cl, const ax_reducer *Y);
 void ax_cuda_embedding_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens, const int32_t *pos,
                                 int M, int T, int v0, int Vl, int Cl);
 void ax_cuda_xent(float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
@@ -66,10 +66,10 @@ void ax_cuda_attention_forward(float *out, float *lse, const float *qkv, int B, 
                                ax_dtype dt, float *scratch, int nthr);
 void ax_cuda_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
                                 int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr);
-void ax_cuda_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len,
-                              int nb, int Hl, int KVl, int hd, int Tmax);
-void ax_cuda_adamw(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2,
-                   float c1, float c2, float lr, float eps, float decay);
+void ax_cuda_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len, int nb, int Hl,
+                              int KVl, int hd, int Tmax);
+void ax_cuda_adamw(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2, float c1,
+                   float c2, float lr, float eps, float decay);
 /* from util/err.h, which the .cu files do not include (it brings in mpi.h) */
 void ax_fatal(const char *file, int line, const char *fmt, ...) __attribute__((noreturn, format(printf, 3, 4)));
 int ax_err_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -80,8 +80,12 @@ int ax_err_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #ifdef __CUDACC__
 #include <cuda_runtime.h>
 
-#define AX_CHECK_CUDA(call) do { cudaError_t ax_e_ = (call); if (ax_e_ != cudaSuccess) \
-    ax_fatal(__FILE__, __LINE__, "%s: %s (%s)", #call, cudaGetErrorString(ax_e_), cudaGetErrorName(ax_e_)); } while (0)
+#define AX_CHECK_CUDA(call)                                                                                         \
+    do {                                                                                                            \
+        cudaError_t ax_e_ = (call);                                                                                 \
+        if (ax_e_ != cudaSuccess)                                                                                   \
+            ax_fatal(__FILE__, __LINE__, "%s: %s (%s)", #call, cudaGetErrorString(ax_e_), cudaGetErrorName(ax_e_)); \
+    } while (0)
 /* after a kernel entry's launches: launch errors (the stream drained too
  * under AXONN_CUDA_SYNC=1), and the entry's device time under
  * AXONN_CUDA_PROFILE=1 (a table on stderr at exit) */
@@ -89,14 +93,24 @@ void ax_cuda_done(const char *file, int line, const char *func);
 #define AX_CUDA_DONE() ax_cuda_done(__FILE__, __LINE__, __func__)
 /* a device buffer for a kernel's own temporaries, grown on first use to the
  * largest request of its slot and then reused (no cudaMalloc per step) */
-enum { AX_CUDA_TMP_GEMM_A, AX_CUDA_TMP_GEMM_B, AX_CUDA_TMP_GEMM_C, AX_CUDA_TMP_ATTN, AX_CUDA_TMP_ATTN_MM,
-       AX_CUDA_TMP_SUMSQ, AX_CUDA_TMP_COLSUM, AX_CUDA_TMP_EMB_KEYS, AX_CUDA_TMP_EMB_SORT, AX_CUDA_TMP_SLOTS };
+enum {
+    AX_CUDA_TMP_GEMM_A,
+    AX_CUDA_TMP_GEMM_B,
+    AX_CUDA_TMP_GEMM_C,
+    AX_CUDA_TMP_ATTN,
+    AX_CUDA_TMP_ATTN_MM,
+    AX_CUDA_TMP_SUMSQ,
+    AX_CUDA_TMP_COLSUM,
+    AX_CUDA_TMP_EMB_KEYS,
+    AX_CUDA_TMP_EMB_SORT,
+    AX_CUDA_TMP_SLOTS
+};
 
 /* attention on the matrix units (attention_mm.cu) and as flash attention on
  * them (attention_flash.cu), and their passes */
 void ax_cuda_attention_mm_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd);
-void ax_cuda_attention_mm_backward(float *dqkv, const float *dout, const float *out, const float *lse,
-                                   const float *qkv, int B, int T, int Hl, int KVl, int hd);
+void ax_cuda_attention_mm_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
+                                   int B, int T, int Hl, int KVl, int hd);
 void ax_cuda_attention_flash_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd);
 void ax_cuda_attention_flash_backward(float *dqkv, const float *dout, const float *out, const float *lse,
                                       const float *qkv, int B, int T, int Hl, int KVl, int hd);
@@ -118,7 +132,7 @@ __device__ inline float ax_warp_max(float v) {
 __device__ inline float ax_block_sum(float v) {
     __shared__ float sh[32];
     v = ax_warp_sum(v);
-    __syncthreads();                    /* sh may still be read by a previous call */
+    __syncthreads(); /* sh may still be read by a previous call */
     if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = v;
     __syncthreads();
     v = threadIdx.x % 32 < blockDim.x / 32 ? sh[threadIdx.x % 32] : 0.0f;

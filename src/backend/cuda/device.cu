@@ -22,18 +22,23 @@ static cudaStream_t stream;
  * resolved once it is PROF_BATCH events behind the newest (its last event is
  * then normally complete: no sync per kernel, no allocation after the first
  * use). At exit a table sorted by total time goes to stderr. */
-#define PROF_RING 4096
-#define PROF_BATCH 1024                 /* resolved when 2 batches wait: at most 2049 events of the ring in use */
+#define PROF_RING  4096
+#define PROF_BATCH 1024 /* resolved when 2 batches wait: at most 2049 events of the ring in use */
 #define PROF_SITES 256
 
-typedef struct { const char *file, *func; int line; long long calls; double ms; } prof_site;
+typedef struct {
+    const char *file, *func;
+    int line;
+    long long calls;
+    double ms;
+} prof_site;
 
 static struct {
-    int on;                             /* -1: environment not read yet */
-    int ready;                          /* the ring's events exist on the current device */
+    int on;    /* -1: environment not read yet */
+    int ready; /* the ring's events exist on the current device */
     cudaEvent_t ev[PROF_RING];
     short site[PROF_RING];
-    long long head, done, first;        /* events recorded, resolved; first: the ring's oldest, with no predecessor */
+    long long head, done, first; /* events recorded, resolved; first: the ring's oldest, with no predecessor */
     prof_site sites[PROF_SITES];
     int nsites;
 } prof = {-1};
@@ -53,7 +58,8 @@ static cudaError_t prof_resolve(long long upto, int at_exit) {
         prof_site *st = &prof.sites[prof.site[k % PROF_RING]];
         float ms = 0;
         st->calls++;
-        if (k > prof.first && cudaEventElapsedTime(&ms, prof.ev[(k - 1) % PROF_RING], prof.ev[k % PROF_RING]) == cudaSuccess)
+        if (k > prof.first &&
+            cudaEventElapsedTime(&ms, prof.ev[(k - 1) % PROF_RING], prof.ev[k % PROF_RING]) == cudaSuccess)
             st->ms += ms;
     }
     prof.done = upto;
@@ -65,17 +71,25 @@ static void prof_report(void) {
     int idx[PROF_SITES], n = prof.nsites;
     double total = 0;
     long long calls = 0;
-    for (int i = 0; i < n; i++) { idx[i] = i; total += prof.sites[i].ms; calls += prof.sites[i].calls; }
-    for (int i = 1; i < n; i++)         /* insertion sort by total time, largest first */
+    for (int i = 0; i < n; i++) {
+        idx[i] = i;
+        total += prof.sites[i].ms;
+        calls += prof.sites[i].calls;
+    }
+    for (int i = 1; i < n; i++) /* insertion sort by total time, largest first */
         for (int j = i; j > 0 && prof.sites[idx[j]].ms > prof.sites[idx[j - 1]].ms; j--) {
-            int t = idx[j]; idx[j] = idx[j - 1]; idx[j - 1] = t;
+            int t = idx[j];
+            idx[j] = idx[j - 1];
+            idx[j - 1] = t;
         }
     char *buf = NULL;
     size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);   /* one write: ranks' tables do not interleave */
+    FILE *f = open_memstream(&buf, &len); /* one write: ranks' tables do not interleave */
     if (!f) return;
-    fprintf(f, "CUDA profile (AXONN_CUDA_PROFILE=1), device %d, pid %d: stream time from one entry's end to the next's, "
-            "host gaps in the next entry%s%s\n", device, (int)getpid(), e != cudaSuccess ? "; incomplete: " : "",
+    fprintf(f,
+            "CUDA profile (AXONN_CUDA_PROFILE=1), device %d, pid %d: stream time from one entry's end to the next's, "
+            "host gaps in the next entry%s%s\n",
+            device, (int)getpid(), e != cudaSuccess ? "; incomplete: " : "",
             e != cudaSuccess ? cudaGetErrorString(e) : "");
     fprintf(f, "%-48s %10s %12s %10s %7s\n", "entry", "calls", "total ms", "mean us", "share");
     for (int i = 0; i < n; i++) {
@@ -95,15 +109,19 @@ static void prof_report(void) {
 static int prof_site_of(const char *file, int line, const char *func) {
     static int last;
     if (last < prof.nsites && prof.sites[last].line == line && prof.sites[last].file == file) return last;
-    for (int i = 0; i < prof.nsites; i++)   /* a call site's __FILE__ is one string: its address is its name */
+    for (int i = 0; i < prof.nsites; i++) /* a call site's __FILE__ is one string: its address is its name */
         if (prof.sites[i].line == line && prof.sites[i].file == file) return last = i;
-    if (prof.nsites == PROF_SITES) {    /* full: the last row takes the rest */
+    if (prof.nsites == PROF_SITES) { /* full: the last row takes the rest */
         prof_site *st = &prof.sites[PROF_SITES - 1];
-        st->file = "?"; st->func = "(other entries)"; st->line = 0;
+        st->file = "?";
+        st->func = "(other entries)";
+        st->line = 0;
         return PROF_SITES - 1;
     }
     prof_site *st = &prof.sites[prof.nsites];
-    st->file = file; st->func = func; st->line = line;
+    st->file = file;
+    st->func = func;
+    st->line = line;
     return last = prof.nsites++;
 }
 
@@ -115,7 +133,10 @@ static void prof_record(const char *file, int line, const char *func) {
         prof.first = prof.head;
         /* after the CUDA runtime's own exit handler was registered (the
          * stream exists), so the table is printed before the runtime goes */
-        if (!registered) { atexit(prof_report); registered = 1; }
+        if (!registered) {
+            atexit(prof_report);
+            registered = 1;
+        }
     }
     int s = prof_site_of(file, line, func);
     if (prof.head - prof.done >= 2 * PROF_BATCH) prof_resolve(prof.done + PROF_BATCH, 0);
@@ -136,7 +157,7 @@ int ax_cuda_open(void) {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0) {
-        cudaGetLastError();             /* clear the sticky "no device" so later queries start clean */
+        cudaGetLastError(); /* clear the sticky "no device" so later queries start clean */
         return ax_err_set("--backend cuda: no usable CUDA device (%s)",
                           e != cudaSuccess ? cudaGetErrorString(e) : "none found");
     }
@@ -198,21 +219,21 @@ void *ax_cuda_alloc(size_t bytes) {
 
 void ax_cuda_free(void *p) {
     if (!p) return;
-    AX_CHECK_CUDA(cudaStreamSynchronize(ax_cuda_stream()));   /* queued kernels may still read it */
+    AX_CHECK_CUDA(cudaStreamSynchronize(ax_cuda_stream())); /* queued kernels may still read it */
     AX_CHECK_CUDA(cudaFree(p));
 }
 
 void ax_cuda_zero(void *p, size_t bytes) {
     if (!bytes) return;
     AX_CHECK_CUDA(cudaMemsetAsync(p, 0, bytes, ax_cuda_stream()));
-    AX_CUDA_DONE();                     /* a row of its own in the profile */
+    AX_CUDA_DONE(); /* a row of its own in the profile */
 }
 
 void ax_cuda_copy(void *dst, const void *src, size_t bytes) {
     if (!bytes) return;
     AX_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, ax_cuda_stream()));
     AX_CHECK_CUDA(cudaStreamSynchronize(ax_cuda_stream()));
-    if (prof_on()) prof_record(__FILE__, __LINE__, __func__);   /* a row for the copies (and idle time before them) */
+    if (prof_on()) prof_record(__FILE__, __LINE__, __func__); /* a row for the copies (and idle time before them) */
 }
 
 void ax_cuda_sync(void) { AX_CHECK_CUDA(cudaStreamSynchronize(ax_cuda_stream())); }

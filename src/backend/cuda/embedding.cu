@@ -8,7 +8,10 @@
 
 #define NT 256
 
-static unsigned grid_of(size_t n) { size_t b = (n + NT - 1) / NT; return (unsigned)(b < 65535 * 8 ? b : 65535 * 8); }
+static unsigned grid_of(size_t n) {
+    size_t b = (n + NT - 1) / NT;
+    return (unsigned)(b < 65535 * 8 ? b : 65535 * 8);
+}
 
 __device__ static inline int position(const int32_t *pos, size_t i, int T) { return pos ? pos[i] : (int)(i % T); }
 
@@ -25,14 +28,14 @@ __global__ static void add_pos(float *out, const int32_t *pos, const float *wpe,
         out[k] += wpe[(size_t)position(pos, k / Cl, T) * Cl + k % Cl];
 }
 
-void ax_cuda_embedding_forward(float *out, const int32_t *tokens, const int32_t *pos, const float *wte, const float *wpe,
-                               int M, int T, int v0, int Vl, int Cl, const ax_reducer *Y) {
+void ax_cuda_embedding_forward(float *out, const int32_t *tokens, const int32_t *pos, const float *wte,
+                               const float *wpe, int M, int T, int v0, int Vl, int Cl, const ax_reducer *Y) {
     size_t n = (size_t)M * Cl;
     if (!n) return;
     gather<<<grid_of(n), NT, 0, ax_cuda_stream()>>>(out, tokens, wte, v0, Vl, Cl, n);
     AX_CUDA_DONE();
     Y->sum(Y->ctx, out, n);
-    if (!wpe) return;                   /* rotary positions act in attention instead */
+    if (!wpe) return; /* rotary positions act in attention instead */
     add_pos<<<grid_of(n), NT, 0, ax_cuda_stream()>>>(out, pos, wpe, T, Cl, n);
     AX_CUDA_DONE();
 }
@@ -68,15 +71,16 @@ __global__ static void add_runs(float *tab, const float *dout, const unsigned *s
     }
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;
-        if (skey[mid] == k) lo = mid + 1; else hi = mid;
+        if (skey[mid] == k) lo = mid + 1;
+        else hi = mid;
     }
     int e = lo, q = p;
     float *t = tab + (size_t)k * Cl + j, a = *t;
     for (; e - q >= 8; q += 8) {
         float v[8];
-        #pragma unroll
+#pragma unroll
         for (int u = 0; u < 8; u++) v[u] = dout[(size_t)srow[q + u] * Cl + j];
-        #pragma unroll
+#pragma unroll
         for (int u = 0; u < 8; u++) a += v[u];
     }
     for (; q < e; q++) a += dout[(size_t)srow[q] * Cl + j];
@@ -87,13 +91,13 @@ __global__ static void add_runs(float *tab, const float *dout, const unsigned *s
  * by key (CUB's radix sort, stable), then a block per run of equal keys */
 static void scatter_rows(float *tab, const float *dout, const int32_t *ids, int off, int nkeys, int M, int Cl) {
     cudaStream_t s = ax_cuda_stream();
-    size_t st = ((size_t)M + 63) / 64 * 64;         /* each array 256-byte aligned */
+    size_t st = ((size_t)M + 63) / 64 * 64; /* each array 256-byte aligned */
     unsigned *key = (unsigned *)ax_cuda_tmp(AX_CUDA_TMP_EMB_KEYS, 4 * st * sizeof(unsigned)), *skey = key + 2 * st;
     int *row = (int *)(key + st), *srow = (int *)(key + 3 * st);
-    int bits = 32 - __builtin_clz((unsigned)nkeys);  /* keys 0 .. nkeys */
+    int bits = 32 - __builtin_clz((unsigned)nkeys); /* keys 0 .. nkeys */
     size_t tb = 0;
     AX_CHECK_CUDA(cub::DeviceRadixSort::SortPairs(NULL, tb, key, skey, row, srow, M, 0, bits, s));
-    void *tmp = ax_cuda_tmp(AX_CUDA_TMP_EMB_SORT, tb > 16 ? tb : 16);   /* never NULL: NULL only asks the size */
+    void *tmp = ax_cuda_tmp(AX_CUDA_TMP_EMB_SORT, tb > 16 ? tb : 16); /* never NULL: NULL only asks the size */
     row_keys<<<grid_of(M), NT, 0, s>>>(key, row, ids, off, (unsigned)nkeys, M);
     AX_CHECK_CUDA(cub::DeviceRadixSort::SortPairs(tmp, tb, key, skey, row, srow, M, 0, bits, s));
     add_runs<<<dim3(M, ax_cuda_blocks(Cl, RUN_NT)), RUN_NT, 0, s>>>(tab, dout, skey, srow, M, (unsigned)nkeys, Cl);

@@ -21,12 +21,16 @@
 #include <stdio.h>
 #include <string.h>
 
-#define AX_CHECK_CUBLAS(call) do { cublasStatus_t ax_s_ = (call); if (ax_s_ != CUBLAS_STATUS_SUCCESS) \
-    ax_fatal(__FILE__, __LINE__, "%s: %s", #call, cublasLtGetStatusString(ax_s_)); } while (0)
+#define AX_CHECK_CUBLAS(call)                                                              \
+    do {                                                                                   \
+        cublasStatus_t ax_s_ = (call);                                                     \
+        if (ax_s_ != CUBLAS_STATUS_SUCCESS)                                                \
+            ax_fatal(__FILE__, __LINE__, "%s: %s", #call, cublasLtGetStatusString(ax_s_)); \
+    } while (0)
 
-#define WORKSPACE (32u << 20)   /* what Lt's heuristic may use; Hopper kernels want up to 32 MiB */
-#define PLANS 2048
-#define SLOTS (2 * PLANS)       /* open addressing, at most half full */
+#define WORKSPACE (32u << 20) /* what Lt's heuristic may use; Hopper kernels want up to 32 MiB */
+#define PLANS     2048
+#define SLOTS     (2 * PLANS) /* open addressing, at most half full */
 
 typedef struct {
     int ta, tb, m, n, k, lda, ldb, ldc, batch, dta, dtb, dtc, align;
@@ -43,7 +47,7 @@ typedef struct {
 static cublasLtHandle_t lt;
 static void *workspace;
 static plan plans[PLANS];
-static int nplans, slot_of[SLOTS];      /* slot_of: plan index + 1, 0 empty */
+static int nplans, slot_of[SLOTS]; /* slot_of: plan index + 1, 0 empty */
 /* --profile: each GEMM between two events on the stream (the host does not
  * wait for it); the pairs are summed when the stats are read */
 #define TIMED_MAX 4096
@@ -79,7 +83,7 @@ static int alignment(const void *a, const void *b, const void *c) {
     return (int)(u & -u);
 }
 
-static unsigned key_hash(const plan_key *k) {     /* FNV-1a over the key's bytes */
+static unsigned key_hash(const plan_key *k) { /* FNV-1a over the key's bytes */
     const unsigned char *b = (const unsigned char *)k;
     unsigned h = 2166136261u;
     for (size_t i = 0; i < sizeof *k; i++) h = (h ^ b[i]) * 16777619u;
@@ -91,13 +95,16 @@ static cublasLtMatrixLayout_t layout(ax_dtype t, int rows, int cols, int ld, int
     AX_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&l, cuda_type(t), rows, cols, ld));
     if (batch > 1) {
         AX_CHECK_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch));
-        AX_CHECK_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+        AX_CHECK_CUBLAS(
+            cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
     }
     return l;
 }
 
 static void plan_free(plan *p) {
-    cublasLtMatrixLayoutDestroy(p->la); cublasLtMatrixLayoutDestroy(p->lb); cublasLtMatrixLayoutDestroy(p->lc);
+    cublasLtMatrixLayoutDestroy(p->la);
+    cublasLtMatrixLayoutDestroy(p->lb);
+    cublasLtMatrixLayoutDestroy(p->lc);
     cublasLtMatmulDescDestroy(p->op);
 }
 
@@ -109,7 +116,7 @@ static plan *plan_get(const plan_key *k) {
         AX_CHECK_CUBLAS(cublasLtCreate(&lt));
         AX_CHECK_CUDA(cudaMalloc(&workspace, WORKSPACE));
     }
-    if (nplans == PLANS) {              /* a pathological run: start the cache again */
+    if (nplans == PLANS) { /* a pathological run: start the cache again */
         for (int i = 0; i < nplans; i++) plan_free(&plans[i]);
         memset(slot_of, 0, sizeof slot_of);
         nplans = 0;
@@ -123,7 +130,7 @@ static plan *plan_get(const plan_key *k) {
     AX_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     AX_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
     /* Lt's A = our B (stored B.cols x B.rows column-major), its B = our A */
-    int brows = k->tb ? k->n : k->k, bcols = k->tb ? k->k : k->n;   /* our B as stored, row-major */
+    int brows = k->tb ? k->n : k->k, bcols = k->tb ? k->k : k->n; /* our B as stored, row-major */
     int arows = k->ta ? k->k : k->m, acols = k->ta ? k->m : k->k;
     p->la = layout((ax_dtype)k->dtb, bcols, brows, k->ldb, k->batch, k->sb);
     p->lb = layout((ax_dtype)k->dta, acols, arows, k->lda, k->batch, k->sa);
@@ -132,17 +139,23 @@ static plan *plan_get(const plan_key *k) {
     AX_CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
     size_t ws = WORKSPACE;
     uint32_t al = (uint32_t)k->align;
-    AX_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-    AX_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al, sizeof al));
-    AX_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al, sizeof al));
-    AX_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al, sizeof al));
-    AX_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al, sizeof al));
+    AX_CHECK_CUBLAS(
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    AX_CHECK_CUBLAS(
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al, sizeof al));
+    AX_CHECK_CUBLAS(
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al, sizeof al));
+    AX_CHECK_CUBLAS(
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al, sizeof al));
+    AX_CHECK_CUBLAS(
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al, sizeof al));
     cublasLtMatmulHeuristicResult_t r;
     int found = 0;
     AX_CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(lt, p->op, p->la, p->lb, p->lc, p->lc, pref, 1, &r, &found));
     cublasLtMatmulPreferenceDestroy(pref);
     if (!found)
-        ax_fatal(__FILE__, __LINE__, "cuBLASLt: no algorithm for %s %s x %s %s -> %s, C %dx%d, K %d, batch %d, alignment %d",
+        ax_fatal(__FILE__, __LINE__,
+                 "cuBLASLt: no algorithm for %s %s x %s %s -> %s, C %dx%d, K %d, batch %d, alignment %d",
                  k->dta == AX_BF16 ? "bf16" : "fp32", k->ta ? "T" : "N", k->dtb == AX_BF16 ? "bf16" : "fp32",
                  k->tb ? "T" : "N", k->dtc == AX_BF16 ? "bf16" : "fp32", k->m, k->n, k->k, k->batch, k->align);
     p->algo = r.algo;
@@ -151,15 +164,26 @@ static plan *plan_get(const plan_key *k) {
 
 static void lt_matmul(int batch, float alpha, ax_mat A, int ta, ax_mat B, int tb, float beta, ax_mat C) {
     plan_key k;
-    memset(&k, 0, sizeof k);            /* padding too: keys compare with memcmp */
-    k.ta = ta; k.tb = tb; k.m = C.rows; k.n = C.cols; k.k = ta ? A.rows : A.cols;
-    k.lda = A.ld; k.ldb = B.ld; k.ldc = C.ld; k.batch = batch;
-    k.dta = A.dtype; k.dtb = B.dtype; k.dtc = C.dtype;
-    k.sa = batch > 1 ? A.stride : 0; k.sb = batch > 1 ? B.stride : 0; k.sc = batch > 1 ? C.stride : 0;
+    memset(&k, 0, sizeof k); /* padding too: keys compare with memcmp */
+    k.ta = ta;
+    k.tb = tb;
+    k.m = C.rows;
+    k.n = C.cols;
+    k.k = ta ? A.rows : A.cols;
+    k.lda = A.ld;
+    k.ldb = B.ld;
+    k.ldc = C.ld;
+    k.batch = batch;
+    k.dta = A.dtype;
+    k.dtb = B.dtype;
+    k.dtc = C.dtype;
+    k.sa = batch > 1 ? A.stride : 0;
+    k.sb = batch > 1 ? B.stride : 0;
+    k.sc = batch > 1 ? C.stride : 0;
     k.align = alignment(A.data, B.data, C.data);
     plan *p = plan_get(&k);
-    AX_CHECK_CUBLAS(cublasLtMatmul(lt, p->op, &alpha, B.data, p->la, A.data, p->lb, &beta, C.data, p->lc,
-                                   C.data, p->lc, &p->algo, workspace, WORKSPACE, ax_cuda_stream()));
+    AX_CHECK_CUBLAS(cublasLtMatmul(lt, p->op, &alpha, B.data, p->la, A.data, p->lb, &beta, C.data, p->lc, C.data, p->lc,
+                                   &p->algo, workspace, WORKSPACE, ax_cuda_stream()));
 }
 
 /* dst (rows x cols, dense) = m widened to fp32, for each of batch matrices */
@@ -171,7 +195,8 @@ __global__ static void widen(float *dst, const uint16_t *src, int rows, int cols
     }
 }
 
-__global__ static void round_into(uint16_t *dst, const float *src, int rows, int cols, int ld, int64_t stride, int batch) {
+__global__ static void round_into(uint16_t *dst, const float *src, int rows, int cols, int ld, int64_t stride,
+                                  int batch) {
     size_t per = (size_t)rows * cols, n = per * batch;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         size_t b = i / per, r = i % per / cols, c = i % cols;
@@ -179,7 +204,10 @@ __global__ static void round_into(uint16_t *dst, const float *src, int rows, int
     }
 }
 
-static unsigned grid_of(size_t n) { size_t b = (n + 255) / 256; return (unsigned)(b < 65535 ? b : 65535); }
+static unsigned grid_of(size_t n) {
+    size_t b = (n + 255) / 256;
+    return (unsigned)(b < 65535 ? b : 65535);
+}
 
 static ax_mat as_f32(ax_mat m, int batch, int slot) {
     if (m.dtype == AX_F32) return m;
@@ -198,8 +226,10 @@ void ax_cuda_gemm(int batch, float alpha, ax_mat A, int ta, ax_mat B, int tb, fl
         ax_mat a = as_f32(A, batch, AX_CUDA_TMP_GEMM_A), b = as_f32(B, batch, AX_CUDA_TMP_GEMM_B);
         if (C.dtype == AX_F32) lt_matmul(batch, alpha, a, ta, b, tb, beta, C);
         else {
-            ax_mat c = beta != 0.0f ? as_f32(C, batch, AX_CUDA_TMP_GEMM_C)
-                : ax_mat_f32((float *)ax_cuda_tmp(AX_CUDA_TMP_GEMM_C, (size_t)C.rows * C.cols * batch * 4), C.rows, C.cols);
+            ax_mat c = beta != 0.0f
+                           ? as_f32(C, batch, AX_CUDA_TMP_GEMM_C)
+                           : ax_mat_f32((float *)ax_cuda_tmp(AX_CUDA_TMP_GEMM_C, (size_t)C.rows * C.cols * batch * 4),
+                                        C.rows, C.cols);
             lt_matmul(batch, alpha, a, ta, b, tb, beta, c);
             size_t n = (size_t)C.rows * C.cols * batch;
             round_into<<<grid_of(n), 256, 0, ax_cuda_stream()>>>((uint16_t *)C.data, (const float *)c.data, C.rows,
@@ -223,10 +253,12 @@ const char *ax_cuda_gemm_kernel(ax_dtype t, int *emulated) {
 
 void ax_cuda_gemm_timing(int on) {
     timed_sum();
-    timing_on = on; g_seconds = g_flops = 0;
+    timing_on = on;
+    g_seconds = g_flops = 0;
 }
 
 void ax_cuda_gemm_stats(double *seconds, double *flops) {
     timed_sum();
-    *seconds = g_seconds; *flops = g_flops;
+    *seconds = g_seconds;
+    *flops = g_flops;
 }

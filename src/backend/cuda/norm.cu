@@ -20,9 +20,15 @@ __global__ static void row_sum(float *s, const float *x, int Cl) {
 __global__ static void ln_centred(float *mean, float *sq, const float *x, int Cl, int C) {
     const float *r = x + (size_t)blockIdx.x * Cl;
     float m = mean[blockIdx.x] / C, a = 0;
-    for (int j = threadIdx.x; j < Cl; j += NT) { float d = r[j] - m; a += d * d; }
-    a = ax_block_sum(a);                /* its barriers order every read of mean before the write */
-    if (threadIdx.x == 0) { mean[blockIdx.x] = m; sq[blockIdx.x] = a; }
+    for (int j = threadIdx.x; j < Cl; j += NT) {
+        float d = r[j] - m;
+        a += d * d;
+    }
+    a = ax_block_sum(a); /* its barriers order every read of mean before the write */
+    if (threadIdx.x == 0) {
+        mean[blockIdx.x] = m;
+        sq[blockIdx.x] = a;
+    }
 }
 
 __global__ static void ln_out(float *out, float *rstd, const float *x, const float *w, const float *b,
@@ -53,11 +59,15 @@ __global__ static void ln_back_sums(float *s12, const float *dout, const float *
     float m = mean[blockIdx.x], rs = rstd[blockIdx.x], s1 = 0, s2 = 0;
     for (int j = threadIdx.x; j < Cl; j += NT) {
         float dxh = dout[o + j] * w[j];
-        s1 += dxh; s2 += ax_layernorm_s2(dxh, x[o + j], m, rs);
+        s1 += dxh;
+        s2 += ax_layernorm_s2(dxh, x[o + j], m, rs);
     }
     s1 = ax_block_sum(s1);
     s2 = ax_block_sum(s2);
-    if (threadIdx.x == 0) { s12[2 * blockIdx.x] = s1; s12[2 * blockIdx.x + 1] = s2; }
+    if (threadIdx.x == 0) {
+        s12[2 * blockIdx.x] = s1;
+        s12[2 * blockIdx.x + 1] = s2;
+    }
 }
 
 __global__ static void ln_back_dx(float *dx, const float *dout, const float *x, const float *w, const float *mean,
@@ -103,7 +113,7 @@ __global__ static void row_sumsq(float *s, const float *x, int Cl) {
 __global__ static void rms_out(float *out, float *rstd, const float *x, const float *w, int Cl, int C, float eps) {
     size_t o = (size_t)blockIdx.x * Cl;
     float rs = ax_norm_rstd(rstd[blockIdx.x], C, eps);
-    __syncthreads();                    /* every thread has read the sum before it becomes rstd */
+    __syncthreads(); /* every thread has read the sum before it becomes rstd */
     if (threadIdx.x == 0) rstd[blockIdx.x] = rs;
     for (int j = threadIdx.x; j < Cl; j += NT) out[o + j] = ax_rmsnorm(x[o + j], rs, w[j]);
 }
@@ -143,8 +153,8 @@ struct rms_dw {
     }
 };
 
-void ax_cuda_rmsnorm_backward(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
-                              int M, int Cl, int C, float *scratch, const ax_reducer *X) {
+void ax_cuda_rmsnorm_backward(float *dx, float *dw, const float *dout, const float *x, const float *w,
+                              const float *rstd, int M, int Cl, int C, float *scratch, const ax_reducer *X) {
     if (M == 0) return;
     cudaStream_t s = ax_cuda_stream();
     rms_back_sum<<<M, NT, 0, s>>>(scratch, dout, x, w, Cl);

@@ -7,9 +7,13 @@
 #include "backend/kmath.h"
 
 #define NT 256
-#define EACH(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+#define EACH(i, n) \
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
 
-static unsigned grid_of(size_t n) { size_t b = (n + NT - 1) / NT; return (unsigned)(b < 65535 * 8 ? b : 65535 * 8); }
+static unsigned grid_of(size_t n) {
+    size_t b = (n + NT - 1) / NT;
+    return (unsigned)(b < 65535 * 8 ? b : 65535 * 8);
+}
 
 __global__ static void gelu_fwd(float *out, const float *x, size_t n) { EACH(i, n) out[i] = ax_gelu(x[i]); }
 __global__ static void gelu_bwd(float *dx, const float *x, const float *dout, size_t n) {
@@ -57,8 +61,8 @@ void ax_cuda_swiglu_backward(float *dgu, const float *gu, const float *dout, int
 }
 
 /* one thread per rotated pair: (row, head, frequency) */
-__global__ static void rope_k(float *x, int ld, int T, const int32_t *pos, int nh, int hd, const float *cs,
-                              float sign, size_t n) {
+__global__ static void rope_k(float *x, int ld, int T, const int32_t *pos, int nh, int hd, const float *cs, float sign,
+                              size_t n) {
     int half = hd / 2;
     EACH(t, n) {
         size_t i = t / ((size_t)nh * half);
@@ -110,10 +114,11 @@ __global__ static void adamw_k(float *w, const float *g, float *m, float *v, siz
     EACH(k, n) ax_adamw_elem(&w[k], g[k], &m[k], &v[k], gscale, b1, b2, c1, c2, lr, eps, decay);
 }
 
-void ax_cuda_adamw(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2,
-                   float c1, float c2, float lr, float eps, float decay) {
+void ax_cuda_adamw(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2, float c1,
+                   float c2, float lr, float eps, float decay) {
     if (n <= 0) return;
-    adamw_k<<<grid_of((size_t)n), NT, 0, ax_cuda_stream()>>>(w, g, m, v, (size_t)n, gscale, b1, b2, c1, c2, lr, eps, decay);
+    adamw_k<<<grid_of((size_t)n), NT, 0, ax_cuda_stream()>>>(w, g, m, v, (size_t)n, gscale, b1, b2, c1, c2, lr, eps,
+                                                             decay);
     AX_CUDA_DONE();
 }
 
@@ -123,7 +128,8 @@ __global__ static void to_f32(float *d, const uint16_t *s, size_t n) { EACH(i, n
 void ax_cuda_cast(void *dst, ax_dtype dt, const void *src, ax_dtype st, size_t n) {
     if (!n) return;
     if (dt == st) {
-        if (dst != src) AX_CHECK_CUDA(cudaMemcpyAsync(dst, src, n * ax_dtype_size(dt), cudaMemcpyDefault, ax_cuda_stream()));
+        if (dst != src)
+            AX_CHECK_CUDA(cudaMemcpyAsync(dst, src, n * ax_dtype_size(dt), cudaMemcpyDefault, ax_cuda_stream()));
     } else if (dt == AX_BF16) {
         to_bf16<<<grid_of(n), NT, 0, ax_cuda_stream()>>>((uint16_t *)dst, (const float *)src, n);
     } else {

@@ -14,8 +14,8 @@ __global__ static void row_max(float *mx, const float *logits, int Vl, int nv) {
     if (threadIdx.x == 0) mx[blockIdx.x] = m;
 }
 
-__global__ static void row_sum_exp(float *st, const float *mx, const float *logits, const int32_t *targets,
-                                   int Vl, int v0, int nv) {
+__global__ static void row_sum_exp(float *st, const float *mx, const float *logits, const int32_t *targets, int Vl,
+                                   int v0, int nv) {
     const float *r = logits + (size_t)blockIdx.x * Vl;
     float m = mx[blockIdx.x], s = 0;
     for (int j = threadIdx.x; j < nv; j += NT) s += ax_expf(r[j] - m);
@@ -35,13 +35,12 @@ __global__ static void loss_grad(float *logits, float *losses, const float *mx, 
     if (dscale == 0.0f) return;
     float *r = logits + (size_t)i * Vl, w = weight ? weight[i] * dscale : dscale;
     int t = targets[i] - v0;
-    for (int j = threadIdx.x; j < Vl; j += NT)
-        r[j] = j < nv ? ax_xent_grad(r[j], lse, w) - (j == t ? w : 0.0f) : 0.0f;
+    for (int j = threadIdx.x; j < Vl; j += NT) r[j] = j < nv ? ax_xent_grad(r[j], lse, w) - (j == t ? w : 0.0f) : 0.0f;
 }
 
 void ax_cuda_xent(float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
                   int V, float dscale, float *scratch, const ax_reducer *Y) {
-    int nv = V - v0 < Vl ? V - v0 : Vl;     /* valid columns here */
+    int nv = V - v0 < Vl ? V - v0 : Vl; /* valid columns here */
     if (nv < 0) nv = 0;
     if (M == 0) return;
     float *mx = scratch, *st = scratch + M;

@@ -13,17 +13,22 @@ using std::min;
 #define __shared__
 #define __launch_bounds__(n)
 #define __align__(n) __attribute__((aligned(n)))
-struct uint3e { unsigned x, y, z; };
-struct dim3 { unsigned x, y, z; dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {} };
+struct uint3e {
+    unsigned x, y, z;
+};
+struct dim3 {
+    unsigned x, y, z;
+    dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
+};
 extern uint3e threadIdx, blockIdx;
 extern dim3 gridDim, blockDim;
 void emu_syncthreads();
 void emu_syncwarp();
 #define __syncthreads() emu_syncthreads()
-#define __syncwarp() emu_syncwarp()
+#define __syncwarp()    emu_syncwarp()
 typedef void *cudaStream_t;
 static inline cudaStream_t ax_cuda_stream() { return 0; }
-#define AX_CUDA_DONE() ((void)0)
+#define AX_CUDA_DONE()   ((void)0)
 #define AX_CHECK_CUDA(x) (x)
 enum { cudaFuncAttributeMaxDynamicSharedMemorySize };
 int cudaFuncSetAttribute(const void *f, int attr, int v);
