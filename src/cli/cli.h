@@ -38,37 +38,85 @@ void ax_cli_threads(int n);
 #include "plan/plan.h"
 /* The model flags of a new model, one table for train, bench and plan:
  * options entries writing into a ax_cli_model_flags. */
-typedef struct { const char *preset, *arch; ax_gpt_config c; } ax_cli_model_flags;
-#define AX_CLI_MODEL_OPTS(f) \
-    {"preset", AX_OPT_STR, &(f).preset, "NAME", "model size: tiny (default), small, gpt2, gpt2-medium, gpt2-large, gpt2-xl, axonn-5b ... axonn-640b, llama-3.2-1b, llama-3.2-3b, llama-3.1-8b, llama-3.1-70b, llama-3.1-405b"}, \
-    {"arch", AX_OPT_STR, &(f).arch, "NAME", "architecture of a new model: gpt2 (default) or llama (RMSNorm, SwiGLU, rotary, no biases)"}, \
-    {"n-layer", AX_OPT_INT, &(f).c.n_layer, "N", "transformer blocks", AX_RANGE('[',1,1000,']')}, \
-    {"n-head", AX_OPT_INT, &(f).c.n_head, "N", "attention heads", AX_RANGE('[',1,1024,']')}, \
-    {"n-kv-head", AX_OPT_INT, &(f).c.n_kv_head, "N", "key/value heads, grouped-query attention (llama; default n-head)", AX_RANGE('[',1,1024,']')}, \
-    {"n-embd", AX_OPT_INT, &(f).c.n_embd, "N", "hidden size", AX_RANGE('[',1,65536,']')}, \
-    {"n-inner", AX_OPT_INT, &(f).c.n_inner, "N", "MLP width (default 4 n-embd)", AX_RANGE('[',1,1048576,']')}, \
-    {"block-size", AX_OPT_INT, &(f).c.block_size, "N", "maximum sequence length (n_positions)", AX_RANGE('[',1,1048576,']')}, \
-    {"vocab-size", AX_OPT_INT, &(f).c.vocab_size, "N", "vocabulary size", AX_RANGE('[',1,16777216,']')}, \
-    {"untied", AX_OPT_FLAG, &(f).c.untied, NULL, "llama: an LM head of its own, not the token table"}, \
-    {"rope-theta", AX_OPT_DOUBLE, &(f).c.rope_theta, "X", "llama: rotary base (default 10000)", AX_RANGE('(',0,1e12,']')}
+typedef struct {
+    const char *preset, *arch;
+    ax_gpt_config c;
+} ax_cli_model_flags;
+/* clang-format off: option tables, one entry a row or two (help text on the second) */
+#define AX_CLI_MODEL_OPTS(f)                                                                                          \
+    {"preset", AX_OPT_STR, &(f).preset, "NAME",                                                                       \
+     "model size: tiny (default), small, gpt2, gpt2-medium, gpt2-large, gpt2-xl, axonn-5b ... "                       \
+     "axonn-640b, llama-3.2-1b, llama-3.2-3b, llama-3.1-8b, llama-3.1-70b, llama-3.1-405b"},                          \
+        {"arch", AX_OPT_STR, &(f).arch, "NAME",                                                                       \
+         "architecture of a new model: gpt2 (default) or llama (RMSNorm, SwiGLU, rotary, no biases)"},                \
+        {"n-layer", AX_OPT_INT, &(f).c.n_layer, "N", "transformer blocks", AX_RANGE('[', 1, 1000, ']')},              \
+        {"n-head", AX_OPT_INT, &(f).c.n_head, "N", "attention heads", AX_RANGE('[', 1, 1024, ']')},                   \
+        {"n-kv-head",                                                                                                 \
+         AX_OPT_INT,                                                                                                  \
+         &(f).c.n_kv_head,                                                                                            \
+         "N",                                                                                                         \
+         "key/value heads, grouped-query attention (llama; default n-head)",                                          \
+         AX_RANGE('[', 1, 1024, ']')},                                                                                \
+        {"n-embd", AX_OPT_INT, &(f).c.n_embd, "N", "hidden size", AX_RANGE('[', 1, 65536, ']')},                      \
+        {"n-inner", AX_OPT_INT, &(f).c.n_inner, "N", "MLP width (default 4 n-embd)", AX_RANGE('[', 1, 1048576, ']')}, \
+        {"block-size",                                                                                                \
+         AX_OPT_INT,                                                                                                  \
+         &(f).c.block_size,                                                                                           \
+         "N",                                                                                                         \
+         "maximum sequence length (n_positions)",                                                                     \
+         AX_RANGE('[', 1, 1048576, ']')},                                                                             \
+        {"vocab-size", AX_OPT_INT, &(f).c.vocab_size, "N", "vocabulary size", AX_RANGE('[', 1, 16777216, ']')},       \
+        {"untied", AX_OPT_FLAG, &(f).c.untied, NULL, "llama: an LM head of its own, not the token table"}, {          \
+        "rope-theta", AX_OPT_DOUBLE, &(f).c.rope_theta, "X", "llama: rotary base (default 10000)",                    \
+            AX_RANGE('(', 0, 1e12, ']')                                                                               \
+    }
 /* The job the planner models, shared by plan and bench comm (o: an ax_train_opts, f: its
  * ax_cli_model_flags); --init first: bench comm takes any of these as "a model is given". */
-#define AX_CLI_JOB_OPTS(o, f) \
-    {"init", AX_OPT_STR, &(o).init, "MODEL", "the model of MODEL.safetensors or a model directory (its config.json)"}, \
-    AX_CLI_MODEL_OPTS(f), \
-    {"batch", AX_OPT_INT, &(o).batch, "N", "global batch in sequences (default 8, or the preset's)", AX_RANGE('[',1,1048576,']')}, \
-    {"seq", AX_OPT_INT, &(o).seq, "T", "tokens per sequence (default n_positions)", AX_RANGE('[',1,1048576,']')}, \
-    {"grad-accum", AX_OPT_INT, &(o).grad_accum, "N", "micro-batches per step (default {})", AX_RANGE('[',1,65536,']')}, \
-    {"dtype", AX_OPT_STR, &(o).dtype, "T", "GEMM input, activation and communication dtype: fp32 (default) or bf16"}
+#define AX_CLI_JOB_OPTS(o, f)                                                                                            \
+    {"init", AX_OPT_STR, &(o).init, "MODEL", "the model of MODEL.safetensors or a model directory (its config.json)"},   \
+        AX_CLI_MODEL_OPTS(f),                                                                                            \
+        {"batch",                                                                                                        \
+         AX_OPT_INT,                                                                                                     \
+         &(o).batch,                                                                                                     \
+         "N",                                                                                                            \
+         "global batch in sequences (default 8, or the preset's)",                                                       \
+         AX_RANGE('[', 1, 1048576, ']')},                                                                                \
+        {"seq", AX_OPT_INT, &(o).seq, "T", "tokens per sequence (default n_positions)", AX_RANGE('[', 1, 1048576, ']')}, \
+        {"grad-accum",                                                                                                   \
+         AX_OPT_INT,                                                                                                     \
+         &(o).grad_accum,                                                                                                \
+         "N",                                                                                                            \
+         "micro-batches per step (default {})",                                                                          \
+         AX_RANGE('[', 1, 65536, ']')},                                                                                  \
+    {                                                                                                                    \
+        "dtype", AX_OPT_STR, &(o).dtype, "T", "GEMM input, activation and communication dtype: fp32 (default) or bf16"   \
+    }
 /* How a step runs, shared by train and bench (o: an ax_train_opts). */
-#define AX_CLI_STEP_OPTS(o) \
-    {"dtype", AX_OPT_STR, &(o).dtype, "TYPE", "GEMM input precision: fp32 or bf16 (fp32 accumulation, master weights, optimizer and reductions; default {})"}, \
-    {"recompute", AX_OPT_STR, &(o).recompute, "MODE", "activation recomputation: none, attn (attention outputs) or block (whole layers) (default {})"}, \
-    {"overlap", AX_OPT_STR, &(o).overlap, "LIST", "communication behind compute: all, none, or a comma list of oar (dX all-reduce), ors (dW reduce-scatter), oag (weight all-gather prefetch), dp (bucketed data-parallel all-reduce) (default {})"}, \
-    {"keep-gathered", AX_OPT_FLAG, &(o).keep_gathered, NULL, "keep the weights gathered over Z from forward to backward (memory for communication)"}, \
-    {"bucket-mb", AX_OPT_DOUBLE, &(o).bucket_mb, "MB", "gradient bucket of the data-parallel all-reduce, MiB (default {})", AX_RANGE('(',0,1e6,']')}, \
-    {"gemm-tune", AX_OPT_STR, &(o).gemm_tune, "off|on", "time each GEMM's layouts on first use and keep the fastest (default {})"}, \
-    {"gemm-tune-cache", AX_OPT_STR, &(o).gemm_tune_cache, "FILE", "the tuning cache (default $AXONN_GEMM_TUNE_CACHE, else $XDG_CACHE_HOME or ~/.cache /axonn/gemm-tune.json; none: no file)"}
+#define AX_CLI_STEP_OPTS(o)                                                                                         \
+    {"dtype", AX_OPT_STR, &(o).dtype, "TYPE",                                                                       \
+     "GEMM input precision: fp32 or bf16 (fp32 accumulation, master weights, optimizer and "                        \
+     "reductions; default {})"},                                                                                    \
+        {"recompute", AX_OPT_STR, &(o).recompute, "MODE",                                                           \
+         "activation recomputation: none, attn (attention outputs) or block (whole layers) (default {})"},          \
+        {"overlap", AX_OPT_STR, &(o).overlap, "LIST",                                                               \
+         "communication behind compute: all, none, or a comma list of oar (dX all-reduce), ors (dW "                \
+         "reduce-scatter), oag (weight all-gather prefetch), dp (bucketed data-parallel all-reduce) (default {})"}, \
+        {"keep-gathered", AX_OPT_FLAG, &(o).keep_gathered, NULL,                                                    \
+         "keep the weights gathered over Z from forward to backward (memory for communication)"},                   \
+        {"bucket-mb",                                                                                               \
+         AX_OPT_DOUBLE,                                                                                             \
+         &(o).bucket_mb,                                                                                            \
+         "MB",                                                                                                      \
+         "gradient bucket of the data-parallel all-reduce, MiB (default {})",                                       \
+         AX_RANGE('(', 0, 1e6, ']')},                                                                               \
+        {"gemm-tune", AX_OPT_STR, &(o).gemm_tune, "off|on",                                                         \
+         "time each GEMM's layouts on first use and keep the fastest (default {})"},                                \
+    {                                                                                                               \
+        "gemm-tune-cache", AX_OPT_STR, &(o).gemm_tune_cache, "FILE",                                                \
+            "the tuning cache (default $AXONN_GEMM_TUNE_CACHE, else $XDG_CACHE_HOME or ~/.cache "                   \
+            "/axonn/gemm-tune.json; none: no file)"                                                                 \
+    }
+/* clang-format on */
 /* model = the preset, then --arch and the size flags given. from_file (--init,
  * or --resume of a directory): none may be given, config.json says. */
 int ax_cli_model_options(const ax_opt *opts, const ax_cli_model_flags *f, int from_file, ax_gpt_config *model);
