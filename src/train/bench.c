@@ -11,14 +11,14 @@
 const char *const ax_bench_group_names[AX_BG_N] = {"X", "Y", "Z", "data", "data_z", "xyz"};
 
 double ax_time_all(ax_op_fn f, void *ctx, double min_s, MPI_Comm w) {
-    f(ctx);                                        /* warm-up: pages, BLAS buffers, a kernel's first call */
+    f(ctx); /* warm-up: pages, BLAS buffers, a kernel's first call */
     double t, trial[5];
     int reps = 1;
-    for (int k = -1; k < 5; k++) {                 /* k = -1: the pilot */
+    for (int k = -1; k < 5; k++) { /* k = -1: the pilot */
         MPI_Barrier(w);
         t = MPI_Wtime();
         for (int i = 0; i < reps; i++) f(ctx);
-        ax_backend_sync();                         /* a device only queued them */
+        ax_backend_sync(); /* a device only queued them */
         MPI_Barrier(w);
         t = (MPI_Wtime() - t) / reps;
         MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, w);
@@ -37,7 +37,12 @@ int ax_operand_sets(size_t span, size_t set_bytes, int max) {
     return n < 1 ? 1 : n > (size_t)max ? max : (int)n;
 }
 
-typedef struct { ax_op_fn f; char *ctxs; size_t size; int n, i; } sets_ctx;
+typedef struct {
+    ax_op_fn f;
+    char *ctxs;
+    size_t size;
+    int n, i;
+} sets_ctx;
 static void run_sets(void *p) {
     sets_ctx *s = p;
     s->f(s->ctxs + (size_t)s->i * s->size);
@@ -49,8 +54,14 @@ double ax_time_sets(ax_op_fn f, void *ctxs, size_t ctx_size, int nsets, double m
     return ax_time_all(run_sets, &s, min_s, w);
 }
 
-typedef struct { ax_mat A, B, C; int ta, tb; } gemm_ctx;
-static void run_gemm(void *p) { gemm_ctx *g = p; ax_gemm(1.0f, g->A, g->ta, g->B, g->tb, 0.0f, g->C); }
+typedef struct {
+    ax_mat A, B, C;
+    int ta, tb;
+} gemm_ctx;
+static void run_gemm(void *p) {
+    gemm_ctx *g = p;
+    ax_gemm(1.0f, g->A, g->ta, g->B, g->tb, 0.0f, g->C);
+}
 
 static size_t up64(size_t b) { return (b + 63) / 64 * 64; }
 
@@ -60,12 +71,12 @@ double ax_gemm_rate(ax_dtype t, int m, int n, int k, int ta, int tb, const ax_op
     size_t na = (size_t)m * k, nb = (size_t)n * k, nc = (size_t)m * n, ws = ax_dtype_size(t);
     size_t sa = up64(na * ws), sb = up64(nb * ws), sc = up64(nc * sizeof(float));
     int hot = pool && pool->hot_first;
-    size_t set = (hot ? 0 : sa) + sb + sc;   /* a hot first operand: one copy beside the sets */
+    size_t set = (hot ? 0 : sa) + sb + sc; /* a hot first operand: one copy beside the sets */
     int sets = pool ? ax_operand_sets(pool->bytes, set, 64) : 1;
-    char *mem = sets > 1 ? pool->base : be->alloc(set);   /* one set: its own, hot or beyond the pool */
+    char *mem = sets > 1 ? pool->base : be->alloc(set); /* one set: its own, hot or beyond the pool */
     char *a1 = hot ? be->alloc(sa) : NULL;
     float *a32 = be->alloc(na * sizeof(float)), *b32 = be->alloc(nb * sizeof(float));
-    float *h = ax_malloc((na > nb ? na : nb) * sizeof(float));   /* filled here, sent to the backend's memory */
+    float *h = ax_malloc((na > nb ? na : nb) * sizeof(float)); /* filled here, sent to the backend's memory */
     for (size_t i = 0; i < na; i++) h[i] = (float)(i % 7) * 0.125f;
     be->copy(a32, h, na * sizeof(float));
     for (size_t i = 0; i < nb; i++) h[i] = (float)(i % 5) * 0.25f;
@@ -78,11 +89,12 @@ double ax_gemm_rate(ax_dtype t, int m, int n, int k, int ta, int tb, const ax_op
         if (!hot) be->cast(as, t, a32, AX_F32, na);
         be->cast(bs, t, b32, AX_F32, nb);
         g[s] = (gemm_ctx){ta ? ax_mat_of(as, t, k, m) : ax_mat_of(as, t, m, k),
-                          tb ? ax_mat_of(bs, t, n, k) : ax_mat_of(bs, t, k, n),
-                          ax_mat_f32((float *)(bs + sb), m, n), ta, tb};
+                          tb ? ax_mat_of(bs, t, n, k) : ax_mat_of(bs, t, k, n), ax_mat_f32((float *)(bs + sb), m, n),
+                          ta, tb};
     }
     double sec = ax_time_sets(run_gemm, g, sizeof *g, sets, min_s, w);
-    be->free(a32); be->free(b32);
+    be->free(a32);
+    be->free(b32);
     if (sets == 1) be->free(mem);
     if (hot) be->free(a1);
     free(g);
@@ -90,8 +102,12 @@ double ax_gemm_rate(ax_dtype t, int m, int n, int k, int ta, int tb, const ax_op
 }
 
 static void group_seconds(const ax_grid *g, double s[AX_BG_N]) {
-    s[AX_BG_X] = g->X.seconds; s[AX_BG_Y] = g->Y.seconds; s[AX_BG_Z] = g->Z.seconds + g->Zg.seconds;
-    s[AX_BG_DATA] = g->data.seconds; s[AX_BG_DZ] = g->dz.seconds; s[AX_BG_TP] = g->tp.seconds;
+    s[AX_BG_X] = g->X.seconds;
+    s[AX_BG_Y] = g->Y.seconds;
+    s[AX_BG_Z] = g->Z.seconds + g->Zg.seconds;
+    s[AX_BG_DATA] = g->data.seconds;
+    s[AX_BG_DZ] = g->dz.seconds;
+    s[AX_BG_TP] = g->tp.seconds;
 }
 
 /* The largest local GEMM of a step, by FLOPs: the FC layers' and the LM head's (rows x out_l x in_l). */
@@ -100,74 +116,136 @@ static void largest_gemm(const ax_gpt *m, int rows, int *M, int *N, int *K) {
     double best = -1;
     for (int i = 0; i < 5; i++) {
         double f = (double)all[i]->out_l * all[i]->in_l;
-        if (f > best) { best = f; *N = all[i]->out_l; *K = all[i]->in_l; }
+        if (f > best) {
+            best = f;
+            *N = all[i]->out_l;
+            *K = all[i]->in_l;
+        }
     }
     *M = rows;
+}
+
+/* What was run: the grid, the model, the job and its FLOPs, the memory per rank. */
+static void describe_run(const ax_run *r, const ax_train_opts *o, int iters, ax_bench_result *res) {
+    const ax_train_opts *ro = r->o;
+    const ax_grid *g = &r->g;
+    memset(res, 0, sizeof *res);
+    res->ranks = g->size;
+    res->threads = ax_be()->threads();
+    res->grid[0] = g->gd;
+    res->grid[1] = g->gx;
+    res->grid[2] = g->gy;
+    res->grid[3] = g->gz;
+    res->cfg = r->m.cfg;
+    res->batch = ro->batch;
+    res->seq = ro->seq;
+    res->grad_accum = ro->grad_accum;
+    res->recompute = o->recompute;
+    res->dtype = o->dtype;
+    res->overlap = o->overlap;
+    res->keep_gathered = o->keep_gathered;
+    res->gemm_tune = o->gemm_tune;
+    res->iters = iters;
+    res->timed = iters - 2;
+    res->tokens = (double)ro->batch * ro->seq;
+    res->model_flops = ax_model_flops(&r->m.cfg, ro->batch, ro->seq);
+    res->hardware_flops = ax_hardware_flops(&r->m.cfg, ro->batch, ro->seq);
+    res->param_bytes = 4.0 * r->m.n_local;
+    res->act_bytes = r->m.act_bytes;
+    res->ws_bytes = r->m.ws_bytes;
+}
+
+/* Local sums over the timed iterations, indexed as below; t_all[i]: timed step i, the slowest rank's. */
+enum { SUM_DATA, SUM_OPTIM, SUM_STEP, SUM_GEMM, SUM_GROUP0, SUM_N = SUM_GROUP0 + AX_BG_N };
+
+/* Runs iters steps, the first two untimed (warm-up), every rank starting each step together. */
+static void time_steps(ax_run *r, int iters, double loc[SUM_N], double *t_all) {
+    const ax_train_opts *ro = r->o;
+    ax_grid *g = &r->g;
+    double c0[AX_BG_N], c1[AX_BG_N];
+    for (int step = 0; step < iters; step++) {
+        if (step == 2) {
+            ax_be()->gemm_timing(1);
+            group_seconds(g, c0);
+        }
+        MPI_Barrier(g->world);
+        double t0 = MPI_Wtime();
+        ax_run_load_step(r, step);
+        double t1 = MPI_Wtime();
+        ax_step_stats st;
+        ax_train_step(&r->m, &r->opt, &r->h, step, r->seqs, r->weights, ro->grad_accum, r->Bl, ro->seq, &st,
+                      r->scratch);
+        double dt = MPI_Wtime() - t0, dmax = dt;
+        MPI_Allreduce(MPI_IN_PLACE, &dmax, 1, MPI_DOUBLE, MPI_MAX, g->world);
+        if (step < 2) continue;
+        loc[SUM_DATA] += t1 - t0;
+        loc[SUM_OPTIM] += st.optim_s;
+        loc[SUM_STEP] += dt;
+        t_all[step - 2] = dmax;
+    }
+    group_seconds(g, c1);
+    double gflops;
+    ax_be()->gemm_stats(&loc[SUM_GEMM], &gflops);
+    for (int i = 0; i < AX_BG_N; i++) loc[SUM_GROUP0 + i] = c1[i] - c0[i];
+    /* the norm's reduction over X x Y x Z falls inside the optimizer's window: count it once, as communication */
+    loc[SUM_OPTIM] -= loc[SUM_GROUP0 + AX_BG_TP];
+}
+
+/* The step's statistics over the slowest rank's times, and each part's mean over ranks and timed steps. */
+static void summarize(const double *t_all, double loc[SUM_N], MPI_Comm world, ax_bench_result *res) {
+    int size;
+    MPI_Comm_size(world, &size);
+    double t_sum = 0, t_min = 1e300, t_max = 0;
+    for (int i = 0; i < res->timed; i++) {
+        t_sum += t_all[i];
+        if (t_all[i] < t_min) t_min = t_all[i];
+        if (t_all[i] > t_max) t_max = t_all[i];
+    }
+    res->step_s = t_sum / res->timed;
+    res->step_min_s = t_min;
+    res->step_max_s = t_max;
+    MPI_Allreduce(MPI_IN_PLACE, loc, SUM_N, MPI_DOUBLE, MPI_SUM, world);
+    double n = (double)res->timed * size;
+    res->data_s = loc[SUM_DATA] / n;
+    res->optim_s = loc[SUM_OPTIM] / n;
+    res->gemm_s = loc[SUM_GEMM] / n;
+    double comm_total = 0;
+    for (int i = 0; i < AX_BG_N; i++) {
+        res->comm_s[i] = loc[SUM_GROUP0 + i] / n;
+        comm_total += res->comm_s[i];
+    }
+    res->compute_s = loc[SUM_STEP] / n - res->data_s - res->optim_s - comm_total;
+    if (res->compute_s < 0) res->compute_s = 0;
 }
 
 int ax_bench(const ax_train_opts *o, int iters, int silent, MPI_Comm comm, ax_bench_result *res) {
     if (iters < 3) return AX_ERR("--iters %d: expected >= 3 (the first two are warm-up)", iters);
     ax_train_opts a = *o;
-    a.out = NULL; a.metrics = NULL; a.resume = NULL; a.save_every = 0; a.profile = 1;   /* GEMM seconds on */
+    a.out = NULL;
+    a.metrics = NULL;
+    a.resume = NULL;
+    a.save_every = 0;
+    a.profile = 1; /* GEMM seconds on */
     a.steps = iters;
     ax_run r;
     ax_run_init(&r, &a, comm);
     r.silent = silent;
     int rc = ax_run_setup(&r);
-    if (rc) { ax_run_teardown(&r); return rc; }
-    const ax_train_opts *ro = r.o;
-    ax_grid *g = &r.g;
-    memset(res, 0, sizeof *res);
-    res->ranks = g->size; res->threads = ax_be()->threads();
-    res->grid[0] = g->gd; res->grid[1] = g->gx; res->grid[2] = g->gy; res->grid[3] = g->gz;
-    res->cfg = r.m.cfg; res->batch = ro->batch; res->seq = ro->seq; res->grad_accum = ro->grad_accum;
-    res->recompute = o->recompute;
-    res->dtype = o->dtype; res->overlap = o->overlap; res->keep_gathered = o->keep_gathered;
-    res->gemm_tune = o->gemm_tune;
-    res->iters = iters; res->timed = iters - 2;
-    res->tokens = (double)ro->batch * ro->seq;
-    res->model_flops = ax_model_flops(&r.m.cfg, ro->batch, ro->seq);
-    res->hardware_flops = ax_hardware_flops(&r.m.cfg, ro->batch, ro->seq);
-    res->param_bytes = 4.0 * r.m.n_local; res->act_bytes = r.m.act_bytes; res->ws_bytes = r.m.ws_bytes;
-    /* local sums over the timed iterations: data, optimizer, whole step, GEMMs, each group */
-    double loc[4 + AX_BG_N] = {0}, c0[AX_BG_N], c1[AX_BG_N];
-    double t_sum = 0, t_min = 1e300, t_max = 0;
-    double *t_all = ax_malloc(sizeof(double) * (size_t)iters);   /* before the loop: no allocation between steps */
-    for (int step = 0; step < iters; step++) {
-        int timed = step >= 2;
-        if (step == 2) { ax_be()->gemm_timing(1); group_seconds(g, c0); }
-        MPI_Barrier(g->world);
-        double t0 = MPI_Wtime();
-        ax_run_load_step(&r, step);
-        double t1 = MPI_Wtime();
-        ax_step_stats st;
-        ax_train_step(&r.m, &r.opt, &r.h, step, r.seqs, r.weights, ro->grad_accum, r.Bl, ro->seq, &st, r.scratch);
-        double dt = MPI_Wtime() - t0, dmax = dt;
-        MPI_Allreduce(MPI_IN_PLACE, &dmax, 1, MPI_DOUBLE, MPI_MAX, g->world);
-        if (!timed) continue;
-        loc[0] += t1 - t0; loc[1] += st.optim_s; loc[2] += dt;
-        t_all[step - 2] = dmax;
-        t_sum += dmax; if (dmax < t_min) t_min = dmax; if (dmax > t_max) t_max = dmax;
+    if (rc) {
+        ax_run_teardown(&r);
+        return rc;
     }
-    group_seconds(g, c1);
-    double gflops;
-    ax_be()->gemm_stats(&loc[3], &gflops);
-    for (int i = 0; i < AX_BG_N; i++) loc[4 + i] = c1[i] - c0[i];
-    /* the norm's reduction over X x Y x Z falls inside the optimizer's window: count it once, as communication */
-    loc[1] -= loc[4 + AX_BG_TP];
-    MPI_Allreduce(MPI_IN_PLACE, loc, 4 + AX_BG_N, MPI_DOUBLE, MPI_SUM, g->world);
-    double n = (double)res->timed * g->size;
-    res->step_s = t_sum / res->timed; res->step_min_s = t_min; res->step_max_s = t_max;
+    describe_run(&r, o, iters, res);
+    double loc[SUM_N] = {0};
+    double *t_all = ax_malloc(sizeof(double) * (size_t)iters); /* before the loop: no allocation between steps */
+    time_steps(&r, iters, loc, t_all);
+    summarize(t_all, loc, r.g.world, res);
+    /* sorts t_all: after the sums above */
     res->step_med_s = ax_median(t_all, res->timed);
     free(t_all);
-    res->data_s = loc[0] / n; res->optim_s = loc[1] / n; res->gemm_s = loc[3] / n;
-    double comm_total = 0;
-    for (int i = 0; i < AX_BG_N; i++) { res->comm_s[i] = loc[4 + i] / n; comm_total += res->comm_s[i]; }
-    res->compute_s = loc[2] / n - res->data_s - res->optim_s - comm_total;
-    if (res->compute_s < 0) res->compute_s = 0;
     /* the ceiling: every rank at once, as the ranks share the node in the step; operands hot, the kernel's best */
-    largest_gemm(&r.m, r.Bl * ro->seq, &res->gemm_m, &res->gemm_n, &res->gemm_k);
-    res->gemm_flops = ax_gemm_rate(r.m.dtype, res->gemm_m, res->gemm_n, res->gemm_k, 0, 1, NULL, 0.2, g->world);
+    largest_gemm(&r.m, r.Bl * r.o->seq, &res->gemm_m, &res->gemm_n, &res->gemm_k);
+    res->gemm_flops = ax_gemm_rate(r.m.dtype, res->gemm_m, res->gemm_n, res->gemm_k, 0, 1, NULL, 0.2, r.g.world);
     ax_run_teardown(&r);
     return 0;
 }
