@@ -120,7 +120,7 @@ static void params_of(const ax_plan_job *j, ax_dims *d, int64_t *cap) {
 }
 
 static void estimate_memory(const ax_plan_job *j, ax_dims *d, const ax_machine *m, ax_plan_cost *c) {
-    int64_t cap, Z = d->Z, L = d->L, M = d->M, Cx = d->Cx, Cy = d->Cy, Y = d->Y, Q = d->Q, Fo = d->Fo, F = d->F;
+    int64_t cap, Z = d->Z, L = d->L;
     params_of(j, d, &cap);
     c->n_local = d->zchunk + d->repl;
     c->param_bytes = 4.0 * c->n_local;
@@ -130,15 +130,11 @@ static void estimate_memory(const ax_plan_job *j, ax_dims *d, const ax_machine *
     int64_t nw = d->nw, chunk = cap / Z > nw ? cap / Z : nw;
     double ab = d->ab;
     c->ws_bytes = Z > 1 ? ab * nbuf * cap + 4.0 * (slots * (cap + chunk) + 2 * d->tables * nw * Z) : 0;
-    int64_t wide = Cx > Q / Y ? Cx : Q / Y;
-    if (Fo / Y > wide) wide = Fo / Y;
-    int64_t kept = d->block ? 1 : L, kept_attn = d->attn ? 1 : L;
-    /* encoded; per layer kept ln1 .. fch_act; lse, atty; res3; then lnf, logits, losses, dres, s1, s2, scratch */
-    double acts = M * Cx +
-                  kept * (double)(M * Cx + 2 * M + M * Q / Y + M * Cx + M * Cx + 2 * M + M * Fo / Y + M * F / Y) +
-                  kept_attn * (double)(d->Bl * d->Hl * d->T + M * Cy) + L * (double)(M * Cx) + M * Cx + 2 * M +
-                  M * d->Vl + M + M * Cx + 2 * M * wide + 4 * M;
-    c->act_bytes = ab * acts;
+    /* the model's fp32 layout (model/gpt_layout.c) without its alignment or the attention scratch,
+     * each element at the activation dtype's bytes */
+    ax_gpt_acts acts;
+    ax_gpt_act_sizes(&j->cfg, (int[]){d->D, d->X, d->Y, d->Z}, (int)d->Bl, (int)d->T, j->recompute, AX_F32, &acts);
+    c->act_bytes = ab * (double)ax_gpt_act_floats(&acts);
     c->mem_bytes = 4 * c->param_bytes + c->act_bytes + c->ws_bytes;
     double avail = m->mem_bytes * (1 - j->mem_reserve);
     c->fits = c->mem_bytes <= avail;

@@ -1,0 +1,64 @@
+/* The sizes of a rank's activation buffers, from the config and the grid's
+ * sizes alone: gpt.c lays the model's buffers out from them, and the planner
+ * (plan/model.c) counts its memory from them. */
+#include "model/gpt.h"
+
+static int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
+
+void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int B, int T, ax_recompute recompute, ax_dtype dtype,
+                      ax_gpt_acts *s) {
+    ax_gpt_config d = *given, *c = &d;
+    ax_gpt_config_defaults(c);
+    int64_t X = g[1], Y = g[2], C = c->n_embd, H = c->n_head, KV = c->n_kv_head, F = c->n_inner, hd = C / H;
+    int llama = c->arch == AX_ARCH_LLAMA;
+    /* as ax_gpt_init splits the FC layers: q|k|v (key/value heads fewer than Y: one per
+     * Y shard), the MLP's first FC ([gate|up] under SwiGLU) and the activation over Y */
+    int64_t M = (int64_t)B * T, Cx = C / X, Cy = C / Y, Q = (H / Y + 2 * (KV >= Y ? KV / Y : 1)) * hd;
+    int64_t Fc = (llama ? 2 * F : F) / Y, Fa = F / Y, Vl = round_up(c->vocab_size, 64 * Y) / Y;
+    int64_t wide = Cx; /* widest row a backward scratch holds */
+    if (Q > wide) wide = Q;
+    if (Fc > wide) wide = Fc;
+    int block = recompute == AX_RECOMPUTE_BLOCK, attn = recompute != AX_RECOMPUTE_NONE, h = dtype == AX_BF16;
+#define F32(n, k) ((ax_gpt_act_buf){(n), (k)})
+#define BF16(n, k) ((ax_gpt_act_buf){((n) + 1) / 2, (k)}) /* two bf16 to a float */
+    *s = (ax_gpt_acts){
+        .n_layer = c->n_layer,
+        .buf[AX_ACT_ENCODED] = F32(M * Cx, 0),
+        .buf[AX_ACT_LN1] = F32(M * Cx, !block && !h),
+        .buf[AX_ACT_LN1_MEAN] = F32(M, !block),
+        .buf[AX_ACT_LN1_RSTD] = F32(M, !block),
+        .buf[AX_ACT_QKV] = F32(M * Q, !block),
+        .buf[AX_ACT_LSE] = F32(B * (H / Y) * T, !attn),
+        .buf[AX_ACT_ATTY] = F32(M * Cy, !attn),
+        .buf[AX_ACT_RES2] = F32(M * Cx, !block),
+        .buf[AX_ACT_LN2] = F32(M * Cx, !block && !h),
+        .buf[AX_ACT_LN2_MEAN] = F32(M, !block),
+        .buf[AX_ACT_LN2_RSTD] = F32(M, !block),
+        .buf[AX_ACT_FCH] = F32(M * Fc, !block),
+        .buf[AX_ACT_FCH_ACT] = F32(M * Fa, !block && !h),
+        .buf[AX_ACT_RES3] = F32(M * Cx, 1), /* the next layer's input: always kept */
+        .buf[AX_ACT_LN1_H] = BF16(h ? M * Cx : 0, !block),
+        .buf[AX_ACT_ATTY_H] = BF16(h ? M * Cy : 0, !attn),
+        .buf[AX_ACT_LN2_H] = BF16(h ? M * Cx : 0, !block),
+        .buf[AX_ACT_FCH_ACT_H] = BF16(h ? M * Fa : 0, !block),
+        .buf[AX_ACT_LNF_H] = BF16(h ? M * Cx : 0, 0),
+        .buf[AX_ACT_DY_H] = BF16(h ? M * (wide > Vl ? wide : Vl) : 0, 0),
+        .buf[AX_ACT_LNF] = F32(M * Cx, 0),
+        .buf[AX_ACT_LNF_MEAN] = F32(M, 0),
+        .buf[AX_ACT_LNF_RSTD] = F32(M, 0),
+        .buf[AX_ACT_LOGITS] = F32(M * Vl, 0),
+        .buf[AX_ACT_LOSSES] = F32(M, 0),
+        .buf[AX_ACT_DRES] = F32(M * Cx, 0),
+        .buf[AX_ACT_S1] = F32(M * wide, 0),
+        .buf[AX_ACT_S2] = F32(M * wide, 0),
+        .buf[AX_ACT_SCRATCH] = F32(4 * M, 0),
+    };
+#undef BF16
+#undef F32
+}
+
+int64_t ax_gpt_act_floats(const ax_gpt_acts *s) {
+    int64_t n = 0;
+    for (int i = 0; i < AX_ACT_N; i++) n += s->buf[i].floats * (s->buf[i].per_layer ? s->n_layer : 1);
+    return n;
+}
