@@ -101,7 +101,7 @@ static void add_sources(ax_param *p, const char *fmt, int l, const char *const *
     }
 }
 
-static void build_table(ax_gpt *m) {
+void ax_gpt_build_table(ax_gpt *m) {
     const ax_gpt_config *c = &m->cfg;
     int C = c->n_embd, L = c->n_layer, llama = c->arch == AX_ARCH_LLAMA;
     double std = 0.02, res_std = llama ? 0.02 : 0.02 / sqrt(2.0 * L); /* GPT-2 scales residual projections */
@@ -174,34 +174,14 @@ int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g) {
     m->g = g;
     ax_gpt_config_defaults(&m->cfg);
     c = &m->cfg;
-    int C = c->n_embd, H = c->n_head, KV = c->n_kv_head, F = c->n_inner, llama = c->arch == AX_ARCH_LLAMA;
-    m->rms = m->swiglu = m->rope_on = llama;
-    m->bias = !llama;
-    m->eps = c->norm_eps;
-    m->Vp = (int)round_up(c->vocab_size, 64 * g->gy);
-    m->Vl = m->Vp / g->gy;
-    m->v0 = g->y * m->Vl;
-    m->Cx = C / g->gx;
-    m->Cy = C / g->gy;
-    m->hd = C / H;
-    m->Hl = H / g->gy;
-    m->KVl = KV >= g->gy ? KV / g->gy : 1;
-    int64_t qkv_parts[3] = {(int64_t)H * m->hd, (int64_t)KV * m->hd, (int64_t)KV * m->hd}, fc_parts[2] = {F, F};
-    int64_t heads[3] = {m->hd, m->hd, m->hd}; /* q, k and v are cut only between heads */
-    ax_linear_init(&m->qkv, g, C, (H + 2 * KV) * m->hd,
-                   (ax_linear_opts){.nparts = 3, .part = qkv_parts, .unit = heads});
-    ax_linear_init(&m->proj, g, C, C, (ax_linear_opts){.transposed = 1});
-    if (m->swiglu) ax_linear_init(&m->fc, g, C, 2 * F, (ax_linear_opts){.nparts = 2, .part = fc_parts});
-    else ax_linear_init(&m->fc, g, C, F, (ax_linear_opts){0});
-    ax_linear_init(&m->fcproj, g, F, C, (ax_linear_opts){.transposed = 1});
-    ax_linear_init(&m->lmhead, g, C, c->vocab_size, (ax_linear_opts){.out_pad = m->Vp});
+    ax_gpt_shapes(m);
     /* fewer key/value heads than G_y: the Y shards holding copies of one head
      * (consecutive y) sum their gradients; a subgroup of Y, split once */
     int64_t lo, hi;
     m->kv_copies = ax_shard_copies(&m->qkv.w, g, g->z, &lo, &hi);
     if (m->kv_copies > 1) ax_comm_split(&g->Y, g->y / m->kv_copies, g->y, &m->kv_group);
     if (m->rope_on) ax_rope_init(&m->rope, c, m->hd);
-    build_table(m);
+    ax_gpt_build_table(m);
     const ax_backend *be = ax_be();
     m->params = be->alloc(m->n_local * sizeof(float));
     m->grads = be->alloc(m->n_local * sizeof(float));

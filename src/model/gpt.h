@@ -163,6 +163,19 @@ void ax_gpt_free(ax_gpt *m);
 void ax_gpt_init_random(ax_gpt *m, uint64_t seed);
 void ax_gpt_alloc_acts(ax_gpt *m, int B, int T);
 
+/* A rank's parameters on a grid of sizes g = {D, X, Y, Z}, from the config and
+ * the sizes alone (no communication): what ax_gpt_init lays out. */
+typedef struct {
+    int64_t n_local, n_zchunk; /* all, the Z-chunked region */
+    int64_t gathered;          /* floats of the largest FC weight block gathered over Z */
+    int64_t table;             /* the token table's (and an untied head's) chunk */
+} ax_gpt_params;
+void ax_gpt_param_sizes(const ax_gpt_config *c, const int g[4], ax_gpt_params *s);
+/* ax_gpt_init's parts that read only m->cfg and the grid's sizes: the FC
+ * layers' splits, then the parameter table (m->p, n_local, n_zchunk) */
+void ax_gpt_shapes(ax_gpt *m);
+void ax_gpt_build_table(ax_gpt *m);
+
 /* A rank's activation buffers, in the order gpt.c lays them out (the
  * attention kernel's per-thread scratch and a GPU backend's micro-batch
  * copies, which depend on the backend, follow them). */
