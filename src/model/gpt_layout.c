@@ -1,6 +1,6 @@
-/* The sizes of a rank's activation buffers, from the config and the grid's
- * sizes alone: gpt.c lays the model's buffers out from them, and the planner
- * (plan/model.c) counts its memory from them. */
+/* A rank's shapes, parameter counts and activation buffer sizes, from the
+ * config and the grid's sizes alone: gpt.c lays the model out from them, and
+ * the planner (plan/model.c) counts its memory from them. */
 #include "model/gpt.h"
 #include <stdlib.h>
 #include <string.h>
@@ -9,14 +9,15 @@ static int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
 void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int B, int T, ax_recompute recompute, ax_dtype dtype,
                       ax_gpt_acts *s) {
-    ax_gpt_config d = *given, *c = &d;
-    ax_gpt_config_defaults(c);
-    int64_t X = g[1], Y = g[2], C = c->n_embd, H = c->n_head, KV = c->n_kv_head, F = c->n_inner, hd = C / H;
-    int llama = c->arch == AX_ARCH_LLAMA;
-    /* as ax_gpt_init splits the FC layers: q|k|v (key/value heads fewer than Y: one per
-     * Y shard), the MLP's first FC ([gate|up] under SwiGLU) and the activation over Y */
-    int64_t M = (int64_t)B * T, Cx = C / X, Cy = C / Y, Q = (H / Y + 2 * (KV >= Y ? KV / Y : 1)) * hd;
-    int64_t Fc = (llama ? 2 * F : F) / Y, Fa = F / Y, Vl = round_up(c->vocab_size, 64 * Y) / Y;
+    ax_grid sizes = {.gd = g[0], .gx = g[1], .gy = g[2], .gz = g[3], .size = g[0] * g[1] * g[2] * g[3]};
+    ax_gpt m; /* only its shapes are set: the FC layers' splits as ax_gpt_init makes them */
+    memset(&m, 0, sizeof m);
+    m.cfg = *given;
+    ax_gpt_config_defaults(&m.cfg);
+    m.g = &sizes;
+    ax_gpt_shapes(&m);
+    /* q|k|v, the MLP's first FC and its activation's widths per rank */
+    int64_t M = (int64_t)B * T, Cx = m.Cx, Cy = m.Cy, Q = m.qkv.out_l, Fc = m.fc.out_l, Fa = m.fcproj.in_l, Vl = m.Vl;
     int64_t wide = Cx; /* widest row a backward scratch holds */
     if (Q > wide) wide = Q;
     if (Fc > wide) wide = Fc;
@@ -24,13 +25,13 @@ void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int B, int T, 
 #define F32(n, k)  ((ax_gpt_act_buf){(n), (k)})
 #define BF16(n, k) ((ax_gpt_act_buf){((n) + 1) / 2, (k)}) /* two bf16 to a float */
     *s = (ax_gpt_acts){
-        .n_layer = c->n_layer,
+        .n_layer = m.cfg.n_layer,
         .buf[AX_ACT_ENCODED] = F32(M * Cx, 0),
         .buf[AX_ACT_LN1] = F32(M * Cx, !block && !h),
         .buf[AX_ACT_LN1_MEAN] = F32(M, !block),
         .buf[AX_ACT_LN1_RSTD] = F32(M, !block),
         .buf[AX_ACT_QKV] = F32(M * Q, !block),
-        .buf[AX_ACT_LSE] = F32(B * (H / Y) * T, !attn),
+        .buf[AX_ACT_LSE] = F32((int64_t)B * m.Hl * T, !attn),
         .buf[AX_ACT_ATTY] = F32(M * Cy, !attn),
         .buf[AX_ACT_RES2] = F32(M * Cx, !block),
         .buf[AX_ACT_LN2] = F32(M * Cx, !block && !h),
