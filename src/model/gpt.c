@@ -101,7 +101,7 @@ static void add_sources(ax_param *p, const char *fmt, int l, const char *const *
     }
 }
 
-static void build_table(ax_gpt *m) {
+void ax_gpt_build_table(ax_gpt *m) {
     const ax_gpt_config *c = &m->cfg;
     int C = c->n_embd, L = c->n_layer, llama = c->arch == AX_ARCH_LLAMA;
     double std = 0.02, res_std = llama ? 0.02 : 0.02 / sqrt(2.0 * L); /* GPT-2 scales residual projections */
@@ -174,34 +174,14 @@ int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g) {
     m->g = g;
     ax_gpt_config_defaults(&m->cfg);
     c = &m->cfg;
-    int C = c->n_embd, H = c->n_head, KV = c->n_kv_head, F = c->n_inner, llama = c->arch == AX_ARCH_LLAMA;
-    m->rms = m->swiglu = m->rope_on = llama;
-    m->bias = !llama;
-    m->eps = c->norm_eps;
-    m->Vp = (int)round_up(c->vocab_size, 64 * g->gy);
-    m->Vl = m->Vp / g->gy;
-    m->v0 = g->y * m->Vl;
-    m->Cx = C / g->gx;
-    m->Cy = C / g->gy;
-    m->hd = C / H;
-    m->Hl = H / g->gy;
-    m->KVl = KV >= g->gy ? KV / g->gy : 1;
-    int64_t qkv_parts[3] = {(int64_t)H * m->hd, (int64_t)KV * m->hd, (int64_t)KV * m->hd}, fc_parts[2] = {F, F};
-    int64_t heads[3] = {m->hd, m->hd, m->hd}; /* q, k and v are cut only between heads */
-    ax_linear_init(&m->qkv, g, C, (H + 2 * KV) * m->hd,
-                   (ax_linear_opts){.nparts = 3, .part = qkv_parts, .unit = heads});
-    ax_linear_init(&m->proj, g, C, C, (ax_linear_opts){.transposed = 1});
-    if (m->swiglu) ax_linear_init(&m->fc, g, C, 2 * F, (ax_linear_opts){.nparts = 2, .part = fc_parts});
-    else ax_linear_init(&m->fc, g, C, F, (ax_linear_opts){0});
-    ax_linear_init(&m->fcproj, g, F, C, (ax_linear_opts){.transposed = 1});
-    ax_linear_init(&m->lmhead, g, C, c->vocab_size, (ax_linear_opts){.out_pad = m->Vp});
+    ax_gpt_shapes(m);
     /* fewer key/value heads than G_y: the Y shards holding copies of one head
      * (consecutive y) sum their gradients; a subgroup of Y, split once */
     int64_t lo, hi;
     m->kv_copies = ax_shard_copies(&m->qkv.w, g, g->z, &lo, &hi);
     if (m->kv_copies > 1) ax_comm_split(&g->Y, g->y / m->kv_copies, g->y, &m->kv_group);
     if (m->rope_on) ax_rope_init(&m->rope, c, m->hd);
-    build_table(m);
+    ax_gpt_build_table(m);
     const ax_backend *be = ax_be();
     m->params = be->alloc(m->n_local * sizeof(float));
     m->grads = be->alloc(m->n_local * sizeof(float));
@@ -274,53 +254,50 @@ void ax_gpt_init_random(ax_gpt *m, uint64_t seed) {
 }
 
 /* Lays the activations out from base (NULL: only counts) and returns their
- * floats, each buffer 64-byte aligned. A per-layer buffer is either kept for
- * every layer or, when the recompute mode rebuilds it in backward (or under
- * bf16, where only its rounded copy is read later), one buffer that all
- * layers share. */
+ * floats, each buffer 64-byte aligned: the buffers ax_gpt_act_sizes lists,
+ * in its order, then the attention scratch and a GPU's micro-batch copies. */
 static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
-    int64_t M = (int64_t)B * T, Cx = m->Cx, Cy = m->Cy, off = 0;
-    int64_t Q = m->qkv.out_l, Fc = m->fc.out_l, Fa = m->fcproj.in_l; /* qkv, MLP hidden, activation out */
-    int64_t wide = Cx;                                               /* widest row a backward scratch holds */
-    if (Q > wide) wide = Q;
-    if (Fc > wide) wide = Fc;
-    int block = m->recompute == AX_RECOMPUTE_BLOCK, attn = m->recompute != AX_RECOMPUTE_NONE;
-    int h = m->dtype == AX_BF16;
+    int64_t M = (int64_t)B * T, off = 0;
+    ax_grid *g = m->g;
+    ax_gpt_acts s;
+    ax_gpt_act_sizes(&m->cfg, (int[]){g->gd, g->gx, g->gy, g->gz}, B, T, m->recompute, m->dtype, &s);
+    const ax_gpt_act_buf *b = s.buf;
 #define TAKE(n)   (off = round_up(off, 16) + (n), base ? base + off - (n) : NULL)
-#define TAKE_H(n) (ax_bf16 *)TAKE(((n) + 1) / 2)
-#define LAYERS(field, take, n, kept) \
-    for (int l = 0; l < m->cfg.n_layer; l++) m->L[l].field = (kept) || l == 0 ? take(n) : m->L[0].field
-    m->encoded = TAKE(M * Cx);
-    LAYERS(ln1, TAKE, M * Cx, !block && !h);
-    LAYERS(ln1_mean, TAKE, M, !block);
-    LAYERS(ln1_rstd, TAKE, M, !block);
-    LAYERS(qkv, TAKE, M * Q, !block);
-    LAYERS(lse, TAKE, (int64_t)B * m->Hl * T, !attn);
-    LAYERS(atty, TAKE, M * Cy, !attn);
-    LAYERS(res2, TAKE, M * Cx, !block);
-    LAYERS(ln2, TAKE, M * Cx, !block && !h);
-    LAYERS(ln2_mean, TAKE, M, !block);
-    LAYERS(ln2_rstd, TAKE, M, !block);
-    LAYERS(fch, TAKE, M * Fc, !block);
-    LAYERS(fch_act, TAKE, M * Fa, !block && !h);
-    LAYERS(res3, TAKE, M * Cx, 1); /* the next layer's input: always kept */
-    if (h) {
-        LAYERS(ln1_h, TAKE_H, M * Cx, !block);
-        LAYERS(atty_h, TAKE_H, M * Cy, !attn);
-        LAYERS(ln2_h, TAKE_H, M * Cx, !block);
-        LAYERS(fch_act_h, TAKE_H, M * Fa, !block);
-        m->lnf_h = TAKE_H(M * Cx);
-        m->dy_h = TAKE_H(M * (wide > m->Vl ? wide : m->Vl));
+#define ONE(id)   TAKE(b[id].floats)
+#define ONE_H(id) (ax_bf16 *)ONE(id)
+#define LAYERS(field, id, one) \
+    for (int l = 0; l < m->cfg.n_layer; l++) m->L[l].field = b[id].per_layer || l == 0 ? one(id) : m->L[0].field
+    m->encoded = ONE(AX_ACT_ENCODED);
+    LAYERS(ln1, AX_ACT_LN1, ONE);
+    LAYERS(ln1_mean, AX_ACT_LN1_MEAN, ONE);
+    LAYERS(ln1_rstd, AX_ACT_LN1_RSTD, ONE);
+    LAYERS(qkv, AX_ACT_QKV, ONE);
+    LAYERS(lse, AX_ACT_LSE, ONE);
+    LAYERS(atty, AX_ACT_ATTY, ONE);
+    LAYERS(res2, AX_ACT_RES2, ONE);
+    LAYERS(ln2, AX_ACT_LN2, ONE);
+    LAYERS(ln2_mean, AX_ACT_LN2_MEAN, ONE);
+    LAYERS(ln2_rstd, AX_ACT_LN2_RSTD, ONE);
+    LAYERS(fch, AX_ACT_FCH, ONE);
+    LAYERS(fch_act, AX_ACT_FCH_ACT, ONE);
+    LAYERS(res3, AX_ACT_RES3, ONE);
+    if (m->dtype == AX_BF16) {
+        LAYERS(ln1_h, AX_ACT_LN1_H, ONE_H);
+        LAYERS(atty_h, AX_ACT_ATTY_H, ONE_H);
+        LAYERS(ln2_h, AX_ACT_LN2_H, ONE_H);
+        LAYERS(fch_act_h, AX_ACT_FCH_ACT_H, ONE_H);
+        m->lnf_h = ONE_H(AX_ACT_LNF_H);
+        m->dy_h = ONE_H(AX_ACT_DY_H);
     }
-    m->lnf = TAKE(M * Cx);
-    m->lnf_mean = TAKE(M);
-    m->lnf_rstd = TAKE(M);
-    m->logits = TAKE(M * m->Vl);
-    m->losses = TAKE(M);
-    m->dres = TAKE(M * Cx);
-    m->s1 = TAKE(M * wide);
-    m->s2 = TAKE(M * wide);
-    m->scratch = TAKE(4 * M);
+    m->lnf = ONE(AX_ACT_LNF);
+    m->lnf_mean = ONE(AX_ACT_LNF_MEAN);
+    m->lnf_rstd = ONE(AX_ACT_LNF_RSTD);
+    m->logits = ONE(AX_ACT_LOGITS);
+    m->losses = ONE(AX_ACT_LOSSES);
+    m->dres = ONE(AX_ACT_DRES);
+    m->s1 = ONE(AX_ACT_S1);
+    m->s2 = ONE(AX_ACT_S2);
+    m->scratch = ONE(AX_ACT_SCRATCH);
     m->att_scratch = TAKE((int64_t)m->att_threads * ax_attention_scratch(T));
     if (!ax_be()->host_memory) { /* the micro-batch, sent where the kernels read */
         m->dev_inputs = (int32_t *)TAKE(M);
@@ -328,7 +305,8 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
         m->dev_weights = TAKE(M);
     }
 #undef LAYERS
-#undef TAKE_H
+#undef ONE_H
+#undef ONE
 #undef TAKE
     return off;
 }

@@ -162,6 +162,73 @@ int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g);
 void ax_gpt_free(ax_gpt *m);
 void ax_gpt_init_random(ax_gpt *m, uint64_t seed);
 void ax_gpt_alloc_acts(ax_gpt *m, int B, int T);
+
+/* A rank's parameters on a grid of sizes g = {D, X, Y, Z}, from the config and
+ * the sizes alone (no communication): what ax_gpt_init lays out. */
+typedef struct {
+    int64_t n_local, n_zchunk; /* all, the Z-chunked region */
+    int64_t gathered;          /* floats of the largest FC weight block gathered over Z */
+    int64_t table;             /* the token table's (and an untied head's) chunk */
+} ax_gpt_params;
+void ax_gpt_param_sizes(const ax_gpt_config *c, const int g[4], ax_gpt_params *s);
+/* ax_gpt_init's parts that read only m->cfg and the grid's sizes: the FC
+ * layers' splits, then the parameter table (m->p, n_local, n_zchunk) */
+void ax_gpt_shapes(ax_gpt *m);
+void ax_gpt_build_table(ax_gpt *m);
+
+/* A rank's activation buffers, in the order gpt.c lays them out (the
+ * attention kernel's per-thread scratch and a GPU backend's micro-batch
+ * copies, which depend on the backend, follow them). */
+enum {
+    AX_ACT_ENCODED,
+    AX_ACT_LN1,
+    AX_ACT_LN1_MEAN,
+    AX_ACT_LN1_RSTD,
+    AX_ACT_QKV,
+    AX_ACT_LSE,
+    AX_ACT_ATTY,
+    AX_ACT_RES2,
+    AX_ACT_LN2,
+    AX_ACT_LN2_MEAN,
+    AX_ACT_LN2_RSTD,
+    AX_ACT_FCH,
+    AX_ACT_FCH_ACT,
+    AX_ACT_RES3,
+    AX_ACT_LN1_H,
+    AX_ACT_ATTY_H,
+    AX_ACT_LN2_H,
+    AX_ACT_FCH_ACT_H,
+    AX_ACT_LNF_H,
+    AX_ACT_DY_H,
+    AX_ACT_LNF,
+    AX_ACT_LNF_MEAN,
+    AX_ACT_LNF_RSTD,
+    AX_ACT_LOGITS,
+    AX_ACT_LOSSES,
+    AX_ACT_DRES,
+    AX_ACT_S1,
+    AX_ACT_S2,
+    AX_ACT_SCRATCH,
+    AX_ACT_N
+};
+typedef struct {
+    int64_t floats; /* of one buffer (a bf16 one: two elements to a float); 0: not laid out */
+    int per_layer;  /* one for each layer, else one buffer all layers share */
+} ax_gpt_act_buf;
+typedef struct {
+    int n_layer;
+    ax_gpt_act_buf buf[AX_ACT_N];
+} ax_gpt_acts;
+/* The sizes of a rank's activation buffers for B sequences of T tokens on a
+ * grid of sizes g = {D, X, Y, Z}, under a recompute mode and GEMM input
+ * dtype: the config and the sizes alone (no allocation, no communication).
+ * A per-layer buffer is kept for every layer unless the recompute mode
+ * rebuilds it in backward (or under bf16, where only its rounded copy is
+ * read later); the bf16 copies are laid out only under bf16. */
+void ax_gpt_act_sizes(const ax_gpt_config *c, const int g[4], int B, int T, ax_recompute recompute, ax_dtype dtype,
+                      ax_gpt_acts *s);
+/* their floats, every buffer counted once for each copy, without alignment */
+int64_t ax_gpt_act_floats(const ax_gpt_acts *s);
 void ax_gpt_set_recompute(ax_gpt *m, ax_recompute mode);
 /* GEMM input precision (AX_F32 after init). Under AX_BF16 the GEMMs read
  * bf16 weights and activations and accumulate in fp32; parameters, gradients,

@@ -48,15 +48,15 @@ typedef struct {
 /* The job on one grid, in the model's terms (model/gpt.c): sizes per rank and micro-batch. */
 typedef struct {
     int D, X, Y, Z, P;
-    int64_t C, L, T, nh, hd, KV, F;
-    int llama, tables;          /* tables: the token table, and an untied LM head */
-    int64_t Q, Fo;              /* fused q|k|v width; the MLP's first FC ([gate|up] for SwiGLU) */
-    int64_t Bl, M;              /* sequences and rows of a micro-batch on a rank */
-    int64_t Vp, Vl, Cx, Cy, Hl; /* padded and local vocabulary, hidden per X and Y shard, local heads */
-    int block, attn;            /* recomputed: whole blocks; attention (also under block) */
-    double ab;                  /* bytes per activation element */
-    ax_fc fcs[4];               /* qkv, proj, fc, fcproj */
-    int64_t zchunk, repl, nw;   /* parameters per rank: Z-chunked, replicated; a token table's chunk */
+    int64_t C, L, T, nh, hd, F;
+    int tables;               /* the token table, and an untied LM head */
+    int64_t Q;                /* fused q|k|v width */
+    int64_t Bl, M;            /* sequences and rows of a micro-batch on a rank */
+    int64_t Vl, Cx, Cy, Hl;   /* local vocabulary, hidden per X and Y shard, local heads */
+    int block, attn;          /* recomputed: whole blocks; attention (also under block) */
+    double ab;                /* bytes per activation element */
+    ax_fc fcs[4];             /* qkv, proj, fc, fcproj */
+    int64_t zchunk, repl, nw; /* parameters per rank: Z-chunked, replicated; a token table's chunk */
 } ax_dims;
 
 static void dims_of(const ax_plan_job *j, const int g[4], ax_dims *d) {
@@ -65,7 +65,8 @@ static void dims_of(const ax_plan_job *j, const int g[4], ax_dims *d) {
     int64_t C = cf->n_embd, nh = cf->n_head, hd = C / nh;
     int64_t KV = cf->n_kv_head ? cf->n_kv_head : nh, F = cf->n_inner ? cf->n_inner : 4 * C;
     int llama = cf->arch == AX_ARCH_LLAMA;
-    /* fused q|k|v (key/value heads fewer than Y: one copy per Y shard) */
+    /* fused q|k|v (key/value heads fewer than Y: one copy per Y shard); the MLP's first FC
+     * ([gate|up] under SwiGLU) */
     int64_t Q = (nh + 2 * (KV >= Y ? KV : Y)) * hd, Fo = llama ? 2 * F : F;
     int64_t Bl = j->batch / j->grad_accum / (D * Z), Vp = cdiv(cf->vocab_size, 64 * Y) * 64 * Y;
     *d = (ax_dims){.D = D,
@@ -78,15 +79,11 @@ static void dims_of(const ax_plan_job *j, const int g[4], ax_dims *d) {
                    .T = j->seq,
                    .nh = nh,
                    .hd = hd,
-                   .KV = KV,
                    .F = F,
-                   .llama = llama,
                    .tables = cf->untied ? 2 : 1,
                    .Q = Q,
-                   .Fo = Fo,
                    .Bl = Bl,
                    .M = Bl * j->seq,
-                   .Vp = Vp,
                    .Vl = Vp / Y,
                    .Cx = C / X,
                    .Cy = C / Y,
@@ -97,30 +94,21 @@ static void dims_of(const ax_plan_job *j, const int g[4], ax_dims *d) {
                    .fcs = {{C, Q, 0}, {C, C, 1}, {C, Fo, 0}, {F, C, 1}}};
 }
 
-/* ---- memory, as model/gpt.c lays it out ---- */
+/* ---- memory: the sizes the model lays out (model/gpt_layout.c) ---- */
 
 /* Parameters per rank (the zchunk region of the FC weights and token tables, then the
- * replicated vectors), and the largest gathered FC weight (cap) */
+ * replicated vectors), a token table's chunk and the largest gathered FC weight (cap) */
 static void params_of(const ax_plan_job *j, ax_dims *d, int64_t *cap) {
-    int X = d->X, Y = d->Y, Z = d->Z;
-    int64_t Cx = d->Cx, L = d->L;
-    int64_t zchunk = 0;
-    *cap = 0;
-    d->nw = cdiv(d->Vl * Cx, Z);
-    for (int i = 0; i < 4; i++) {
-        const ax_fc *f = &d->fcs[i];
-        int64_t blk = f->out / (f->transposed ? X : Y) * (f->in / (f->transposed ? Y : X));
-        zchunk += cdiv(blk, Z);
-        if (cdiv(blk, Z) * Z > *cap) *cap = cdiv(blk, Z) * Z;
-    }
-    d->zchunk = zchunk * L + d->tables * d->nw;
-    /* GPT-2: positions, per layer two LayerNorms and four biases, the final LayerNorm; Llama: RMSNorm weights only */
-    d->repl = d->llama ? L * 2 * Cx + Cx
-                       : (int64_t)j->cfg.block_size * Cx + L * (4 * Cx + d->Q / Y + Cx + d->F / Y + Cx) + 2 * Cx;
+    ax_gpt_params s;
+    ax_gpt_param_sizes(&j->cfg, (int[]){d->D, d->X, d->Y, d->Z}, &s);
+    *cap = s.gathered;
+    d->nw = s.table;
+    d->zchunk = s.n_zchunk;
+    d->repl = s.n_local - s.n_zchunk;
 }
 
 static void estimate_memory(const ax_plan_job *j, ax_dims *d, const ax_machine *m, ax_plan_cost *c) {
-    int64_t cap, Z = d->Z, L = d->L, M = d->M, Cx = d->Cx, Cy = d->Cy, Y = d->Y, Q = d->Q, Fo = d->Fo, F = d->F;
+    int64_t cap, Z = d->Z, L = d->L;
     params_of(j, d, &cap);
     c->n_local = d->zchunk + d->repl;
     c->param_bytes = 4.0 * c->n_local;
@@ -130,15 +118,11 @@ static void estimate_memory(const ax_plan_job *j, ax_dims *d, const ax_machine *
     int64_t nw = d->nw, chunk = cap / Z > nw ? cap / Z : nw;
     double ab = d->ab;
     c->ws_bytes = Z > 1 ? ab * nbuf * cap + 4.0 * (slots * (cap + chunk) + 2 * d->tables * nw * Z) : 0;
-    int64_t wide = Cx > Q / Y ? Cx : Q / Y;
-    if (Fo / Y > wide) wide = Fo / Y;
-    int64_t kept = d->block ? 1 : L, kept_attn = d->attn ? 1 : L;
-    /* encoded; per layer kept ln1 .. fch_act; lse, atty; res3; then lnf, logits, losses, dres, s1, s2, scratch */
-    double acts = M * Cx +
-                  kept * (double)(M * Cx + 2 * M + M * Q / Y + M * Cx + M * Cx + 2 * M + M * Fo / Y + M * F / Y) +
-                  kept_attn * (double)(d->Bl * d->Hl * d->T + M * Cy) + L * (double)(M * Cx) + M * Cx + 2 * M +
-                  M * d->Vl + M + M * Cx + 2 * M * wide + 4 * M;
-    c->act_bytes = ab * acts;
+    /* the model's fp32 layout (model/gpt_layout.c) without its alignment or the attention scratch,
+     * each element at the activation dtype's bytes */
+    ax_gpt_acts acts;
+    ax_gpt_act_sizes(&j->cfg, (int[]){d->D, d->X, d->Y, d->Z}, (int)d->Bl, (int)d->T, j->recompute, AX_F32, &acts);
+    c->act_bytes = ab * (double)ax_gpt_act_floats(&acts);
     c->mem_bytes = 4 * c->param_bytes + c->act_bytes + c->ws_bytes;
     double avail = m->mem_bytes * (1 - j->mem_reserve);
     c->fits = c->mem_bytes <= avail;

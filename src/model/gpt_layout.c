@@ -1,0 +1,112 @@
+/* A rank's shapes, parameter counts and activation buffer sizes, from the
+ * config and the grid's sizes alone: gpt.c lays the model out from them, and
+ * the planner (plan/model.c) counts its memory from them. */
+#include "model/gpt.h"
+#include <stdlib.h>
+#include <string.h>
+
+static int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
+
+void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int B, int T, ax_recompute recompute, ax_dtype dtype,
+                      ax_gpt_acts *s) {
+    ax_grid sizes = {.gd = g[0], .gx = g[1], .gy = g[2], .gz = g[3], .size = g[0] * g[1] * g[2] * g[3]};
+    ax_gpt m; /* only its shapes are set: the FC layers' splits as ax_gpt_init makes them */
+    memset(&m, 0, sizeof m);
+    m.cfg = *given;
+    ax_gpt_config_defaults(&m.cfg);
+    m.g = &sizes;
+    ax_gpt_shapes(&m);
+    /* q|k|v, the MLP's first FC and its activation's widths per rank */
+    int64_t M = (int64_t)B * T, Cx = m.Cx, Cy = m.Cy, Q = m.qkv.out_l, Fc = m.fc.out_l, Fa = m.fcproj.in_l, Vl = m.Vl;
+    int64_t wide = Cx; /* widest row a backward scratch holds */
+    if (Q > wide) wide = Q;
+    if (Fc > wide) wide = Fc;
+    int block = recompute == AX_RECOMPUTE_BLOCK, attn = recompute != AX_RECOMPUTE_NONE, h = dtype == AX_BF16;
+#define F32(n, k)  ((ax_gpt_act_buf){(n), (k)})
+#define BF16(n, k) ((ax_gpt_act_buf){((n) + 1) / 2, (k)}) /* two bf16 to a float */
+    *s = (ax_gpt_acts){
+        .n_layer = m.cfg.n_layer,
+        .buf[AX_ACT_ENCODED] = F32(M * Cx, 0),
+        .buf[AX_ACT_LN1] = F32(M * Cx, !block && !h),
+        .buf[AX_ACT_LN1_MEAN] = F32(M, !block),
+        .buf[AX_ACT_LN1_RSTD] = F32(M, !block),
+        .buf[AX_ACT_QKV] = F32(M * Q, !block),
+        .buf[AX_ACT_LSE] = F32((int64_t)B * m.Hl * T, !attn),
+        .buf[AX_ACT_ATTY] = F32(M * Cy, !attn),
+        .buf[AX_ACT_RES2] = F32(M * Cx, !block),
+        .buf[AX_ACT_LN2] = F32(M * Cx, !block && !h),
+        .buf[AX_ACT_LN2_MEAN] = F32(M, !block),
+        .buf[AX_ACT_LN2_RSTD] = F32(M, !block),
+        .buf[AX_ACT_FCH] = F32(M * Fc, !block),
+        .buf[AX_ACT_FCH_ACT] = F32(M * Fa, !block && !h),
+        .buf[AX_ACT_RES3] = F32(M * Cx, 1), /* the next layer's input: always kept */
+        .buf[AX_ACT_LN1_H] = BF16(h ? M * Cx : 0, !block),
+        .buf[AX_ACT_ATTY_H] = BF16(h ? M * Cy : 0, !attn),
+        .buf[AX_ACT_LN2_H] = BF16(h ? M * Cx : 0, !block),
+        .buf[AX_ACT_FCH_ACT_H] = BF16(h ? M * Fa : 0, !block),
+        .buf[AX_ACT_LNF_H] = BF16(h ? M * Cx : 0, 0),
+        .buf[AX_ACT_DY_H] = BF16(h ? M * (wide > Vl ? wide : Vl) : 0, 0),
+        .buf[AX_ACT_LNF] = F32(M * Cx, 0),
+        .buf[AX_ACT_LNF_MEAN] = F32(M, 0),
+        .buf[AX_ACT_LNF_RSTD] = F32(M, 0),
+        .buf[AX_ACT_LOGITS] = F32(M * Vl, 0),
+        .buf[AX_ACT_LOSSES] = F32(M, 0),
+        .buf[AX_ACT_DRES] = F32(M * Cx, 0),
+        .buf[AX_ACT_S1] = F32(M * wide, 0),
+        .buf[AX_ACT_S2] = F32(M * wide, 0),
+        .buf[AX_ACT_SCRATCH] = F32(4 * M, 0),
+    };
+#undef BF16
+#undef F32
+}
+
+int64_t ax_gpt_act_floats(const ax_gpt_acts *s) {
+    int64_t n = 0;
+    for (int i = 0; i < AX_ACT_N; i++) n += s->buf[i].floats * (s->buf[i].per_layer ? s->n_layer : 1);
+    return n;
+}
+
+/* m->cfg (defaulted) and m->g set: the FC layers' splits and the sizes they
+ * imply; reads only the grid's sizes (and its coordinates for v0) */
+void ax_gpt_shapes(ax_gpt *m) {
+    const ax_gpt_config *c = &m->cfg;
+    ax_grid *g = m->g;
+    int C = c->n_embd, H = c->n_head, KV = c->n_kv_head, F = c->n_inner, llama = c->arch == AX_ARCH_LLAMA;
+    m->rms = m->swiglu = m->rope_on = llama;
+    m->bias = !llama;
+    m->eps = c->norm_eps;
+    m->Vp = (int)round_up(c->vocab_size, 64 * g->gy);
+    m->Vl = m->Vp / g->gy;
+    m->v0 = g->y * m->Vl;
+    m->Cx = C / g->gx;
+    m->Cy = C / g->gy;
+    m->hd = C / H;
+    m->Hl = H / g->gy;
+    m->KVl = KV >= g->gy ? KV / g->gy : 1;
+    int64_t qkv_parts[3] = {(int64_t)H * m->hd, (int64_t)KV * m->hd, (int64_t)KV * m->hd}, fc_parts[2] = {F, F};
+    int64_t heads[3] = {m->hd, m->hd, m->hd}; /* q, k and v are cut only between heads */
+    ax_linear_init(&m->qkv, g, C, (H + 2 * KV) * m->hd,
+                   (ax_linear_opts){.nparts = 3, .part = qkv_parts, .unit = heads});
+    ax_linear_init(&m->proj, g, C, C, (ax_linear_opts){.transposed = 1});
+    if (m->swiglu) ax_linear_init(&m->fc, g, C, 2 * F, (ax_linear_opts){.nparts = 2, .part = fc_parts});
+    else ax_linear_init(&m->fc, g, C, F, (ax_linear_opts){0});
+    ax_linear_init(&m->fcproj, g, F, C, (ax_linear_opts){.transposed = 1});
+    ax_linear_init(&m->lmhead, g, C, c->vocab_size, (ax_linear_opts){.out_pad = m->Vp});
+}
+
+void ax_gpt_param_sizes(const ax_gpt_config *given, const int g[4], ax_gpt_params *s) {
+    ax_grid sizes = {.gd = g[0], .gx = g[1], .gy = g[2], .gz = g[3], .size = g[0] * g[1] * g[2] * g[3]};
+    ax_gpt m; /* only its shapes and parameter table are set */
+    memset(&m, 0, sizeof m);
+    m.cfg = *given;
+    ax_gpt_config_defaults(&m.cfg);
+    m.g = &sizes;
+    ax_gpt_shapes(&m);
+    ax_gpt_build_table(&m);
+    const ax_linear *fcs[4] = {&m.qkv, &m.proj, &m.fc, &m.fcproj};
+    *s = (ax_gpt_params){.n_local = m.n_local, .n_zchunk = m.n_zchunk, .table = ax_shard_numel(&m.lmhead.w, &sizes)};
+    for (int i = 0; i < 4; i++)
+        if (ax_shard_numel(&fcs[i]->w, &sizes) * sizes.gz > s->gathered)
+            s->gathered = ax_shard_numel(&fcs[i]->w, &sizes) * sizes.gz;
+    free(m.p);
+}
