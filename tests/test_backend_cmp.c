@@ -423,7 +423,7 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return 77;
 #else
-    if (ax_backend_use("cuda") != 0) {
+    if (ax_backend_use("cuda", 0) != 0) {
         printf("SKIP backend_cmp: %s\n", ax_err_msg());
         MPI_Finalize();
         return 77;

@@ -134,12 +134,15 @@ expect_err dtype_unknown 0 "--dtype fp16: expected fp32 or bf16" -- train "${TIN
 expect_err overlap_unknown 0 "--overlap oar,xyz: expected none, all or a comma list of oar, ors, oag, dp" -- train "${TINY[@]}" --steps 2 --overlap oar,xyz --out "$W/o9o"
 expect_err bucket_zero 0 "--bucket-mb" -- train "${TINY[@]}" --steps 2 --bucket-mb 0 --out "$W/o9b"
 expect_err backend_unknown 0 "--backend nosuch.*compiled backends" -- train "${TINY[@]}" --steps 2 --backend nosuch --out "$W/o9b"
+expect_err device_comm_unknown 0 "--device-comm nccl: expected auto .* or mpi" -- train "${TINY[@]}" --steps 2 --device-comm nccl --out "$W/o9n"
 # a build with the CUDA backend on a machine without a GPU: one line, exit 2;
 # without the backend compiled, the unknown-backend line
 if ! "$BIN" --version | grep -q 'backends:.*cuda'; then
   expect_err backend_cuda_absent 0 "--backend cuda.*compiled backends" -- train "${TINY[@]}" --steps 2 --backend cuda --out "$W/o9c"
 elif ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
   expect_err backend_cuda_no_gpu 0 "--backend cuda: no usable CUDA device" -- train "${TINY[@]}" --steps 2 --backend cuda --out "$W/o9c"
+  # the devices a launcher left visible are named
+  CUDA_VISIBLE_DEVICES=7 expect_err backend_cuda_visible_none 2 "--backend cuda: no usable CUDA device.*CUDA_VISIBLE_DEVICES=7" -- train "${TINY[@]}" --steps 2 --backend cuda --out "$W/o9c"
 else
   echo "SKIP backend_cuda_no_gpu: this machine has a GPU"
 fi

@@ -1,26 +1,30 @@
 /* devmem: the model keeps to a device backend's rules without a device.
  *
  * A GPU backend's memory is not the host's: the host may reach it only
- * through the backend's copy, and only kernels (and the collectives, which
- * NCCL runs on the device) may touch it. This test installs the CPU backend
- * behind a guard: alloc returns pages of their own that stay PROT_NONE
- * except while a backend entry or a float collective runs (MPI calls are
- * wrapped through the profiling interface: NCCL would run those), and the
- * table says host_memory = 0, so the model takes the device paths (host
- * views, the micro-batch sent to the backend, losses brought back). Any host
- * access elsewhere faults, and the handler names the address.
+ * through the backend's copy, and only kernels may touch it. This test
+ * installs the CPU backend behind a guard: alloc returns pages of their own
+ * that stay PROT_NONE except while a backend entry runs, and the table says
+ * host_memory = 0, so the model takes the device paths (host views, the
+ * micro-batch sent to the backend, losses brought back). Every rank reports
+ * the same device, as ranks sharing one GPU do, so no group gets NCCL and
+ * every collective is staged through host buffers (comm/comm.h): MPI never
+ * sees a device buffer, and the guard stays closed in MPI calls. Any host or
+ * MPI access elsewhere faults, and the handler names the address.
  *
  * On every grid of the world size, 3 training steps of 2 micro-batches with
- * every overlap on (goldfish weights at step 1: the weights are sent too), then a checkpoint written and read back into
- * a second model, must give the plain CPU run's losses, gradient norms, parameters and optimizer moments bit for bit:
- * the kernels and collectives are the same ones, only where the host reads differs. Then a whole ax_train run
- * (evaluation, checkpoints, the final model) on 1,1,1,P writes the same
- * files byte for byte. Arguments: --llama (replicated
- * key/value heads, RMSNorm, rotary tables), --bf16.
+ * every overlap on (goldfish weights at step 1: the weights are sent too),
+ * then a checkpoint written and read back into a second model, must give the
+ * plain CPU run's losses, gradient norms, parameters and optimizer moments
+ * bit for bit: the kernels and collectives are the same ones, only where the
+ * host reads differs. Then a whole ax_train run (evaluation, checkpoints, the
+ * final model) on 1,1,1,P writes the same files byte for byte. Also the rules
+ * for ranks that share a device (comm/devices.h). Arguments: --llama
+ * (replicated key/value heads, RMSNorm, rotary tables), --bf16.
  *
- * Run with OMPI_MCA_btl_vader_single_copy_mechanism=none (tests/ops.cmake):
- * single-copy transfers let a peer read this rank's pages from its own MPI
- * calls, while this rank's guard is closed. */
+ * Run with OMPI_MCA_btl_vader_single_copy_mechanism=none (tests/devmem.cmake):
+ * single-copy transfers would let a peer read this rank's pages from its own
+ * MPI calls; staged buffers are host memory, but the guard must not depend on
+ * the transport. */
 #define _GNU_SOURCE
 #include "test.h"
 #include "train_steps.h"
@@ -31,6 +35,7 @@
 #include "train/source.h"
 #include "util/fileio.h"
 #include "util/err.h"
+#include "comm/devices.h"
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -171,6 +176,10 @@ static double g_sumsq(int n, const float *const *x, const size_t *len) {
 }
 #undef WRAP
 
+/* every rank reports the one device, as ranks sharing a GPU do */
+static void g_device_id(char *id) { snprintf(id, AX_DEVICE_ID_LEN, "guarded-0"); }
+static const char *g_device_name(void) { return "the CPU behind a guard"; }
+
 static ax_backend guarded(void) {
     ax_backend b = CPU;
     b.name = "cpu-guarded";
@@ -180,6 +189,8 @@ static ax_backend guarded(void) {
     b.copy = g_copy;
     b.zero = g_zero;
     b.sumsq = g_sumsq;
+    b.device_id = g_device_id;
+    b.device_name = g_device_name;
 #define E(n) b.n = g_##n
     E(gemm);
     E(cast);
@@ -207,38 +218,24 @@ static ax_backend guarded(void) {
     return b;
 }
 
-/* ---- MPI calls run as NCCL would: on the device's side of the guard ----
- * Only what comm.c sends to NCCL under a GPU backend: the float and bf16
- * collectives, and the waits and tests that move them. Host scalars (double,
- * int: the control plane) and the gathers and broadcasts of file I/O stay on
- * the host's side, so a device buffer handed to them faults. */
+/* ---- one device for every rank: the host-staged collectives ----
+ * The guard stays closed in MPI calls: a group without NCCL (here, every
+ * group: the ranks share the one "device") must stage its collectives
+ * through host buffers (comm.h), so MPI handed a device buffer faults. */
 
-static int on_device(MPI_Datatype t) { return t != MPI_DOUBLE && t != MPI_INT; }
-#define PM(name, params, t, args) \
-    int name params {             \
-        int dev = on_device(t);   \
-        if (dev) open_guard();    \
-        int rc_ = P##name args;   \
-        if (dev) close_guard();   \
-        return rc_;               \
-    }
-PM(MPI_Allreduce, (const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c), t, (s, r, n, t, o, c))
-PM(MPI_Iallreduce, (const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c, MPI_Request *q), t,
-   (s, r, n, t, o, c, q))
-PM(MPI_Allgather, (const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt, MPI_Comm c), st,
-   (s, sn, st, r, rn, rt, c))
-PM(MPI_Iallgather,
-   (const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt, MPI_Comm c, MPI_Request *q), st,
-   (s, sn, st, r, rn, rt, c, q))
-PM(MPI_Reduce_scatter_block, (const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c), t,
-   (s, r, n, t, o, c))
-PM(MPI_Ireduce_scatter_block, (const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c, MPI_Request *q), t,
-   (s, r, n, t, o, c, q))
-PM(MPI_Wait, (MPI_Request * q, MPI_Status *st), MPI_FLOAT, (q, st))
-PM(MPI_Waitall, (int n, MPI_Request q[], MPI_Status st[]), MPI_FLOAT, (n, q, st))
-PM(MPI_Test, (MPI_Request * q, int *f, MPI_Status *st), MPI_FLOAT, (q, f, st))
-PM(MPI_Testall, (int n, MPI_Request q[], int *f, MPI_Status st[]), MPI_FLOAT, (n, q, f, st))
-#undef PM
+/* the sharing rules of comm/devices.h with every rank on one device */
+static void check_devices(int P) {
+    char line[1024];
+    int a = -1, b = -1;
+    CHECK(!ax_ids_repeat("a\0b\0c\0", 3, 2, &a, &b), "distinct ids seen as repeated");
+    CHECK(ax_ids_repeat("a\0b\0a\0", 3, 2, &a, &b) && a == 0 && b == 2, "repeated ids: pair %d, %d", a, b);
+    CHECK(ax_devices_check(MPI_COMM_WORLD, 1, line, sizeof line) == 0, "--share-gpu refused: %s", ax_err_msg());
+    CHECK(strstr(line, "on 1 device") != NULL, "the devices line: %s", line);
+    int rc = ax_devices_check(MPI_COMM_WORLD, 0, line, sizeof line);
+    CHECK(P == 1 ? rc == 0 : rc != 0 && strstr(ax_err_msg(), "ranks 0 and 1 drive the same device"),
+          "%d ranks on one device without --share-gpu: rc %d (%s)", P, rc, rc ? ax_err_msg() : "");
+    ax_err_clear();
+}
 
 /* ---- the run ---- */
 
@@ -360,6 +357,9 @@ int main(int argc, char **argv) {
     static ax_backend gb;
     gb = guarded();
     char dir[256];
+    ax_backend_install(&gb);
+    check_devices(P);
+    ax_backend_install(&ax_cpu_backend);
     snprintf(dir, sizeof dir, "%s/axonn-devmem-%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getppid());
     for (int d = 1; d <= P; d++)
         for (int x = 1; x <= P; x++)
@@ -373,6 +373,12 @@ int main(int argc, char **argv) {
                         continue;
                     }
                     result plain, dev;
+                    ax_backend_install(&gb);
+                    ax_comm *groups[] = {&g.X, &g.Y, &g.Z, &g.data, &g.dz, &g.tp};
+                    for (int k = 0; k < 6; k++)
+                        CHECK(ax_comm_shares_device(groups[k]) == (groups[k]->size > 1),
+                              "grid %d,%d,%d,%d: group %d of %d ranks shares the device", d, x, y, z, k,
+                              groups[k]->size);
                     ax_backend_install(&ax_cpu_backend);
                     run(&g, t, dir, &plain);
                     ax_backend_install(&gb);

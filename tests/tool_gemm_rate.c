@@ -12,7 +12,7 @@
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     ax_dtype t;
-    if (argc < 4 || ax_backend_use(argv[1]) != 0 || ax_dtype_parse(argv[2], &t) != 0) {
+    if (argc < 4 || ax_backend_use(argv[1], 0) != 0 || ax_dtype_parse(argv[2], &t) != 0) {
         fprintf(stderr, "usage: gemm_rate BACKEND fp32|bf16 M,N,K... (%s)\n", ax_err_msg());
         MPI_Finalize();
         return 2;

@@ -41,10 +41,10 @@ const char *ax_backend_names(void) {
 #endif
 }
 
-int ax_backend_use(const char *name) {
+int ax_backend_use(const char *name, int local_rank) {
     for (size_t i = 0; i < sizeof compiled / sizeof *compiled; i++)
         if (!strcmp(compiled[i]->name, name)) {
-            if (compiled[i]->open && compiled[i]->open() != 0) return -1;
+            if (compiled[i]->open && compiled[i]->open(local_rank) != 0) return -1;
             current = compiled[i];
             return 0;
         }

@@ -43,7 +43,8 @@ static inline ax_mat ax_mat_of(const void *p, ax_dtype t, int rows, int cols) {
 }
 static inline ax_mat ax_mat_f32(const float *p, int rows, int cols) { return ax_mat_of(p, AX_F32, rows, cols); }
 
-#define AX_SUMSQ_RANGES 64
+#define AX_SUMSQ_RANGES  64
+#define AX_DEVICE_ID_LEN 64
 
 typedef struct {
     void (*sum)(void *ctx, float *buf, size_t n); /* in place, over the group */
@@ -53,12 +54,21 @@ typedef struct {
 
 typedef struct ax_backend {
     const char *name;
-    /* optional: checks this machine can run the backend (a GPU is present);
-     * fails with one line saying why. Called by ax_backend_use. */
-    int (*open)(void);
-    /* optional: picks this rank's device among those of its node (one GPU per
-     * rank, by node-local rank); before any alloc */
-    void (*bind)(int local_rank);
+    /* optional: readies the backend for this rank, before any other entry. A
+     * device backend picks the rank's device among those visible to it (the
+     * node-local rank modulo their count: with CUDA_VISIBLE_DEVICES set per
+     * rank by the launcher, the one it sees) and creates no context on any
+     * other device; fails with one line saying why. Called by ax_backend_use. */
+    int (*open)(int local_rank);
+    /* optional (device backends): a string naming this rank's physical device,
+     * the same on every rank that uses it (the GPU's UUID), at most
+     * AX_DEVICE_ID_LEN bytes with its NUL; and the device's name for logs */
+    void (*device_id)(char *id);
+    const char *(*device_name)(void);
+    /* optional: host memory the device copies to and from at full speed
+     * (page-locked), for staging collectives; NULL: ordinary host memory */
+    void *(*host_alloc)(size_t bytes);
+    void (*host_free)(void *p);
     /* threads of this rank's kernels */
     void (*set_threads)(int n);
     int (*threads)(void);
@@ -185,8 +195,10 @@ const ax_backend *ax_be(void);
 static inline void ax_backend_sync(void) {
     if (ax_be()->sync) ax_be()->sync();
 }
-/* Selects a compiled backend by name; fails with one line naming the compiled ones. */
-int ax_backend_use(const char *name);
+/* Selects a compiled backend by name and opens it for the node-local rank
+ * local_rank (device backends pick their device by it); fails with one line
+ * naming the compiled ones, or why the backend cannot run here. */
+int ax_backend_use(const char *name, int local_rank);
 /* Makes b the backend in use without opening it (tests wrap the CPU backend). */
 void ax_backend_install(const ax_backend *b);
 /* The compiled backends, e.g. "cpu". */

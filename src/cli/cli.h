@@ -117,6 +117,25 @@ typedef struct {
             "/axonn/gemm-tune.json; none: no file)"                                                                 \
     }
 /* clang-format on */
+/* The backend and its devices, one table for train and bench. */
+typedef struct {
+    const char *name, *device_comm;
+    int share_gpu;
+} ax_cli_backend_flags;
+/* clang-format off */
+#define AX_CLI_BACKEND_OPTS(b) \
+    {"backend", AX_OPT_STR, &(b).name, "NAME", "kernels: cpu (default) or cuda (compiled backends in axonn --version)"}, \
+    {"share-gpu", AX_OPT_FLAG, &(b).share_gpu, NULL, \
+        "let several ranks drive one GPU (tests, small jobs): a group whose ranks share a GPU runs its collectives " \
+        "through MPI on host buffers"}, \
+    {"device-comm", AX_OPT_STR, &(b).device_comm, "auto|mpi", \
+        "a GPU backend's collectives: NCCL where a group's ranks drive distinct GPUs, else MPI on host buffers " \
+        "(auto, default); mpi: MPI on host buffers for every group"}
+/* clang-format on */
+/* Opens the backend named in b for this rank (its device by node-local rank)
+ * and checks the ranks' devices (two on one GPU only with --share-gpu); rank 0
+ * names the devices of a device backend. Collective over MPI_COMM_WORLD. */
+int ax_cli_backend(const ax_cli_backend_flags *b);
 /* model = the preset, then --arch and the size flags given. from_file (--init,
  * or --resume of a directory): none may be given, config.json says. */
 int ax_cli_model_options(const ax_opt *opts, const ax_cli_model_flags *f, int from_file, ax_gpt_config *model);

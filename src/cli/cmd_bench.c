@@ -159,7 +159,8 @@ int ax_cmd_bench(int argc, char **argv) {
     int gemm = argc > 2 && strcmp(argv[2], "gemm") == 0;
     ax_train_opts o;
     ax_train_defaults(&o);
-    const char *backend = "cpu", *grid = NULL, *machine = NULL;
+    const char *grid = NULL, *machine = NULL;
+    ax_cli_backend_flags be = {0};
     ax_cli_model_flags mf = {0};
     int iters = 10, json = 0;
     o.batch = 0;
@@ -180,8 +181,7 @@ int ax_cmd_bench(int argc, char **argv) {
         {"threads", AX_OPT_INT, &o.threads, "N", "OpenMP/BLAS threads per rank (default: cores / ranks per node)",
          AX_RANGE('[', 0, 1024, ']')},
         {"seed", AX_OPT_U64, &o.seed, "N", "initialisation seed (default 1337)"},
-        {"backend", AX_OPT_STR, &backend, "NAME",
-         "kernels: cpu (default) or cuda (compiled backends in axonn --version)"},
+        AX_CLI_BACKEND_OPTS(be),
         {"iters", AX_OPT_INT, &iters, "N", "iterations (default 10; the first two are not timed)",
          AX_RANGE('[', 3, 1e6, ']')},
         {"json", AX_OPT_FLAG, &json, NULL, "print one JSON object with every field instead of text"},
@@ -189,7 +189,7 @@ int ax_cmd_bench(int argc, char **argv) {
     };
     int rc = ax_args_parse(opts, argc, argv, 2 + gemm, usage, NULL, NULL, 0);
     if (rc) return rc;
-    AX_TRY(ax_backend_use(backend));
+    AX_TRY(ax_cli_backend(&be));
     AX_TRY(ax_cli_model_options(opts, &mf, o.init != NULL, &o.model));
     if (o.init) AX_TRY(ax_cli_init_config(o.init, &o.model));
     o.quiet = 1;

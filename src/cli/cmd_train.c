@@ -21,7 +21,8 @@ typedef struct {
     ax_train_opts o;
     ax_cli_model_flags mf;
     int synthetic;
-    const char *backend, *grid, *machine;
+    ax_cli_backend_flags be;
+    const char *grid, *machine;
     char corpus[4096], train_glob[4200], val_glob[4200];
     char tok_path[4200]; /* the tokenizer the trained model keeps ("": none) */
 } train_cli;
@@ -103,8 +104,7 @@ static void train_options(train_cli *t, ax_opt *table) {
         {"goldfish-h", AX_OPT_INT, &o->goldfish_h, "H",
          "goldfish context: hash of the H ids of the token stream ending at a target (default {})",
          AX_RANGE('[', 1, 1e6, ']')},
-        {"backend", AX_OPT_STR, &t->backend, "NAME",
-         "kernels: cpu (default) or cuda (compiled backends in axonn --version)"},
+        AX_CLI_BACKEND_OPTS(t->be),
         AX_CLI_STEP_OPTS(*o),
         {"quiet", AX_OPT_FLAG, &o->quiet, NULL, "no per-step lines"},
         {"profile", AX_OPT_FLAG, &o->profile, NULL,
@@ -176,12 +176,11 @@ int ax_cmd_train(int argc, char **argv) {
     train_cli t; /* the run's options point into it */
     memset(&t, 0, sizeof t);
     ax_train_defaults(&t.o);
-    t.backend = "cpu";
     ax_opt opts[MAX_OPTS];
     train_options(&t, opts);
     int rc = ax_args_parse(opts, argc, argv, 2, usage, NULL, NULL, 0);
     if (rc) return rc;
-    AX_TRY(ax_backend_use(t.backend));
+    AX_TRY(ax_cli_backend(&t.be));
     if (t.synthetic && t.o.data) return AX_ERR("--synthetic and --data exclude each other");
     /* --resume auto may start fresh: it takes the size flags, and checks them against a checkpoint */
     int size_from_file = t.o.init || (t.o.resume && strcmp(t.o.resume, "auto") != 0);

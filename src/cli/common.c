@@ -1,4 +1,5 @@
 #include "cli/cli.h"
+#include "comm/devices.h"
 #include "backend/backend.h"
 #include "util/err.h"
 #include "util/fileio.h"
@@ -92,6 +93,20 @@ int ax_cli_open_model(const char *path, const int grid[4], ax_grid *g, ax_gpt *m
         ax_grid_free(g);
         return -1;
     }
+    return 0;
+}
+
+int ax_cli_backend(const ax_cli_backend_flags *b) {
+    ax_device_comm mode = AX_DEVICE_COMM_AUTO;
+    if (b->device_comm) AX_TRY(ax_device_comm_parse(b->device_comm, &mode));
+    ax_set_device_comm(mode);
+    int local, nlocal, rank;
+    ax_node_rank(MPI_COMM_WORLD, &local, &nlocal);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    AX_TRY(ax_agree(MPI_COMM_WORLD, ax_backend_use(b->name ? b->name : "cpu", local)));
+    char line[1024];
+    AX_TRY(ax_agree(MPI_COMM_WORLD, ax_devices_check(MPI_COMM_WORLD, b->share_gpu, line, sizeof line)));
+    if (rank == 0 && !ax_be()->host_memory) printf("%s\n", line);
     return 0;
 }
 

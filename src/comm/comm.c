@@ -5,6 +5,7 @@
 #include "util/err.h"
 #include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 static size_t chunk_max = INT_MAX;
@@ -61,10 +62,13 @@ void ax_comm_split(const ax_comm *parent, int color, int key, ax_comm *c) {
 #endif
 }
 
+static void stage_free(ax_comm *c);
+
 void ax_comm_free(ax_comm *c) {
 #ifdef AX_HAVE_CUDA
     if (c->nccl) ax_nccl_detach(c);
 #endif
+    stage_free(c);
     if (c->comm != MPI_COMM_NULL) MPI_Comm_free(&c->comm);
     c->comm = MPI_COMM_NULL;
 }
@@ -143,18 +147,109 @@ static void part(ax_comm *c, const ax_coll *k, const void *send, void *recv, siz
     if (len < n) MPI_Type_free(&bt);
 }
 
-/* r NULL: blocking, parts of chunk_max; else at most AX_REQ_PARTS parts */
+/* MPI on the buffers as given. r NULL: blocking, parts of chunk_max; else at most AX_REQ_PARTS parts */
+static void mpi_coll(ax_comm *c, const ax_coll *k, const void *send, void *recv, size_t n, ax_req *r) {
+    size_t chunk = chunk_max;
+    if (r && chunk < (n + AX_REQ_PARTS - 1) / AX_REQ_PARTS) chunk = (n + AX_REQ_PARTS - 1) / AX_REQ_PARTS;
+    if (chunk > INT_MAX) ax_fatal(__FILE__, __LINE__, "non-blocking collective of %zu elements is too large", n);
+    for (size_t o = 0; o < n; o += chunk)
+        part(c, k, send, recv, o, n - o < chunk ? n - o : chunk, n, r ? &r->r[r->n++] : NULL);
+    if (r) inflight_add(r);
+}
+
+/* ---- host staging (comm.h): a device backend's collectives through host buffers ---- */
+
+struct ax_stage {
+    struct {
+        void *p;
+        size_t cap;
+        int busy;
+    } * buf;
+    int n;
+};
+
+static void *host_alloc(size_t bytes) { return ax_be()->host_alloc ? ax_be()->host_alloc(bytes) : ax_malloc(bytes); }
+static void host_free(void *p) {
+    if (ax_be()->host_free) ax_be()->host_free(p);
+    else free(p);
+}
+
+/* a free host buffer of at least bytes: the smallest that fits, else a free one
+ * grown, else a new one (so buffers are made in the first step, then reused) */
+static int stage_get(ax_comm *c, size_t bytes) {
+    if (!c->stage) c->stage = ax_calloc(1, sizeof *c->stage);
+    struct ax_stage *s = c->stage;
+    int best = -1, any = -1;
+    for (int i = 0; i < s->n; i++) {
+        if (s->buf[i].busy) continue;
+        any = i;
+        if (s->buf[i].cap >= bytes && (best < 0 || s->buf[i].cap < s->buf[best].cap)) best = i;
+    }
+    if (best < 0) {
+        best = any;
+        if (best < 0) {
+            s->buf = realloc(s->buf, (size_t)(s->n + 1) * sizeof *s->buf);
+            if (!s->buf) ax_fatal(__FILE__, __LINE__, "out of memory for %d staging buffers", s->n + 1);
+            best = s->n++;
+            s->buf[best].p = NULL;
+        }
+        if (s->buf[best].p) host_free(s->buf[best].p);
+        s->buf[best].p = host_alloc(bytes);
+        s->buf[best].cap = bytes;
+    }
+    s->buf[best].busy = 1;
+    return best;
+}
+
+static void stage_free(ax_comm *c) {
+    if (!c->stage) return;
+    for (int i = 0; i < c->stage->n; i++) host_free(c->stage->buf[i].p);
+    free(c->stage->buf);
+    free(c->stage);
+    c->stage = NULL;
+}
+
+/* The input to a host buffer [in | out] (in place for all-reduce), MPI there;
+ * blocking: the result back now, else at completion (stage_finish). */
+static void staged_coll(ax_comm *c, const ax_coll *k, const void *send, void *recv, size_t n, ax_req *r) {
+    size_t w = (size_t)k->width, in = k->kind == AX_RS ? n * c->size : n, out = k->kind == AX_AG ? n * c->size : n;
+    size_t hin = k->kind == AX_AR ? 0 : in * w; /* all-reduce: in place */
+    int slot = stage_get(c, hin + out * w);
+    char *h = c->stage->buf[slot].p;
+    ax_be()->copy(h, k->kind == AX_AR ? recv : send, in * w);
+    mpi_coll(c, k, h, h + hin, n, r);
+    if (!r) {
+        ax_be()->copy(recv, h + hin, out * w);
+        c->stage->buf[slot].busy = 0;
+        return;
+    }
+    r->from = h + hin;
+    r->to = recv;
+    r->bytes = out * w;
+    r->slot = slot;
+}
+
+/* a completed staged collective's result to the backend's memory, its buffer freed for reuse */
+static void stage_finish(ax_req *r) {
+    ax_be()->copy(r->to, r->from, r->bytes);
+    r->c->stage->buf[r->slot].busy = 0;
+    r->from = NULL;
+}
+
+/* r NULL: blocking; else complete with ax_wait or ax_test */
 static void coll(ax_comm *c, const ax_coll *k, const void *send, void *recv, size_t n, ax_req *r) {
     if (r) {
         r->c = c;
         r->n = 0;
         r->queued = 0;
+        r->from = NULL;
     }
     if (c->size == 1) {
         if (k->kind != AX_AR && recv != send) ax_be()->copy(recv, send, n * (size_t)k->width);
         return;
     }
     if (n == 0) return;
+    c->bytes += (double)k->width * n * (k->kind == AX_RS ? c->size : 1);
 #ifdef AX_HAVE_CUDA
     if (c->nccl && k->el != MPI_DOUBLE) { /* the backend's memory: NCCL, queued on the device */
         ax_nccl_coll(c,
@@ -162,21 +257,15 @@ static void coll(ax_comm *c, const ax_coll *k, const void *send, void *recv, siz
                      : k->kind == AX_AG ? AX_NCCL_GATHER
                                         : AX_NCCL_SCATTER,
                      k->width == 2, send, recv, n);
-        c->bytes += (double)k->width * n * (k->kind == AX_RS ? c->size : 1);
         if (r) r->queued = 1;
         else ax_nccl_join(c);
         return;
     }
 #endif
-    size_t chunk = chunk_max;
-    if (r && chunk < (n + AX_REQ_PARTS - 1) / AX_REQ_PARTS) chunk = (n + AX_REQ_PARTS - 1) / AX_REQ_PARTS;
-    if (chunk > INT_MAX) ax_fatal(__FILE__, __LINE__, "non-blocking collective of %zu elements is too large", n);
     double t = MPI_Wtime();
-    for (size_t o = 0; o < n; o += chunk)
-        part(c, k, send, recv, o, n - o < chunk ? n - o : chunk, n, r ? &r->r[r->n++] : NULL);
+    if (!ax_be()->host_memory && k->el != MPI_DOUBLE) staged_coll(c, k, send, recv, n, r); /* f64: host scalars */
+    else mpi_coll(c, k, send, recv, n, r);
     c->seconds += MPI_Wtime() - t;
-    c->bytes += (double)k->width * n * (k->kind == AX_RS ? c->size : 1);
-    if (r) inflight_add(r);
 }
 
 static const ax_coll sum_f32 = {AX_AR, MPI_FLOAT, 4, MPI_SUM}, sum_f64 = {AX_AR, MPI_DOUBLE, 8, MPI_SUM},
@@ -214,12 +303,15 @@ void ax_wait(ax_req *r) {
         return;
     }
 #endif
-    if (!r->n) return;
+    if (!r->n && !r->from) return;
     double t = MPI_Wtime();
-    AX_CHECK_MPI(MPI_Waitall(r->n, r->r, MPI_STATUSES_IGNORE));
+    if (r->n) {
+        AX_CHECK_MPI(MPI_Waitall(r->n, r->r, MPI_STATUSES_IGNORE));
+        r->n = 0;
+        inflight_remove(r);
+    }
+    if (r->from) stage_finish(r); /* ax_progress may have completed the MPI part already */
     r->c->seconds += MPI_Wtime() - t;
-    r->n = 0;
-    inflight_remove(r);
 }
 
 int ax_test(ax_req *r) {
@@ -230,13 +322,9 @@ int ax_test(ax_req *r) {
         return 1;
     }
 #endif
-    if (!r->n) return 1;
-    int done = 0;
-    AX_CHECK_MPI(MPI_Testall(r->n, r->r, &done, MPI_STATUSES_IGNORE));
-    if (done) {
-        r->n = 0;
-        inflight_remove(r);
-    }
+    int done = 1;
+    if (r->n) AX_CHECK_MPI(MPI_Testall(r->n, r->r, &done, MPI_STATUSES_IGNORE));
+    if (done && (r->n || r->from)) ax_wait(r); /* complete: the wait only finishes it */
     return done;
 }
 

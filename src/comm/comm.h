@@ -21,7 +21,14 @@
  * Under a GPU backend a group with an NCCL communicator (comm/nccl.h) runs
  * its float and bf16 collectives there, queued on the device behind the
  * kernels already queued, on the backend's memory; the same calls, the same
- * layouts. */
+ * layouts. A group without one (its ranks share a GPU, or every group was
+ * asked to: comm/devices.h) stages them through the host: the backend copies
+ * the input into a host buffer of the group's, MPI runs the same collective
+ * there, and the result is copied back when the collective completes (at
+ * once when blocking, at ax_wait or a successful ax_test otherwise). The
+ * arithmetic is MPI's in both cases, so results equal the CPU backend's bit
+ * for bit, with overlap or without. Host buffers are the backend's page-locked
+ * memory where it has some, kept per group and grown on first use. */
 #ifndef AX_COMM_COMM_H
 #define AX_COMM_COMM_H
 #include <mpi.h>
@@ -36,6 +43,7 @@ typedef struct {
     /* the group's NCCL communicator (comm/nccl.h) under a GPU backend: its
      * float and bf16 collectives run there, on the backend's memory; NULL: MPI */
     struct ax_nccl_comm *nccl;
+    struct ax_stage *stage; /* host buffers of staged collectives (NULL until the first) */
 } ax_comm;
 
 #define AX_REQ_PARTS 16
@@ -46,6 +54,12 @@ typedef struct {
     int n;
     MPI_Request r[AX_REQ_PARTS];
     int queued; /* an NCCL collective queued on the group's stream */
+    /* a staged collective: its result, in host buffer `slot` of the group at
+     * `from`, goes to `to` (bytes) when it completes; from NULL: none */
+    const void *from;
+    void *to;
+    size_t bytes;
+    int slot;
 } ax_req;
 
 void ax_comm_from(ax_comm *c, MPI_Comm comm); /* takes ownership */

@@ -1,10 +1,12 @@
 /* NCCL communicators for the grid's groups (see comm/nccl.h). */
 #include "comm/nccl.h"
+#include "comm/devices.h"
 #include "backend/cuda/cuda.h"
 #include "util/err.h"
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define AX_CHECK_NCCL(call)                                                                                 \
     do {                                                                                                    \
@@ -47,15 +49,12 @@ void ax_nccl_detach(ax_comm *c) {
 }
 
 int ax_nccl_init(ax_grid *g) {
-    MPI_Comm node;
-    int local;
-    AX_CHECK_MPI(MPI_Comm_split_type(g->world, MPI_COMM_TYPE_SHARED, g->rank, MPI_INFO_NULL, &node));
-    MPI_Comm_rank(node, &local);
-    MPI_Comm_free(&node);
-    ax_cuda_bind(local);
-    /* every group, size 1 included, so that one GPU runs the same path */
+    if (strcmp(ax_be()->name, "cuda")) return 0; /* NCCL works on CUDA memory only */
+    /* every group whose ranks drive distinct GPUs, size 1 included, so that one GPU runs the same path;
+     * the others stage their collectives through the host (comm.h) */
     ax_comm *groups[] = {&g->X, &g->Y, &g->Z, &g->Zg, &g->data, &g->dz, &g->tp};
-    for (size_t i = 0; i < sizeof groups / sizeof *groups; i++) ax_nccl_attach(groups[i]);
+    for (size_t i = 0; i < sizeof groups / sizeof *groups; i++)
+        if (ax_get_device_comm() == AX_DEVICE_COMM_AUTO && !ax_comm_shares_device(groups[i])) ax_nccl_attach(groups[i]);
     return 0;
 }
 

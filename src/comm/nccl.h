@@ -1,8 +1,10 @@
 /* NCCL beside MPI, for the CUDA backend. MPI stays the launcher and the
  * control plane: each of the grid's groups gets an NCCL communicator made
  * from an id that the group's rank 0 broadcasts over the group's MPI
- * communicator, and every rank drives the GPU its node-local rank picks
- * (MPI_Comm_split_type shared), one GPU per rank.
+ * communicator, where the group's ranks drive distinct GPUs (the backend
+ * picked each rank's when it was opened: comm/devices.h). A group two of
+ * whose ranks share a GPU gets none: NCCL refuses it, and comm.c stages its
+ * collectives through the host instead.
  *
  * src/comm/comm.c sends a group's float and bf16 collectives here when the
  * group has a communicator (ax_comm.nccl); nothing else calls these. Each
@@ -18,7 +20,9 @@
 #include "comm/comm.h"
 #include "grid/grid.h"
 
-/* binds this rank's GPU and attaches every group of g (collective over g->world) */
+/* attaches every group of g whose ranks drive distinct GPUs, unless every
+ * group was asked to use MPI (collective over g->world; nothing under
+ * another backend than cuda) */
 int ax_nccl_init(ax_grid *g);
 /* a communicator for c (collective over c); ax_comm_free detaches it */
 void ax_nccl_attach(ax_comm *c);

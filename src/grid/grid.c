@@ -2,6 +2,7 @@
 #ifdef AX_HAVE_CUDA
 #include "comm/nccl.h"
 #endif
+#include "comm/devices.h"
 #include "util/err.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,8 +48,36 @@ int ax_grid_init(ax_grid *g, MPI_Comm user, int gd, int gx, int gy, int gz) {
     split(g, &g->dz, y * gx + x, d * gz + z);
     split(g, &g->tp, d, (z * gy + y) * gx + x);
 #ifdef AX_HAVE_CUDA
-    if (ax_be()->bind) return ax_nccl_init(g); /* a GPU backend: NCCL beside the MPI groups */
+    if (!ax_be()->host_memory) return ax_nccl_init(g); /* a GPU backend: NCCL beside the MPI groups */
 #endif
+    return 0;
+}
+
+int ax_grid_comm_line(ax_grid *g, char *line, size_t cap) {
+    line[0] = 0;
+    if (ax_be()->host_memory) return 0;
+    ax_comm *all[] = {&g->X, &g->Y, &g->Z, &g->Zg, &g->data, &g->dz, &g->tp};
+    static const char *const names[] = {"X", "Y", "Z", "Z gathers", "data", "data x Z", "X x Y x Z"};
+    enum { N = sizeof all / sizeof *all };
+    int how[N]; /* per kind of group, over every group of the kind: 1 some on NCCL, 2 some staged */
+    for (int i = 0; i < N; i++) how[i] = all[i]->size < 2 ? 0 : all[i]->nccl ? 1 : 2;
+    AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, how, N, MPI_INT, MPI_BOR, g->world));
+    size_t k = (size_t)snprintf(line, cap, "collectives:");
+    for (int pass = 1; pass <= 2; pass++) {
+        int first = 1;
+        for (int i = 0; i < N && k < cap; i++) {
+            if (!(how[i] & pass)) continue;
+            k += (size_t)snprintf(line + k, cap - k, "%s%s",
+                                  first ? (pass == 1 ? " NCCL for " : " host-staged MPI for ") : ", ", names[i]);
+            first = 0;
+        }
+        if (!first && pass == 2 && k < cap)
+            k += (size_t)snprintf(line + k, cap - k, " (%s)",
+                                  ax_get_device_comm() == AX_DEVICE_COMM_MPI ? "--device-comm mpi"
+                                                                             : "their ranks share a GPU");
+        if (!first && pass == 1 && k < cap) k += (size_t)snprintf(line + k, cap - k, ";");
+    }
+    if (k == strlen("collectives:")) snprintf(line + k, cap - k, " none (one rank)");
     return 0;
 }
 

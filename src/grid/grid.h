@@ -4,6 +4,7 @@
 #ifndef AX_GRID_GRID_H
 #define AX_GRID_GRID_H
 #include <mpi.h>
+#include <stddef.h>
 #include "comm/comm.h"
 
 typedef struct {
@@ -20,6 +21,10 @@ typedef struct {
 /* Fails (same message on every rank) when gd*gx*gy*gz != size of comm. */
 int ax_grid_init(ax_grid *g, MPI_Comm user, int gd, int gx, int gy, int gz);
 void ax_grid_free(ax_grid *g);
+/* Under a device backend, how each kind of group communicates ("collectives:
+ * NCCL for X, Y; host-staged MPI for Z (their ranks share a GPU)"), over every
+ * group of the grid (collective); "" under a host backend. */
+int ax_grid_comm_line(ax_grid *g, char *line, size_t cap);
 /* Parses "D,X,Y,Z". */
 int ax_grid_parse(const char *s, int dims[4]);
 #endif

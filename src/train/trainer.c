@@ -330,6 +330,9 @@ static void say_setup(ax_run *r, const setup_ctx *s) {
         r->g.size, r->g.gd, r->g.gx, r->g.gy, r->g.gz, ax_be()->name, ax_backend_names(), ax_be()->threads(),
         mc->arch == AX_ARCH_LLAMA ? "llama" : "gpt2", mc->n_layer, mc->n_head, mc->n_kv_head, mc->n_embd, mc->n_inner,
         mc->vocab_size, mc->block_size, mc->untied ? " untied" : "", ax_gpt_num_params(mc) / 1e6);
+    char comm_line[512];
+    ax_grid_comm_line(&r->g, comm_line, sizeof comm_line);
+    if (comm_line[0]) SAY(r, "%s\n", comm_line);
     SAY(r, "precision: %s GEMM inputs, fp32 accumulation, master weights and reductions; GEMMs: %s\n", o->dtype,
         s->kernel);
     char ov[32];

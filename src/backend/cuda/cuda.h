@@ -12,8 +12,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-int ax_cuda_open(void);
-void ax_cuda_bind(int local_rank);
+int ax_cuda_open(int local_rank);
+void ax_cuda_device_id(char *id);
+void *ax_cuda_host_alloc(size_t bytes);
+void ax_cuda_host_free(void *p);
 void *ax_cuda_alloc(size_t bytes);
 void ax_cuda_free(void *p);
 void ax_cuda_copy(void *dst, const void *src, size_t bytes);
@@ -25,7 +27,7 @@ int ax_cuda_threads(void);
 /* the backend's one compute stream (a cudaStream_t); src/comm/nccl.c orders
  * its collectives after the work queued on it */
 struct CUstream_st *ax_cuda_stream(void);
-/* "NVIDIA H200 (sm_90, 139 GiB)" of the bound device */
+/* "NVIDIA H200 (sm_90, 139 GiB)" of the rank's device */
 const char *ax_cuda_device_name(void);
 void ax_cuda_gemm(int batch, float alpha, ax_mat A, int transA, ax_mat B, int transB, float beta, ax_mat C);
 const char *ax_cuda_gemm_kernel(ax_dtype t, int *emulated);

@@ -145,46 +145,61 @@ static void prof_record(const char *file, int line, const char *func) {
     prof.head++;
 }
 
-/* the device changes (ax_cuda_bind): the ring's events belong to the old one */
-static void prof_close(void) {
-    if (!prof.ready) return;
-    prof_resolve(prof.head, 0);
-    for (int i = 0; i < PROF_RING; i++) cudaEventDestroy(prof.ev[i]);
-    prof.ready = 0;
-}
-
-int ax_cuda_open(void) {
+/* The device is chosen once, before anything touches a device: a context
+ * made on another GPU first (a stray one on GPU 0 per rank) would cost its
+ * memory there, and fails outright where GPUs are in exclusive-process mode. */
+int ax_cuda_open(int local_rank) {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0) {
         cudaGetLastError(); /* clear the sticky "no device" so later queries start clean */
-        return ax_err_set("--backend cuda: no usable CUDA device (%s)",
-                          e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+        const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+        return ax_err_set("--backend cuda: no usable CUDA device (%s%s%s)",
+                          e != cudaSuccess ? cudaGetErrorString(e) : "none found", vis ? "; CUDA_VISIBLE_DEVICES=" : "",
+                          vis ? vis : "");
     }
-    if (device < 0) ax_cuda_bind(0);
+    if (device == local_rank % n) return 0;
+    if (device >= 0) return ax_err_set("--backend cuda: opened again for another device");
+    device = local_rank % n;
+    AX_CHECK_CUDA(cudaSetDevice(device));
+    AX_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     return 0;
 }
 
-void ax_cuda_bind(int local_rank) {
-    int n = 0;
-    AX_CHECK_CUDA(cudaGetDeviceCount(&n));
-    if (device >= 0 && device == local_rank % n) return;
-    prof_close();
-    device = local_rank % n;
-    AX_CHECK_CUDA(cudaSetDevice(device));
-    if (stream) AX_CHECK_CUDA(cudaStreamDestroy(stream));
-    AX_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+/* every entry runs on the device ax_cuda_open chose */
+static void need_device(void) {
+    if (device < 0) ax_fatal(__FILE__, __LINE__, "the CUDA backend was used before ax_backend_use opened it");
 }
 
 cudaStream_t ax_cuda_stream(void) {
-    if (device < 0) ax_cuda_bind(0);
+    need_device();
     return stream;
+}
+
+void ax_cuda_device_id(char *id) {
+    need_device();
+    cudaDeviceProp p;
+    AX_CHECK_CUDA(cudaGetDeviceProperties(&p, device));
+    int k = snprintf(id, AX_DEVICE_ID_LEN, "GPU-");
+    for (int i = 0; i < 16 && k < AX_DEVICE_ID_LEN - 2; i++)
+        k += snprintf(id + k, AX_DEVICE_ID_LEN - k, "%02x", (unsigned char)p.uuid.bytes[i]);
+}
+
+void *ax_cuda_host_alloc(size_t bytes) {
+    void *p;
+    AX_CHECK_CUDA(cudaMallocHost(&p, bytes ? bytes : 1));
+    return p;
+}
+
+void ax_cuda_host_free(void *p) {
+    if (p) AX_CHECK_CUDA(cudaFreeHost(p));
 }
 
 const char *ax_cuda_device_name(void) {
     static char s[320];
     cudaDeviceProp p;
-    AX_CHECK_CUDA(cudaGetDeviceProperties(&p, device < 0 ? 0 : device));
+    need_device();
+    AX_CHECK_CUDA(cudaGetDeviceProperties(&p, device));
     snprintf(s, sizeof s, "%s (sm_%d%d, %.0f GiB)", p.name, p.major, p.minor, p.totalGlobalMem / 1073741824.0);
     return s;
 }
@@ -204,7 +219,7 @@ void ax_cuda_done(const char *file, int line, const char *func) {
 
 void *ax_cuda_alloc(size_t bytes) {
     void *p;
-    if (device < 0) ax_cuda_bind(0);
+    need_device();
     cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
     if (e != cudaSuccess) {
         size_t fr = 0, tot = 0;

@@ -5,7 +5,10 @@
 const ax_backend ax_cuda_backend = {
     .name = "cuda",
     .open = ax_cuda_open,
-    .bind = ax_cuda_bind,
+    .device_id = ax_cuda_device_id,
+    .device_name = ax_cuda_device_name,
+    .host_alloc = ax_cuda_host_alloc,
+    .host_free = ax_cuda_host_free,
     .set_threads = ax_cuda_set_threads,
     .threads = ax_cuda_threads,
     .alloc = ax_cuda_alloc,
