@@ -17,7 +17,8 @@
  * plain CPU run's losses, gradient norms, parameters and optimizer moments
  * bit for bit: the kernels and collectives are the same ones, only where the
  * host reads differs. Then a whole ax_train run (evaluation, checkpoints, the
- * final model) on 1,1,1,P writes the same files byte for byte. Also the rules
+ * final model) on 1,1,1,P writes the same files byte for byte, and greedy
+ * decoding through the KV cache gives the same tokens and logits. Also the rules
  * for ranks that share a device (comm/devices.h). Arguments: --llama
  * (replicated key/value heads, RMSNorm, rotary tables), --bf16.
  *
@@ -30,6 +31,7 @@
 #include "train_steps.h"
 #include "backend/cpu/cpu.h"
 #include "model/gpt.h"
+#include "model/gpt_decode.h"
 #include "train/checkpoint.h"
 #include "train/optim.h"
 #include "train/source.h"
@@ -293,6 +295,38 @@ static void run(ax_grid *g, ax_dtype t, const char *dir, result *r) {
     ax_gpt_free(&m);
 }
 
+/* greedy decoding through the KV cache (memorize's path): two rows of other
+ * lengths, three tokens each; the tokens and the last step's logits */
+typedef struct {
+    int32_t tok[2][3];
+    float *logits; /* 2 x Vl, host */
+    size_t bytes;
+} decoded;
+
+static void decode(ax_grid *g, ax_dtype t, decoded *d) {
+    ax_gpt m;
+    if (ax_gpt_init(&m, &cfg, g)) ax_err_exit(1);
+    ax_gpt_set_dtype(&m, t);
+    ax_gpt_init_random(&m, 11);
+    ax_kvcache c;
+    ax_kv_init(&c, &m, 2, cfg.block_size);
+    const int32_t p0[] = {5, 17, 33}, p1[] = {2, 99, 41, 8, 60};
+    ax_kv_prefill(&c, &m, 0, p0, 3);
+    ax_kv_prefill(&c, &m, 1, p1, 5);
+    for (int s = 0; s < 3; s++) {
+        int32_t next[2];
+        ax_kv_argmax(&c, &m, 2, next);
+        d->tok[0][s] = next[0];
+        d->tok[1][s] = next[1];
+        if (s < 2) ax_kv_step(&c, &m, next, 2);
+    }
+    d->bytes = 2 * (size_t)m.Vl * sizeof(float);
+    d->logits = ax_malloc(d->bytes);
+    ax_be()->copy(d->logits, c.logits, d->bytes);
+    ax_kv_free(&c);
+    ax_gpt_free(&m);
+}
+
 /* a whole ax_train run (evaluation, checkpoints, the final model) into dir */
 static void train(int P, const char *dir) {
     ax_train_opts o;
@@ -373,6 +407,7 @@ int main(int argc, char **argv) {
                         continue;
                     }
                     result plain, dev;
+                    decoded dplain, ddev;
                     ax_backend_install(&gb);
                     ax_comm *groups[] = {&g.X, &g.Y, &g.Z, &g.data, &g.dz, &g.tp};
                     for (int k = 0; k < 6; k++)
@@ -381,9 +416,11 @@ int main(int argc, char **argv) {
                               groups[k]->size);
                     ax_backend_install(&ax_cpu_backend);
                     run(&g, t, dir, &plain);
+                    decode(&g, t, &dplain);
                     ax_backend_install(&gb);
                     guarding = 1;
                     run(&g, t, dir, &dev);
+                    decode(&g, t, &ddev);
                     guarding = 0;
                     protect_all(PROT_READ | PROT_WRITE);
                     ax_backend_install(&ax_cpu_backend);
@@ -398,9 +435,16 @@ int main(int argc, char **argv) {
                           "grid %d,%d,%d,%d: parameters or moments differ", d, x, y, z);
                     CHECK(!memcmp(dev.params, dev.loaded, bytes) && !memcmp(dev.moment, dev.loaded_moment, bytes),
                           "grid %d,%d,%d,%d: the checkpoint read back differs from what was written", d, x, y, z);
+                    CHECK(!memcmp(dplain.tok, ddev.tok, sizeof dplain.tok) &&
+                              !memcmp(dplain.logits, ddev.logits, dplain.bytes),
+                          "grid %d,%d,%d,%d: KV-cache decoding differs (tokens %d %d vs %d %d)", d, x, y, z,
+                          dplain.tok[0][2], dplain.tok[1][2], ddev.tok[0][2], ddev.tok[1][2]);
+                    free(dplain.logits);
+                    free(ddev.logits);
                     if (rank == 0)
-                        printf("grid %d,%d,%d,%d: guarded device memory = host memory, checkpoint round trip\n", d, x,
-                               y, z);
+                        printf("grid %d,%d,%d,%d: guarded device memory = host memory, checkpoint round trip, "
+                               "decoding\n",
+                               d, x, y, z);
                     result_free(&plain);
                     result_free(&dev);
                     ax_grid_free(&g);

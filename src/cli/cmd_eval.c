@@ -27,6 +27,7 @@ static void evaluate(ax_gpt *m, ax_source *src, int batch, int seq, int max_batc
 int ax_cmd_eval(int argc, char **argv) {
     const char *model = NULL, *data = NULL;
     int batch = 8, seq = 0, json = 0, threads = 0, max_batches = 0, grid[4] = {1, 1, 1, 1};
+    ax_cli_backend_flags be = {0};
     ax_opt opts[] = {
         {"model", AX_OPT_STR, &model, "MODEL",
          "a model directory (config.json, model.safetensors) or model.safetensors (config.json beside it)"},
@@ -38,12 +39,14 @@ int ax_cmd_eval(int argc, char **argv) {
          AX_RANGE('[', 0, 1e9, ']')},
         {"grid", AX_OPT_GRID, grid, "D,X,Y,Z", "process grid (default 1,1,1,1)"},
         {"threads", AX_OPT_INT, &threads, "N", "threads per rank", AX_RANGE('[', 0, 1024, ']')},
+        AX_CLI_BACKEND_OPTS(be),
         {"json", AX_OPT_FLAG, &json, NULL, "print one JSON object {loss, perplexity, tokens, sequences}"},
         {NULL},
     };
     int rc = ax_args_parse(opts, argc, argv, 2, usage, NULL, NULL, 0);
     if (rc) return rc;
     if (!data) return AX_ERR("--data: required (token shards to evaluate on)");
+    AX_TRY(ax_cli_backend(&be));
     ax_cli_threads(threads);
     ax_grid g;
     ax_gpt m;

@@ -74,6 +74,7 @@ static void print_report(const ax_memo_doc *res, int n, const ax_memo_summary *s
 int ax_cmd_memorize(int argc, char **argv) {
     const char *model = NULL, *docs = NULL, *tok = NULL;
     int suffix = 50, prefix = 0, batch = 16, json = 0, threads = 0, instruct = 0, grid[4] = {1, 1, 1, 1};
+    ax_cli_backend_flags be = {0};
     ax_opt opts[] = {
         {"model", AX_OPT_STR, &model, "MODEL",
          "a model directory (config.json, model.safetensors) or model.safetensors (config.json beside it)"},
@@ -87,6 +88,7 @@ int ax_cmd_memorize(int argc, char **argv) {
         {"batch", AX_OPT_INT, &batch, "N", "documents decoded together (default {})", AX_RANGE('[', 1, 65536, ']')},
         {"grid", AX_OPT_GRID, grid, "D,X,Y,Z", "process grid (default {})"},
         {"threads", AX_OPT_INT, &threads, "N", "threads per rank", AX_RANGE('[', 0, 1024, ']')},
+        AX_CLI_BACKEND_OPTS(be),
         {"json", AX_OPT_FLAG, &json, NULL, "print one JSON object with the summary and every document"},
         {NULL},
     };
@@ -95,6 +97,7 @@ int ax_cmd_memorize(int argc, char **argv) {
     if (!docs) return AX_ERR("--docs: required (the documents to audit)");
     if (!model)
         return AX_ERR("--model: required (a model directory, or a model.safetensors with config.json beside it)");
+    AX_TRY(ax_cli_backend(&be));
     ax_cli_threads(threads);
     if (instruct && prefix) return AX_ERR("--prefix: not with --instruct (the prompt is each example's own)");
     ax_tokenizer *t = NULL;

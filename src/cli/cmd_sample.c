@@ -18,6 +18,7 @@ int ax_cmd_sample(int argc, char **argv) {
     int max_new = 64, top_k = 0, threads = 0, grid[4] = {1, 1, 1, 1};
     double temp = 1.0;
     uint64_t seed = 1337;
+    ax_cli_backend_flags be = {0};
     ax_opt opts[] = {
         {"model", AX_OPT_STR, &model, "MODEL",
          "a model directory (config.json, model.safetensors) or model.safetensors (config.json beside it)"},
@@ -31,11 +32,13 @@ int ax_cmd_sample(int argc, char **argv) {
         {"seed", AX_OPT_U64, &seed, "N", "sampling seed (default 1337)"},
         {"grid", AX_OPT_GRID, grid, "D,X,Y,Z", "process grid (default 1,1,1,1; every rank decodes the same sequence)"},
         {"threads", AX_OPT_INT, &threads, "N", "threads per rank", AX_RANGE('[', 0, 1024, ']')},
+        AX_CLI_BACKEND_OPTS(be),
         {NULL},
     };
     int rc = ax_args_parse(opts, argc, argv, 2, usage, NULL, NULL, 0);
     if (rc) return rc;
     if (!prompt == !text) return AX_ERR("expected one of --prompt TEXT or --prompt-tokens IDS");
+    AX_TRY(ax_cli_backend(&be));
     ax_cli_threads(threads);
     ax_grid g;
     ax_gpt m;

@@ -45,15 +45,19 @@ static int32_t pick(const float *logits, int V, double temp, int top_k, ax_rng *
 }
 
 void ax_cli_generate(ax_gpt *m, int32_t *toks, int n, int max_new, double temp, int top_k, uint64_t seed) {
-    float *full = ax_malloc((size_t)m->Vp * sizeof(float)), *work = ax_malloc((size_t)m->Vp * sizeof(float));
+    size_t bytes = (size_t)m->Vp * sizeof(float);
+    float *full = ax_malloc(bytes), *work = ax_malloc(bytes);
+    float *gathered = ax_be()->alloc(bytes); /* the collective works on the backend's memory (a GPU's, for NCCL) */
     ax_rng r = {seed, 0x5A3B, 0};
     int Tmax = m->cfg.block_size;
     for (int i = 0; i < max_new; i++) {
         int T = n < Tmax ? n : Tmax; /* a sliding window past n_positions */
         ax_gpt_forward(m, toks + n - T, NULL, NULL, 1, T, 0.0f);
-        ax_allgather_f32(&m->g->Y, m->logits + (size_t)(T - 1) * m->Vl, full, m->Vl);
+        ax_allgather_f32(&m->g->Y, m->logits + (size_t)(T - 1) * m->Vl, gathered, m->Vl);
+        ax_be()->copy(full, gathered, bytes);
         toks[n++] = pick(full, m->cfg.vocab_size, temp, top_k, &r, work);
     }
+    ax_be()->free(gathered);
     free(full);
     free(work);
 }

@@ -16,13 +16,17 @@ void ax_kv_init(ax_kvcache *c, ax_gpt *m, int B, int Tmax) {
     c->B = B;
     c->Tmax = Tmax;
     size_t kv = (size_t)m->cfg.n_layer * B * m->KVl * Tmax * m->hd;
-    c->k = ax_calloc(kv, sizeof(float));
-    c->v = ax_calloc(kv, sizeof(float));
-    c->len = ax_calloc(B, sizeof(int));
+    const ax_backend *be = ax_be();
+    c->k = be->alloc(kv * sizeof(float));
+    c->v = be->alloc(kv * sizeof(float));
+    c->len = be->alloc(B * sizeof(int));
+    c->tokens = be->alloc(B * sizeof(int32_t));
+    c->len_host = ax_calloc(B, sizeof(int));
+    c->rows = ax_malloc((size_t)Tmax * m->hd * sizeof(float));
     size_t Cx = m->Cx, Cy = m->Cy, Q = m->qkv.out_l, Fc = m->fc.out_l, Fa = m->fcproj.in_l;
     size_t wide = Fc > Cx ? Fc : Cx;
     size_t total = B * (3 * Cx + Q + Cy + wide + Fc + Fa + 2 + 4 + (size_t)m->Vl) + B * (Cx + Cy + Fa) / 2 + 3;
-    float *p = c->mem = ax_calloc(total, sizeof(float));
+    float *p = c->mem = be->alloc(total * sizeof(float));
 #define TAKE(n) (p += (n), p - (n))
     c->x = TAKE(B * Cx);
     c->ln = TAKE(B * Cx);
@@ -42,25 +46,37 @@ void ax_kv_init(ax_kvcache *c, ax_gpt *m, int B, int Tmax) {
 }
 
 void ax_kv_free(ax_kvcache *c) {
-    free(c->k);
-    free(c->v);
-    free(c->len);
-    free(c->mem);
+    const ax_backend *be = ax_be();
+    be->free(c->k);
+    be->free(c->v);
+    be->free(c->len);
+    be->free(c->tokens);
+    be->free(c->mem);
+    free(c->len_host);
+    free(c->rows);
     memset(c, 0, sizeof *c);
 }
 
+/* the host's lengths to where the kernels read them */
+static void send_lengths(ax_kvcache *c) { ax_be()->copy(c->len, c->len_host, c->B * sizeof(int)); }
+
 void ax_kv_prefill(ax_kvcache *c, ax_gpt *m, int b, const int32_t *prompt, int n) {
     ax_gpt_forward(m, prompt, NULL, NULL, 1, n, 0.0f);
-    int hd = m->hd, kq = m->Hl * hd, kvw = m->KVl * hd; /* a qkv row: [q (kq) | k (kvw) | v (kvw)] */
-    for (int l = 0; l < m->cfg.n_layer; l++)
+    int hd = m->hd, kq = m->Hl * hd, kvw = m->KVl * hd, Q = m->qkv.out_l; /* a qkv row: [q (kq) | k (kvw) | v (kvw)] */
+    size_t bytes = (size_t)n * Q * sizeof(float);
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        const float *qkv = ax_host_view(m->L[l].qkv, bytes, 1); /* one read of the layer's rows */
         for (int h = 0; h < m->KVl; h++)
-            for (int t = 0; t < n; t++) {
-                const float *row = m->L[l].qkv + (size_t)t * m->qkv.out_l;
-                memcpy(c->k + kv_index(c, m, l, b, h, t), row + kq + h * hd, hd * sizeof(float));
-                memcpy(c->v + kv_index(c, m, l, b, h, t), row + kq + kvw + h * hd, hd * sizeof(float));
+            for (int kv = 0; kv < 2; kv++) { /* a head's rows gathered on the host, sent in one copy */
+                for (int t = 0; t < n; t++)
+                    memcpy(c->rows + (size_t)t * hd, qkv + (size_t)t * Q + kq + kv * kvw + h * hd, hd * sizeof(float));
+                ax_be()->copy((kv ? c->v : c->k) + kv_index(c, m, l, b, h, 0), c->rows, (size_t)n * hd * sizeof(float));
             }
-    c->len[b] = n;
-    memcpy(c->logits + (size_t)b * m->Vl, m->logits + (size_t)(n - 1) * m->Vl, m->Vl * sizeof(float));
+        ax_host_release((void *)qkv, m->L[l].qkv, bytes, 0);
+    }
+    c->len_host[b] = n;
+    send_lengths(c);
+    ax_be()->copy(c->logits + (size_t)b * m->Vl, m->logits + (size_t)(n - 1) * m->Vl, m->Vl * sizeof(float));
 }
 
 /* the decoding layer's attention: each row's new query over its cached keys and values */
@@ -74,7 +90,8 @@ void ax_kv_step(ax_kvcache *c, ax_gpt *m, const int32_t *tokens, int nb) {
     ax_grid *g = m->g;
     int Cx = m->Cx;
     const float *wte = ax_gpt_gather_wte(m); /* under bf16, the weights as the prefill's forward rounded them */
-    ax_embedding_forward(&g->Y, c->x, tokens, c->len, wte, ax_gpt_param(m, 1), nb, 1, m->v0, m->Vl, Cx);
+    ax_be()->copy(c->tokens, tokens, nb * sizeof(int32_t));
+    ax_embedding_forward(&g->Y, c->x, c->tokens, c->len, wte, ax_gpt_param(m, 1), nb, 1, m->v0, m->Vl, Cx);
     /* one row per sequence; the layer's output overwrites its input x */
     ax_layer_acts a = {.ln1 = c->ln,
                        .ln1_mean = c->mean,
@@ -97,7 +114,8 @@ void ax_kv_step(ax_kvcache *c, ax_gpt *m, const int32_t *tokens, int nb) {
         ax_gpt_layer_forward(m, l, &a, c->x, nb, 1, c->len, c->scratch, attend_cached, c);
     ax_gpt_final_norm(m, c->ln, c->mean, c->rstd, c->x, nb, c->scratch);
     ax_linear_forward(&m->lmhead, ax_gpt_lm_weight(m), NULL, ax_gpt_gemm_input(m, c->ln, c->ln_h, nb, Cx), c->logits);
-    for (int b = 0; b < nb; b++) c->len[b]++;
+    for (int b = 0; b < nb; b++) c->len_host[b]++;
+    send_lengths(c);
 }
 
 void ax_kv_argmax(ax_kvcache *c, ax_gpt *m, int nb, int32_t *out) {
@@ -106,8 +124,10 @@ void ax_kv_argmax(ax_kvcache *c, ax_gpt *m, int nb, int32_t *out) {
         float v;
         int i;
     } *best = ax_malloc(nb * sizeof *best);
+    size_t bytes = (size_t)nb * m->Vl * sizeof(float);
+    const float *logits = ax_host_view(c->logits, bytes, 1);
     for (int b = 0; b < nb; b++) {
-        const float *r = c->logits + (size_t)b * m->Vl;
+        const float *r = logits + (size_t)b * m->Vl;
         best[b].v = -INFINITY;
         best[b].i = 0;
         for (int j = 0; j < m->Vl && m->v0 + j < V; j++)
@@ -116,6 +136,7 @@ void ax_kv_argmax(ax_kvcache *c, ax_gpt *m, int nb, int32_t *out) {
                 best[b].i = m->v0 + j;
             }
     }
+    ax_host_release((void *)logits, c->logits, bytes, 0);
     /* MAXLOC keeps the lowest index among equal values, as a serial argmax does */
     if (m->g->Y.size > 1) AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, best, nb, MPI_FLOAT_INT, MPI_MAXLOC, m->g->Y.comm));
     for (int b = 0; b < nb; b++) out[b] = best[b].i;

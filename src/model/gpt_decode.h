@@ -1,7 +1,10 @@
 /* Incremental decoding with a key/value cache: each new token costs one row
  * through the model instead of a forward over the whole prefix. Rows are
  * independent sequences of their own lengths; on a grid every rank runs every
- * row (tensor-parallel over X and Y like training).
+ * row (tensor-parallel over X and Y like training). Buffers are the
+ * backend's memory, so a device backend decodes on the device; the host
+ * reaches them through the backend's copy (the prompt's keys and values, the
+ * lengths, the tokens in, the logits out).
  *
  *   ax_kvcache c; ax_kv_init(&c, m, B, Tmax);
  *   for (b...) ax_kv_prefill(&c, m, b, prompt_b, n_b);    // logits of the last prompt token
@@ -13,12 +16,15 @@
 
 typedef struct {
     int B, Tmax;
-    float *k, *v; /* (L, B, Hl, Tmax, hd) */
-    int *len;     /* cached tokens per row */
-    int nb;       /* rows of the step in progress */
-    float *mem;   /* one allocation for the step buffers below */
+    float *k, *v; /* (L, B, KVl, Tmax, hd) */
+    int *len;     /* cached tokens per row, where the kernels read them; len_host: the host's copy */
+    int *len_host;
+    int32_t *tokens; /* the step's tokens, where the kernels read them */
+    float *rows;     /* host: one key or value head of a prompt, (Tmax, hd) */
+    int nb;          /* rows of the step in progress */
+    float *mem;      /* one allocation for the step buffers below */
     float *x, *ln, *qkv, *atty, *tmp, *fch, *fch_act, *mean, *rstd, *scratch;
-    float *logits;                      /* (B, Vl): this rank's vocabulary slice */
+    float *logits;                      /* (B, Vl): this rank's vocabulary slice (the backend's memory) */
     ax_bf16 *ln_h, *atty_h, *fch_act_h; /* GEMM inputs rounded, when the model runs bf16 */
 } ax_kvcache;
 
