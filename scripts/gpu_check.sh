@@ -22,7 +22,8 @@
 #
 # Steps: env, build, ops (every kernel fwd/bwd against the CPU backend,
 # tests/test_backend_cmp.c), nccl, train (tiny model, 200 steps, GPU and CPU
-# loss curves), gemm (cuBLASLt bf16 peak at the models' shapes), bench (GPT-2
+# loss curves), grids (4 ranks on the one GPU, every 4D grid kind, loss curves
+# and eval against 1 rank), gemm (cuBLASLt bf16 peak at the models' shapes), bench (GPT-2
 # small T=1024 and a 1.3B GPT T=2048), torch (the same GPT-2 small step in
 # PyTorch, eager and compiled). Without a GPU every GPU step says SKIP.
 set -uo pipefail
@@ -56,6 +57,7 @@ if [ "${1:-}" = digest ]; then
   cd "$d" || exit 1
   echo "== ops"; grep -E "FAIL|passed" ops.log
   echo "== train"; tail -n 4 train.log
+  echo "== grids"; grep -E "grid|eval|processes|failed" grids.log
   echo "== gemm"; tail -n 12 gemm.log
   for f in ops_*.log; do [ -e "$f" ] && { echo "== $f"; grep -E "FAIL|passed|bf16" "$f"; }; done
   for f in bench_*.log; do
@@ -197,6 +199,52 @@ EOF
   return $rc
 }
 
+# Several ranks on one GPU (--share-gpu: every group's collectives through MPI
+# on host buffers): 50 steps on each 4D grid of 4 ranks and on 1,1,3,1 against
+# the 1-rank run, fp32 within 1e-5 relative at every step, bf16 within 2e-2;
+# eval of the trained model on each grid equal to 1 rank's; while a 4-rank run
+# trains, nvidia-smi must list 4 processes (no stray context of one rank on
+# another's device). AX_GRID_BACKEND=cpu rehearses the same on the CPU.
+grids_cmp() {
+  local be=${AX_GRID_BACKEND:-cuda} rc=0 d
+  local model=(--n-layer 2 --n-head 12 --n-embd 192 --vocab-size 512 --block-size 64 --batch 12)
+  local args=(train --synthetic --steps "${AX_GRID_STEPS:-50}" --val-every 0 --save-every 0 --log-every 1 --seed 7
+              "${model[@]}" --backend "$be" --share-gpu)
+  python3 - "$OUTD/grids_val.bin" <<'EOF2'
+import random, struct, sys
+random.seed(5); toks = [random.randrange(512) for _ in range(12 * 65 * 2)]
+hdr = [20240520, 1, len(toks)] + [0] * 253
+open(sys.argv[1], "wb").write(struct.pack("<256i", *hdr) + struct.pack("<%dH" % len(toks), *toks))
+EOF2
+  for d in fp32 bf16; do
+    "$BIN/axonn" "${args[@]}" --dtype "$d" --out "$OUTD/grids_1_$d" > "$OUTD/grids_1_$d.out" 2>&1 || { echo "1 rank $d: failed"; tail -3 "$OUTD/grids_1_$d.out"; rc=1; continue; }
+    for g in 1,2,2,1 2,1,1,2 1,1,2,2 1,1,1,4 1,1,3,1; do
+      local np=4 tag=${g//,/}_$d; [ "$g" = 1,1,3,1 ] && np=3
+      mpirun -np $np "$BIN/axonn" "${args[@]}" --dtype "$d" --grid "$g" --out "$OUTD/grids_$tag" > "$OUTD/grids_$tag.out" 2>&1 &
+      local pid=$!
+      if [ "$be" = cuda ] && [ "$g" = 1,1,2,2 ]; then   # the processes on the GPU while the ranks train
+        sleep 8; echo "grid $g $d: $(nvidia-smi --query-compute-apps=pid --format=csv,noheader | wc -l) processes on the GPU (expected $np)"
+      fi
+      wait $pid || { echo "grid $g $d: failed"; tail -3 "$OUTD/grids_$tag.out"; rc=1; continue; }
+      python3 - "$OUTD/grids_1_$d/metrics.jsonl" "$OUTD/grids_$tag/metrics.jsonl" "$g $d" "$([ $d = fp32 ] && echo 1e-5 || echo 2e-2)" <<'EOF2' || rc=1
+import json, sys
+a, b = ({r["step"]: r["loss"] for r in map(json.loads, open(p)) if "loss" in r} for p in sys.argv[1:3])
+worst = max(abs(b[s] - a[s]) / abs(a[s]) for s in a)
+ok = set(a) == set(b) and worst <= float(sys.argv[4])
+print(f"grid {sys.argv[3]}: {len(b)} steps, worst relative loss difference {worst:.2e} (limit {sys.argv[4]}): {'ok' if ok else 'FAIL'}")
+sys.exit(0 if ok else 1)
+EOF2
+      if [ "$d" = fp32 ]; then
+        local e1 eg
+        e1=$("$BIN/axonn" eval --backend "$be" --model "$OUTD/grids_1_$d" --data "$OUTD/grids_val.bin" --batch 12 --seq 64 --json)
+        eg=$(mpirun -np $np "$BIN/axonn" eval --backend "$be" --share-gpu --grid "$g" --model "$OUTD/grids_1_$d" --data "$OUTD/grids_val.bin" --batch 12 --seq 64 --json)
+        python3 -c 'import json,sys; a,b=(json.loads(x)["loss"] for x in sys.argv[1:3]); d=abs(a-b)/a; print(f"eval grid {sys.argv[3]}: {b:.6f} vs 1 rank {a:.6f} ({d:.1e})"); sys.exit(d>1e-5)' "$e1" "$eg" "$g" || rc=1
+      fi
+    done
+  done
+  return $rc
+}
+
 # cuBLASLt bf16 at the layers' shapes (rows B*T = 8192), and a square reference
 gemm_peak() {
   "$BIN/tool_gemm_rate" cuda bf16 8192,8192,8192 \
@@ -249,7 +297,7 @@ racecheck() {
   return $rc
 }
 
-export -f racecheck sanitize env_info build versions ops_cmp train_cmp gemm_peak bench_small bench_13b torch_small
+export -f racecheck sanitize env_info build versions ops_cmp train_cmp grids_cmp gemm_peak bench_small bench_13b torch_small
 export ROOT PACK OUTD
 step env 20 0 env_info
 step build 240 0 build
@@ -257,7 +305,10 @@ setup_paths
 step version 30 0 versions
 step ops 45 1 ops_cmp
 step nccl 20 1 "${BIN}/test_nccl"
+# two ranks on the one GPU: every group staged through the host (NCCL refuses them)
+step nccl_shared 30 1 mpirun -np 2 "${BIN}/test_nccl"
 step train 60 1 train_cmp
+step grids 150 1 grids_cmp
 step gemm 30 1 gemm_peak
 step bench_gpt2_small 45 1 bench_small
 step bench_gpt_1p3b 90 1 bench_13b
