@@ -220,21 +220,8 @@ static void summarize(const double *t_all, double loc[SUM_N], MPI_Comm world, ax
 
 int ax_bench(const ax_train_opts *o, int iters, int silent, MPI_Comm comm, ax_bench_result *res) {
     if (iters < 3) return AX_ERR("--iters %d: expected >= 3 (the first two are warm-up)", iters);
-    ax_train_opts a = *o;
-    a.out = NULL;
-    a.metrics = NULL;
-    a.resume = NULL;
-    a.save_every = 0;
-    a.profile = 1; /* GEMM seconds on */
-    a.steps = iters;
     ax_run r;
-    ax_run_init(&r, &a, comm);
-    r.silent = silent;
-    int rc = ax_run_setup(&r);
-    if (rc) {
-        ax_run_teardown(&r);
-        return rc;
-    }
+    AX_TRY(ax_run_setup_measure(&r, o, iters, 1, silent, comm)); /* GEMM seconds on */
     describe_run(&r, o, iters, res);
     double loc[SUM_N] = {0};
     double *t_all = ax_malloc(sizeof(double) * (size_t)iters); /* before the loop: no allocation between steps */

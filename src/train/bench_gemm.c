@@ -1,6 +1,7 @@
 /* axonn bench gemm: the layouts of a step's GEMMs, timed by the tuner. */
 #include "backend/gemm_tune.h"
 #include "train/bench.h"
+#include "util/err.h"
 #include "train/run.h"
 #include <string.h>
 
@@ -28,20 +29,8 @@ static void *filled(const ax_backend *be, ax_dtype t, size_t n, float *tmp) {
 }
 
 int ax_bench_gemm(const ax_train_opts *o, int silent, MPI_Comm comm, ax_bench_gemm_result *res) {
-    ax_train_opts a = *o;
-    a.out = NULL;
-    a.metrics = NULL;
-    a.resume = NULL;
-    a.save_every = 0;
-    a.steps = 1;
     ax_run r;
-    ax_run_init(&r, &a, comm);
-    r.silent = silent;
-    int rc = ax_run_setup(&r);
-    if (rc) {
-        ax_run_teardown(&r);
-        return rc;
-    }
+    AX_TRY(ax_run_setup_measure(&r, o, 1, o->profile, silent, comm));
     const ax_backend *be = ax_be();
     ax_dtype t = r.m.dtype;
     int emulated;

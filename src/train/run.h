@@ -43,6 +43,10 @@ void ax_train_default_shape(int *batch, int *seq, const ax_gpt_config *c);
 
 void ax_run_init(ax_run *r, const ax_train_opts *o, MPI_Comm comm);
 int ax_run_setup(ax_run *r);
+/* A run set up for measuring (axonn bench): o's model, grid and step options
+ * for `steps` steps, writing nothing (no outputs, metrics, checkpoints or
+ * resumption); profile: the GEMMs timed. Collective; torn down on failure. */
+int ax_run_setup_measure(ax_run *r, const ax_train_opts *o, int steps, int profile, int silent, MPI_Comm comm);
 /* the sequences (and goldfish masks) of `step` into r->seqs (r->weights) */
 void ax_run_load_step(ax_run *r, int step);
 void ax_run_teardown(ax_run *r);

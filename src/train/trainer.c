@@ -365,6 +365,21 @@ int ax_run_setup(ax_run *r) {
     return 0;
 }
 
+int ax_run_setup_measure(ax_run *r, const ax_train_opts *o, int steps, int profile, int silent, MPI_Comm comm) {
+    ax_train_opts a = *o;
+    a.out = NULL;
+    a.metrics = NULL;
+    a.resume = NULL;
+    a.save_every = 0;
+    a.profile = profile;
+    a.steps = steps;
+    ax_run_init(r, &a, comm); /* copies the options */
+    r->silent = silent;
+    int rc = ax_run_setup(r);
+    if (rc) ax_run_teardown(r);
+    return rc;
+}
+
 /* The step's sequences and their loss weights: instruction data's (0 on
  * prompt tokens) times, with the goldfish loss, its mask, hashed over the
  * stream around each sequence (memo/goldfish.h), so a passage drops the same
