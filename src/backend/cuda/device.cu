@@ -197,8 +197,8 @@ void ax_cuda_host_free(void *p) {
 
 const char *ax_cuda_device_name(void) {
     static char s[320];
+    if (device < 0) return "no CUDA device opened";
     cudaDeviceProp p;
-    need_device();
     AX_CHECK_CUDA(cudaGetDeviceProperties(&p, device));
     snprintf(s, sizeof s, "%s (sm_%d%d, %.0f GiB)", p.name, p.major, p.minor, p.totalGlobalMem / 1073741824.0);
     return s;
