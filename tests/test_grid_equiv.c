@@ -44,15 +44,7 @@ static ax_dtype dt = AX_F32;
 #define TOL0 (dt == AX_F32 ? 1e-5 : 5e-5)
 static ax_gpt_config cfg = {.n_layer = 2, .n_head = 24, .n_embd = 48, .block_size = 8, .vocab_size = 101};
 static const int B = 24, T = 8, ACCUM = 1;
-static const ax_hparams hp = {.lr = 1e-2,
-                              .min_lr_frac = 0.1,
-                              .beta1 = 0.9,
-                              .beta2 = 0.95,
-                              .eps = 1e-8,
-                              .weight_decay = 0.1,
-                              .clip = 0.5,
-                              .warmup = 1,
-                              .steps = STEPS};
+static const ax_hparams hp = AX_T_HPARAMS(STEPS);
 
 /* trains STEPS steps on grid g from the seed-7 initialisation; losses and
  * pre-clip gradient norms out (AdamW would hide a gradient scaled k times);

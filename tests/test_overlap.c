@@ -28,15 +28,7 @@
 #define ACCUM 2
 static ax_gpt_config cfg = {.n_layer = 3, .n_head = 8, .n_embd = 32, .block_size = 8, .vocab_size = 101};
 static const int B = 16, T = 8;
-static const ax_hparams hp = {.lr = 1e-2,
-                              .min_lr_frac = 0.1,
-                              .beta1 = 0.9,
-                              .beta2 = 0.95,
-                              .eps = 1e-8,
-                              .weight_decay = 0.1,
-                              .clip = 0.5,
-                              .warmup = 1,
-                              .steps = STEPS};
+static const ax_hparams hp = AX_T_HPARAMS(STEPS);
 
 typedef struct {
     double loss[STEPS], gnorm[STEPS];

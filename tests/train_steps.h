@@ -10,6 +10,15 @@
 #include "util/err.h"
 #include <stdlib.h>
 
+/* The optimizer settings of these tests, over n steps: warm-up, cosine decay,
+ * weight decay and clipping all active.
+ *   static const ax_hparams hp = AX_T_HPARAMS(STEPS); */
+#define AX_T_HPARAMS(n)                                                                                             \
+    {                                                                                                               \
+        .lr = 1e-2, .min_lr_frac = 0.1, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1, .clip = 0.5, \
+        .warmup = 1, .steps = (n)                                                                                   \
+    }
+
 /* steps steps of accum micro-batches, global batch B sequences of T tokens
  * from the synthetic source of seed src_seed; at step goldfish_step (-1:
  * none) the goldfish mask (k 3, h 3) weights the targets. Losses and
