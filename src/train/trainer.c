@@ -9,6 +9,7 @@
 #include "train/evaluate.h"
 #include "train/optim.h"
 #include "train/run.h"
+#include "comm/devices.h"
 #include "train/source.h"
 #include "train/flops.h"
 #include "memo/goldfish.h"
@@ -76,11 +77,8 @@ static void set_threads(ax_run *r) {
     int n = r->o->threads;
     if (n <= 0 && getenv("OMP_NUM_THREADS")) n = atoi(getenv("OMP_NUM_THREADS"));
     if (n <= 0) {
-        MPI_Comm node;
-        int local;
-        MPI_Comm_split_type(r->g.world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-        MPI_Comm_size(node, &local);
-        MPI_Comm_free(&node);
+        int rank_in_node, local;
+        ax_node_rank(r->g.world, &rank_in_node, &local);
         n = (int)sysconf(_SC_NPROCESSORS_ONLN) / local;
         if (n < 1) n = 1;
     }
