@@ -168,18 +168,38 @@ static void norms(int M) {
     snprintf(sc1, sizeof sc1, "%d", M);
     pair x = randf(n, -2, 2), w = randf(C, 0.5f, 1.5f), b = randf(C, -0.5f, 0.5f), out = mk(n * 4);
     pair mean = mk(M * 4), rstd = mk(M * 4), sc = mk(2 * M * 4);
-    C_->layernorm_forward(F(out), F(mean), F(rstd), F(x), F(w), F(b), M, C, C, 1e-5f, F(sc), &solo);
-    G_->layernorm_forward(G(out), G(mean), G(rstd), G(x), G(w), G(b), M, C, C, 1e-5f, G(sc), &solo);
+    C_->layernorm_forward(F(out), AX_F32, F(mean), F(rstd), F(x), NULL, NULL, F(w), F(b), M, C, C, 1e-5f, F(sc), &solo);
+    G_->layernorm_forward(G(out), AX_F32, G(mean), G(rstd), G(x), NULL, NULL, G(w), G(b), M, C, C, 1e-5f, G(sc), &solo);
     row("layernorm fwd out", sh, out, 0, 1e-5);
     row("layernorm fwd rstd", sc1, rstd, 0, 1e-5);
+    /* fused residual (x = (x + bias) + r, the same two adds on both: exact)
+     * and a bf16 output: fp32 values within 1e-5 round to the same or the
+     * adjacent bf16, 8e-3 ~ two bf16 ulps as for the GEMMs */
+    pair xr = randf(n, -2, 2), bi = randf(C, -0.5f, 0.5f), r = randf(n, -1, 1), oh = mk(n * 2);
+    C_->layernorm_forward(oh.c, AX_BF16, F(mean), F(rstd), F(xr), F(bi), F(r), F(w), F(b), M, C, C, 1e-5f, F(sc),
+                          &solo);
+    G_->layernorm_forward(oh.g, AX_BF16, G(mean), G(rstd), G(xr), G(bi), G(r), G(w), G(b), M, C, C, 1e-5f, G(sc),
+                          &solo);
+    row("layernorm+res x", sh, xr, 0, 0);
+    row("layernorm+res out bf16", sh, oh, 1, 8e-3);
+    row("layernorm+res rstd", sc1, rstd, 0, 1e-5);
+    put(xr);
+    C_->rmsnorm_forward(oh.c, AX_BF16, F(rstd), F(xr), NULL, F(r), F(w), M, C, C, 1e-5f, &solo);
+    G_->rmsnorm_forward(oh.g, AX_BF16, G(rstd), G(xr), NULL, G(r), G(w), M, C, C, 1e-5f, &solo);
+    row("rmsnorm+res x", sh, xr, 0, 0);
+    row("rmsnorm+res out bf16", sh, oh, 1, 8e-3);
+    drop(xr);
+    drop(bi);
+    drop(r);
+    drop(oh);
     pair d = randf(n, -1, 1), dx = randf(n, -1, 1), dw = randf(C, -1, 1), db = randf(C, -1, 1);
     C_->layernorm_backward(F(dx), F(dw), F(db), F(d), F(x), F(w), F(mean), F(rstd), M, C, C, F(sc), &solo);
     G_->layernorm_backward(G(dx), G(dw), G(db), G(d), G(x), G(w), G(mean), G(rstd), M, C, C, G(sc), &solo);
     row("layernorm bwd dx", sh, dx, 0, 1e-5);
     row("layernorm bwd dw", sh, dw, 0, 1e-5);
     row("layernorm bwd db", sh, db, 0, 1e-5);
-    C_->rmsnorm_forward(F(out), F(rstd), F(x), F(w), M, C, C, 1e-5f, &solo);
-    G_->rmsnorm_forward(G(out), G(rstd), G(x), G(w), M, C, C, 1e-5f, &solo);
+    C_->rmsnorm_forward(F(out), AX_F32, F(rstd), F(x), NULL, NULL, F(w), M, C, C, 1e-5f, &solo);
+    G_->rmsnorm_forward(G(out), AX_F32, G(rstd), G(x), NULL, NULL, G(w), M, C, C, 1e-5f, &solo);
     row("rmsnorm fwd out", sh, out, 0, 1e-5);
     put(dx);
     put(dw); /* from the same inputs: no error carried over */
@@ -200,26 +220,59 @@ static void norms(int M) {
     drop(db);
 }
 
+/* The dtype variants and fused entries: bf16 stores of fp32 values within
+ * 1e-6 round to the same or the adjacent bf16 (8e-3 ~ two bf16 ulps of the
+ * largest, as for the GEMMs); a stored pre-activation is one add (or a copy)
+ * rounded on both: exact. GELU's fused bias gradient sums rows in chunks on
+ * the GPU (colsum.cuh), and gelu' differs by up to 4e-6: 1e-5. */
+static void fused_bf16(pair gu, pair dso, int M, int Fd) {
+    int R = 301, Cn = 997;
+    size_t n = (size_t)R * Cn;
+    pair y = randf(n, -4, 4), bias = randf(Cn, -1, 1), pre = mk(n * 2), act = mk(n * 2), d = randf(n, -1, 1);
+    pair dx = mk(n * 2), db = randf(Cn, -1, 1);
+    C_->bias_gelu_forward(act.c, AX_BF16, pre.c, AX_BF16, F(y), F(bias), R, Cn);
+    G_->bias_gelu_forward(act.g, AX_BF16, pre.g, AX_BF16, G(y), G(bias), R, Cn);
+    row("bias+gelu pre bf16", "301x997", pre, 1, 0);
+    row("bias+gelu out bf16", "301x997", act, 1, 8e-3);
+    put(pre); /* the backward from the same bf16 input */
+    C_->gelu_backward(dx.c, AX_BF16, F(db), pre.c, AX_BF16, F(d), R, Cn);
+    G_->gelu_backward(dx.g, AX_BF16, G(db), pre.g, AX_BF16, G(d), R, Cn);
+    row("gelu bwd+dbias dx bf16", "301x997", dx, 1, 8e-3);
+    row("gelu bwd+dbias db", "301x997", db, 0, 1e-5);
+    pair guh = mk((size_t)M * 2 * Fd * 2), soh = mk((size_t)M * Fd * 2), dguh = mk((size_t)M * 2 * Fd * 2);
+    C_->swiglu_forward(soh.c, AX_BF16, guh.c, AX_BF16, F(gu), M, Fd);
+    G_->swiglu_forward(soh.g, AX_BF16, guh.g, AX_BF16, G(gu), M, Fd);
+    row("swiglu pre bf16", "64x1000", guh, 1, 0);
+    row("swiglu out bf16", "64x1000", soh, 1, 8e-3);
+    put(guh);
+    C_->swiglu_backward(dguh.c, AX_BF16, guh.c, AX_BF16, F(dso), M, Fd);
+    G_->swiglu_backward(dguh.g, AX_BF16, guh.g, AX_BF16, G(dso), M, Fd);
+    row("swiglu bwd bf16", "64x1000", dguh, 1, 8e-3);
+    pair all[] = {y, bias, pre, act, d, dx, db, guh, soh, dguh};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) drop(all[i]);
+}
+
 static void pointwise(void) {
     size_t n = 300007;
     pair x = randf(n, -6, 6), d = randf(n, -1, 1), o = mk(n * 4), g = mk(n * 4);
-    C_->gelu_forward(F(o), F(x), n);
-    G_->gelu_forward(G(o), G(x), n);
+    C_->bias_gelu_forward(F(o), AX_F32, NULL, AX_F32, F(x), NULL, 1, (int)n);
+    G_->bias_gelu_forward(G(o), AX_F32, NULL, AX_F32, G(x), NULL, 1, (int)n);
     row("gelu fwd", "300007", o, 0, 1e-6);
-    C_->gelu_backward(F(g), F(x), F(d), n);
-    G_->gelu_backward(G(g), G(x), G(d), n);
+    C_->gelu_backward(F(g), AX_F32, NULL, F(x), AX_F32, F(d), 1, (int)n);
+    G_->gelu_backward(G(g), AX_F32, NULL, G(x), AX_F32, G(d), 1, (int)n);
     /* CUDA's tanhf is within 2 ulp, glibc's within 1, and the gradient's
      * x * (1 - tanh^2) terms magnify the difference: measured 1.5e-6 on an H200 */
     row("gelu bwd", "300007", g, 0, 4e-6);
     int M = 64, Fd = 1000;
     pair gu = randf((size_t)M * 2 * Fd, -5, 5), so = mk((size_t)M * Fd * 4), dso = randf((size_t)M * Fd, -1, 1);
     pair dgu = mk((size_t)M * 2 * Fd * 4);
-    C_->swiglu_forward(F(so), F(gu), M, Fd);
-    G_->swiglu_forward(G(so), G(gu), M, Fd);
+    C_->swiglu_forward(F(so), AX_F32, NULL, AX_F32, F(gu), M, Fd);
+    G_->swiglu_forward(G(so), AX_F32, NULL, AX_F32, G(gu), M, Fd);
     row("swiglu fwd", "64x1000", so, 0, 1e-6);
-    C_->swiglu_backward(F(dgu), F(gu), F(dso), M, Fd);
-    G_->swiglu_backward(G(dgu), G(gu), G(dso), M, Fd);
+    C_->swiglu_backward(F(dgu), AX_F32, F(gu), AX_F32, F(dso), M, Fd);
+    G_->swiglu_backward(G(dgu), AX_F32, G(gu), AX_F32, G(dso), M, Fd);
     row("swiglu bwd", "64x1000", dgu, 0, 1e-6);
+    fused_bf16(gu, dso, M, Fd);
     int T = 40, nh = 3, hd = 64, ld = 5 * hd, Mr = 2 * T;
     pair cs = randf((size_t)T * hd, -1, 1), xr = randf((size_t)Mr * ld, -1, 1), pos = randi(Mr, 0, T);
     C_->rope(F(xr), ld, Mr, T, NULL, nh, hd, F(cs), 1.0f);

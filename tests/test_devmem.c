@@ -121,24 +121,29 @@ WRAP(gemm, (int bt, float al, ax_mat A, int ta, ax_mat B, int tb, float be, ax_m
 WRAP(cast, (void *d, ax_dtype dt, const void *s, ax_dtype st, size_t n), (d, dt, s, st, n))
 WRAP(transpose, (ax_mat d, ax_mat s, float beta), (d, s, beta))
 WRAP(layernorm_forward,
-     (float *o, float *mu, float *rs, const float *x, const float *w, const float *b, int M, int Cl, int C, float eps,
-      float *sc, const ax_reducer *X),
-     (o, mu, rs, x, w, b, M, Cl, C, eps, sc, X))
+     (void *o, ax_dtype ot, float *mu, float *rs, float *x, const float *bi, const float *r, const float *w,
+      const float *b, int M, int Cl, int C, float eps, float *sc, const ax_reducer *X),
+     (o, ot, mu, rs, x, bi, r, w, b, M, Cl, C, eps, sc, X))
 WRAP(layernorm_backward,
      (float *dx, float *dw, float *db, const float *d, const float *x, const float *w, const float *mu, const float *rs,
       int M, int Cl, int C, float *sc, const ax_reducer *X),
      (dx, dw, db, d, x, w, mu, rs, M, Cl, C, sc, X))
 WRAP(rmsnorm_forward,
-     (float *o, float *rs, const float *x, const float *w, int M, int Cl, int C, float eps, const ax_reducer *X),
-     (o, rs, x, w, M, Cl, C, eps, X))
+     (void *o, ax_dtype ot, float *rs, float *x, const float *bi, const float *r, const float *w, int M, int Cl, int C,
+      float eps, const ax_reducer *X),
+     (o, ot, rs, x, bi, r, w, M, Cl, C, eps, X))
 WRAP(rmsnorm_backward,
      (float *dx, float *dw, const float *d, const float *x, const float *w, const float *rs, int M, int Cl, int C,
       float *sc, const ax_reducer *X),
      (dx, dw, d, x, w, rs, M, Cl, C, sc, X))
-WRAP(gelu_forward, (float *o, const float *x, size_t n), (o, x, n))
-WRAP(gelu_backward, (float *dx, const float *x, const float *d, size_t n), (dx, x, d, n))
-WRAP(swiglu_forward, (float *o, const float *gu, int M, int F), (o, gu, M, F))
-WRAP(swiglu_backward, (float *d, const float *gu, const float *o, int M, int F), (d, gu, o, M, F))
+WRAP(bias_gelu_forward, (void *o, ax_dtype ot, void *p, ax_dtype pt, const float *y, const float *b, int M, int n),
+     (o, ot, p, pt, y, b, M, n))
+WRAP(gelu_backward, (void *dx, ax_dtype dt, float *db, const void *x, ax_dtype xt, const float *d, int M, int n),
+     (dx, dt, db, x, xt, d, M, n))
+WRAP(swiglu_forward, (void *o, ax_dtype ot, void *p, ax_dtype pt, const float *gu, int M, int F),
+     (o, ot, p, pt, gu, M, F))
+WRAP(swiglu_backward, (void *d, ax_dtype dt, const void *gu, ax_dtype gt, const float *o, int M, int F),
+     (d, dt, gu, gt, o, M, F))
 WRAP(rope, (float *x, int ld, int M, int T, const int32_t *pos, int nh, int hd, const float *cs, float sg),
      (x, ld, M, T, pos, nh, hd, cs, sg))
 WRAP(add, (float *y, const float *x, size_t n), (y, x, n))
@@ -201,7 +206,7 @@ static ax_backend guarded(void) {
     E(layernorm_backward);
     E(rmsnorm_forward);
     E(rmsnorm_backward);
-    E(gelu_forward);
+    E(bias_gelu_forward);
     E(gelu_backward);
     E(swiglu_forward);
     E(swiglu_backward);

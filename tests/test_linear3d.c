@@ -206,7 +206,7 @@ static void run_case(const lcase *c, const char *grid) {
     ax_mat X = ax_mat_of(dt == AX_BF16 ? (void *)x_h : (void *)x, dt, c->mloc, in_l);
     ax_linear_forward(&L, W, c->bias ? bias : NULL, X, y);
     float *dw = zeros(nw), *db = zeros(nb);
-    ax_linear_backward(&L, &g, W, X, dy, dx, dw, c->bias ? db : NULL, &ws, dy_cast);
+    ax_linear_backward(&L, &g, W, X, ax_mat_f32(dy, c->mloc, out_l), dx, dw, c->bias ? db : NULL, &ws, dy_cast);
     ax_zscatter_drain(&ws.rs);
     ax_linear_ws_free(&ws);
     free(chunk_h);

@@ -118,7 +118,8 @@ typedef struct {
 
 static double ln_loss(void *v) {
     ln_ctx *c = v;
-    ax_layernorm_forward(&g.X, c->out, c->mean, c->rstd, c->x, c->w, c->b, c->M, c->C, c->C, 1e-5f, c->scratch);
+    ax_layernorm_forward(&g.X, c->out, AX_F32, c->mean, c->rstd, c->x, NULL, NULL, c->w, c->b, c->M, c->C, c->C, 1e-5f,
+                         c->scratch);
     return dot(c->out, c->R, (long)c->M * c->C);
 }
 
@@ -153,7 +154,7 @@ static void test_layernorm(void) {
 
 static double rms_loss(void *v) {
     ln_ctx *c = v;
-    ax_rmsnorm_forward(&g.X, c->out, c->rstd, c->x, c->w, c->M, c->C, c->C, 1e-6f);
+    ax_rmsnorm_forward(&g.X, c->out, AX_F32, c->rstd, c->x, NULL, NULL, c->w, c->M, c->C, c->C, 1e-6f);
     return dot(c->out, c->R, (long)c->M * c->C);
 }
 
@@ -192,7 +193,7 @@ typedef struct {
 
 static double swiglu_loss(void *v) {
     swiglu_ctx *c = v;
-    ax_swiglu_forward(c->out, c->gu, c->M, c->F);
+    ax_swiglu_forward(c->out, AX_F32, NULL, AX_F32, c->gu, c->M, c->F);
     return dot(c->out, c->R, (long)c->M * c->F);
 }
 
@@ -211,7 +212,7 @@ static void test_swiglu(void) {
         }
     CHECK(worst < 1e-5, "swiglu forward off silu(gate) * up by %.3g", worst);
     float *d = filled(M * 2 * F, GARBAGE);
-    ax_swiglu_backward(d, c.gu, c.R, M, F);
+    ax_swiglu_backward(d, AX_F32, c.gu, AX_F32, c.R, M, F);
     fd_check("swiglu d[gate|up]", swiglu_loss, &c, c.gu, d, M * 2 * F);
     free(c.gu);
     free(c.R);
@@ -286,7 +287,7 @@ typedef struct {
 
 static double gelu_loss(void *v) {
     gelu_ctx *c = v;
-    ax_gelu_forward(c->out, c->x, c->n);
+    ax_bias_gelu_forward(c->out, AX_F32, NULL, AX_F32, c->x, NULL, 1, (int)c->n);
     return dot(c->out, c->R, c->n);
 }
 
@@ -297,11 +298,11 @@ static void test_gelu(void) {
     c.x[1] = -6.0f;
     c.x[2] = 6.0f;
     float *dx = filled(N, GARBAGE);
-    ax_gelu_backward(dx, c.x, c.R, N);
+    ax_gelu_backward(dx, AX_F32, NULL, c.x, AX_F32, c.R, 1, N);
     fd_check("gelu dx", gelu_loss, &c, c.x, dx, N);
     /* documented: dx may alias dout */
     float *inplace = copy_of(c.R, N);
-    ax_gelu_backward(inplace, c.x, inplace, N);
+    ax_gelu_backward(inplace, AX_F32, NULL, c.x, AX_F32, inplace, 1, N);
     CHECK(memcmp(inplace, dx, sizeof(float) * N) == 0, "gelu backward in place (dx == dout) differs");
     free(c.x);
     free(c.R);
@@ -589,8 +590,8 @@ static void test_linear(int transposed) {
     ax_linear_ws_init(&ws, &g, (const ax_linear *[]){&c.L}, 1, 1, 0);
     float *bw = randn(nw, 1.0), *bb = randn(OUT, 1.0); /* += bases */
     float *dw = copy_of(bw, nw), *db = copy_of(bb, OUT), *dx = filled(M * IN, GARBAGE);
-    ax_linear_backward(&c.L, &g, ax_linear_weight(&c.L, &g, c.w, AX_F32, NULL), ax_mat_f32(c.x, M, IN), c.R, dx, dw, db,
-                       &ws, NULL);
+    ax_linear_backward(&c.L, &g, ax_linear_weight(&c.L, &g, c.w, AX_F32, NULL), ax_mat_f32(c.x, M, IN),
+                       ax_mat_f32(c.R, M, OUT), dx, dw, db, &ws, NULL);
     float *aw = added(dw, bw, nw), *ab = added(db, bb, OUT);
     char name[3][32];
     for (int i = 0; i < 3; i++)

@@ -10,13 +10,15 @@
  * src/comm, so the backend knows nothing about MPI.
  *
  * Matrices are row-major and carry their dtype and shape (ax_mat). GEMMs take
- * fp32 or bf16 inputs, always accumulate in fp32 and write fp32 or bf16; every
- * other kernel works on fp32 (mixed precision keeps LayerNorm, softmax, the
- * loss and the optimizer in fp32 and rounds only GEMM inputs to bf16).
+ * fp32 or bf16 inputs, always accumulate in fp32 and write fp32 or bf16. The
+ * kernels that produce a GEMM's input (norms, activations) write it in the
+ * GEMM's dtype and those that read a GEMM output kept for pointwise work read
+ * its dtype; their arithmetic is fp32 (mixed precision keeps statistics,
+ * softmax, the loss and the optimizer fp32: docs/design.md, Precision).
  *
  *   ax_gemm(1.0f, ax_mat_of(x, AX_BF16, M, K), 0, ax_mat_of(w, AX_BF16, N, K), 1,   // y = x w^T
  *           0.0f, ax_mat_f32(y, M, N));
- *   ax_be()->gelu_forward(out, x, n); */
+ *   ax_be()->bias_gelu_forward(act, AX_BF16, pre, AX_BF16, y, bias, M, n); // act = gelu(y + bias), bf16 */
 #ifndef AX_BACKEND_BACKEND_H
 #define AX_BACKEND_BACKEND_H
 #include <stddef.h>
@@ -109,23 +111,42 @@ typedef struct ax_backend {
      * converted to dst's dtype; beta 0: dst is not read */
     void (*transpose)(ax_mat dst, ax_mat src, float beta);
 
-    /* LayerNorm over rows split in columns: x, out (M, Cl), C = all columns */
-    void (*layernorm_forward)(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
-                              int M, int Cl, int C, float eps, float *scratch /* M */, const ax_reducer *X);
+    /* Activations a kernel writes for a GEMM to read, and the GEMM outputs
+     * that only pointwise work reads, are void pointers with their dtype
+     * (fp32, or bf16 under mixed precision: rounded once at the store, widened
+     * at the load); everything else here is fp32. */
+    /* LayerNorm over rows split in columns: x, out (M, Cl), C = all columns;
+     * out in dtype ot. Fused residual: when bias or r is given (else NULL),
+     * x = (x + bias) + r first, stored back in x (the residual stream), in one
+     * pass with the row sums. */
+    void (*layernorm_forward)(void *out, ax_dtype ot, float *mean, float *rstd, float *x, const float *bias,
+                              const float *r, const float *w, const float *b, int M, int Cl, int C, float eps,
+                              float *scratch /* M */, const ax_reducer *X);
     /* dx, dw, db accumulate (+=); scratch 2*M */
     void (*layernorm_backward)(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
                                const float *mean, const float *rstd, int M, int Cl, int C, float *scratch,
                                const ax_reducer *X);
-    /* RMSNorm (no centring, no bias): out = x / rms(x) * w; dx, dw accumulate; scratch M */
-    void (*rmsnorm_forward)(float *out, float *rstd, const float *x, const float *w, int M, int Cl, int C, float eps,
-                            const ax_reducer *X);
+    /* RMSNorm (no centring, no bias): out = x / rms(x) * w, x's residual as
+     * LayerNorm's; dx, dw accumulate; scratch M */
+    void (*rmsnorm_forward)(void *out, ax_dtype ot, float *rstd, float *x, const float *bias, const float *r,
+                            const float *w, int M, int Cl, int C, float eps, const ax_reducer *X);
     void (*rmsnorm_backward)(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
                              int M, int Cl, int C, float *scratch, const ax_reducer *X);
-    void (*gelu_forward)(float *out, const float *x, size_t n);
-    void (*gelu_backward)(float *dx, const float *x, const float *dout, size_t n); /* dx may alias dout */
-    /* SwiGLU: gu (M, 2F) rows [gate | up], out (M, F) = silu(gate) * up; dgu overwritten */
-    void (*swiglu_forward)(float *out, const float *gu, int M, int F);
-    void (*swiglu_backward)(float *dgu, const float *gu, const float *dout, int M, int F);
+    /* bias + GELU in one pass over y (M, n): v = y + bias (NULL: y);
+     * pre = v in dtype pt (NULL: not kept; may be y itself when fp32);
+     * out = gelu(v) in dtype ot */
+    void (*bias_gelu_forward)(void *out, ax_dtype ot, void *pre, ax_dtype pt, const float *y, const float *bias, int M,
+                              int n);
+    /* GELU backward with the bias gradient in one pass: d = gelu'(x) dout,
+     * x (M, n) in dtype xt; dx = d in dtype dt (may alias dout when fp32);
+     * db += column sums of d in fp32 (NULL: none) */
+    void (*gelu_backward)(void *dx, ax_dtype dt, float *db, const void *x, ax_dtype xt, const float *dout, int M,
+                          int n);
+    /* SwiGLU: gu (M, 2F) rows [gate | up] in fp32, out (M, F) = silu(gate) * up
+     * in dtype ot; pre = gu in dtype pt (NULL: not kept; may be gu when fp32) */
+    void (*swiglu_forward)(void *out, ax_dtype ot, void *pre, ax_dtype pt, const float *gu, int M, int F);
+    /* dgu (M, 2F) in dtype dt, overwritten; gu in dtype gt */
+    void (*swiglu_backward)(void *dgu, ax_dtype dt, const void *gu, ax_dtype gt, const float *dout, int M, int F);
     /* rotary embedding in place on nh heads of hd at the start of each of M rows
      * (row stride ld), at position pos[i] (i % T when pos is NULL); cs (positions,
      * hd/2 pairs of cos, sin); sign -1 rotates back (the backward) */

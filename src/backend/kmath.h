@@ -12,6 +12,7 @@
  * the two math libraries (sqrtf is correctly rounded in both). */
 #ifndef AX_BACKEND_KMATH_H
 #define AX_BACKEND_KMATH_H
+#include "backend/backend.h"
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -65,6 +66,18 @@ static inline AX_HD float ax_bf16_widen(uint16_t h) {
     float f;
     memcpy(&f, &u, 4);
     return f;
+}
+
+/* element i of an activation stored in dtype t (backend.h): a bf16 one is
+ * widened on load and rounded once on store, so a kernel that produces a
+ * GEMM input in bf16 gives the bits of an fp32 result cast afterwards */
+static inline AX_HD float ax_load(const void *p, ax_dtype t, size_t i) {
+    return t == AX_BF16 ? ax_bf16_widen(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+static inline AX_HD void ax_store(void *p, ax_dtype t, size_t i, float v) {
+    if (t == AX_BF16) ((uint16_t *)p)[i] = ax_bf16_round(v);
+    else ((float *)p)[i] = v;
 }
 
 /* ---- GELU, tanh form (GPT-2) ------------------------------------------------ */

@@ -282,11 +282,7 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
     LAYERS(fch_act, AX_ACT_FCH_ACT, ONE);
     LAYERS(res3, AX_ACT_RES3, ONE);
     if (m->dtype == AX_BF16) {
-        LAYERS(ln1_h, AX_ACT_LN1_H, ONE_H);
         LAYERS(atty_h, AX_ACT_ATTY_H, ONE_H);
-        LAYERS(ln2_h, AX_ACT_LN2_H, ONE_H);
-        LAYERS(fch_act_h, AX_ACT_FCH_ACT_H, ONE_H);
-        m->lnf_h = ONE_H(AX_ACT_LNF_H);
         m->dy_h = ONE_H(AX_ACT_DY_H);
     }
     m->lnf = ONE(AX_ACT_LNF);
@@ -298,6 +294,8 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
     m->s1 = ONE(AX_ACT_S1);
     m->s2 = ONE(AX_ACT_S2);
     m->scratch = ONE(AX_ACT_SCRATCH);
+    for (int l = 0; base && l < m->cfg.n_layer; l++) /* where the up-projection's GEMM writes */
+        m->L[l].fcy = m->dtype == AX_BF16 ? m->s1 : (float *)m->L[l].fch;
     m->att_scratch = TAKE((int64_t)m->att_threads * ax_attention_scratch(T));
     if (!ax_be()->host_memory) { /* the micro-batch, sent where the kernels read */
         m->dev_inputs = (int32_t *)TAKE(M);
@@ -461,11 +459,15 @@ static ax_mat layer_weight(ax_gpt *m, int l, int i) {
     return W;
 }
 
-/* the architecture's norm: LayerNorm (weight, bias) or RMSNorm (weight) */
-static void norm_forward(ax_gpt *m, float *out, float *mean, float *rstd, const float *x, const float *w,
-                         const float *b, int M, float *scratch) {
-    if (m->rms) ax_rmsnorm_forward(&m->g->X, out, rstd, x, w, M, m->Cx, m->cfg.n_embd, m->eps);
-    else ax_layernorm_forward(&m->g->X, out, mean, rstd, x, w, b, M, m->Cx, m->cfg.n_embd, m->eps, scratch);
+/* the architecture's norm, LayerNorm (weight, bias) or RMSNorm (weight),
+ * writing out in the model's dtype; with bias and/or res, the residual add
+ * before it, x = (x + bias) + res, fused in (backend.h) */
+static void norm_forward(ax_gpt *m, void *out, float *mean, float *rstd, float *x, const float *bias, const float *res,
+                         const float *w, const float *b, int M, float *scratch) {
+    if (m->rms) ax_rmsnorm_forward(&m->g->X, out, m->dtype, rstd, x, bias, res, w, M, m->Cx, m->cfg.n_embd, m->eps);
+    else
+        ax_layernorm_forward(&m->g->X, out, m->dtype, mean, rstd, x, bias, res, w, b, M, m->Cx, m->cfg.n_embd, m->eps,
+                             scratch);
 }
 
 static void norm_backward(ax_gpt *m, float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
@@ -474,31 +476,33 @@ static void norm_backward(ax_gpt *m, float *dx, float *dw, float *db, const floa
     else ax_layernorm_backward(&m->g->X, dx, dw, db, dout, x, w, mean, rstd, M, m->Cx, m->cfg.n_embd, m->scratch);
 }
 
-void ax_gpt_final_norm(ax_gpt *m, float *out, float *mean, float *rstd, const float *x, int M, float *scratch) {
-    norm_forward(m, out, mean, rstd, x, ax_gpt_param(m, AX_PID_LNFW(m)), ax_gpt_param(m, AX_PID_LNFB(m)), M, scratch);
+void ax_gpt_final_norm(ax_gpt *m, void *out, float *mean, float *rstd, const float *x, int M, float *scratch) {
+    norm_forward(m, out, mean, rstd, (float *)x, NULL, NULL, ax_gpt_param(m, AX_PID_LNFW(m)),
+                 ax_gpt_param(m, AX_PID_LNFB(m)), M, scratch); /* no residual: x only read */
 }
 
 void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, int Bl, int T, const int32_t *pos,
                           float *scratch, ax_attend_fn attend, void *ctx) {
-    int M = Bl * T, Cx = m->Cx;
-#define P(k)     ax_gpt_param(m, AX_PID(l, k))
-#define IN(x, L) ax_gpt_gemm_input(m, a->x, a->x##_h, M, (L).in_l)
-    norm_forward(m, a->ln1, a->ln1_mean, a->ln1_rstd, h, P(AX_P_LN1W), P(AX_P_LN1B), M, scratch);
-    ax_linear_forward(&m->qkv, layer_weight(m, l, 0), P(AX_P_QKVB), IN(ln1, m->qkv), a->qkv);
+    int M = Bl * T;
+    ax_dtype dt = m->dtype;
+#define P(k) ax_gpt_param(m, AX_PID(l, k))
+    norm_forward(m, a->ln1, a->ln1_mean, a->ln1_rstd, (float *)h, NULL, NULL, P(AX_P_LN1W), P(AX_P_LN1B), M, scratch);
+    ax_linear_forward(&m->qkv, layer_weight(m, l, 0), P(AX_P_QKVB), ax_gpt_act(m, a->ln1, M, m->qkv.in_l), a->qkv);
     if (m->rope_on) ax_rope_forward(&m->rope, a->qkv, m->qkv.out_l, M, T, pos, m->Hl + m->KVl); /* q and k heads */
     if (attend) attend(ctx, m, l, a);
-    else
-        ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->dtype, m->att_scratch,
-                             m->att_threads);
-    ax_linear_forward(&m->proj, layer_weight(m, l, 1), P(AX_P_PROJB), IN(atty, m->proj), a->res2);
-    ax_add_inplace(a->res2, h, (size_t)M * Cx);
-    norm_forward(m, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(AX_P_LN2W), P(AX_P_LN2B), M, scratch);
-    ax_linear_forward(&m->fc, layer_weight(m, l, 2), P(AX_P_FCB), IN(ln2, m->fc), a->fch);
-    if (m->swiglu) ax_swiglu_forward(a->fch_act, a->fch, M, m->fcproj.in_l);
-    else ax_gelu_forward(a->fch_act, a->fch, (size_t)M * m->fc.out_l);
-    ax_linear_forward(&m->fcproj, layer_weight(m, l, 3), P(AX_P_FCPB), IN(fch_act, m->fcproj), a->res3);
-    ax_add_inplace(a->res3, a->res2, (size_t)M * Cx);
-#undef IN
+    else ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, dt, m->att_scratch, m->att_threads);
+    /* res2 = (proj + bias) + h and ln2 = norm(res2) in one kernel */
+    ax_linear_forward(&m->proj, layer_weight(m, l, 1), NULL, ax_gpt_gemm_input(m, a->atty, a->atty_h, M, m->proj.in_l),
+                      a->res2);
+    norm_forward(m, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(AX_P_PROJB), h, P(AX_P_LN2W), P(AX_P_LN2B), M,
+                 scratch);
+    /* fch = fcy + bias and fch_act = act(fch) in one kernel, both in dt */
+    ax_linear_forward(&m->fc, layer_weight(m, l, 2), NULL, ax_gpt_act(m, a->ln2, M, m->fc.in_l), a->fcy);
+    if (m->swiglu) ax_swiglu_forward(a->fch_act, dt, a->fch, dt, a->fcy, M, m->fcproj.in_l);
+    else ax_bias_gelu_forward(a->fch_act, dt, a->fch, dt, a->fcy, P(AX_P_FCB), M, m->fc.out_l);
+    ax_linear_forward(&m->fcproj, layer_weight(m, l, 3), P(AX_P_FCPB), ax_gpt_act(m, a->fch_act, M, m->fcproj.in_l),
+                      a->res3);
+    ax_add_inplace(a->res3, a->res2, (size_t)M * m->Cx);
 #undef P
 }
 
@@ -527,7 +531,7 @@ void ax_gpt_forward_queue(ax_gpt *m, const int32_t *inputs, const int32_t *targe
         h = m->L[l].res3;
     }
     ax_gpt_final_norm(m, m->lnf, m->lnf_mean, m->lnf_rstd, h, M, m->scratch);
-    ax_linear_forward(&m->lmhead, ax_gpt_lm_weight(m), NULL, ax_gpt_gemm_input(m, m->lnf, m->lnf_h, M, Cx), m->logits);
+    ax_linear_forward(&m->lmhead, ax_gpt_lm_weight(m), NULL, ax_gpt_act(m, m->lnf, M, Cx), m->logits);
     if (!targets) return;
     ax_xent_forward_backward(&g->Y, m->logits, m->losses, to_kernels(m->dev_targets, targets, (size_t)M * 4),
                              to_kernels(m->dev_weights, weights, (size_t)M * 4), M, m->Vl, m->v0, m->cfg.vocab_size,
@@ -571,31 +575,32 @@ static void layer_backward(ax_gpt *m, int l, int Bl, int T) {
                              m->att_threads);
         ax_gpt_gemm_input(m, a->atty, a->atty_h, M, m->proj.in_l);
     }
-#define P(k)     ax_gpt_param(m, AX_PID(l, k))
-#define G(k)     ax_gpt_grad(m, AX_PID(l, k))
-#define IN(x, L) saved_input(m, a->x, a->x##_h, M, (L).in_l)
+#define P(k) ax_gpt_param(m, AX_PID(l, k))
+#define G(k) ax_gpt_grad(m, AX_PID(l, k))
+    ax_dtype dt = m->dtype;
     /* MLP: res3 = res2 + fcproj(act(fc(norm2(res2)))) */
-    ax_linear_backward(&m->fcproj, g, layer_weight(m, l, 3), IN(fch_act, m->fcproj), m->dres, m->s1, G(AX_P_FCPW),
-                       G(AX_P_FCPB), &m->ws, m->dy_h);
-    /* the MLP hidden's gradient, then the norm output's; the activation's backward out of place,
-     * which is faster than in place (figures: docs/design.md, Choices and why) */
-    float *dfc = m->s2, *dln2 = m->s1;
-    if (m->swiglu) ax_swiglu_backward(dfc, a->fch, m->s1, M, m->fcproj.in_l);
-    else ax_gelu_backward(dfc, a->fch, m->s1, (size_t)M * m->fc.out_l);
-    ax_linear_backward(&m->fc, g, layer_weight(m, l, 2), IN(ln2, m->fc), dfc, dln2, G(AX_P_FCW), G(AX_P_FCB), &m->ws,
-                       m->dy_h);
+    ax_linear_backward(&m->fcproj, g, layer_weight(m, l, 3), ax_gpt_act(m, a->fch_act, M, m->fcproj.in_l),
+                       ax_mat_f32(m->dres, M, m->Cx), m->s1, G(AX_P_FCPW), G(AX_P_FCPB), &m->ws, m->dy_h);
+    /* the MLP hidden's gradient, written in dt for the GEMMs (GELU's fused
+     * with fc's bias gradient), then the norm output's; out of place, which
+     * is faster than in place (figures: docs/design.md, Choices and why) */
+    void *dfc = m->s2;
+    float *dln2 = m->s1;
+    if (m->swiglu) ax_swiglu_backward(dfc, dt, a->fch, dt, m->s1, M, m->fcproj.in_l);
+    else ax_gelu_backward(dfc, dt, G(AX_P_FCB), a->fch, dt, m->s1, M, m->fc.out_l);
+    ax_linear_backward(&m->fc, g, layer_weight(m, l, 2), ax_gpt_act(m, a->ln2, M, m->fc.in_l),
+                       ax_mat_of(dfc, dt, M, m->fc.out_l), dln2, G(AX_P_FCW), NULL, &m->ws, m->dy_h);
     norm_backward(m, m->dres, G(AX_P_LN2W), G(AX_P_LN2B), dln2, a->res2, P(AX_P_LN2W), a->ln2_mean, a->ln2_rstd, M);
     /* attention: res2 = h + proj(attend(rope(qkv(norm1(h))))) */
-    ax_linear_backward(&m->proj, g, layer_weight(m, l, 1), IN(atty, m->proj), m->dres, m->s1, G(AX_P_PROJW),
-                       G(AX_P_PROJB), &m->ws, m->dy_h);
-    ax_attention_backward(m->s2, m->s1, a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->dtype, m->att_scratch,
+    ax_linear_backward(&m->proj, g, layer_weight(m, l, 1), saved_input(m, a->atty, a->atty_h, M, m->proj.in_l),
+                       ax_mat_f32(m->dres, M, m->Cx), m->s1, G(AX_P_PROJW), G(AX_P_PROJB), &m->ws, m->dy_h);
+    ax_attention_backward(m->s2, m->s1, a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, dt, m->att_scratch,
                           m->att_threads);
     if (m->rope_on) ax_rope_backward(&m->rope, m->s2, m->qkv.out_l, M, T, NULL, m->Hl + m->KVl);
-    ax_linear_backward(&m->qkv, g, layer_weight(m, l, 0), IN(ln1, m->qkv), m->s2, m->s1, G(AX_P_QKVW), G(AX_P_QKVB),
-                       &m->ws, m->dy_h);
+    ax_linear_backward(&m->qkv, g, layer_weight(m, l, 0), ax_gpt_act(m, a->ln1, M, m->qkv.in_l),
+                       ax_mat_f32(m->s2, M, m->qkv.out_l), m->s1, G(AX_P_QKVW), G(AX_P_QKVB), &m->ws, m->dy_h);
     norm_backward(m, m->dres, G(AX_P_LN1W), G(AX_P_LN1B), m->s1, h, P(AX_P_LN1W), a->ln1_mean, a->ln1_rstd, M);
     ax_gpt_buckets_layer_done(m, l);
-#undef IN
 #undef P
 #undef G
 }
@@ -619,7 +624,7 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
     ax_mat dl = ax_gpt_gemm_input(m, m->logits, m->dy_h, M, m->Vl);
     ax_gemm(1.0f, dl, 0, head, 0, 0.0f, ax_mat_f32(m->s1, M, Cx));
     ax_allreduce_f32(&g->Y, m->s1, (size_t)M * Cx);
-    ax_gemm(1.0f, dl, 1, saved_input(m, m->lnf, m->lnf_h, M, Cx), 0, 1.0f, ax_mat_f32(dhead, m->Vl, Cx));
+    ax_gemm(1.0f, dl, 1, ax_gpt_act(m, m->lnf, M, Cx), 0, 1.0f, ax_mat_f32(dhead, m->Vl, Cx));
     const float *hlast = m->L[m->cfg.n_layer - 1].res3;
     ax_be()->zero(m->dres, (size_t)M * Cx * sizeof(float));
     norm_backward(m, m->dres, ax_gpt_grad(m, AX_PID_LNFW(m)), ax_gpt_grad(m, AX_PID_LNFB(m)), m->s1, hlast,

@@ -60,12 +60,17 @@ typedef struct {
 } ax_param;
 
 typedef struct {
-    /* per layer */
-    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *lse, *atty, *res2;
-    float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_act, *res3; /* fch_act: act(fch), GELU or SwiGLU */
-    /* bf16: the GEMM inputs as the GEMMs read them, kept for the weight
-     * gradients (the fp32 ln1, ln2 and fch_act are then transient) */
-    ax_bf16 *ln1_h, *atty_h, *ln2_h, *fch_act_h;
+    /* per layer, fp32: the residual stream (res2, res3), norm statistics,
+     * q|k|v, attention output and its log-sum-exp */
+    float *ln1_mean, *ln1_rstd, *qkv, *lse, *atty, *res2;
+    float *ln2_mean, *ln2_rstd, *res3;
+    /* in the model's dtype (bf16 under mixed precision: written so by the
+     * norms and the MLP's fused bias + activation, read so by the GEMMs and
+     * the activation's backward): the norms' outputs, the MLP hidden before
+     * (fch) and after (fch_act) its activation, GELU or SwiGLU */
+    void *ln1, *ln2, *fch, *fch_act;
+    float *fcy;      /* the MLP up-projection's fp32 output: fch itself in fp32, a shared scratch under bf16 */
+    ax_bf16 *atty_h; /* bf16: the attention output rounded for the projection */
 } ax_layer_acts;
 
 /* Activations rebuilt in backward instead of kept for every layer:
@@ -140,10 +145,11 @@ typedef struct {
     int cap_B, cap_T;
     float *act_mem;
     double act_bytes;
-    float *encoded, *lnf, *lnf_mean, *lnf_rstd, *logits, *losses;
+    float *encoded, *lnf_mean, *lnf_rstd, *logits, *losses;
+    void *lnf; /* the final norm's output, in the model's dtype (the LM head's input) */
     ax_layer_acts *L;
     float *dres, *s1, *s2, *scratch, *att_scratch;
-    ax_bf16 *lnf_h, *dy_h; /* bf16: final LayerNorm output; a backward GEMM's dy rounded */
+    ax_bf16 *dy_h; /* bf16: a backward GEMM's fp32 dy rounded */
     /* a backend of its own memory (a GPU): the micro-batch's tokens, targets
      * and weights sent there, and the per-token losses brought back */
     int32_t *dev_inputs, *dev_targets;
@@ -194,11 +200,7 @@ enum {
     AX_ACT_FCH,
     AX_ACT_FCH_ACT,
     AX_ACT_RES3,
-    AX_ACT_LN1_H,
     AX_ACT_ATTY_H,
-    AX_ACT_LN2_H,
-    AX_ACT_FCH_ACT_H,
-    AX_ACT_LNF_H,
     AX_ACT_DY_H,
     AX_ACT_LNF,
     AX_ACT_LNF_MEAN,
@@ -223,8 +225,10 @@ typedef struct {
  * grid of sizes g = {D, X, Y, Z}, under a recompute mode and GEMM input
  * dtype: the config and the sizes alone (no allocation, no communication).
  * A per-layer buffer is kept for every layer unless the recompute mode
- * rebuilds it in backward (or under bf16, where only its rounded copy is
- * read later); the bf16 copies are laid out only under bf16. */
+ * rebuilds it in backward. Under bf16 the norms' outputs, the MLP hidden
+ * (fch, fch_act) and the final norm's output are bf16 (docs/design.md,
+ * Precision), and the attention output's rounded copy and dy's are laid
+ * out; everything else is fp32 in either dtype. */
 void ax_gpt_act_sizes(const ax_gpt_config *c, const int g[4], int B, int T, ax_recompute recompute, ax_dtype dtype,
                       ax_gpt_acts *s);
 /* their floats, every buffer counted once for each copy, without alignment */
@@ -255,8 +259,8 @@ static inline float *ax_gpt_grad(ax_gpt *m, int id) { return m->p[id].present ? 
 typedef void (*ax_attend_fn)(void *ctx, ax_gpt *m, int l, ax_layer_acts *a);
 void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, int Bl, int T, const int32_t *pos,
                           float *scratch, ax_attend_fn attend, void *ctx);
-/* the final norm of M rows x (M, Cx) into out (mean, rstd M each) */
-void ax_gpt_final_norm(ax_gpt *m, float *out, float *mean, float *rstd, const float *x, int M, float *scratch);
+/* the final norm of M rows x (M, Cx) into out, in the model's dtype (mean, rstd M each) */
+void ax_gpt_final_norm(ax_gpt *m, void *out, float *mean, float *rstd, const float *x, int M, float *scratch);
 
 /* Forward over Bl local sequences of T tokens (rows of this data x Z shard).
  * Returns the sum over rows of weight * loss (local, not reduced). With
@@ -282,6 +286,10 @@ const float *ax_gpt_gather_wte(ax_gpt *m);
 ax_mat ax_gpt_lm_weight(const ax_gpt *m);
 /* x (rows, cols) as a GEMM input: itself under fp32, rounded into h under bf16 */
 ax_mat ax_gpt_gemm_input(const ax_gpt *m, const float *x, ax_bf16 *h, int rows, int cols);
+/* an activation a kernel wrote in the model's dtype, as a GEMM input */
+static inline ax_mat ax_gpt_act(const ax_gpt *m, const void *x, int rows, int cols) {
+    return ax_mat_of(x, m->dtype, rows, cols);
+}
 
 /* Sum gradients over the ranks that saw other rows (data for zchunk tensors,
  * whose Z reduction happened in backward; data x Z for the rest), bucket by

@@ -25,7 +25,7 @@ void ax_kv_init(ax_kvcache *c, ax_gpt *m, int B, int Tmax) {
     c->rows = ax_malloc((size_t)Tmax * m->hd * sizeof(float));
     size_t Cx = m->Cx, Cy = m->Cy, Q = m->qkv.out_l, Fc = m->fc.out_l, Fa = m->fcproj.in_l;
     size_t wide = Fc > Cx ? Fc : Cx;
-    size_t total = B * (3 * Cx + Q + Cy + wide + Fc + Fa + 2 + 4 + (size_t)m->Vl) + B * (Cx + Cy + Fa) / 2 + 3;
+    size_t total = B * (3 * Cx + Q + Cy + wide + 2 * Fc + Fa + 2 + 4 + (size_t)m->Vl) + B * Cy / 2 + 3;
     float *p = c->mem = be->alloc(total * sizeof(float));
 #define TAKE(n) (p += (n), p - (n))
     c->x = TAKE(B * Cx);
@@ -35,13 +35,12 @@ void ax_kv_init(ax_kvcache *c, ax_gpt *m, int B, int Tmax) {
     c->tmp = TAKE(B * wide);
     c->fch = TAKE(B * Fc);
     c->fch_act = TAKE(B * Fa);
+    c->fcy = TAKE(B * Fc);
     c->mean = TAKE(B);
     c->rstd = TAKE(B);
     c->scratch = TAKE(4 * (size_t)B);
     c->logits = TAKE((size_t)B * m->Vl);
-    c->ln_h = (ax_bf16 *)TAKE((B * Cx + 1) / 2);
     c->atty_h = (ax_bf16 *)TAKE((B * Cy + 1) / 2);
-    c->fch_act_h = (ax_bf16 *)TAKE((B * Fa + 1) / 2);
 #undef TAKE
 }
 
@@ -104,16 +103,14 @@ void ax_kv_step(ax_kvcache *c, ax_gpt *m, const int32_t *tokens, int nb) {
                        .ln2_rstd = c->rstd,
                        .fch = c->fch,
                        .fch_act = c->fch_act,
+                       .fcy = m->dtype == AX_BF16 ? c->fcy : c->fch,
                        .res3 = c->x,
-                       .ln1_h = c->ln_h,
-                       .atty_h = c->atty_h,
-                       .ln2_h = c->ln_h,
-                       .fch_act_h = c->fch_act_h};
+                       .atty_h = c->atty_h};
     c->nb = nb;
     for (int l = 0; l < m->cfg.n_layer; l++)
         ax_gpt_layer_forward(m, l, &a, c->x, nb, 1, c->len, c->scratch, attend_cached, c);
     ax_gpt_final_norm(m, c->ln, c->mean, c->rstd, c->x, nb, c->scratch);
-    ax_linear_forward(&m->lmhead, ax_gpt_lm_weight(m), NULL, ax_gpt_gemm_input(m, c->ln, c->ln_h, nb, Cx), c->logits);
+    ax_linear_forward(&m->lmhead, ax_gpt_lm_weight(m), NULL, ax_gpt_act(m, c->ln, nb, Cx), c->logits);
     for (int b = 0; b < nb; b++) c->len_host[b]++;
     send_lengths(c);
 }

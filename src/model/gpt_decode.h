@@ -23,9 +23,10 @@ typedef struct {
     float *rows;     /* host: one key or value head of a prompt, (Tmax, hd) */
     int nb;          /* rows of the step in progress */
     float *mem;      /* one allocation for the step buffers below */
-    float *x, *ln, *qkv, *atty, *tmp, *fch, *fch_act, *mean, *rstd, *scratch;
-    float *logits;                      /* (B, Vl): this rank's vocabulary slice (the backend's memory) */
-    ax_bf16 *ln_h, *atty_h, *fch_act_h; /* GEMM inputs rounded, when the model runs bf16 */
+    float *x, *qkv, *atty, *tmp, *fcy, *mean, *rstd, *scratch;
+    void *ln, *fch, *fch_act; /* in the model's dtype (as ax_layer_acts' ln1, fch, fch_act) */
+    float *logits;            /* (B, Vl): this rank's vocabulary slice (the backend's memory) */
+    ax_bf16 *atty_h;          /* the attention output rounded, when the model runs bf16 */
 } ax_kvcache;
 
 void ax_kv_init(ax_kvcache *c, ax_gpt *m, int B, int Tmax);

@@ -24,29 +24,28 @@ void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int B, int T, 
     int block = recompute == AX_RECOMPUTE_BLOCK, attn = recompute != AX_RECOMPUTE_NONE, h = dtype == AX_BF16;
 #define F32(n, k)  ((ax_gpt_act_buf){(n), (k)})
 #define BF16(n, k) ((ax_gpt_act_buf){((n) + 1) / 2, (k)}) /* two bf16 to a float */
+#define ACT(n, k)  (h ? BF16(n, k) : F32(n, k))           /* in the GEMMs' dtype */
     *s = (ax_gpt_acts){
         .n_layer = m.cfg.n_layer,
         .buf[AX_ACT_ENCODED] = F32(M * Cx, 0),
-        .buf[AX_ACT_LN1] = F32(M * Cx, !block && !h),
+        .buf[AX_ACT_LN1] = ACT(M * Cx, !block),
         .buf[AX_ACT_LN1_MEAN] = F32(M, !block),
         .buf[AX_ACT_LN1_RSTD] = F32(M, !block),
         .buf[AX_ACT_QKV] = F32(M * Q, !block),
         .buf[AX_ACT_LSE] = F32((int64_t)B * m.Hl * T, !attn),
         .buf[AX_ACT_ATTY] = F32(M * Cy, !attn),
         .buf[AX_ACT_RES2] = F32(M * Cx, !block),
-        .buf[AX_ACT_LN2] = F32(M * Cx, !block && !h),
+        .buf[AX_ACT_LN2] = ACT(M * Cx, !block),
         .buf[AX_ACT_LN2_MEAN] = F32(M, !block),
         .buf[AX_ACT_LN2_RSTD] = F32(M, !block),
-        .buf[AX_ACT_FCH] = F32(M * Fc, !block),
-        .buf[AX_ACT_FCH_ACT] = F32(M * Fa, !block && !h),
+        /* under bf16 the up-projection's fp32 output goes to S1 (forward does
+         * not use it), its fused bias + activation writes these two */
+        .buf[AX_ACT_FCH] = ACT(M * Fc, !block),
+        .buf[AX_ACT_FCH_ACT] = ACT(M * Fa, !block),
         .buf[AX_ACT_RES3] = F32(M * Cx, 1), /* the next layer's input: always kept */
-        .buf[AX_ACT_LN1_H] = BF16(h ? M * Cx : 0, !block),
         .buf[AX_ACT_ATTY_H] = BF16(h ? M * Cy : 0, !attn),
-        .buf[AX_ACT_LN2_H] = BF16(h ? M * Cx : 0, !block),
-        .buf[AX_ACT_FCH_ACT_H] = BF16(h ? M * Fa : 0, !block),
-        .buf[AX_ACT_LNF_H] = BF16(h ? M * Cx : 0, 0),
         .buf[AX_ACT_DY_H] = BF16(h ? M * (wide > Vl ? wide : Vl) : 0, 0),
-        .buf[AX_ACT_LNF] = F32(M * Cx, 0),
+        .buf[AX_ACT_LNF] = ACT(M * Cx, 0),
         .buf[AX_ACT_LNF_MEAN] = F32(M, 0),
         .buf[AX_ACT_LNF_RSTD] = F32(M, 0),
         .buf[AX_ACT_LOGITS] = F32(M * Vl, 0),
@@ -56,6 +55,7 @@ void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int B, int T, 
         .buf[AX_ACT_S2] = F32(M * wide, 0),
         .buf[AX_ACT_SCRATCH] = F32(4 * M, 0),
     };
+#undef ACT
 #undef BF16
 #undef F32
 }

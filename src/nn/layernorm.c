@@ -1,9 +1,10 @@
 #include "nn/layernorm.h"
 
-void ax_layernorm_forward(ax_comm *X, float *out, float *mean, float *rstd, const float *x, const float *w,
-                          const float *b, int M, int Cl, int C, float eps, float *scratch) {
+void ax_layernorm_forward(ax_comm *X, void *out, ax_dtype ot, float *mean, float *rstd, float *x, const float *bias,
+                          const float *res, const float *w, const float *b, int M, int Cl, int C, float eps,
+                          float *scratch) {
     ax_reducer r = ax_comm_reducer(X);
-    ax_be()->layernorm_forward(out, mean, rstd, x, w, b, M, Cl, C, eps, scratch, &r);
+    ax_be()->layernorm_forward(out, ot, mean, rstd, x, bias, res, w, b, M, Cl, C, eps, scratch, &r);
 }
 
 void ax_layernorm_backward(ax_comm *X, float *dx, float *dw, float *db, const float *dout, const float *x,
@@ -12,10 +13,10 @@ void ax_layernorm_backward(ax_comm *X, float *dx, float *dw, float *db, const fl
     ax_be()->layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, M, Cl, C, scratch, &r);
 }
 
-void ax_rmsnorm_forward(ax_comm *X, float *out, float *rstd, const float *x, const float *w, int M, int Cl, int C,
-                        float eps) {
+void ax_rmsnorm_forward(ax_comm *X, void *out, ax_dtype ot, float *rstd, float *x, const float *bias, const float *res,
+                        const float *w, int M, int Cl, int C, float eps) {
     ax_reducer r = ax_comm_reducer(X);
-    ax_be()->rmsnorm_forward(out, rstd, x, w, M, Cl, C, eps, &r);
+    ax_be()->rmsnorm_forward(out, ot, rstd, x, bias, res, w, M, Cl, C, eps, &r);
 }
 
 void ax_rmsnorm_backward(ax_comm *X, float *dx, float *dw, const float *dout, const float *x, const float *w,

@@ -66,12 +66,12 @@ void ax_linear_reduce_grad(const ax_linear *L, ax_grid *g, float *gblock, float 
     ax_zscatter_start(&ws->rs, gblock, ax_shard_block_numel(&L->w, g), ax_shard_numel(&L->w, g), dw_chunk, ws->ors);
 }
 
-void ax_linear_backward(const ax_linear *L, ax_grid *g, ax_mat W, ax_mat x, const float *dy, float *dx, float *dw_chunk,
+void ax_linear_backward(const ax_linear *L, ax_grid *g, ax_mat W, ax_mat x, ax_mat dy, float *dx, float *dw_chunk,
                         float *dbias, ax_linear_ws *ws, ax_bf16 *dy_cast) {
     int M = x.rows, in = L->in_l, out = L->out_l;
-    ax_mat d = ax_mat_f32(dy, M, out);
-    if (W.dtype == AX_BF16) {
-        ax_be()->cast(dy_cast, AX_BF16, dy, AX_F32, (size_t)M * out);
+    ax_mat d = ax_mat_of(dy.data, dy.dtype, M, out);
+    if (W.dtype == AX_BF16 && dy.dtype == AX_F32) { /* a dy the kernel before did not write in bf16 */
+        ax_be()->cast(dy_cast, AX_BF16, dy.data, AX_F32, (size_t)M * out);
         d = ax_mat_of(dy_cast, AX_BF16, M, out);
     }
     ax_req r;
@@ -87,6 +87,6 @@ void ax_linear_backward(const ax_linear *L, ax_grid *g, ax_mat W, ax_mat x, cons
         ax_gemm(1.0f, d, 1, x, 0, 0.0f, ax_mat_f32(block, out, in));
         ax_linear_reduce_grad(L, g, block, dw_chunk, ws);
     }
-    if (dbias) ax_be()->bias_grad(dbias, dy, M, out);
+    if (dbias) ax_be()->bias_grad(dbias, dy.data, M, out);
     if (dx) ax_wait(&r);
 }

@@ -7,14 +7,16 @@
  * gathered before use; weight gradients are reduce-scattered back over Z.
  *
  * GEMMs read x, the weight and dy in one dtype (fp32, or bf16 under mixed
- * precision: the weight chunk is then its bf16 copy and gathered as such);
+ * precision: the weight chunk is then its bf16 copy and gathered as such; x
+ * and dy as the kernels before wrote them, an fp32 dy rounded here);
  * outputs, reductions and gradients stay fp32.
  *
  *   ax_linear fc; ax_linear_init(&fc, g, C, 4*C, (ax_linear_opts){0});
  *   ax_linear_ws ws; ax_linear_ws_init(&ws, g, (const ax_linear *[]){&fc}, 1, 1, 0);
  *   ax_mat W = ax_linear_weight(&fc, g, w_chunk, AX_F32, wblock);      // (out_l, in_l)
  *   ax_linear_forward(&fc, W, b, ax_mat_f32(x, M, fc.in_l), y);        // y (M, out_l)
- *   ax_linear_backward(&fc, g, W, ax_mat_f32(x, M, fc.in_l), dy, dx, dw_chunk, db, &ws, NULL);
+ *   ax_linear_backward(&fc, g, W, ax_mat_f32(x, M, fc.in_l), ax_mat_f32(dy, M, fc.out_l), dx, dw_chunk,
+ *                      db, &ws, NULL);
  *   ax_zscatter_drain(&ws.rs);                                         // dw_chunk final
  */
 #ifndef AX_NN_LINEAR_H
@@ -69,9 +71,10 @@ ax_mat ax_linear_weight(const ax_linear *L, ax_grid *g, const void *chunk, ax_dt
 void ax_linear_forward(const ax_linear *L, ax_mat W, const float *bias, ax_mat x, float *y);
 /* dx (M, in_l) = dy W (all-reduced; NULL: not needed); dw_chunk += this rank's
  * chunk of the Z-reduced dy^T x (final after the reduce-scatter completes,
- * see ax_linear_ws); dbias += column sums of dy. When W is bf16, the GEMMs
- * read dy rounded into dy_cast (M * out_l bf16). */
-void ax_linear_backward(const ax_linear *L, ax_grid *g, ax_mat W, ax_mat x, const float *dy, float *dx, float *dw_chunk,
+ * see ax_linear_ws); dbias += column sums of dy (fp32 dy only; a bf16 dy's
+ * producer sums them, e.g. the fused GELU backward). When W is bf16 and dy
+ * fp32, the GEMMs read dy rounded into dy_cast (M * out_l bf16). */
+void ax_linear_backward(const ax_linear *L, ax_grid *g, ax_mat W, ax_mat x, ax_mat dy, float *dx, float *dw_chunk,
                         float *dbias, ax_linear_ws *ws, ax_bf16 *dy_cast);
 /* dw_chunk += Z-reduce-scatter of a full gradient block gblock (out_l, in_l),
  * which stays in use until the reduce-scatter completes. */

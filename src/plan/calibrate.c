@@ -151,11 +151,11 @@ static void run_add(void *p) {
 }
 static void run_gelu_fwd(void *p) {
     add_ctx *a = p;
-    ax_be()->gelu_forward(a->y, a->x, a->n);
+    ax_be()->bias_gelu_forward(a->y, AX_F32, NULL, AX_F32, a->x, NULL, 1, (int)a->n);
 }
 static void run_gelu_bwd(void *p) {
     add_ctx *a = p;
-    ax_be()->gelu_backward(a->y, a->x, a->d, a->n);
+    ax_be()->gelu_backward(a->y, AX_F32, NULL, a->x, AX_F32, a->d, 1, (int)a->n);
 }
 
 /* LayerNorm and the cross-entropy as the layers run them, in a group of one */
@@ -172,7 +172,8 @@ typedef struct {
 } row_ctx;
 static void run_ln_fwd(void *p) {
     row_ctx *a = p;
-    ax_be()->layernorm_forward(a->out, a->mean, a->rstd, a->x, a->w, a->b, a->M, a->C, a->C, 1e-5f, a->scr, &solo);
+    ax_be()->layernorm_forward(a->out, AX_F32, a->mean, a->rstd, a->x, NULL, NULL, a->w, a->b, a->M, a->C, a->C, 1e-5f,
+                               a->scr, &solo);
 }
 static void run_ln_bwd(void *p) {
     row_ctx *a = p;

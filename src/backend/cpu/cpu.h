@@ -30,20 +30,23 @@ void ax_cpu_cast(void *dst, ax_dtype dt, const void *src, ax_dtype st, size_t n)
 void ax_cpu_transpose(ax_mat dst, ax_mat src, float beta);
 void ax_cpu_gemm_timing(int on);
 void ax_cpu_gemm_stats(double *seconds, double *flops);
-void ax_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
-                              int M, int Cl, int C, float eps, float *scratch, const ax_reducer *X);
+void ax_cpu_layernorm_forward(void *out, ax_dtype ot, float *mean, float *rstd, float *x, const float *bias,
+                              const float *r, const float *w, const float *b, int M, int Cl, int C, float eps,
+                              float *scratch, const ax_reducer *X);
 void ax_cpu_layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
                                const float *mean, const float *rstd, int M, int Cl, int C, float *scratch,
                                const ax_reducer *X);
-void ax_cpu_rmsnorm_forward(float *out, float *rstd, const float *x, const float *w, int M, int Cl, int C, float eps,
-                            const ax_reducer *X);
+void ax_cpu_rmsnorm_forward(void *out, ax_dtype ot, float *rstd, float *x, const float *bias, const float *r,
+                            const float *w, int M, int Cl, int C, float eps, const ax_reducer *X);
 void ax_cpu_rmsnorm_backward(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
                              int M, int Cl, int C, float *scratch, const ax_reducer *X);
-void ax_cpu_swiglu_forward(float *out, const float *gu, int M, int F);
-void ax_cpu_swiglu_backward(float *dgu, const float *gu, const float *dout, int M, int F);
+void ax_cpu_swiglu_forward(void *out, ax_dtype ot, void *pre, ax_dtype pt, const float *gu, int M, int F);
+void ax_cpu_swiglu_backward(void *dgu, ax_dtype dt, const void *gu, ax_dtype gt, const float *dout, int M, int F);
 void ax_cpu_rope(float *x, int ld, int M, int T, const int32_t *pos, int nh, int hd, const float *cs, float sign);
-void ax_cpu_gelu_forward(float *out, const float *x, size_t n);
-void ax_cpu_gelu_backward(float *dx, const float *x, const float *dout, size_t n);
+void ax_cpu_bias_gelu_forward(void *out, ax_dtype ot, void *pre, ax_dtype pt, const float *y, const float *bias, int M,
+                              int n);
+void ax_cpu_gelu_backward(void *dx, ax_dtype dt, float *db, const void *x, ax_dtype xt, const float *dout, int M,
+                          int n);
 void ax_cpu_add(float *y, const float *x, size_t n);
 void ax_cpu_bias_add(float *y, const float *bias, int M, int n);
 void ax_cpu_bias_grad(float *db, const float *dy, int M, int n);

@@ -6,23 +6,37 @@
 #include <math.h>
 #include <omp.h>
 
-void ax_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
-                              int M, int Cl, int C, float eps, float *scratch, const ax_reducer *X) {
+/* row i of x after the fused residual: x = (x + bias) + r, stored back, with its sum
+ * (sq: of squares) over the row's Cl columns; the plain sum when neither is given */
+static float residual_row(float *x, const float *bias, const float *r, int Cl, int sq) {
+    float s = 0;
+    if (bias || r)
+        for (int j = 0; j < Cl; j++) {
+            float v = x[j];
+            if (bias) v += bias[j];
+            if (r) v += r[j];
+            x[j] = v;
+        }
+    if (sq)
+        for (int j = 0; j < Cl; j++) s += x[j] * x[j];
+    else
+        for (int j = 0; j < Cl; j++) s += x[j];
+    return s;
+}
+
+void ax_cpu_layernorm_forward(void *out, ax_dtype ot, float *mean, float *rstd, float *x, const float *bias,
+                              const float *r, const float *w, const float *b, int M, int Cl, int C, float eps,
+                              float *scratch, const ax_reducer *X) {
 #pragma omp parallel for schedule(static)
-    for (int i = 0; i < M; i++) {
-        const float *r = x + (size_t)i * Cl;
-        float s = 0;
-        for (int j = 0; j < Cl; j++) s += r[j];
-        mean[i] = s;
-    }
+    for (int i = 0; i < M; i++) mean[i] = residual_row(x + (size_t)i * Cl, bias, r ? r + (size_t)i * Cl : NULL, Cl, 0);
     X->sum(X->ctx, mean, M);
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
-        const float *r = x + (size_t)i * Cl;
+        const float *xr = x + (size_t)i * Cl;
         float m = mean[i] / C, s = 0;
         mean[i] = m;
         for (int j = 0; j < Cl; j++) {
-            float d = r[j] - m;
+            float d = xr[j] - m;
             s += d * d;
         }
         scratch[i] = s;
@@ -30,11 +44,11 @@ void ax_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float 
     X->sum(X->ctx, scratch, M);
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
-        const float *r = x + (size_t)i * Cl;
-        float *o = out + (size_t)i * Cl, m = mean[i];
-        float rs = ax_norm_rstd(scratch[i], C, eps);
+        const float *xr = x + (size_t)i * Cl;
+        size_t o = (size_t)i * Cl;
+        float m = mean[i], rs = ax_norm_rstd(scratch[i], C, eps);
         rstd[i] = rs;
-        for (int j = 0; j < Cl; j++) o[j] = ax_layernorm(r[j], m, rs, w[j], b[j]);
+        for (int j = 0; j < Cl; j++) ax_store(out, ot, o + j, ax_layernorm(xr[j], m, rs, w[j], b[j]));
     }
 }
 
@@ -79,22 +93,18 @@ void ax_cpu_layernorm_backward(float *dx, float *dw, float *db, const float *dou
     }
 }
 
-void ax_cpu_rmsnorm_forward(float *out, float *rstd, const float *x, const float *w, int M, int Cl, int C, float eps,
-                            const ax_reducer *X) {
+void ax_cpu_rmsnorm_forward(void *out, ax_dtype ot, float *rstd, float *x, const float *bias, const float *r,
+                            const float *w, int M, int Cl, int C, float eps, const ax_reducer *X) {
 #pragma omp parallel for schedule(static)
-    for (int i = 0; i < M; i++) {
-        const float *r = x + (size_t)i * Cl;
-        float s = 0;
-        for (int j = 0; j < Cl; j++) s += r[j] * r[j];
-        rstd[i] = s;
-    }
+    for (int i = 0; i < M; i++) rstd[i] = residual_row(x + (size_t)i * Cl, bias, r ? r + (size_t)i * Cl : NULL, Cl, 1);
     X->sum(X->ctx, rstd, M);
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
-        const float *r = x + (size_t)i * Cl;
-        float *o = out + (size_t)i * Cl, rs = ax_norm_rstd(rstd[i], C, eps);
+        const float *xr = x + (size_t)i * Cl;
+        size_t o = (size_t)i * Cl;
+        float rs = ax_norm_rstd(rstd[i], C, eps);
         rstd[i] = rs;
-        for (int j = 0; j < Cl; j++) o[j] = ax_rmsnorm(r[j], rs, w[j]);
+        for (int j = 0; j < Cl; j++) ax_store(out, ot, o + j, ax_rmsnorm(xr[j], rs, w[j]));
     }
 }
 

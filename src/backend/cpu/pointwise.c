@@ -5,31 +5,66 @@
 #include <math.h>
 #include <omp.h>
 
-void ax_cpu_gelu_forward(float *out, const float *x, size_t n) {
-#pragma omp parallel for simd schedule(static)
-    for (size_t i = 0; i < n; i++) out[i] = ax_gelu(x[i]);
-}
-
-void ax_cpu_gelu_backward(float *dx, const float *x, const float *dout, size_t n) {
-#pragma omp parallel for simd schedule(static)
-    for (size_t i = 0; i < n; i++) dx[i] = ax_gelu_grad(x[i], dout[i]);
-}
-
-void ax_cpu_swiglu_forward(float *out, const float *gu, int M, int F) {
+/* row-parallel; each row's elements vectorise (the dtype test is loop-invariant) */
+void ax_cpu_bias_gelu_forward(void *out, ax_dtype ot, void *pre, ax_dtype pt, const float *y, const float *bias, int M,
+                              int n) {
+    int keep = pre && !(pre == (const void *)y && pt == AX_F32 && !bias);
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
-        const float *g = gu + (size_t)i * 2 * F, *u = g + F;
-        float *o = out + (size_t)i * F;
-        for (int j = 0; j < F; j++) o[j] = ax_swiglu(g[j], u[j]);
+        size_t o = (size_t)i * n;
+        for (int j = 0; j < n; j++) {
+            float v = bias ? y[o + j] + bias[j] : y[o + j];
+            if (keep) ax_store(pre, pt, o + j, v);
+            ax_store(out, ot, o + j, ax_gelu(v));
+        }
     }
 }
 
-void ax_cpu_swiglu_backward(float *dgu, const float *gu, const float *dout, int M, int F) {
+/* threads own column ranges and walk the rows in order, as bias_grad does:
+ * db gets the same sums in the same order as the unfused bias_grad */
+void ax_cpu_gelu_backward(void *dx, ax_dtype dt, float *db, const void *x, ax_dtype xt, const float *dout, int M,
+                          int n) {
+#pragma omp parallel
+    {
+        int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        int c0 = (int)((long)n * t / nt), c1 = (int)((long)n * (t + 1) / nt);
+        for (int i = 0; i < M; i++) {
+            size_t o = (size_t)i * n;
+            for (int j = c0; j < c1; j++) {
+                float d = ax_gelu_grad(ax_load(x, xt, o + j), dout[o + j]);
+                ax_store(dx, dt, o + j, d);
+                if (db) db[j] += d;
+            }
+        }
+    }
+}
+
+void ax_cpu_swiglu_forward(void *out, ax_dtype ot, void *pre, ax_dtype pt, const float *gu, int M, int F) {
+    int keep = pre && !(pre == (const void *)gu && pt == AX_F32);
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
-        const float *g = gu + (size_t)i * 2 * F, *u = g + F, *d = dout + (size_t)i * F;
-        float *dg = dgu + (size_t)i * 2 * F, *du = dg + F;
-        for (int j = 0; j < F; j++) ax_swiglu_grad(g[j], u[j], d[j], &dg[j], &du[j]);
+        size_t g = (size_t)i * 2 * F, u = g + F, o = (size_t)i * F;
+        for (int j = 0; j < F; j++) {
+            if (keep) {
+                ax_store(pre, pt, g + j, gu[g + j]);
+                ax_store(pre, pt, u + j, gu[u + j]);
+            }
+            ax_store(out, ot, o + j, ax_swiglu(gu[g + j], gu[u + j]));
+        }
+    }
+}
+
+void ax_cpu_swiglu_backward(void *dgu, ax_dtype dt, const void *gu, ax_dtype gt, const float *dout, int M, int F) {
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < M; i++) {
+        size_t g = (size_t)i * 2 * F, u = g + F;
+        const float *d = dout + (size_t)i * F;
+        for (int j = 0; j < F; j++) {
+            float dg, du;
+            ax_swiglu_grad(ax_load(gu, gt, g + j), ax_load(gu, gt, u + j), d[j], &dg, &du);
+            ax_store(dgu, dt, g + j, dg);
+            ax_store(dgu, dt, u + j, du);
+        }
     }
 }
 

@@ -8,10 +8,21 @@
 
 #define NT 256
 
-__global__ static void row_sum(float *s, const float *x, int Cl) {
-    const float *r = x + (size_t)blockIdx.x * Cl;
+/* the fused residual, x = (x + bias) + r stored back (when either is given),
+ * and the row's sum (sq: of squares) */
+__global__ static void row_sum(float *s, float *x, const float *bias, const float *res, int Cl, int sq) {
+    float *r = x + (size_t)blockIdx.x * Cl;
+    const float *rr = res ? res + (size_t)blockIdx.x * Cl : NULL;
     float a = 0;
-    for (int j = threadIdx.x; j < Cl; j += NT) a += r[j];
+    for (int j = threadIdx.x; j < Cl; j += NT) {
+        float v = r[j];
+        if (bias || rr) {
+            if (bias) v += bias[j];
+            if (rr) v += rr[j];
+            r[j] = v;
+        }
+        a += sq ? v * v : v;
+    }
     a = ax_block_sum(a);
     if (threadIdx.x == 0) s[blockIdx.x] = a;
 }
@@ -31,25 +42,26 @@ __global__ static void ln_centred(float *mean, float *sq, const float *x, int Cl
     }
 }
 
-__global__ static void ln_out(float *out, float *rstd, const float *x, const float *w, const float *b,
+__global__ static void ln_out(void *out, ax_dtype ot, float *rstd, const float *x, const float *w, const float *b,
                               const float *mean, const float *sq, int Cl, int C, float eps) {
     size_t o = (size_t)blockIdx.x * Cl;
     float m = mean[blockIdx.x], rs = ax_norm_rstd(sq[blockIdx.x], C, eps);
     if (threadIdx.x == 0) rstd[blockIdx.x] = rs;
-    for (int j = threadIdx.x; j < Cl; j += NT) out[o + j] = ax_layernorm(x[o + j], m, rs, w[j], b[j]);
+    for (int j = threadIdx.x; j < Cl; j += NT) ax_store(out, ot, o + j, ax_layernorm(x[o + j], m, rs, w[j], b[j]));
 }
 
-void ax_cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
-                               int M, int Cl, int C, float eps, float *scratch, const ax_reducer *X) {
+void ax_cuda_layernorm_forward(void *out, ax_dtype ot, float *mean, float *rstd, float *x, const float *bias,
+                               const float *r, const float *w, const float *b, int M, int Cl, int C, float eps,
+                               float *scratch, const ax_reducer *X) {
     if (M == 0) return;
     cudaStream_t s = ax_cuda_stream();
-    row_sum<<<M, NT, 0, s>>>(mean, x, Cl);
+    row_sum<<<M, NT, 0, s>>>(mean, x, bias, r, Cl, 0);
     AX_CUDA_DONE();
     X->sum(X->ctx, mean, M);
     ln_centred<<<M, NT, 0, s>>>(mean, scratch, x, Cl, C);
     AX_CUDA_DONE();
     X->sum(X->ctx, scratch, M);
-    ln_out<<<M, NT, 0, s>>>(out, rstd, x, w, b, mean, scratch, Cl, C, eps);
+    ln_out<<<M, NT, 0, s>>>(out, ot, rstd, x, w, b, mean, scratch, Cl, C, eps);
     AX_CUDA_DONE();
 }
 
@@ -102,30 +114,23 @@ void ax_cuda_layernorm_backward(float *dx, float *dw, float *db, const float *do
     AX_CUDA_DONE();
 }
 
-__global__ static void row_sumsq(float *s, const float *x, int Cl) {
-    const float *r = x + (size_t)blockIdx.x * Cl;
-    float a = 0;
-    for (int j = threadIdx.x; j < Cl; j += NT) a += r[j] * r[j];
-    a = ax_block_sum(a);
-    if (threadIdx.x == 0) s[blockIdx.x] = a;
-}
-
-__global__ static void rms_out(float *out, float *rstd, const float *x, const float *w, int Cl, int C, float eps) {
+__global__ static void rms_out(void *out, ax_dtype ot, float *rstd, const float *x, const float *w, int Cl, int C,
+                               float eps) {
     size_t o = (size_t)blockIdx.x * Cl;
     float rs = ax_norm_rstd(rstd[blockIdx.x], C, eps);
     __syncthreads(); /* every thread has read the sum before it becomes rstd */
     if (threadIdx.x == 0) rstd[blockIdx.x] = rs;
-    for (int j = threadIdx.x; j < Cl; j += NT) out[o + j] = ax_rmsnorm(x[o + j], rs, w[j]);
+    for (int j = threadIdx.x; j < Cl; j += NT) ax_store(out, ot, o + j, ax_rmsnorm(x[o + j], rs, w[j]));
 }
 
-void ax_cuda_rmsnorm_forward(float *out, float *rstd, const float *x, const float *w, int M, int Cl, int C, float eps,
-                             const ax_reducer *X) {
+void ax_cuda_rmsnorm_forward(void *out, ax_dtype ot, float *rstd, float *x, const float *bias, const float *r,
+                             const float *w, int M, int Cl, int C, float eps, const ax_reducer *X) {
     if (M == 0) return;
     cudaStream_t s = ax_cuda_stream();
-    row_sumsq<<<M, NT, 0, s>>>(rstd, x, Cl);
+    row_sum<<<M, NT, 0, s>>>(rstd, x, bias, r, Cl, 1);
     AX_CUDA_DONE();
     X->sum(X->ctx, rstd, M);
-    rms_out<<<M, NT, 0, s>>>(out, rstd, x, w, Cl, C, eps);
+    rms_out<<<M, NT, 0, s>>>(out, ot, rstd, x, w, Cl, C, eps);
     AX_CUDA_DONE();
 }
 

@@ -1,7 +1,7 @@
 /* Elementwise and per-column kernels: GELU, SwiGLU, rotary embeddings,
  * residual add, bias, AdamW, casts. A thread per element (grid-stride), the
  * element's arithmetic from backend/kmath.h; the bias gradient's column sums
- * from colsum.cuh. */
+ * (GELU's fused into its backward) from colsum.cuh. */
 #include "backend/cuda/cuda.h"
 #include "backend/cuda/colsum.cuh"
 #include "backend/kmath.h"
@@ -15,48 +15,89 @@ static unsigned grid_of(size_t n) {
     return (unsigned)(b < 65535 * 8 ? b : 65535 * 8);
 }
 
-__global__ static void gelu_fwd(float *out, const float *x, size_t n) { EACH(i, n) out[i] = ax_gelu(x[i]); }
-__global__ static void gelu_bwd(float *dx, const float *x, const float *dout, size_t n) {
-    EACH(i, n) dx[i] = ax_gelu_grad(x[i], dout[i]);
-}
-
-void ax_cuda_gelu_forward(float *out, const float *x, size_t n) {
-    if (!n) return;
-    gelu_fwd<<<grid_of(n), NT, 0, ax_cuda_stream()>>>(out, x, n);
-    AX_CUDA_DONE();
-}
-
-void ax_cuda_gelu_backward(float *dx, const float *x, const float *dout, size_t n) {
-    if (!n) return;
-    gelu_bwd<<<grid_of(n), NT, 0, ax_cuda_stream()>>>(dx, x, dout, n);
-    AX_CUDA_DONE();
-}
-
-__global__ static void swiglu_fwd(float *out, const float *gu, int F, size_t n) {
-    EACH(k, n) {
-        size_t i = k / F, j = k % F;
-        out[k] = ax_swiglu(gu[i * 2 * F + j], gu[i * 2 * F + F + j]);
+__global__ static void bias_gelu_k(void *out, ax_dtype ot, void *pre, ax_dtype pt, const float *y, const float *bias,
+                                   int n, size_t t) {
+    EACH(i, t) {
+        float v = bias ? y[i] + bias[i % n] : y[i];
+        if (pre) ax_store(pre, pt, i, v);
+        ax_store(out, ot, i, ax_gelu(v));
     }
 }
 
-__global__ static void swiglu_bwd(float *dgu, const float *gu, const float *dout, int F, size_t n) {
-    EACH(k, n) {
-        size_t i = k / F, j = k % F;
-        ax_swiglu_grad(gu[i * 2 * F + j], gu[i * 2 * F + F + j], dout[k], &dgu[i * 2 * F + j], &dgu[i * 2 * F + F + j]);
-    }
-}
-
-void ax_cuda_swiglu_forward(float *out, const float *gu, int M, int F) {
-    size_t n = (size_t)M * F;
-    if (!n) return;
-    swiglu_fwd<<<grid_of(n), NT, 0, ax_cuda_stream()>>>(out, gu, F, n);
+void ax_cuda_bias_gelu_forward(void *out, ax_dtype ot, void *pre, ax_dtype pt, const float *y, const float *bias, int M,
+                               int n) {
+    size_t t = (size_t)M * n;
+    if (!t) return;
+    if (pre == (const void *)y && pt == AX_F32 && !bias) pre = NULL; /* already there */
+    bias_gelu_k<<<grid_of(t), NT, 0, ax_cuda_stream()>>>(out, ot, pre, pt, y, bias, n, t);
     AX_CUDA_DONE();
 }
 
-void ax_cuda_swiglu_backward(float *dgu, const float *gu, const float *dout, int M, int F) {
+__global__ static void gelu_bwd(void *dx, ax_dtype dt, const void *x, ax_dtype xt, const float *dout, size_t n) {
+    EACH(i, n) ax_store(dx, dt, i, ax_gelu_grad(ax_load(x, xt, i), dout[i]));
+}
+
+/* with the bias gradient: the column sums' functor computes each element's
+ * gradient once, stores it and hands it to the sum (colsum.cuh visits every
+ * element exactly once) */
+struct gelu_db {
+    void *dx;
+    ax_dtype dt;
+    const void *x;
+    ax_dtype xt;
+    const float *dout;
+    int n;
+    __device__ void operator()(int i, int j, float *v) const {
+        size_t o = (size_t)i * n + j;
+        float d = ax_gelu_grad(ax_load(x, xt, o), dout[o]);
+        ax_store(dx, dt, o, d);
+        v[0] = d;
+    }
+};
+
+void ax_cuda_gelu_backward(void *dx, ax_dtype dt, float *db, const void *x, ax_dtype xt, const float *dout, int M,
+                           int n) {
+    size_t t = (size_t)M * n;
+    if (!t) return;
+    if (db) ax_colsum<1>(db, NULL, M, n, gelu_db{dx, dt, x, xt, dout, n});
+    else gelu_bwd<<<grid_of(t), NT, 0, ax_cuda_stream()>>>(dx, dt, x, xt, dout, t);
+    AX_CUDA_DONE();
+}
+
+__global__ static void swiglu_fwd(void *out, ax_dtype ot, void *pre, ax_dtype pt, const float *gu, int F, size_t n) {
+    EACH(k, n) {
+        size_t g = k / F * 2 * F + k % F, u = g + F;
+        if (pre) {
+            ax_store(pre, pt, g, gu[g]);
+            ax_store(pre, pt, u, gu[u]);
+        }
+        ax_store(out, ot, k, ax_swiglu(gu[g], gu[u]));
+    }
+}
+
+__global__ static void swiglu_bwd(void *dgu, ax_dtype dt, const void *gu, ax_dtype gt, const float *dout, int F,
+                                  size_t n) {
+    EACH(k, n) {
+        size_t g = k / F * 2 * F + k % F, u = g + F;
+        float dg, du;
+        ax_swiglu_grad(ax_load(gu, gt, g), ax_load(gu, gt, u), dout[k], &dg, &du);
+        ax_store(dgu, dt, g, dg);
+        ax_store(dgu, dt, u, du);
+    }
+}
+
+void ax_cuda_swiglu_forward(void *out, ax_dtype ot, void *pre, ax_dtype pt, const float *gu, int M, int F) {
     size_t n = (size_t)M * F;
     if (!n) return;
-    swiglu_bwd<<<grid_of(n), NT, 0, ax_cuda_stream()>>>(dgu, gu, dout, F, n);
+    if (pre == (const void *)gu && pt == AX_F32) pre = NULL; /* already there */
+    swiglu_fwd<<<grid_of(n), NT, 0, ax_cuda_stream()>>>(out, ot, pre, pt, gu, F, n);
+    AX_CUDA_DONE();
+}
+
+void ax_cuda_swiglu_backward(void *dgu, ax_dtype dt, const void *gu, ax_dtype gt, const float *dout, int M, int F) {
+    size_t n = (size_t)M * F;
+    if (!n) return;
+    swiglu_bwd<<<grid_of(n), NT, 0, ax_cuda_stream()>>>(dgu, dt, gu, gt, dout, F, n);
     AX_CUDA_DONE();
 }
 
