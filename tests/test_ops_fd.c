@@ -1,14 +1,16 @@
 /* Finite-difference checks of the backward of every single-rank op
  * (LayerNorm, RMSNorm, GELU, SwiGLU, rotary embeddings, attention with and
  * without grouped-query heads, cross-entropy, embedding, linear) on a 1-rank
- * grid. The scalar under test is L = sum(out * R) for a fixed random R (the
- * cross-entropy: its own weighted loss), accumulated in double; the numeric
- * gradient is a central difference with a fp32 step of about 1e-3.
+ * grid, and the fused kernels (bias + GELU, GELU backward + bias gradient,
+ * residual + norm) and bf16 stores against the unfused fp32 composition. The scalar under test is L = sum(out * R) for
+ * a fixed random R (the cross-entropy: its own weighted loss), accumulated in double; the numeric gradient is a central
+ * difference with a fp32 step of about 1e-3.
  *
  * Each comparison is norm-wise relative. The tolerance is well below 1e-2 so
  * that every check also proves it can fail: the same analytic gradient scaled
  * by 1.01 must be rejected by the very same comparison. */
 #include "test.h"
+#include "backend/bf16.h"
 #include "grid/grid.h"
 #include "nn/activation.h"
 #include "nn/attention.h"
@@ -309,6 +311,135 @@ static void test_gelu(void) {
     free(c.out);
     free(dx);
     free(inplace);
+}
+
+/* ---- fused kernels and bf16 stores, against the unfused composition ----
+ * Each fused entry does the unfused ops' arithmetic in their order, so its
+ * fp32 results are the same bits; a bf16 output is the fp32 result rounded
+ * once (ax_bf16_round), and a kernel reading a bf16 input computes what the
+ * fp32 kernel computes on the widened values: tolerance 0 throughout. */
+
+static int same_bits(const void *a, const void *b, size_t bytes) { return memcmp(a, b, bytes) == 0; }
+
+static ax_bf16 *rounded(const float *x, long n) {
+    ax_bf16 *h = ax_malloc((n + 1) * sizeof(ax_bf16));
+    for (long i = 0; i < n; i++) h[i] = ax_bf16_round(x[i]);
+    return h;
+}
+
+static float *widened(const ax_bf16 *h, long n) {
+    float *x = ax_malloc(n * sizeof(float));
+    for (long i = 0; i < n; i++) x[i] = ax_bf16_widen(h[i]);
+    return x;
+}
+
+typedef struct {
+    int M, n;
+    float *y, *b, *R, *v, *out;
+} bg_ctx;
+
+static double bias_gelu_loss(void *v) {
+    bg_ctx *c = v;
+    ax_bias_gelu_forward(c->out, AX_F32, c->v, AX_F32, c->y, c->b, c->M, c->n);
+    return dot(c->out, c->R, (long)c->M * c->n);
+}
+
+static void test_bias_gelu(void) {
+    enum { M = 9, N = 13 };
+    long n = M * N;
+    const ax_backend *be = ax_be();
+    float *y = randn(n, 2.0), *b = randn(N, 1.0), *R = randn(n, 1.0);
+    /* unfused: y + bias (bias_add), then GELU, then its backward and bias_grad */
+    float *yu = copy_of(y, n), *ou = filled(n, GARBAGE), *du = filled(n, GARBAGE), *dbu = randn(N, 1.0);
+    float *dbf = copy_of(dbu, N);
+    be->bias_add(yu, b, M, N);
+    ax_bias_gelu_forward(ou, AX_F32, NULL, AX_F32, yu, NULL, M, N);
+    ax_gelu_backward(du, AX_F32, NULL, yu, AX_F32, R, M, N);
+    be->bias_grad(dbu, du, M, N);
+    /* fused, fp32, the pre-activation kept in y itself as the model does */
+    float *yf = copy_of(y, n), *of = filled(n, GARBAGE), *df = filled(n, GARBAGE);
+    ax_bias_gelu_forward(of, AX_F32, yf, AX_F32, yf, b, M, N);
+    CHECK(same_bits(yf, yu, n * 4) && same_bits(of, ou, n * 4), "bias+gelu fp32 differs from bias_add + gelu");
+    ax_gelu_backward(df, AX_F32, dbf, yf, AX_F32, R, M, N);
+    CHECK(same_bits(df, du, n * 4) && same_bits(dbf, dbu, N * 4),
+          "gelu backward + bias gradient differs from gelu backward + bias_grad");
+    /* bf16 stores: the fp32 results rounded once */
+    ax_bf16 *ph = ax_malloc(n * 2 + 2), *oh = ax_malloc(n * 2 + 2), *dh = ax_malloc(n * 2 + 2);
+    ax_bias_gelu_forward(oh, AX_BF16, ph, AX_BF16, y, b, M, N);
+    ax_bf16 *pe = rounded(yu, n), *oe = rounded(ou, n);
+    CHECK(same_bits(ph, pe, n * 2) && same_bits(oh, oe, n * 2),
+          "bias+gelu bf16 stores are not the fp32 results rounded");
+    /* bf16 pre-activation read, bf16 dx written: the fp32 kernel on the widened input, rounded */
+    float *pw = widened(ph, n), *dw32 = filled(n, GARBAGE), *db32 = filled(N, 0), *dbh = filled(N, 0);
+    ax_gelu_backward(dw32, AX_F32, db32, pw, AX_F32, R, M, N);
+    ax_gelu_backward(dh, AX_BF16, dbh, ph, AX_BF16, R, M, N);
+    ax_bf16 *de = rounded(dw32, n);
+    CHECK(same_bits(dh, de, n * 2) && same_bits(dbh, db32, N * 4),
+          "gelu backward from bf16: not the fp32 kernel's result on the widened input");
+    /* the fused bias gradient against finite differences of sum(gelu(y + b) R) */
+    bg_ctx c = {M, N, y, b, R, filled(n, 0), filled(n, 0)};
+    float *db = filled(N, 0), *dx = filled(n, GARBAGE);
+    bias_gelu_loss(&c);
+    ax_gelu_backward(dx, AX_F32, db, c.v, AX_F32, R, M, N);
+    fd_check("bias+gelu db (fused)", bias_gelu_loss, &c, c.b, db, N);
+    fd_check("bias+gelu dy (fused)", bias_gelu_loss, &c, c.y, dx, n);
+    printf("  bias+gelu fused fp32 == unfused bits; bf16 == fp32 rounded\n");
+    void *all[] = {y,  b,  R,  yu, ou,   du,   dbu, dbf, yf,  of,    df, ph, oh,
+                   dh, pe, oe, pw, dw32, db32, dbh, de,  c.v, c.out, db, dx};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+}
+
+/* res = (x + bias) + r and norm(res) in one kernel against bias_add, add and
+ * the norm; rms: RMSNorm */
+static void test_add_norm(int rms) {
+    enum { M = 7, C = 12 };
+    long n = M * C;
+    const ax_backend *be = ax_be();
+    float *x = randn(n, 1.0), *bias = randn(C, 0.5), *r = randn(n, 1.0), *w = randn(C, 1.0), *b = randn(C, 0.5);
+    float *xu = copy_of(x, n), *ou = filled(n, GARBAGE), *mu = filled(M, 0), *ru = filled(M, 0), *sc = filled(2 * M, 0);
+    float *xf = copy_of(x, n), *of = filled(n, GARBAGE), *mf = filled(M, 0), *rf = filled(M, 0);
+    float *xh = copy_of(x, n), *mh = filled(M, 0), *rh = filled(M, 0);
+    ax_bf16 *oh = ax_malloc(n * 2 + 2);
+    be->bias_add(xu, bias, M, C);
+    be->add(xu, r, n);
+    if (rms) {
+        ax_rmsnorm_forward(&g.X, ou, AX_F32, ru, xu, NULL, NULL, w, M, C, C, 1e-6f);
+        ax_rmsnorm_forward(&g.X, of, AX_F32, rf, xf, bias, r, w, M, C, C, 1e-6f);
+        ax_rmsnorm_forward(&g.X, oh, AX_BF16, rh, xh, bias, r, w, M, C, C, 1e-6f);
+    } else {
+        ax_layernorm_forward(&g.X, ou, AX_F32, mu, ru, xu, NULL, NULL, w, b, M, C, C, 1e-5f, sc);
+        ax_layernorm_forward(&g.X, of, AX_F32, mf, rf, xf, bias, r, w, b, M, C, C, 1e-5f, sc);
+        ax_layernorm_forward(&g.X, oh, AX_BF16, mh, rh, xh, bias, r, w, b, M, C, C, 1e-5f, sc);
+    }
+    const char *what = rms ? "residual+rmsnorm" : "residual+layernorm";
+    CHECK(same_bits(xf, xu, n * 4) && same_bits(of, ou, n * 4) && same_bits(mf, mu, M * 4) && same_bits(rf, ru, M * 4),
+          "%s fp32 differs from bias_add + add + norm", what);
+    ax_bf16 *oe = rounded(ou, n);
+    CHECK(same_bits(xh, xu, n * 4) && same_bits(oh, oe, n * 2) && same_bits(rh, ru, M * 4),
+          "%s bf16 output is not the fp32 result rounded", what);
+    printf("  %s fused fp32 == unfused bits; bf16 == fp32 rounded\n", what);
+    void *all[] = {x, bias, r, w, b, xu, ou, mu, ru, sc, xf, of, mf, rf, xh, mh, rh, oh, oe};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+}
+
+/* SwiGLU with bf16 stores and a bf16 input to its backward */
+static void test_swiglu_bf16(void) {
+    enum { M = 5, F = 9 };
+    long n = M * F, n2 = 2 * n;
+    float *gu = randn(n2, 2.5), *R = randn(n, 1.0), *o32 = filled(n, GARBAGE), *d32 = filled(n2, GARBAGE);
+    ax_bf16 *oh = ax_malloc(n * 2 + 2), *ph = ax_malloc(n2 * 2 + 2), *dh = ax_malloc(n2 * 2 + 2);
+    ax_swiglu_forward(o32, AX_F32, NULL, AX_F32, gu, M, F);
+    ax_swiglu_forward(oh, AX_BF16, ph, AX_BF16, gu, M, F);
+    ax_bf16 *oe = rounded(o32, n), *pe = rounded(gu, n2);
+    CHECK(same_bits(oh, oe, n * 2) && same_bits(ph, pe, n2 * 2), "swiglu bf16 stores are not the fp32 results rounded");
+    float *pw = widened(ph, n2);
+    ax_swiglu_backward(d32, AX_F32, pw, AX_F32, R, M, F);
+    ax_swiglu_backward(dh, AX_BF16, ph, AX_BF16, R, M, F);
+    ax_bf16 *de = rounded(d32, n2);
+    CHECK(same_bits(dh, de, n2 * 2), "swiglu backward from bf16: not the fp32 kernel on the widened input, rounded");
+    printf("  swiglu bf16 == fp32 rounded\n");
+    void *all[] = {gu, R, o32, d32, oh, ph, dh, oe, pe, pw, de};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
 }
 
 /* ---- attention: dqkv ---- */
@@ -612,6 +743,10 @@ int main(int argc, char **argv) {
     test_rmsnorm();
     test_gelu();
     test_swiglu();
+    test_bias_gelu();
+    test_add_norm(0);
+    test_add_norm(1);
+    test_swiglu_bf16();
     test_rope(0);
     test_rope(1);
     test_attention(4);

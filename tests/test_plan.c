@@ -123,34 +123,37 @@ static void test_memory(int llama) {
                                 .arch = AX_ARCH_LLAMA,
                                 .untied = 1};
     int grids[][4] = {{1, 1, 1, 1}, {1, 2, 2, 1}, {2, 1, 1, 2}, {1, 2, 1, 4}, {1, 1, 4, 2}, {1, 4, 2, 1}};
-    for (size_t t = 0; t < sizeof grids / sizeof *grids; t++)
-        for (int rc = 0; rc < 3; rc++) {
-            const int *g = grids[t];
-            j.recompute = rc;
-            j.ov_flags = rc == 1 ? 0 : AX_OV_ALL;
-            j.keep_gathered = rc == 2; /* overlap buffers: none, all, all kept */
-            ax_plan_cost c;
-            ax_plan_estimate(&j, g, &mc, &c);
-            ax_grid fg;
-            ax_gpt m;
-            fake_grid(&fg, g);
-            CHECK(ax_gpt_init(&m, &j.cfg, &fg) == 0, "init: %s", ax_err_msg());
-            ax_gpt_set_recompute(&m, (ax_recompute)rc);
-            ax_gpt_set_overlap(&m, j.ov_flags, j.keep_gathered, 0);
-            int Bl = j.batch / (g[0] * g[3]);
-            ax_gpt_alloc_acts(&m, Bl, j.seq);
-            /* the planner leaves out the attention kernel's per-thread scratch */
-            double scratch = 4.0 * m.att_threads * ax_be()->attention_scratch(j.seq);
-            CHECK(c.n_local == m.n_local, "%s grid %d,%d,%d,%d: %lld parameters, allocated %lld",
-                  llama ? "llama" : "gpt2", g[0], g[1], g[2], g[3], (long long)c.n_local, (long long)m.n_local);
-            CHECK(c.ws_bytes == m.ws_bytes, "%s grid %d,%d,%d,%d: workspace %g, allocated %g", llama ? "llama" : "gpt2",
-                  g[0], g[1], g[2], g[3], c.ws_bytes, m.ws_bytes);
-            CHECK(c.act_bytes == m.act_bytes - scratch,
-                  "%s grid %d,%d,%d,%d recompute %d: activations %g, allocated %g", llama ? "llama" : "gpt2", g[0],
-                  g[1], g[2], g[3], rc, c.act_bytes, m.act_bytes - scratch);
-            CHECK(c.mem_bytes == 4 * 4.0 * m.n_local + c.act_bytes + c.ws_bytes, "total memory");
-            ax_gpt_free(&m);
-        }
+    for (int bf = 0; bf < 2; bf++) /* fp32, and bf16's layout (model/gpt_layout.c) */
+        for (size_t t = 0; t < sizeof grids / sizeof *grids; t++)
+            for (int rc = 0; rc < 3; rc++) {
+                const int *g = grids[t];
+                j.act_bytes = bf ? 2 : 4;
+                j.recompute = rc;
+                j.ov_flags = rc == 1 ? 0 : AX_OV_ALL;
+                j.keep_gathered = rc == 2; /* overlap buffers: none, all, all kept */
+                ax_plan_cost c;
+                ax_plan_estimate(&j, g, &mc, &c);
+                ax_grid fg;
+                ax_gpt m;
+                fake_grid(&fg, g);
+                CHECK(ax_gpt_init(&m, &j.cfg, &fg) == 0, "init: %s", ax_err_msg());
+                ax_gpt_set_recompute(&m, (ax_recompute)rc);
+                if (bf) ax_gpt_set_dtype(&m, AX_BF16);
+                ax_gpt_set_overlap(&m, j.ov_flags, j.keep_gathered, 0);
+                int Bl = j.batch / (g[0] * g[3]);
+                ax_gpt_alloc_acts(&m, Bl, j.seq);
+                /* the planner leaves out the attention kernel's per-thread scratch */
+                double scratch = 4.0 * m.att_threads * ax_be()->attention_scratch(j.seq);
+                CHECK(c.n_local == m.n_local, "%s grid %d,%d,%d,%d: %lld parameters, allocated %lld",
+                      llama ? "llama" : "gpt2", g[0], g[1], g[2], g[3], (long long)c.n_local, (long long)m.n_local);
+                CHECK(c.ws_bytes == m.ws_bytes, "%s grid %d,%d,%d,%d: workspace %g, allocated %g",
+                      llama ? "llama" : "gpt2", g[0], g[1], g[2], g[3], c.ws_bytes, m.ws_bytes);
+                CHECK(c.act_bytes == m.act_bytes - scratch,
+                      "%s %s grid %d,%d,%d,%d recompute %d: activations %g, allocated %g", llama ? "llama" : "gpt2",
+                      bf ? "bf16" : "fp32", g[0], g[1], g[2], g[3], rc, c.act_bytes, m.act_bytes - scratch);
+                CHECK(c.mem_bytes == 4 * 4.0 * m.n_local + c.act_bytes + c.ws_bytes, "total memory");
+                ax_gpt_free(&m);
+            }
 }
 
 static void test_rejects_and_ranking(void) {

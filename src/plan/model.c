@@ -118,11 +118,12 @@ static void estimate_memory(const ax_plan_job *j, ax_dims *d, const ax_machine *
     int64_t nw = d->nw, chunk = cap / Z > nw ? cap / Z : nw;
     double ab = d->ab;
     c->ws_bytes = Z > 1 ? ab * nbuf * cap + 4.0 * (slots * (cap + chunk) + 2 * d->tables * nw * Z) : 0;
-    /* the model's fp32 layout (model/gpt_layout.c) without its alignment or the attention scratch,
-     * each element at the activation dtype's bytes */
+    /* the model's layout in the job's dtype (model/gpt_layout.c: bf16 buffers
+     * counted two to a float) without its alignment or the attention scratch */
     ax_gpt_acts acts;
-    ax_gpt_act_sizes(&j->cfg, (int[]){d->D, d->X, d->Y, d->Z}, (int)d->Bl, (int)d->T, j->recompute, AX_F32, &acts);
-    c->act_bytes = ab * (double)ax_gpt_act_floats(&acts);
+    ax_gpt_act_sizes(&j->cfg, (int[]){d->D, d->X, d->Y, d->Z}, (int)d->Bl, (int)d->T, j->recompute,
+                     ab == 2 ? AX_BF16 : AX_F32, &acts);
+    c->act_bytes = 4.0 * (double)ax_gpt_act_floats(&acts);
     c->mem_bytes = 4 * c->param_bytes + c->act_bytes + c->ws_bytes;
     double avail = m->mem_bytes * (1 - j->mem_reserve);
     c->fits = c->mem_bytes <= avail;
