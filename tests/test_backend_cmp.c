@@ -239,6 +239,11 @@ static void fused_bf16(pair gu, pair dso, int M, int Fd) {
     G_->gelu_backward(dx.g, AX_BF16, G(db), pre.g, AX_BF16, G(d), R, Cn);
     row("gelu bwd+dbias dx bf16", "301x997", dx, 1, 8e-3);
     row("gelu bwd+dbias db", "301x997", db, 0, 1e-5);
+    put(y); /* a GEMM output kept in bf16: the same add rounded, exact */
+    C_->bias_round(F(y), pre.c, AX_BF16, F(bias), R, Cn);
+    G_->bias_round(G(y), pre.g, AX_BF16, G(bias), R, Cn);
+    row("bias_round out bf16", "301x997", pre, 1, 0);
+    row("bias_round y widened", "301x997", y, 0, 0);
     pair guh = mk((size_t)M * 2 * Fd * 2), soh = mk((size_t)M * Fd * 2), dguh = mk((size_t)M * 2 * Fd * 2);
     C_->swiglu_forward(soh.c, AX_BF16, guh.c, AX_BF16, F(gu), M, Fd);
     G_->swiglu_forward(soh.g, AX_BF16, guh.g, AX_BF16, G(gu), M, Fd);

@@ -148,6 +148,7 @@ WRAP(rope, (float *x, int ld, int M, int T, const int32_t *pos, int nh, int hd, 
      (x, ld, M, T, pos, nh, hd, cs, sg))
 WRAP(add, (float *y, const float *x, size_t n), (y, x, n))
 WRAP(bias_add, (float *y, const float *b, int M, int n), (y, b, M, n))
+WRAP(bias_round, (float *y, void *o, ax_dtype ot, const float *b, int M, int n), (y, o, ot, b, M, n))
 WRAP(bias_grad, (float *db, const float *dy, int M, int n), (db, dy, M, n))
 WRAP(embedding_forward,
      (float *o, const int32_t *t, const int32_t *pos, const float *wte, const float *wpe, int M, int T, int v0, int Vl,
@@ -213,6 +214,7 @@ static ax_backend guarded(void) {
     E(rope);
     E(add);
     E(bias_add);
+    E(bias_round);
     E(bias_grad);
     E(embedding_forward);
     E(embedding_backward);

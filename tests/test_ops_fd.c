@@ -422,6 +422,26 @@ static void test_add_norm(int rms) {
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
 }
 
+/* a GEMM output kept in bf16 with its bias: out = round(y + bias), and y
+ * then holds the rounded value widened; fp32 with out = y is bias_add's bits */
+static void test_bias_round(void) {
+    enum { M = 6, N = 11 };
+    long n = M * N;
+    float *y = randn(n, 3.0), *b = randn(N, 1.0), *yu = copy_of(y, n), *yf = copy_of(y, n), *yh = copy_of(y, n);
+    ax_bf16 *oh = ax_malloc(n * 2 + 2);
+    ax_be()->bias_add(yu, b, M, N);
+    ax_bias_round(yf, yf, AX_F32, b, M, N);
+    ax_bias_round(yh, oh, AX_BF16, b, M, N);
+    ax_bf16 *oe = rounded(yu, n);
+    float *we = widened(oe, n);
+    CHECK(same_bits(yf, yu, n * 4), "bias_round fp32 differs from bias_add");
+    CHECK(same_bits(oh, oe, n * 2) && same_bits(yh, we, n * 4),
+          "bias_round bf16: not y + bias rounded, or y not left holding it widened");
+    printf("  bias_round fp32 == bias_add bits; bf16 == rounded, y widened\n");
+    void *all[] = {y, b, yu, yf, yh, oh, oe, we};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+}
+
 /* SwiGLU with bf16 stores and a bf16 input to its backward */
 static void test_swiglu_bf16(void) {
     enum { M = 5, F = 9 };
@@ -747,6 +767,7 @@ int main(int argc, char **argv) {
     test_add_norm(0);
     test_add_norm(1);
     test_swiglu_bf16();
+    test_bias_round();
     test_rope(0);
     test_rope(1);
     test_attention(4);

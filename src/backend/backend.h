@@ -153,6 +153,11 @@ typedef struct ax_backend {
     void (*rope)(float *x, int ld, int M, int T, const int32_t *pos, int nh, int hd, const float *cs, float sign);
     void (*add)(float *y, const float *x, size_t n);             /* y += x */
     void (*bias_add)(float *y, const float *bias, int M, int n); /* rows of y += bias */
+    /* a GEMM output (M, n) kept in dtype ot: y += bias (NULL: none), out = y
+     * in ot, and y then holds out's value (rounded under bf16), so that fp32
+     * readers of y now and of out later see the same numbers; out may be y
+     * when fp32 */
+    void (*bias_round)(float *y, void *out, ax_dtype ot, const float *bias, int M, int n);
     void (*bias_grad)(float *db, const float *dy, int M, int n); /* db += column sums */
     /* token rows [v0, v0+Vl) of the table, zeros elsewhere, completed over the
      * vocabulary group, plus position rows pos[i] (i % T when pos is NULL;

@@ -281,10 +281,8 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
     LAYERS(fch, AX_ACT_FCH, ONE);
     LAYERS(fch_act, AX_ACT_FCH_ACT, ONE);
     LAYERS(res3, AX_ACT_RES3, ONE);
-    if (m->dtype == AX_BF16) {
-        LAYERS(atty_h, AX_ACT_ATTY_H, ONE_H);
-        m->dy_h = ONE_H(AX_ACT_DY_H);
-    }
+    float *qkv32 = ONE(AX_ACT_QKV32), *atty32 = ONE(AX_ACT_ATTY32);
+    if (m->dtype == AX_BF16) m->dy_h = ONE_H(AX_ACT_DY_H);
     m->lnf = ONE(AX_ACT_LNF);
     m->lnf_mean = ONE(AX_ACT_LNF_MEAN);
     m->lnf_rstd = ONE(AX_ACT_LNF_RSTD);
@@ -294,8 +292,13 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
     m->s1 = ONE(AX_ACT_S1);
     m->s2 = ONE(AX_ACT_S2);
     m->scratch = ONE(AX_ACT_SCRATCH);
-    for (int l = 0; base && l < m->cfg.n_layer; l++) /* where the up-projection's GEMM writes */
-        m->L[l].fcy = m->dtype == AX_BF16 ? m->s1 : (float *)m->L[l].fch;
+    for (int l = 0; base && l < m->cfg.n_layer; l++) { /* the fp32 working copies (gpt.h) */
+        ax_layer_acts *a = &m->L[l];
+        int h = m->dtype == AX_BF16;
+        a->qkv32 = h ? qkv32 : (float *)a->qkv;
+        a->atty32 = h ? atty32 : (float *)a->atty;
+        a->fcy = h ? m->s1 : (float *)a->fch; /* s1: forward does not use it */
+    }
     m->att_scratch = TAKE((int64_t)m->att_threads * ax_attention_scratch(T));
     if (!ax_be()->host_memory) { /* the micro-batch, sent where the kernels read */
         m->dev_inputs = (int32_t *)TAKE(M);
@@ -411,11 +414,6 @@ ax_mat ax_gpt_gemm_input(const ax_gpt *m, const float *x, ax_bf16 *h, int rows, 
     return ax_mat_of(h, AX_BF16, rows, cols);
 }
 
-/* a GEMM input kept from forward: the fp32 buffer, or its bf16 copy */
-static ax_mat saved_input(const ax_gpt *m, const float *x, const ax_bf16 *h, int rows, int cols) {
-    return m->dtype == AX_F32 ? ax_mat_f32(x, rows, cols) : ax_mat_of(h, AX_BF16, rows, cols);
-}
-
 /* The weight after FC i of layer l in this phase's order: forward order, or
  * reversed in backward, where under block recomputation each layer's
  * forward runs again first. 0: none. */
@@ -487,13 +485,24 @@ void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, in
     ax_dtype dt = m->dtype;
 #define P(k) ax_gpt_param(m, AX_PID(l, k))
     norm_forward(m, a->ln1, a->ln1_mean, a->ln1_rstd, (float *)h, NULL, NULL, P(AX_P_LN1W), P(AX_P_LN1B), M, scratch);
-    ax_linear_forward(&m->qkv, layer_weight(m, l, 0), P(AX_P_QKVB), ax_gpt_act(m, a->ln1, M, m->qkv.in_l), a->qkv);
-    if (m->rope_on) ax_rope_forward(&m->rope, a->qkv, m->qkv.out_l, M, T, pos, m->Hl + m->KVl); /* q and k heads */
+    /* q|k|v: the GEMM's fp32 output, its bias, rotary embedding, then kept in
+     * dt; the attention reads the kept values (widened) and writes its output
+     * in fp32, kept in dt the same way */
+    const float *qb = P(AX_P_QKVB);
+    ax_linear_forward(&m->qkv, layer_weight(m, l, 0), NULL, ax_gpt_act(m, a->ln1, M, m->qkv.in_l), a->qkv32);
+    if (m->rope_on) {
+        if (qb) ax_be()->bias_add(a->qkv32, qb, M, m->qkv.out_l);
+        qb = NULL;
+        ax_rope_forward(&m->rope, a->qkv32, m->qkv.out_l, M, T, pos, m->Hl + m->KVl); /* q and k heads */
+    }
+    ax_bias_round(a->qkv32, a->qkv, dt, qb, M, m->qkv.out_l);
     if (attend) attend(ctx, m, l, a);
-    else ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, dt, m->att_scratch, m->att_threads);
+    else
+        ax_attention_forward(a->atty32, a->lse, a->qkv32, Bl, T, m->Hl, m->KVl, m->hd, dt, m->att_scratch,
+                             m->att_threads);
+    ax_bias_round(a->atty32, a->atty, dt, NULL, M, m->proj.in_l);
     /* res2 = (proj + bias) + h and ln2 = norm(res2) in one kernel */
-    ax_linear_forward(&m->proj, layer_weight(m, l, 1), NULL, ax_gpt_gemm_input(m, a->atty, a->atty_h, M, m->proj.in_l),
-                      a->res2);
+    ax_linear_forward(&m->proj, layer_weight(m, l, 1), NULL, ax_gpt_act(m, a->atty, M, m->proj.in_l), a->res2);
     norm_forward(m, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(AX_P_PROJB), h, P(AX_P_LN2W), P(AX_P_LN2B), M,
                  scratch);
     /* fch = fcy + bias and fch_act = act(fch) in one kernel, both in dt */
@@ -565,16 +574,22 @@ static void layer_backward(ax_gpt *m, int l, int Bl, int T) {
     const float *h = l ? m->L[l - 1].res3 : m->encoded;
     /* shared buffers hold the last layer's activations after forward; the
      * others are rebuilt, bit for bit, from what was kept */
-    if (m->recompute == AX_RECOMPUTE_BLOCK && l < m->cfg.n_layer - 1) {
+    int last = l == m->cfg.n_layer - 1, fresh = last || m->recompute == AX_RECOMPUTE_BLOCK;
+    if (m->recompute == AX_RECOMPUTE_BLOCK && !last) {
         m->phase = AX_PHASE_RECOMPUTE;
         ax_gpt_layer_forward(m, l, a, h, Bl, T, NULL, m->scratch, NULL, NULL);
     }
     m->phase = AX_PHASE_BWD;
-    if (m->recompute == AX_RECOMPUTE_ATTN && l < m->cfg.n_layer - 1) {
-        ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->dtype, m->att_scratch,
+    /* under bf16 the attention's fp32 inputs are one buffer for all layers:
+     * this layer's kept q|k|v and output widened into them, unless its
+     * forward just ran (fp32: they are the kept buffers) */
+    if (m->dtype == AX_BF16 && !fresh) ax_be()->cast(a->qkv32, AX_F32, a->qkv, AX_BF16, (size_t)M * m->qkv.out_l);
+    if (m->recompute == AX_RECOMPUTE_ATTN && !last) {
+        ax_attention_forward(a->atty32, a->lse, a->qkv32, Bl, T, m->Hl, m->KVl, m->hd, m->dtype, m->att_scratch,
                              m->att_threads);
-        ax_gpt_gemm_input(m, a->atty, a->atty_h, M, m->proj.in_l);
-    }
+        ax_bias_round(a->atty32, a->atty, m->dtype, NULL, M, m->proj.in_l);
+    } else if (m->dtype == AX_BF16 && !fresh)
+        ax_be()->cast(a->atty32, AX_F32, a->atty, AX_BF16, (size_t)M * m->proj.in_l);
 #define P(k) ax_gpt_param(m, AX_PID(l, k))
 #define G(k) ax_gpt_grad(m, AX_PID(l, k))
     ax_dtype dt = m->dtype;
@@ -592,9 +607,9 @@ static void layer_backward(ax_gpt *m, int l, int Bl, int T) {
                        ax_mat_of(dfc, dt, M, m->fc.out_l), dln2, G(AX_P_FCW), NULL, &m->ws, m->dy_h);
     norm_backward(m, m->dres, G(AX_P_LN2W), G(AX_P_LN2B), dln2, a->res2, P(AX_P_LN2W), a->ln2_mean, a->ln2_rstd, M);
     /* attention: res2 = h + proj(attend(rope(qkv(norm1(h))))) */
-    ax_linear_backward(&m->proj, g, layer_weight(m, l, 1), saved_input(m, a->atty, a->atty_h, M, m->proj.in_l),
+    ax_linear_backward(&m->proj, g, layer_weight(m, l, 1), ax_gpt_act(m, a->atty, M, m->proj.in_l),
                        ax_mat_f32(m->dres, M, m->Cx), m->s1, G(AX_P_PROJW), G(AX_P_PROJB), &m->ws, m->dy_h);
-    ax_attention_backward(m->s2, m->s1, a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, dt, m->att_scratch,
+    ax_attention_backward(m->s2, m->s1, a->atty32, a->lse, a->qkv32, Bl, T, m->Hl, m->KVl, m->hd, dt, m->att_scratch,
                           m->att_threads);
     if (m->rope_on) ax_rope_backward(&m->rope, m->s2, m->qkv.out_l, M, T, NULL, m->Hl + m->KVl);
     ax_linear_backward(&m->qkv, g, layer_weight(m, l, 0), ax_gpt_act(m, a->ln1, M, m->qkv.in_l),

@@ -60,17 +60,20 @@ typedef struct {
 } ax_param;
 
 typedef struct {
-    /* per layer, fp32: the residual stream (res2, res3), norm statistics,
-     * q|k|v, attention output and its log-sum-exp */
-    float *ln1_mean, *ln1_rstd, *qkv, *lse, *atty, *res2;
+    /* per layer, fp32: the residual stream (res2, res3), norm statistics and
+     * the attention's log-sum-exp */
+    float *ln1_mean, *ln1_rstd, *lse, *res2;
     float *ln2_mean, *ln2_rstd, *res3;
     /* in the model's dtype (bf16 under mixed precision: written so by the
-     * norms and the MLP's fused bias + activation, read so by the GEMMs and
-     * the activation's backward): the norms' outputs, the MLP hidden before
-     * (fch) and after (fch_act) its activation, GELU or SwiGLU */
-    void *ln1, *ln2, *fch, *fch_act;
-    float *fcy;      /* the MLP up-projection's fp32 output: fch itself in fp32, a shared scratch under bf16 */
-    ax_bf16 *atty_h; /* bf16: the attention output rounded for the projection */
+     * norms, the fused bias + activation and bias + round kernels, read so by
+     * the GEMMs and the activation's backward): the norms' outputs, q|k|v, the
+     * attention output, the MLP hidden before (fch) and after (fch_act) its
+     * activation, GELU or SwiGLU */
+    void *ln1, *qkv, *atty, *ln2, *fch, *fch_act;
+    /* fp32 working copies, for the kernels that read fp32 (attention) and for
+     * the GEMMs' fp32 outputs: the buffers above themselves under fp32,
+     * shared scratch under bf16 (holding the bf16 values, widened) */
+    float *qkv32, *atty32, *fcy;
 } ax_layer_acts;
 
 /* Activations rebuilt in backward instead of kept for every layer:
@@ -200,7 +203,8 @@ enum {
     AX_ACT_FCH,
     AX_ACT_FCH_ACT,
     AX_ACT_RES3,
-    AX_ACT_ATTY_H,
+    AX_ACT_QKV32,
+    AX_ACT_ATTY32,
     AX_ACT_DY_H,
     AX_ACT_LNF,
     AX_ACT_LNF_MEAN,
@@ -225,10 +229,11 @@ typedef struct {
  * grid of sizes g = {D, X, Y, Z}, under a recompute mode and GEMM input
  * dtype: the config and the sizes alone (no allocation, no communication).
  * A per-layer buffer is kept for every layer unless the recompute mode
- * rebuilds it in backward. Under bf16 the norms' outputs, the MLP hidden
- * (fch, fch_act) and the final norm's output are bf16 (docs/design.md,
- * Precision), and the attention output's rounded copy and dy's are laid
- * out; everything else is fp32 in either dtype. */
+ * rebuilds it in backward. Under bf16 the norms' outputs, q|k|v, the
+ * attention output, the MLP hidden (fch, fch_act) and the final norm's
+ * output are bf16 (docs/design.md, Precision), with one shared fp32 working
+ * copy of q|k|v and of the attention output, and dy's rounded copy;
+ * everything else is fp32 in either dtype. */
 void ax_gpt_act_sizes(const ax_gpt_config *c, const int g[4], int B, int T, ax_recompute recompute, ax_dtype dtype,
                       ax_gpt_acts *s);
 /* their floats, every buffer counted once for each copy, without alignment */

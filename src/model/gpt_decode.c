@@ -1,4 +1,5 @@
 #include "model/gpt_decode.h"
+#include "backend/bf16.h"
 #include "nn/attention.h"
 #include "nn/embedding.h"
 #include "nn/layernorm.h"
@@ -25,7 +26,7 @@ void ax_kv_init(ax_kvcache *c, ax_gpt *m, int B, int Tmax) {
     c->rows = ax_malloc((size_t)Tmax * m->hd * sizeof(float));
     size_t Cx = m->Cx, Cy = m->Cy, Q = m->qkv.out_l, Fc = m->fc.out_l, Fa = m->fcproj.in_l;
     size_t wide = Fc > Cx ? Fc : Cx;
-    size_t total = B * (3 * Cx + Q + Cy + wide + 2 * Fc + Fa + 2 + 4 + (size_t)m->Vl) + B * Cy / 2 + 3;
+    size_t total = B * (3 * Cx + Q + Cy + wide + 2 * Fc + Fa + 2 + 4 + (size_t)m->Vl) + B * (Q + Cy) / 2 + 4;
     float *p = c->mem = be->alloc(total * sizeof(float));
 #define TAKE(n) (p += (n), p - (n))
     c->x = TAKE(B * Cx);
@@ -40,7 +41,8 @@ void ax_kv_init(ax_kvcache *c, ax_gpt *m, int B, int Tmax) {
     c->rstd = TAKE(B);
     c->scratch = TAKE(4 * (size_t)B);
     c->logits = TAKE((size_t)B * m->Vl);
-    c->atty_h = (ax_bf16 *)TAKE((B * Cy + 1) / 2);
+    c->qkv_h = TAKE((B * Q + 1) / 2);
+    c->atty_h = TAKE((B * Cy + 1) / 2);
 #undef TAKE
 }
 
@@ -56,19 +58,25 @@ void ax_kv_free(ax_kvcache *c) {
     memset(c, 0, sizeof *c);
 }
 
+/* element i of a host array of dtype t, as fp32 */
+static float elem(const void *p, ax_dtype t, size_t i) {
+    return t == AX_BF16 ? ax_bf16_widen(((const ax_bf16 *)p)[i]) : ((const float *)p)[i];
+}
+
 /* the host's lengths to where the kernels read them */
 static void send_lengths(ax_kvcache *c) { ax_be()->copy(c->len, c->len_host, c->B * sizeof(int)); }
 
 void ax_kv_prefill(ax_kvcache *c, ax_gpt *m, int b, const int32_t *prompt, int n) {
     ax_gpt_forward(m, prompt, NULL, NULL, 1, n, 0.0f);
     int hd = m->hd, kq = m->Hl * hd, kvw = m->KVl * hd, Q = m->qkv.out_l; /* a qkv row: [q (kq) | k (kvw) | v (kvw)] */
-    size_t bytes = (size_t)n * Q * sizeof(float);
+    size_t bytes = (size_t)n * Q * ax_dtype_size(m->dtype);
     for (int l = 0; l < m->cfg.n_layer; l++) {
-        const float *qkv = ax_host_view(m->L[l].qkv, bytes, 1); /* one read of the layer's rows */
+        const void *qkv = ax_host_view(m->L[l].qkv, bytes, 1); /* one read of the layer's rows, in the model's dtype */
         for (int h = 0; h < m->KVl; h++)
             for (int kv = 0; kv < 2; kv++) { /* a head's rows gathered on the host, sent in one copy */
                 for (int t = 0; t < n; t++)
-                    memcpy(c->rows + (size_t)t * hd, qkv + (size_t)t * Q + kq + kv * kvw + h * hd, hd * sizeof(float));
+                    for (int e = 0; e < hd; e++) /* bf16: widened, as the attention read them */
+                        c->rows[(size_t)t * hd + e] = elem(qkv, m->dtype, (size_t)t * Q + kq + kv * kvw + h * hd + e);
                 ax_be()->copy((kv ? c->v : c->k) + kv_index(c, m, l, b, h, 0), c->rows, (size_t)n * hd * sizeof(float));
             }
         ax_host_release((void *)qkv, m->L[l].qkv, bytes, 0);
@@ -81,8 +89,8 @@ void ax_kv_prefill(ax_kvcache *c, ax_gpt *m, int b, const int32_t *prompt, int n
 /* the decoding layer's attention: each row's new query over its cached keys and values */
 static void attend_cached(void *ctx, ax_gpt *m, int l, ax_layer_acts *a) {
     ax_kvcache *c = ctx;
-    ax_attention_decode(a->atty, a->qkv, c->k + kv_index(c, m, l, 0, 0, 0), c->v + kv_index(c, m, l, 0, 0, 0), c->len,
-                        c->nb, m->Hl, m->KVl, m->hd, c->Tmax);
+    ax_attention_decode(a->atty32, a->qkv32, c->k + kv_index(c, m, l, 0, 0, 0), c->v + kv_index(c, m, l, 0, 0, 0),
+                        c->len, c->nb, m->Hl, m->KVl, m->hd, c->Tmax);
 }
 
 void ax_kv_step(ax_kvcache *c, ax_gpt *m, const int32_t *tokens, int nb) {
@@ -92,20 +100,22 @@ void ax_kv_step(ax_kvcache *c, ax_gpt *m, const int32_t *tokens, int nb) {
     ax_be()->copy(c->tokens, tokens, nb * sizeof(int32_t));
     ax_embedding_forward(&g->Y, c->x, c->tokens, c->len, wte, ax_gpt_param(m, 1), nb, 1, m->v0, m->Vl, Cx);
     /* one row per sequence; the layer's output overwrites its input x */
+    int h = m->dtype == AX_BF16;
     ax_layer_acts a = {.ln1 = c->ln,
                        .ln1_mean = c->mean,
                        .ln1_rstd = c->rstd,
-                       .qkv = c->qkv,
-                       .atty = c->atty,
+                       .qkv = h ? c->qkv_h : c->qkv,
+                       .atty = h ? c->atty_h : c->atty,
+                       .qkv32 = c->qkv,
+                       .atty32 = c->atty,
                        .res2 = c->tmp,
                        .ln2 = c->ln,
                        .ln2_mean = c->mean,
                        .ln2_rstd = c->rstd,
                        .fch = c->fch,
                        .fch_act = c->fch_act,
-                       .fcy = m->dtype == AX_BF16 ? c->fcy : c->fch,
-                       .res3 = c->x,
-                       .atty_h = c->atty_h};
+                       .fcy = h ? c->fcy : c->fch,
+                       .res3 = c->x};
     c->nb = nb;
     for (int l = 0; l < m->cfg.n_layer; l++)
         ax_gpt_layer_forward(m, l, &a, c->x, nb, 1, c->len, c->scratch, attend_cached, c);

@@ -26,7 +26,7 @@ typedef struct {
     float *x, *qkv, *atty, *tmp, *fcy, *mean, *rstd, *scratch;
     void *ln, *fch, *fch_act; /* in the model's dtype (as ax_layer_acts' ln1, fch, fch_act) */
     float *logits;            /* (B, Vl): this rank's vocabulary slice (the backend's memory) */
-    ax_bf16 *atty_h;          /* the attention output rounded, when the model runs bf16 */
+    void *qkv_h, *atty_h;     /* bf16: q|k|v and the attention output kept (qkv, atty: fp32 working copies) */
 } ax_kvcache;
 
 void ax_kv_init(ax_kvcache *c, ax_gpt *m, int B, int Tmax);

@@ -18,6 +18,9 @@ void ax_gelu_backward(void *dx, ax_dtype dt, float *db, const void *x, ax_dtype 
 void ax_swiglu_forward(void *out, ax_dtype ot, void *pre, ax_dtype pt, const float *gu, int M, int F);
 /* dgu (M, 2F), overwritten; gu in dtype gt */
 void ax_swiglu_backward(void *dgu, ax_dtype dt, const void *gu, ax_dtype gt, const float *dout, int M, int F);
+/* y (M, n) += bias (NULL: none), kept as out in dtype ot; y then holds out's
+ * value (rounded under bf16); out may be y when fp32 */
+void ax_bias_round(float *y, void *out, ax_dtype ot, const float *bias, int M, int n);
 /* y += x (the residual connections) */
 void ax_add_inplace(float *y, const float *x, size_t n);
 #endif

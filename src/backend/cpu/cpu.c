@@ -66,6 +66,7 @@ const ax_backend ax_cpu_backend = {
     .gelu_backward = ax_cpu_gelu_backward,
     .add = ax_cpu_add,
     .bias_add = ax_cpu_bias_add,
+    .bias_round = ax_cpu_bias_round,
     .bias_grad = ax_cpu_bias_grad,
     .embedding_forward = ax_cpu_embedding_forward,
     .embedding_backward = ax_cpu_embedding_backward,

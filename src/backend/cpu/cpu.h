@@ -49,6 +49,7 @@ void ax_cpu_gelu_backward(void *dx, ax_dtype dt, float *db, const void *x, ax_dt
                           int n);
 void ax_cpu_add(float *y, const float *x, size_t n);
 void ax_cpu_bias_add(float *y, const float *bias, int M, int n);
+void ax_cpu_bias_round(float *y, void *out, ax_dtype ot, const float *bias, int M, int n);
 void ax_cpu_bias_grad(float *db, const float *dy, int M, int n);
 void ax_cpu_embedding_forward(float *out, const int32_t *tokens, const int32_t *pos, const float *wte, const float *wpe,
                               int M, int T, int v0, int Vl, int Cl, const ax_reducer *Y);

@@ -94,6 +94,21 @@ void ax_cpu_bias_add(float *y, const float *bias, int M, int n) {
         for (int j = 0; j < n; j++) y[(size_t)i * n + j] += bias[j];
 }
 
+void ax_cpu_bias_round(float *y, void *out, ax_dtype ot, const float *bias, int M, int n) {
+    if (out == (void *)y && ot == AX_F32) {
+        if (bias) ax_cpu_bias_add(y, bias, M, n);
+        return;
+    }
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < M; i++) {
+        size_t o = (size_t)i * n;
+        for (int j = 0; j < n; j++) {
+            ax_store(out, ot, o + j, bias ? y[o + j] + bias[j] : y[o + j]);
+            y[o + j] = ax_load(out, ot, o + j);
+        }
+    }
+}
+
 /* threads own column ranges and walk the rows in order: deterministic sums */
 void ax_cpu_bias_grad(float *db, const float *dy, int M, int n) {
 #pragma omp parallel

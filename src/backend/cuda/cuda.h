@@ -53,6 +53,7 @@ void ax_cuda_swiglu_backward(void *dgu, ax_dtype dt, const void *gu, ax_dtype gt
 void ax_cuda_rope(float *x, int ld, int M, int T, const int32_t *pos, int nh, int hd, const float *cs, float sign);
 void ax_cuda_add(float *y, const float *x, size_t n);
 void ax_cuda_bias_add(float *y, const float *bias, int M, int n);
+void ax_cuda_bias_round(float *y, void *out, ax_dtype ot, const float *bias, int M, int n);
 void ax_cuda_bias_grad(float *db, const float *dy, int M, int n);
 void ax_cuda_embedding_forward(float *out, const int32_t *tokens, const int32_t *pos, const float *wte,
                                const float *wpe, int M, int T, int v0, int Vl, int Cl, const ax_reducer *Y);

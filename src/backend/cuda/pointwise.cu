@@ -137,6 +137,24 @@ void ax_cuda_bias_add(float *y, const float *bias, int M, int n) {
     AX_CUDA_DONE();
 }
 
+__global__ static void bias_round_k(float *y, void *out, ax_dtype ot, const float *bias, int m, size_t n) {
+    EACH(i, n) {
+        ax_store(out, ot, i, bias ? y[i] + bias[i % m] : y[i]);
+        y[i] = ax_load(out, ot, i);
+    }
+}
+
+void ax_cuda_bias_round(float *y, void *out, ax_dtype ot, const float *bias, int M, int n) {
+    size_t t = (size_t)M * n;
+    if (!t) return;
+    if (out == (void *)y && ot == AX_F32) {
+        if (bias) ax_cuda_bias_add(y, bias, M, n);
+        return;
+    }
+    bias_round_k<<<grid_of(t), NT, 0, ax_cuda_stream()>>>(y, out, ot, bias, n, t);
+    AX_CUDA_DONE();
+}
+
 /* column sums in parallel over the rows, in a fixed order (colsum.cuh) */
 struct bias_dy {
     const float *dy;

@@ -34,6 +34,7 @@ const ax_backend ax_cuda_backend = {
     .gelu_backward = ax_cuda_gelu_backward,
     .add = ax_cuda_add,
     .bias_add = ax_cuda_bias_add,
+    .bias_round = ax_cuda_bias_round,
     .bias_grad = ax_cuda_bias_grad,
     .embedding_forward = ax_cuda_embedding_forward,
     .embedding_backward = ax_cuda_embedding_backward,
