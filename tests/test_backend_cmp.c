@@ -5,6 +5,10 @@
  * and the math library (1e-5 .. 1e-4); bf16 GEMMs multiply the same bf16
  * products with fp32 accumulation in another order (1e-5 for an fp32 result,
  * 8e-3 ~ two bf16 ulps where the result is rounded to bf16); casts are exact.
+ * The dtype variants and fused entries (residual + norm, bias + GELU, GELU
+ * backward + bias gradient, SwiGLU in bf16, bias_round): a bf16 output of an
+ * fp32 result within 1e-5 is within 8e-3; an exact add or copy rounded on
+ * both sides (the residual stream, a kept pre-activation) has tolerance 0.
  * Without a CUDA build or a device it prints SKIP and exits 77. */
 #include "backend/backend.h"
 #include "backend/cpu/cpu.h"
