@@ -22,6 +22,9 @@ void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int B, int T, 
     if (Q > wide) wide = Q;
     if (Fc > wide) wide = Fc;
     int block = recompute == AX_RECOMPUTE_BLOCK, attn = recompute != AX_RECOMPUTE_NONE, h = dtype == AX_BF16;
+    /* S2 holds the fp32 q|k|v gradient, or the MLP hidden's in the GEMMs' dtype */
+    int64_t s2 = M * (Q > Cx ? Q : Cx), dfc = h ? (M * Fc + 1) / 2 : M * Fc;
+    if (dfc > s2) s2 = dfc;
 #define F32(n, k)  ((ax_gpt_act_buf){(n), (k)})
 #define BF16(n, k) ((ax_gpt_act_buf){((n) + 1) / 2, (k)}) /* two bf16 to a float */
 #define ACT(n, k)  (h ? BF16(n, k) : F32(n, k))           /* in the GEMMs' dtype */
@@ -54,7 +57,7 @@ void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int B, int T, 
         .buf[AX_ACT_LOSSES] = F32(M, 0),
         .buf[AX_ACT_DRES] = F32(M * Cx, 0),
         .buf[AX_ACT_S1] = F32(M * wide, 0),
-        .buf[AX_ACT_S2] = F32(M * wide, 0),
+        .buf[AX_ACT_S2] = F32(s2, 0),
         .buf[AX_ACT_SCRATCH] = F32(4 * M, 0),
     };
 #undef ACT
