@@ -21,7 +21,8 @@ __global__ static void row_sum(float *s, float *x, const float *bias, const floa
             if (rr) v += rr[j];
             r[j] = v;
         }
-        a += sq ? v * v : v;
+        if (sq) a += v * v; /* as the unfused sums were written (nvcc contracts the same) */
+        else a += v;
     }
     a = ax_block_sum(a);
     if (threadIdx.x == 0) s[blockIdx.x] = a;
