@@ -239,6 +239,24 @@ static void check_devices(int P) {
     ax_err_clear();
 }
 
+/* The staged collectives' blocked time (comm.h: the copies and MPI), per
+ * group, since the reset before the guarded run: some in every group of more
+ * than one rank (each carries the step's collectives), none in a group of one. */
+static void check_seconds(ax_grid *g, int reset) {
+    ax_comm *all[] = {&g->X, &g->Y, &g->Z, &g->Zg, &g->data, &g->dz, &g->tp};
+    static const char *const names[] = {"X", "Y", "Z", "Z gathers", "data", "data x Z", "X x Y x Z"};
+    for (int k = 0; k < 7; k++) {
+        if (reset) {
+            ax_comm_reset_stats(all[k]);
+            continue;
+        }
+        double s = ax_comm_seconds(all[k]);
+        CHECK(all[k]->size > 1 ? s > 0 && all[k]->bytes > 0 : s == 0 && all[k]->bytes == 0,
+              "grid %d,%d,%d,%d: group %s of %d ranks: %g s blocked, %g bytes", g->gd, g->gx, g->gy, g->gz, names[k],
+              all[k]->size, s, all[k]->bytes);
+    }
+}
+
 /* ---- the run ---- */
 
 #define STEPS 3
@@ -410,10 +428,12 @@ int main(int argc, char **argv) {
                     run(&g, t, dir, &plain);
                     decode(&g, t, &dplain);
                     ax_backend_install(&gb);
+                    check_seconds(&g, 1);
                     guarding = 1;
                     run(&g, t, dir, &dev);
                     decode(&g, t, &ddev);
                     guarding = 0;
+                    check_seconds(&g, 0);
                     protect_all(PROT_READ | PROT_WRITE);
                     ax_backend_install(&ax_cpu_backend);
                     CHECK(nblocks == 0, "grid %d,%d,%d,%d: %d backend allocations left after free", d, x, y, z,

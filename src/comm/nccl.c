@@ -23,6 +23,12 @@ struct ax_nccl_comm {
     ncclComm_t comm;
     cudaStream_t stream;
     cudaEvent_t ready, done; /* compute -> collectives, collectives -> compute */
+    /* the compute stream's waits at the joins not yet read: a ring of event
+     * pairs recorded on it before and after each join, n of them from first */
+    struct {
+        cudaEvent_t before, after;
+    } * waits;
+    int cap, first, n;
 };
 
 void ax_nccl_attach(ax_comm *c) {
@@ -44,6 +50,11 @@ void ax_nccl_detach(ax_comm *c) {
     cudaStreamDestroy(n->stream);
     cudaEventDestroy(n->ready);
     cudaEventDestroy(n->done);
+    for (int i = 0; i < n->cap; i++) {
+        cudaEventDestroy(n->waits[i].before);
+        cudaEventDestroy(n->waits[i].after);
+    }
+    free(n->waits);
     free(n);
     c->nccl = NULL;
 }
@@ -69,9 +80,59 @@ void ax_nccl_coll(ax_comm *c, int op, int bf16, const void *send, void *recv, si
     AX_CHECK_CUDA(cudaEventRecord(k->done, k->stream));
 }
 
-/* the latest collective's event: a stream runs its collectives in order, so
- * joining it joins the earlier ones too */
-void ax_nccl_join(const ax_comm *c) { AX_CHECK_CUDA(cudaStreamWaitEvent(ax_cuda_stream(), c->nccl->done, 0)); }
+/* The joins' waits read into c->seconds, oldest first: those complete
+ * (block 0: the host does not wait), else every one (block 1). */
+static void collect(ax_comm *c, int block) {
+    struct ax_nccl_comm *k = c->nccl;
+    for (; k->n; k->n--, k->first = (k->first + 1) % k->cap) {
+        cudaEvent_t before = k->waits[k->first].before, after = k->waits[k->first].after;
+        if (block) AX_CHECK_CUDA(cudaEventSynchronize(after));
+        else {
+            cudaError_t e = cudaEventQuery(after);
+            if (e == cudaErrorNotReady) return;
+            AX_CHECK_CUDA(e);
+        }
+        float ms;
+        AX_CHECK_CUDA(cudaEventElapsedTime(&ms, before, after));
+        c->seconds += ms * 1e-3;
+    }
+}
+
+/* room for one more pair: the ring doubled, the pending pairs kept in order
+ * (it grows in the first steps, while joins outrun the device, then stays) */
+static void waits_grow(struct ax_nccl_comm *k) {
+    int cap = k->cap ? 2 * k->cap : 16;
+    size_t one = sizeof *k->waits;
+    char *w = ax_calloc((size_t)cap, one);
+    if (k->cap) { /* full: the oldest at first, up to the end, then from 0 */
+        memcpy(w, k->waits + k->first, (size_t)(k->cap - k->first) * one);
+        memcpy(w + (size_t)(k->cap - k->first) * one, k->waits, (size_t)k->first * one);
+    }
+    free(k->waits);
+    k->waits = (void *)w;
+    for (int i = k->cap; i < cap; i++) {
+        AX_CHECK_CUDA(cudaEventCreate(&k->waits[i].before));
+        AX_CHECK_CUDA(cudaEventCreate(&k->waits[i].after));
+    }
+    k->first = 0;
+    k->cap = cap;
+}
+
+/* The latest collective's event: a stream runs its collectives in order, so
+ * joining it joins the earlier ones too. The compute stream's wait there is
+ * the collective's blocked time on a GPU (the host never waits): events
+ * before and after it on the compute stream, read later by collect. */
+void ax_nccl_join(ax_comm *c) {
+    struct ax_nccl_comm *k = c->nccl;
+    collect(c, 0);
+    if (k->n == k->cap) waits_grow(k);
+    int i = (k->first + k->n++) % k->cap;
+    AX_CHECK_CUDA(cudaEventRecord(k->waits[i].before, ax_cuda_stream()));
+    AX_CHECK_CUDA(cudaStreamWaitEvent(ax_cuda_stream(), k->done, 0));
+    AX_CHECK_CUDA(cudaEventRecord(k->waits[i].after, ax_cuda_stream()));
+}
+
+void ax_nccl_seconds(ax_comm *c) { collect(c, 1); }
 
 int ax_nccl_done(const ax_comm *c) {
     cudaError_t e = cudaEventQuery(c->nccl->done);

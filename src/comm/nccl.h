@@ -13,6 +13,8 @@
  * with another; ax_nccl_join makes later compute wait for it on the device.
  * In between the GPU computes and communicates at once, which is the overlap
  * of docs/algorithm.md §4 on a GPU: ax_wait joins where the CPU path blocks.
+ * The group's blocked time is the compute stream's wait at each join,
+ * measured by a pair of events around it and read only when asked for.
  *
  * Buffers are the backend's memory. Built only with the CUDA backend. */
 #ifndef AX_COMM_NCCL_H
@@ -33,8 +35,12 @@ enum { AX_NCCL_SUM, AX_NCCL_MAX, AX_NCCL_GATHER, AX_NCCL_SCATTER };
  * recv, all-gather of n per rank, reduce-scatter to n per rank; float, or
  * bf16 for the gather */
 void ax_nccl_coll(ax_comm *c, int op, int bf16, const void *send, void *recv, size_t n);
-/* the compute stream waits, on the device, for the group's queued collectives */
-void ax_nccl_join(const ax_comm *c);
+/* the compute stream waits, on the device, for the group's queued
+ * collectives; the wait is timed by events on that stream */
+void ax_nccl_join(ax_comm *c);
+/* the joins' waits so far added to c->seconds (the host waits for the
+ * events: where it waits anyway, after a step; ax_comm_seconds calls it) */
+void ax_nccl_seconds(ax_comm *c);
 /* 1 when the group's queued collectives have finished */
 int ax_nccl_done(const ax_comm *c);
 #endif
