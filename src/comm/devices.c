@@ -1,6 +1,9 @@
 /* Ranks and their devices (see comm/devices.h). */
 #include "comm/devices.h"
 #include "backend/backend.h"
+#ifdef AX_HAVE_CUDA
+#include "comm/nccl.h"
+#endif
 #include "util/err.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,4 +97,21 @@ int ax_devices_check(MPI_Comm comm, int share, char *line, size_t cap) {
                     ax_be()->name, a, b, ids + a * AX_DEVICE_ID_LEN);
     free(ids);
     return rc;
+}
+
+int ax_device_comm_ready(MPI_Comm comm) {
+#ifdef AX_HAVE_CUDA
+    return ax_nccl_ready(comm);
+#else
+    (void)comm;
+    return 0;
+#endif
+}
+
+void ax_comm_use_devices(ax_comm *c) {
+#ifdef AX_HAVE_CUDA
+    ax_nccl_group(c);
+#else
+    (void)c;
+#endif
 }

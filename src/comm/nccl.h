@@ -22,9 +22,22 @@
 #include "comm/comm.h"
 #include "grid/grid.h"
 
-/* attaches every group of g whose ranks drive distinct GPUs, unless every
- * group was asked to use MPI (collective over g->world; nothing under
- * another backend than cuda) */
+/* NCCL's library, opened on the first call (dlopen; the binary does not
+ * link it): the file named in $AXONN_NCCL_LIB when set, else libnccl.so.2 by
+ * the dynamic loader's search, else in the directory the build found NCCL
+ * in. 0, with NCCL's version (e.g. 22703) in *version unless NULL; or fails
+ * with one line naming the library, where it looked and why it failed, and
+ * the ways out (LD_LIBRARY_PATH, AXONN_NCCL_LIB, --device-comm mpi). Needs no
+ * GPU. */
+int ax_nccl_load(int *version);
+/* Under the cuda backend unless every group was asked to use MPI: the
+ * library loaded (ax_nccl_load) or the same failure on every rank of comm
+ * (collective); 0 elsewhere. */
+int ax_nccl_ready(MPI_Comm comm);
+/* attaches c when NCCL is wanted (as above) and c's ranks drive distinct
+ * GPUs (collective over c; after ax_nccl_ready) */
+void ax_nccl_group(ax_comm *c);
+/* ax_nccl_ready over g->world, then ax_nccl_group on every group of g */
 int ax_nccl_init(ax_grid *g);
 /* a communicator for c (collective over c); ax_comm_free detaches it */
 void ax_nccl_attach(ax_comm *c);
