@@ -117,6 +117,7 @@ static void g_free(void *p) {
     }
 WRAP(copy, (void *d, const void *s, size_t n), (d, s, n))
 WRAP(zero, (void *p, size_t n), (p, n))
+WRAP(copy_rows, (void *d, size_t dp, const void *s, size_t sp, size_t w, size_t r), (d, dp, s, sp, w, r))
 WRAP(gemm, (int bt, float al, ax_mat A, int ta, ax_mat B, int tb, float be, ax_mat C), (bt, al, A, ta, B, tb, be, C))
 WRAP(cast, (void *d, ax_dtype dt, const void *s, ax_dtype st, size_t n), (d, dt, s, st, n))
 WRAP(transpose, (ax_mat d, ax_mat s, float beta), (d, s, beta))
@@ -189,6 +190,7 @@ static ax_backend guarded(void) {
     b.alloc = g_alloc;
     b.free = g_free;
     b.copy = g_copy;
+    b.copy_rows = g_copy_rows;
     b.zero = g_zero;
     b.sumsq = g_sumsq;
     b.device_id = g_device_id;

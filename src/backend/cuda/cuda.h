@@ -19,6 +19,7 @@ void ax_cuda_host_free(void *p);
 void *ax_cuda_alloc(size_t bytes);
 void ax_cuda_free(void *p);
 void ax_cuda_copy(void *dst, const void *src, size_t bytes);
+void ax_cuda_copy_rows(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows);
 void ax_cuda_zero(void *p, size_t bytes);
 double ax_cuda_sumsq(int n, const float *const *x, const size_t *len);
 void ax_cuda_sync(void);

@@ -251,6 +251,13 @@ void ax_cuda_copy(void *dst, const void *src, size_t bytes) {
     if (prof_on()) prof_record(__FILE__, __LINE__, __func__); /* a row for the copies (and idle time before them) */
 }
 
+/* device to device on the compute stream, behind the kernels that wrote src; no host wait */
+void ax_cuda_copy_rows(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows) {
+    if (!width || !rows) return;
+    AX_CHECK_CUDA(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDeviceToDevice, ax_cuda_stream()));
+    AX_CUDA_DONE();
+}
+
 void ax_cuda_sync(void) { AX_CHECK_CUDA(cudaStreamSynchronize(ax_cuda_stream())); }
 
 void *ax_cuda_tmp(int slot, size_t bytes) {
