@@ -141,6 +141,8 @@ if ! "$BIN" --version | grep -q 'backends:.*cuda'; then
   expect_err backend_cuda_absent 0 "--backend cuda.*compiled backends" -- train "${TINY[@]}" --steps 2 --backend cuda --out "$W/o9c"
 elif ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
   expect_err backend_cuda_no_gpu 0 "--backend cuda: no usable CUDA device" -- train "${TINY[@]}" --steps 2 --backend cuda --out "$W/o9c"
+  # bench comm takes the backend too (the calibration on the device path)
+  expect_err bench_comm_cuda_no_gpu 0 "--backend cuda: no usable CUDA device" -- bench comm --backend cuda --max-kib 4
   # the devices a launcher left visible are named
   CUDA_VISIBLE_DEVICES=7 expect_err backend_cuda_visible_none 2 "--backend cuda: no usable CUDA device.*CUDA_VISIBLE_DEVICES=7" -- train "${TINY[@]}" --steps 2 --backend cuda --out "$W/o9c"
 else

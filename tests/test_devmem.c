@@ -18,8 +18,11 @@
  * bit for bit: the kernels and collectives are the same ones, only where the
  * host reads differs. Then a whole ax_train run (evaluation, checkpoints, the
  * final model) on 1,1,1,P writes the same files byte for byte, and greedy
- * decoding through the KV cache gives the same tokens and logits. Also the rules
- * for ranks that share a device (comm/devices.h). Arguments: --llama
+ * decoding through the KV cache gives the same tokens and logits, and (on 2
+ * ranks) axonn bench comm's calibration runs (its operands and collective
+ * buffers the backend's memory, filled only through copy). Each group of more than one
+ * rank reports time blocked in its staged collectives, a group of one none.
+ * Also the rules for ranks that share a device (comm/devices.h). Arguments: --llama
  * (replicated key/value heads, RMSNorm, rotary tables), --bf16.
  *
  * Run with OMPI_MCA_btl_vader_single_copy_mechanism=none (tests/devmem.cmake):
@@ -38,6 +41,7 @@
 #include "util/fileio.h"
 #include "util/err.h"
 #include "comm/devices.h"
+#include "plan/calibrate.h"
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -381,6 +385,29 @@ static void result_free(result *r) {
     free(r->loaded_moment);
 }
 
+static ax_backend gb; /* the guarded backend */
+
+/* axonn bench comm's calibration with every buffer the backend's memory */
+static void calibrate(int P) {
+    ax_calib_opts co;
+    ax_calib_defaults(&co);
+    co.min_bytes = co.max_bytes = 16 << 10;
+    co.gemm_max = 128;
+    co.min_s = 1e-4;
+    co.verbose = 0;
+    ax_machine mach;
+    ax_backend_install(&gb);
+    guarding = 1;
+    CHECK(ax_calibrate(&mach, &co, MPI_COMM_WORLD) == 0, "calibration: %s", ax_err_msg());
+    guarding = 0;
+    protect_all(PROT_READ | PROT_WRITE);
+    ax_backend_install(&ax_cpu_backend);
+    CHECK(nblocks == 0, "calibration: %d backend allocations left", nblocks);
+    CHECK(mach.gemm_flops > 0 && mach.mem_bw > 0 && mach.optim_s_per_param > 0 && mach.nfit > 0 &&
+              mach.fit[0].group == P && mach.fit[0].pt_s[0] > 0,
+          "calibration: gemm %g FLOP/s, %g B/s, %d collective fits", mach.gemm_flops, mach.mem_bw, mach.nfit);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int P, rank, ngrids = 0;
@@ -400,7 +427,6 @@ int main(int argc, char **argv) {
     sa.sa_sigaction = on_fault;
     sa.sa_flags = SA_SIGINFO;
     sigaction(SIGSEGV, &sa, NULL);
-    static ax_backend gb;
     gb = guarded();
     char dir[256];
     ax_backend_install(&gb);
@@ -477,6 +503,9 @@ int main(int argc, char **argv) {
     guarding = 0;
     protect_all(PROT_READ | PROT_WRITE);
     ax_backend_install(&ax_cpu_backend);
+    /* bench comm's calibration on the device paths, on 2 ranks (groups of 2,
+     * staged, and every kernel; its 64 MiB operand pool makes the guard slow) */
+    if (P == 2) calibrate(P);
     if (rank == 0) {
         CHECK(same_file(ax_t_join(plain_dir, "model.safetensors"), ax_t_join(dev_dir, "model.safetensors")),
               "ax_train on 1,1,1,%d: the final models differ", P);
