@@ -20,9 +20,10 @@
  * final model) on 1,1,1,P writes the same files byte for byte, and greedy
  * decoding through the KV cache gives the same tokens and logits, and (on 2
  * ranks) axonn bench comm's calibration runs (its operands and collective
- * buffers the backend's memory, filled only through copy). Each group of more than one
- * rank reports time blocked in its staged collectives, a group of one none.
- * Also the rules for ranks that share a device (comm/devices.h). Arguments: --llama
+ * buffers the backend's memory, filled only through copy). Each group of
+ * more than one rank reports time blocked in its staged collectives, a group
+ * of one none. Also the rules for ranks that share a device
+ * (comm/devices.h). Arguments: --llama
  * (replicated key/value heads, RMSNorm, rotary tables), --bf16.
  *
  * Run with OMPI_MCA_btl_vader_single_copy_mechanism=none (tests/devmem.cmake):
