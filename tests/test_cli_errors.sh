@@ -304,6 +304,17 @@ for c in "" train eval sample; do
     bad "axonn ${c:-(no command)} --help: exit $rc, usage line $(grep -c '^usage:' "$W/cap/help.out"), stderr $(wc -c <"$W/cap/help.err") bytes"
   fi
 done
+# NCCL is opened at run time: --version names the one it would load, and with
+# the library hidden the binary still starts and says why in one line
+if "$BIN" --version | grep -q 'backends:.*cuda'; then
+  if "$BIN" --version | grep -q '^  cuda collectives: NCCL 2\.'; then ok "--version: the NCCL it loads"
+  else bad "--version: no NCCL line"; "$BIN" --version; fi
+  AXONN_NCCL_LIB=/nonexistent/libnccl.so.2 "$BIN" --version >"$W/cap/v.out" 2>&1; rc=$?
+  if [ "$rc" = 0 ] && [ "$(grep -c 'NCCL: cannot load' "$W/cap/v.out")" = 1 ] \
+     && grep -q 'AXONN_NCCL_LIB=/nonexistent/libnccl.so.2.*LD_LIBRARY_PATH.*--device-comm mpi' "$W/cap/v.out"; then
+    ok "--version with NCCL hidden: starts, one line with the way out"
+  else bad "--version with NCCL hidden: exit $rc"; cat "$W/cap/v.out"; fi
+fi
 "$BIN" >"$W/cap/none.out" 2>&1; rc=$?
 if [ "$rc" = 2 ] && grep -q 'usage:' "$W/cap/none.out"; then ok "axonn (no command): exit 2 with usage"
 else bad "axonn (no command): exit $rc (expected 2 with usage)"; fi

@@ -108,6 +108,17 @@ int ax_device_comm_ready(MPI_Comm comm) {
 #endif
 }
 
+void ax_device_comm_library(char *line, size_t cap) {
+    line[0] = 0;
+#ifdef AX_HAVE_CUDA
+    int v;
+    if (ax_nccl_load(&v)) snprintf(line, cap, "%s", ax_err_msg());
+    else if (v >= 20900) snprintf(line, cap, "NCCL %d.%d.%d", v / 10000, v / 100 % 100, v % 100); /* 2.9 on */
+    else snprintf(line, cap, "NCCL %d.%d.%d", v / 1000, v / 100 % 10, v % 100);
+    ax_err_clear();
+#endif
+}
+
 void ax_comm_use_devices(ax_comm *c) {
 #ifdef AX_HAVE_CUDA
     ax_nccl_group(c);

@@ -47,6 +47,11 @@ int ax_devices_check(MPI_Comm comm, int share, char *line, size_t cap);
 int ax_device_comm_ready(MPI_Comm comm);
 void ax_comm_use_devices(ax_comm *c);
 
+/* For `axonn --version`: the device collectives' library as this process
+ * would load it ("NCCL 2.27.3"), or the one line saying why it cannot; ""
+ * where the build has none. Needs neither MPI nor a device. */
+void ax_device_comm_library(char *line, size_t cap);
+
 /* 1 when two ranks of c drive the same device (collective over c); 0 on a
  * host backend and for a group of one. */
 int ax_comm_shares_device(const ax_comm *c);
