@@ -407,6 +407,10 @@ static void decode(void) {
     G_->attention_decode(G(out), G(qkv), G(kc), G(vc), len.g, nb, Hl, KVl, hd, Tmax);
     row("attention_decode out", "3 rows, len 0/5/39, GQA 4/2", out, 0, 1e-5);
     row("attention_decode kcache", "3x2x40x64", kc, 0, 0);
+    /* the prefill's strided copy: head 1's value rows of the qkv rows into a cache block, exactly */
+    C_->copy_rows(F(vc) + 7 * hd, hd * 4, F(qkv) + (Hl + KVl + 1) * hd, (size_t)ld * 4, hd * 4, nb);
+    G_->copy_rows(G(vc) + 7 * hd, hd * 4, G(qkv) + (Hl + KVl + 1) * hd, (size_t)ld * 4, hd * 4, nb);
+    row("copy_rows", "3 rows of 64 at pitch 512", vc, 0, 0);
     drop(qkv);
     drop(kc);
     drop(vc);
