@@ -20,4 +20,4 @@ ax_test(attn_plan test_attn_plan 1)
 add_test(NAME flash_emu COMMAND sh ${CMAKE_SOURCE_DIR}/tests/flash_emu/run.sh
   2,100,4,2,64 1,64,2,2,128 2,33,4,4,16 1,130,6,2,32 1,1,2,1,48 1,1024,2,2,64 1,320,8,2,128 2,200,8,1,128)
 add_test(NAME flash_emu_t2048 COMMAND sh ${CMAKE_SOURCE_DIR}/tests/flash_emu/run.sh 1,2048,8,1,128 1,2048,4,1,128)
-set_tests_properties(flash_emu_t2048 PROPERTIES TIMEOUT 900)
+set_tests_properties(flash_emu_t2048 PROPERTIES TIMEOUT 1800)

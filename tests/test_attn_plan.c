@@ -49,8 +49,8 @@ static void smem(void) {
     CHECK(ax_flash_smem(AX_FLASH_DQ, 128) == 123392, "dq hd 128: %zu", ax_flash_smem(AX_FLASH_DQ, 128));
     CHECK(ax_flash_smem(AX_FLASH_DKV, 128) == 166400, "dkv hd 128: %zu", ax_flash_smem(AX_FLASH_DKV, 128));
     /* the opt-in limits per block: A100 163 KB, consumer Ampere and Ada 99 KB, Hopper 227 KB */
-    CHECK(ax_flash_smem_limit(80) == 166912 && ax_flash_smem_limit(86) == 101376 &&
-              ax_flash_smem_limit(89) == 101376 && ax_flash_smem_limit(90) == 232448,
+    CHECK(ax_flash_smem_limit(80) == 166912 && ax_flash_smem_limit(86) == 101376 && ax_flash_smem_limit(89) == 101376 &&
+              ax_flash_smem_limit(90) == 232448,
           "limits");
     CHECK(ax_flash_smem_limit(75) == 0 && ax_flash_smem_limit(70) == 0, "no flash below sm_80");
 }

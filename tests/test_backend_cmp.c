@@ -420,9 +420,10 @@ static void decode(void) {
  * AXONN_CUDA_ATTN in turn, on shapes with partial tiles, hd 8 (which flash
  * refuses: mm, with the logged line), a training length, and grouped
  * queries 4:1 and 8:1 at hd 128, the last off the diagonal at T = 2048.
- * small: only the first three shapes (for the sanitizers). The device's
- * opt-in shared memory must be attn_plan.h's figure for its architecture. */
-static void attentions(int small) {
+ * small: only the first three shapes (for the sanitizers), under the asks
+ * named (none: all). The device's opt-in shared memory must be attn_plan.h's
+ * figure for its architecture. */
+static void attentions(int small, char **only, int nonly) {
     const ax_cuda_caps *c = ax_cuda_caps_get();
     size_t table = ax_flash_smem_limit(c->sm);
     printf("%-24s sm_%d, opt-in shared memory %zu bytes a block (attn_plan.h: %zu)\n", "device", c->sm, c->smem_optin,
@@ -435,6 +436,9 @@ static void attentions(int small) {
     static const char *names[] = {"tiled:", "mm:", "flash:", "auto:"};
     int asked = c->attn_ask;
     for (int ask = AX_ATTN_ASK_TILED; ask <= AX_ATTN_ASK_AUTO; ask++) {
+        int named = !nonly;
+        for (int i = 0; i < nonly; i++) named |= ax_attn_ask_parse(only[i]) == ask;
+        if (!named) continue;
         ax_cuda_attention_ask(ask);
         ask_name = names[ask];
         attention(2, 100, 4, 2, 64, AX_BF16);
@@ -450,7 +454,8 @@ static void attentions(int small) {
 }
 #endif
 
-/* test_backend_cmp [attention]: every op, or only the attention paths on small shapes */
+/* test_backend_cmp [attention [ASK...]]: every op, or only the attention
+ * paths on small shapes (under the asks named: tiled, mm, flash, auto) */
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     setvbuf(stdout, NULL, _IONBF, 0); /* the table so far survives a crash */
@@ -469,7 +474,7 @@ int main(int argc, char **argv) {
     printf("CUDA backend vs CPU backend on %s\n", ax_cuda_backend.gemm_kernel(AX_BF16, &(int){0}));
     printf("%-24s %-30s %10s %8s\n", "op", "shape", "max err", "tol");
     if (argc > 1 && !strcmp(argv[1], "attention")) {
-        attentions(1);
+        attentions(1, argv + 2, argc - 2);
         int rc = ax_test_done("backend_cmp attention");
         MPI_Finalize();
         return rc;
@@ -480,7 +485,7 @@ int main(int argc, char **argv) {
     pointwise();
     sumsq();
     vocab();
-    attentions(0);
+    attentions(0, NULL, 0);
     decode();
     norms(8200); /* last: the earlier cases keep their random inputs */
     embedding_rows();

@@ -43,9 +43,9 @@ static inline int ax_attn_ask_parse(const char *s) {
  * AX_FLASH_BQ rows, 16 per warp; row strides padded off the bank stride and
  * to WMMA's multiples (4 floats, 8 bf16). */
 #define AX_FLASH_BQ      64
-#define AX_FLASH_LDS     (AX_FLASH_BQ + 4) /* fp32 score rows */
-#define AX_FLASH_LDP     (AX_FLASH_BQ + 8) /* bf16 probability rows */
-#define AX_FLASH_LDW     (16 + 4)          /* fp32 rows of a warp's 16 x 16 scratch */
+#define AX_FLASH_LDS     (AX_FLASH_BQ + 4)                          /* fp32 score rows */
+#define AX_FLASH_LDP     (AX_FLASH_BQ + 8)                          /* bf16 probability rows */
+#define AX_FLASH_LDW     (16 + 4)                                   /* fp32 rows of a warp's 16 x 16 scratch */
 #define AX_FLASH_SCRATCH (AX_FLASH_BQ / 16 * 2 * 16 * AX_FLASH_LDW) /* floats: a pair of chunks per warp */
 enum { AX_FLASH_FWD, AX_FLASH_DQ, AX_FLASH_DKV, AX_FLASH_KERNELS };
 
@@ -76,9 +76,13 @@ static inline const char *ax_flash_kernel_name(int kernel) {
  * sm_80) or the architecture is not in the table */
 static inline size_t ax_flash_smem_limit(int sm) {
     switch (sm) {
-    case 80: case 87: return (size_t)163 << 10; /* A100, Orin */
-    case 86: case 89: case 120: return (size_t)99 << 10; /* consumer Ampere, Ada, Blackwell */
-    case 90: case 100: return (size_t)227 << 10; /* H100/H200, B200 */
+    case 80:
+    case 87: return (size_t)163 << 10; /* A100, Orin */
+    case 86:
+    case 89:
+    case 120: return (size_t)99 << 10; /* consumer Ampere, Ada, Blackwell */
+    case 90:
+    case 100: return (size_t)227 << 10; /* H100/H200, B200 */
     default: return 0;
     }
 }
