@@ -148,6 +148,10 @@ elif ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
 else
   echo "SKIP backend_cuda_no_gpu: this machine has a GPU"
 fi
+# an attention path the CUDA backend does not know: one line at start-up, with or without a GPU
+if "$BIN" --version | grep -q 'backends:.*cuda'; then
+  AXONN_CUDA_ATTN=fast expect_err cuda_attn_unknown 0 "AXONN_CUDA_ATTN=fast: expected tiled, mm, flash or auto" -- train "${TINY[@]}" --steps 2 --backend cuda --out "$W/o9c"
+fi
 
 # ---------------------------------------------------------------- option values
 # zero, negative, non-finite and absurd values: one line naming the option and
