@@ -1,5 +1,4 @@
 #include "model/gpt_decode.h"
-#include "backend/bf16.h"
 #include "nn/attention.h"
 #include "nn/embedding.h"
 #include "nn/layernorm.h"
@@ -23,7 +22,6 @@ void ax_kv_init(ax_kvcache *c, ax_gpt *m, int B, int Tmax) {
     c->len = be->alloc(B * sizeof(int));
     c->tokens = be->alloc(B * sizeof(int32_t));
     c->len_host = ax_calloc(B, sizeof(int));
-    c->rows = ax_malloc((size_t)Tmax * m->hd * sizeof(float));
     size_t Cx = m->Cx, Cy = m->Cy, Q = m->qkv.out_l, Fc = m->fc.out_l, Fa = m->fcproj.in_l;
     size_t wide = Fc > Cx ? Fc : Cx;
     size_t total = B * (3 * Cx + Q + Cy + wide + 2 * Fc + Fa + 2 + 4 + (size_t)m->Vl) + B * (Q + Cy) / 2 + 4;
@@ -54,13 +52,7 @@ void ax_kv_free(ax_kvcache *c) {
     be->free(c->tokens);
     be->free(c->mem);
     free(c->len_host);
-    free(c->rows);
     memset(c, 0, sizeof *c);
-}
-
-/* element i of a host array of dtype t, as fp32 */
-static float elem(const void *p, ax_dtype t, size_t i) {
-    return t == AX_BF16 ? ax_bf16_widen(((const ax_bf16 *)p)[i]) : ((const float *)p)[i];
 }
 
 /* the host's lengths to where the kernels read them */
@@ -69,17 +61,18 @@ static void send_lengths(ax_kvcache *c) { ax_be()->copy(c->len, c->len_host, c->
 void ax_kv_prefill(ax_kvcache *c, ax_gpt *m, int b, const int32_t *prompt, int n) {
     ax_gpt_forward(m, prompt, NULL, NULL, 1, n, 0.0f);
     int hd = m->hd, kq = m->Hl * hd, kvw = m->KVl * hd, Q = m->qkv.out_l; /* a qkv row: [q (kq) | k (kvw) | v (kvw)] */
-    size_t bytes = (size_t)n * Q * ax_dtype_size(m->dtype);
+    size_t row = (size_t)hd * sizeof(float);
+    /* each key and value head's n rows (Q floats apart in the layer's qkv) to
+     * its (n, hd) block of the cache, on the backend: no trip through the host.
+     * Under bf16 the layer's kept q|k|v is widened first into the fp32 working
+     * copy, the values its attention read. */
     for (int l = 0; l < m->cfg.n_layer; l++) {
-        const void *qkv = ax_host_view(m->L[l].qkv, bytes, 1); /* one read of the layer's rows, in the model's dtype */
+        const float *qkv = m->L[l].qkv32;
+        if (m->dtype == AX_BF16) ax_be()->cast(m->L[l].qkv32, AX_F32, m->L[l].qkv, AX_BF16, (size_t)n * Q);
         for (int h = 0; h < m->KVl; h++)
-            for (int kv = 0; kv < 2; kv++) { /* a head's rows gathered on the host, sent in one copy */
-                for (int t = 0; t < n; t++)
-                    for (int e = 0; e < hd; e++) /* bf16: widened, as the attention read them */
-                        c->rows[(size_t)t * hd + e] = elem(qkv, m->dtype, (size_t)t * Q + kq + kv * kvw + h * hd + e);
-                ax_be()->copy((kv ? c->v : c->k) + kv_index(c, m, l, b, h, 0), c->rows, (size_t)n * hd * sizeof(float));
-            }
-        ax_host_release((void *)qkv, m->L[l].qkv, bytes, 0);
+            for (int kv = 0; kv < 2; kv++)
+                ax_be()->copy_rows((kv ? c->v : c->k) + kv_index(c, m, l, b, h, 0), row, qkv + kq + kv * kvw + h * hd,
+                                   (size_t)Q * sizeof(float), row, n);
     }
     c->len_host[b] = n;
     send_lengths(c);
