@@ -170,6 +170,10 @@ WRAP(adamw,
      (float *w, const float *g, float *m, float *v, int64_t n, float gs, float b1, float b2, float c1, float c2,
       float lr, float eps, float dec),
      (w, g, m, v, n, gs, b1, b2, c1, c2, lr, eps, dec))
+WRAP(adamw_all,
+     (float *w, const float *g, float *m, float *v, int64_t n, const int64_t *r, int nr, ax_bf16 *wh, int64_t nh,
+      ax_adamw_step s),
+     (w, g, m, v, n, r, nr, wh, nh, s))
 static double g_sumsq(int n, const float *const *x, const size_t *len) {
     open_guard();
     double s = CPU.sumsq(n, x, len);
@@ -216,6 +220,7 @@ static ax_backend guarded(void) {
     E(attention_backward);
     E(attention_decode);
     E(adamw);
+    E(adamw_all);
 #undef E
     return b;
 }

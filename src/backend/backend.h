@@ -46,6 +46,13 @@ static inline ax_mat ax_mat_f32(const float *p, int rows, int cols) { return ax_
 #define AX_SUMSQ_RANGES  64
 #define AX_DEVICE_ID_LEN 64
 
+/* one AdamW step's constants (kmath.h: ax_adamw_elem): the gradient's scale
+ * (clipping), the moments' rates and bias corrections, learning rate, eps,
+ * and the weight decay factor of the elements it applies to */
+typedef struct {
+    float gscale, b1, b2, c1, c2, lr, eps, decay;
+} ax_adamw_step;
+
 typedef struct {
     void (*sum)(void *ctx, float *buf, size_t n); /* in place, over the group */
     void (*max)(void *ctx, float *buf, size_t n);
@@ -160,6 +167,12 @@ typedef struct ax_backend {
     /* AdamW on n elements: m, v moments; w = w*decay - lr*mhat/(sqrt(vhat)+eps) */
     void (*adamw)(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2, float c1,
                   float c2, float lr, float eps, float decay);
+    /* AdamW over a whole flat buffer of n elements in one call: s.decay
+     * applies on the nr ranges [ranges[2i], ranges[2i+1]) (sorted, disjoint,
+     * the backend's memory; ax_adamw_decay_at), 1 elsewhere; wh (may be NULL):
+     * its first nh elements get the new weights rounded to bf16, as cast would */
+    void (*adamw_all)(float *w, const float *g, float *m, float *v, int64_t n, const int64_t *ranges, int nr,
+                      ax_bf16 *wh, int64_t nh, ax_adamw_step s);
 } ax_backend;
 
 /* C = alpha op(A) op(B) + beta C on the backend in use, in the layout the

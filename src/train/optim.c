@@ -18,15 +18,22 @@ void ax_adamw_free(ax_adamw *o) {
 }
 
 void ax_adamw_update(ax_adamw *o, ax_gpt *m, const ax_hparams *h, double lr, int64_t t, float gscale) {
-    float b1 = (float)h->beta1, b2 = (float)h->beta2, eps = (float)h->eps;
-    float c1 = (float)(1.0 - pow(h->beta1, (double)t)), c2 = (float)(1.0 - pow(h->beta2, (double)t));
-    float lrf = (float)lr;
-    for (int i = 0; i < m->np; i++) {
-        const ax_param *p = &m->p[i];
-        float decay = p->decay ? (float)(1.0 - lr * h->weight_decay) : 1.0f;
-        float *w = m->params + p->offset, *g = m->grads + p->offset;
-        ax_be()->adamw(w, g, o->m + p->offset, o->v + p->offset, p->numel, gscale, b1, b2, c1, c2, lrf, eps, decay);
-    }
+    ax_adamw_step s = {
+        .gscale = gscale,
+        .b1 = (float)h->beta1,
+        .b2 = (float)h->beta2,
+        .c1 = (float)(1.0 - pow(h->beta1, (double)t)),
+        .c2 = (float)(1.0 - pow(h->beta2, (double)t)),
+        .lr = (float)lr,
+        .eps = (float)h->eps,
+        .decay = (float)(1.0 - lr * h->weight_decay),
+    };
+    /* one call over the flat buffer; under bf16 it also writes the rounded
+     * copy the next forward's GEMMs read, which then need not round it */
+    int bf16 = m->dtype == AX_BF16 && m->params_h;
+    ax_be()->adamw_all(m->params, m->grads, o->m, o->v, m->n_local, m->decay_ranges, m->n_decay_ranges,
+                       bf16 ? m->params_h : NULL, m->n_zchunk, s);
+    m->params_h_current = bf16;
 }
 
 double ax_lr_at(const ax_hparams *h, int step) {

@@ -122,6 +122,23 @@ void ax_cuda_adamw(float *w, const float *g, float *m, float *v, int64_t n, floa
     AX_CUDA_DONE();
 }
 
+__global__ static void adamw_all_k(float *w, const float *g, float *m, float *v, size_t n, const int64_t *ranges,
+                                   int nr, uint16_t *wh, size_t nh, ax_adamw_step s) {
+    EACH(k, n) {
+        float decay = ax_adamw_decay_at((int64_t)k, ranges, nr, s.decay);
+        ax_adamw_elem(&w[k], g[k], &m[k], &v[k], s.gscale, s.b1, s.b2, s.c1, s.c2, s.lr, s.eps, decay);
+        if (k < nh) wh[k] = ax_bf16_round(w[k]);
+    }
+}
+
+void ax_cuda_adamw_all(float *w, const float *g, float *m, float *v, int64_t n, const int64_t *ranges, int nr,
+                       ax_bf16 *wh, int64_t nh, ax_adamw_step s) {
+    if (n <= 0) return;
+    adamw_all_k<<<grid_of((size_t)n), NT, 0, ax_cuda_stream()>>>(w, g, m, v, (size_t)n, ranges, nr, wh,
+                                                                 wh ? (size_t)nh : 0, s);
+    AX_CUDA_DONE();
+}
+
 __global__ static void to_bf16(uint16_t *d, const float *s, size_t n) { EACH(i, n) d[i] = ax_bf16_round(s[i]); }
 __global__ static void to_f32(float *d, const uint16_t *s, size_t n) { EACH(i, n) d[i] = ax_bf16_widen(s[i]); }
 
