@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
 
     /* forward at the initial weights on batch 0 */
     int32_t *seqs = ax_malloc((size_t)B * (T + 1) * sizeof(int32_t)),
-            *scr = ax_malloc(2 * (size_t)B * T * sizeof(int32_t));
+            *scr = ax_malloc(3 * (size_t)B * T * sizeof(int32_t)) /* also ax_train_step's scratch */;
     int32_t *in = scr, *tg = scr + M;
     for (int b = 0; b < Bl; b++) {
         const int32_t *s = tokens + ax_seq_pos(&g, B, 1, 0, 0, b) * (T + 1);

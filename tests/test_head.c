@@ -64,8 +64,8 @@ static void check_chunks(ax_grid *g, ax_dtype dt) {
     wp = sqrt(num / den);
     CHECK(wl < 1e-6 && wp < 1e-5, "%s: chunked classifier differs: losses/norms %.3g, parameters %.3g",
           ax_dtype_name(dt), wl, wp);
-    if (g->rank == 0) printf("%s: chunks of 5 rows vs one chunk: losses/norms %.2g, parameters %.2g\n",
-                             ax_dtype_name(dt), wl, wp);
+    if (g->rank == 0)
+        printf("%s: chunks of 5 rows vs one chunk: losses/norms %.2g, parameters %.2g\n", ax_dtype_name(dt), wl, wp);
     free(p1);
     free(p5);
 }
@@ -94,16 +94,22 @@ static void check_adamw(ax_grid *g, int arch) {
         fill(mo[k], n, 3, -0.1f, 0.1f);
         fill(v[k], n, 4, 0, 0.01f);
     }
-    ax_adamw_step s = {.gscale = 0.7f, .b1 = 0.9f, .b2 = 0.95f, .c1 = 0.19f, .c2 = 0.0975f, .lr = 1e-2f,
-                       .eps = 1e-8f, .decay = 0.999f};
+    ax_adamw_step s = {.gscale = 0.7f,
+                       .b1 = 0.9f,
+                       .b2 = 0.95f,
+                       .c1 = 0.19f,
+                       .c2 = 0.0975f,
+                       .lr = 1e-2f,
+                       .eps = 1e-8f,
+                       .decay = 0.999f};
     int ndecay = 0;
     for (int i = 0; i < m.np; i++) { /* the per-parameter calls and the cast, as the optimizer made them before */
         const ax_param *p = &m.p[i];
         if (!p->present) continue;
         ndecay += p->decay;
         int64_t o = p->offset;
-        ax_be()->adamw(w[0] + o, gr + o, mo[0] + o, v[0] + o, p->numel, s.gscale, s.b1, s.b2, s.c1, s.c2, s.lr,
-                       s.eps, p->decay ? s.decay : 1.0f);
+        ax_be()->adamw(w[0] + o, gr + o, mo[0] + o, v[0] + o, p->numel, s.gscale, s.b1, s.b2, s.c1, s.c2, s.lr, s.eps,
+                       p->decay ? s.decay : 1.0f);
     }
     ax_be()->cast(h[0], AX_BF16, w[0], AX_F32, nz);
     ax_be()->adamw_all(w[1], gr, mo[1], v[1], n, m.decay_ranges, m.n_decay_ranges, h[1], nz, s);
@@ -111,7 +117,8 @@ static void check_adamw(ax_grid *g, int arch) {
           m.n_decay_ranges);
     CHECK(!memcmp(w[0], w[1], n * 4) && !memcmp(mo[0], mo[1], n * 4) && !memcmp(v[0], v[1], n * 4),
           "arch %d: adamw_all differs from the per-parameter adamw calls", arch);
-    CHECK(!memcmp(h[0], h[1], (nz + 1) * sizeof(ax_bf16)), "arch %d: adamw_all's bf16 copy differs from the cast", arch);
+    CHECK(!memcmp(h[0], h[1], (nz + 1) * sizeof(ax_bf16)), "arch %d: adamw_all's bf16 copy differs from the cast",
+          arch);
     for (int k = 0; k < 2; k++) {
         free(w[k]);
         free(mo[k]);

@@ -87,6 +87,13 @@ typedef struct ax_backend {
     /* bytes from src to dst, either of them host or this backend's memory;
      * complete on return */
     void (*copy)(void *dst, const void *src, size_t bytes);
+    /* optional (device backends): bytes from host memory to the backend's,
+     * queued behind the work already queued; returns at once where it can.
+     * A source from host_alloc (page-locked) must stay unchanged until the
+     * queued work has run (the next wait: sync, copy, a reduction read back);
+     * other host memory may be reused on return (the copy stages it first,
+     * and may wait to). NULL: copy. */
+    void (*copy_async)(void *dst, const void *src, size_t bytes);
     /* 1: alloc's memory is the host's (the CPU backend), so the host may read
      * and write it directly; 0: only through copy (ax_host_view) */
     int host_memory;
@@ -96,6 +103,10 @@ typedef struct ax_backend {
      * in double, complete on return: the gradient norm hands over many
      * parameters' ranges at once, so that a device backend waits once */
     double (*sumsq)(int n, const float *const *x, const size_t *len);
+    /* *acc (the backend's memory, a double) += sum over i of (w ? w[i] : 1) * x[i],
+     * the sum formed in double first, then added; queued like a kernel. The
+     * CPU sums in order of i; a device in its own (fixed) order. */
+    void (*wsum)(double *acc, const float *x, const float *w, int64_t n);
     /* optional: waits until the work queued on the backend is done; NULL:
      * nothing is queued (the CPU). Callers use ax_backend_sync. */
     void (*sync)(void);

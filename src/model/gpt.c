@@ -206,6 +206,7 @@ int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g) {
     ax_gpt_build_table(m);
     const ax_backend *be = ax_be();
     m->params = be->alloc(m->n_local * sizeof(float));
+    m->loss_acc = be->alloc(sizeof(double));
     m->grads = be->alloc(m->n_local * sizeof(float));
     if (g->gz > 1) {
         size_t nb = ax_shard_numel(&m->lmhead.w, g) * g->gz * sizeof(float);
@@ -223,6 +224,7 @@ void ax_gpt_free(ax_gpt *m) {
     const ax_backend *be = ax_be();
     free(m->p);
     be->free(m->params);
+    be->free(m->loss_acc);
     be->free(m->grads);
     ax_linear_ws_free(&m->ws);
     ax_zfetch_free(&m->wf);
@@ -240,7 +242,6 @@ void ax_gpt_free(ax_gpt *m) {
     be->free(m->act_mem);
     be->free(m->decay_ranges);
     free(m->L);
-    free(m->host_losses);
     memset(m, 0, sizeof *m);
 }
 
@@ -407,8 +408,6 @@ void ax_gpt_alloc_acts(ax_gpt *m, int B, int T) {
     /* attention scratch for the threads of this moment; attention never runs more */
     m->att_threads = ax_be()->threads();
     m->L = ax_calloc(m->cfg.n_layer, sizeof(ax_layer_acts));
-    free(m->host_losses);
-    m->host_losses = ax_be()->host_memory ? NULL : ax_calloc((size_t)B * T, sizeof(float));
     int64_t total = layout_acts(m, B, T, NULL);
     m->act_mem = ax_be()->alloc(total * sizeof(float));
     m->act_bytes = 4.0 * total;
@@ -529,10 +528,12 @@ void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, in
 }
 
 /* a host array of the micro-batch where the kernels read it: itself on a
- * backend of host memory, else copied into the backend's buffer dev */
+ * backend of host memory, else copied into the backend's buffer dev, queued
+ * behind the work before it where the backend can (no wait for the device) */
 static const void *to_kernels(void *dev, const void *host, size_t bytes) {
-    if (!host || ax_be()->host_memory) return host;
-    ax_be()->copy(dev, host, bytes);
+    const ax_backend *be = ax_be();
+    if (!host || be->host_memory) return host;
+    (be->copy_async ? be->copy_async : be->copy)(dev, host, bytes);
     return dev;
 }
 
@@ -611,25 +612,27 @@ void ax_gpt_forward_queue(ax_gpt *m, const int32_t *inputs, const int32_t *targe
     ax_gpt_final_norm(m, m->lnf, m->lnf_mean, m->lnf_rstd, h, M, m->scratch);
     ax_gpt_gemm_input(m, m->lnf, m->lnf_h, M, Cx); /* the LM head's GEMMs read it rounded under bf16 */
     if (!targets) return;
-    classifier(m, to_kernels(m->dev_targets, targets, (size_t)M * 4),
-               to_kernels(m->dev_weights, weights, (size_t)M * 4), M, dscale);
+    m->kweights = to_kernels(m->dev_weights, weights, (size_t)M * 4);
+    classifier(m, to_kernels(m->dev_targets, targets, (size_t)M * 4), m->kweights, M, dscale);
 }
 
-double ax_gpt_loss_sum(ax_gpt *m, const float *weights, int M) {
-    const float *losses = m->losses;
-    if (m->host_losses) {
-        ax_be()->copy(m->host_losses, m->losses, (size_t)M * sizeof(float));
-        losses = m->host_losses;
-    }
-    double sum = 0;
-    for (int i = 0; i < M; i++) sum += (double)(weights ? weights[i] : 1.0f) * losses[i];
-    return sum;
+void ax_gpt_loss_begin(ax_gpt *m) { ax_be()->zero(m->loss_acc, sizeof(double)); }
+
+void ax_gpt_loss_add(ax_gpt *m, int M) { ax_be()->wsum(m->loss_acc, m->losses, m->kweights, M); }
+
+double ax_gpt_loss_read(ax_gpt *m) {
+    double s;
+    ax_be()->copy(&s, m->loss_acc, sizeof s);
+    return s;
 }
 
 double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights, int Bl, int T,
                       float dscale) {
     ax_gpt_forward_queue(m, inputs, targets, weights, Bl, T, dscale);
-    return targets ? ax_gpt_loss_sum(m, weights, Bl * T) : 0.0;
+    if (!targets) return 0.0;
+    ax_gpt_loss_begin(m);
+    ax_gpt_loss_add(m, Bl * T);
+    return ax_gpt_loss_read(m);
 }
 
 /* Layer l's backward: dres (the gradient of its output) becomes that of its
@@ -689,7 +692,7 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
      * forward has left dlnf in s1 and readied the blocks (head_grad_begin) */
     float *dhead = g->gz == 1 ? ax_gpt_grad(m, untied ? AX_PID_HEAD(m) : 0) : m->head_gblock;
     float *dwte = g->gz == 1 ? ax_gpt_grad(m, 0) : m->wte_gblock;
-    inputs = to_kernels(m->dev_inputs, inputs, (size_t)M * sizeof(int32_t));
+    if (!ax_be()->host_memory) inputs = m->dev_inputs; /* sent by this micro-batch's forward */
     const float *hlast = m->L[m->cfg.n_layer - 1].res3;
     ax_be()->zero(m->dres, (size_t)M * Cx * sizeof(float));
     norm_backward(m, m->dres, ax_gpt_grad(m, AX_PID_LNFW(m)), ax_gpt_grad(m, AX_PID_LNFB(m)), m->s1, hlast,

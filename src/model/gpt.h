@@ -154,9 +154,11 @@ typedef struct {
     float *dres, *s1, *s2, *scratch, *att_scratch;
     ax_bf16 *lnf_h, *dy_h; /* bf16: final LayerNorm output; a backward GEMM's dy rounded */
     /* a backend of its own memory (a GPU): the micro-batch's tokens, targets
-     * and weights sent there, and the per-token losses brought back */
+     * and weights sent there (asynchronously where the backend can) */
     int32_t *dev_inputs, *dev_targets;
-    float *dev_weights, *host_losses;
+    float *dev_weights;
+    const float *kweights;  /* the last forward's weights where the kernels read them (NULL: all count) */
+    double *loss_acc;       /* the backend's memory: the weighted loss summed there (ax_gpt_loss_add) */
     int att_threads;        /* threads att_scratch is sized for */
     ax_recompute recompute; /* NONE after init; KV-cache decoding needs NONE */
 } ax_gpt;
@@ -284,14 +286,21 @@ int ax_gpt_logit_rows(int64_t M, int64_t Vl);
  * final norm runs: ax_gpt_logits gives the logit rows a caller needs. */
 double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights, int Bl, int T,
                       float dscale);
-/* ax_gpt_forward in two halves, for training: the first queues the work and
- * returns at once; the second reads the per-row losses back and returns the
- * sum. Between them the step queues the backward, so that a device backend
- * is not left idle while the host waits for the loss (it reads nothing the
- * backward writes). weights as given to the first half; M = Bl * T. */
+/* ax_gpt_forward without waiting, for training: it queues the work and
+ * returns at once; the loss stays where the kernels are. A device backend
+ * copies inputs, targets and weights asynchronously: from host_alloc memory
+ * they must stay unchanged until the step's read-back (ax_gpt_loss_read). */
 void ax_gpt_forward_queue(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights, int Bl, int T,
                           float dscale);
-double ax_gpt_loss_sum(ax_gpt *m, const float *weights, int M);
+/* The loss summed where the kernels are, read back once per step:
+ *   ax_gpt_loss_begin(m);
+ *   for (each micro-batch) { ax_gpt_forward_queue(...); ax_gpt_backward(...); ax_gpt_loss_add(m, M); }
+ *   double loss = ax_gpt_loss_read(m);     // sum over micro-batches of sum(weight * loss)
+ * loss_add queues acc += the last forward's M rows of weight * loss (formed
+ * in double, then added: on the CPU the bits of the host's sum, in order). */
+void ax_gpt_loss_begin(ax_gpt *m);
+void ax_gpt_loss_add(ax_gpt *m, int M);
+double ax_gpt_loss_read(ax_gpt *m);
 /* Gradients accumulate into m->grads; they are final after ax_gpt_grad_sync
  * (reduce-scatters over Z may still be in flight when backward returns). */
 void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T);

@@ -19,6 +19,8 @@ void ax_cuda_host_free(void *p);
 void *ax_cuda_alloc(size_t bytes);
 void ax_cuda_free(void *p);
 void ax_cuda_copy(void *dst, const void *src, size_t bytes);
+void ax_cuda_copy_async(void *dst, const void *src, size_t bytes);
+void ax_cuda_wsum(double *acc, const float *x, const float *w, int64_t n);
 void ax_cuda_zero(void *p, size_t bytes);
 double ax_cuda_sumsq(int n, const float *const *x, const size_t *len);
 void ax_cuda_sync(void);

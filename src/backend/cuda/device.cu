@@ -251,6 +251,12 @@ void ax_cuda_copy(void *dst, const void *src, size_t bytes) {
     if (prof_on()) prof_record(__FILE__, __LINE__, __func__); /* a row for the copies (and idle time before them) */
 }
 
+void ax_cuda_copy_async(void *dst, const void *src, size_t bytes) {
+    if (!bytes) return;
+    AX_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, ax_cuda_stream()));
+    AX_CUDA_DONE();
+}
+
 void ax_cuda_sync(void) { AX_CHECK_CUDA(cudaStreamSynchronize(ax_cuda_stream())); }
 
 void *ax_cuda_tmp(int slot, size_t bytes) {

@@ -184,6 +184,26 @@ __global__ static void sumsq_sum(double *out, const double *part, unsigned n) {
     if (threadIdx.x == 0) *out = sh[0];
 }
 
+/* one block: each thread's strided partial in double, then a fixed tree
+ * (the same bits every run); a micro-batch's losses are a few thousand rows */
+__global__ static void wsum_k(double *acc, const float *x, const float *w, size_t n) {
+    __shared__ double sh[NT];
+    double s = 0;
+    for (size_t i = threadIdx.x; i < n; i += NT) s += (double)(w ? w[i] : 1.0f) * x[i];
+    sh[threadIdx.x] = s;
+    __syncthreads();
+    for (int o = NT / 2; o; o >>= 1) {
+        if (threadIdx.x < o) sh[threadIdx.x] += sh[threadIdx.x + o];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) *acc += sh[0];
+}
+
+void ax_cuda_wsum(double *acc, const float *x, const float *w, int64_t n) {
+    wsum_k<<<1, NT, 0, ax_cuda_stream()>>>(acc, x, w, n > 0 ? (size_t)n : 0);
+    AX_CUDA_DONE();
+}
+
 /* SQ_BLOCKS partials per range (zeros past a short range's blocks), summed in
  * order by one block, and one copy back for all the ranges */
 double ax_cuda_sumsq(int n, const float *const *x, const size_t *len) {
