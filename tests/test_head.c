@@ -6,9 +6,13 @@
  * reassociation: OpenBLAS's GEMM over 5 rows may round a logit in the last
  * bit differently from the GEMM over 24, and the LM head's weight gradient
  * sums its rows chunk by chunk. Losses and gradient norms within 1e-6
- * relative (measured 7e-9 in fp32, 1.2e-8 in bf16 on one rank), the
- * parameters after three steps within 1e-5 norm-wise (the grid tests' fp32
- * tolerance; measured 7e-7), in fp32 and bf16, on the grid given (--grid D,X,Y,Z: the vocabulary split over Y, the head
+ * relative (measured 7e-9 in fp32 on one rank), the parameters after three
+ * steps within 1e-5 norm-wise (the grid tests' fp32 tolerance; measured
+ * 7e-7). In bf16 a logit one bit apart now and then rounds its gradient to
+ * the neighbouring bf16 value, which AdamW amplifies, as on grids: 1e-2 on
+ * both, as tests/test_grid_equiv.c after three steps (measured 1.2e-8 in the
+ * Release build on one rank, 1.0e-4 and 5.9e-5 in the sanitizer build on X =
+ * 2 with 2 threads). On the grid given (--grid D,X,Y,Z: the vocabulary split over Y, the head
  * gradient's blocks over Z). The activation sizes describe the chunk, not
  * the (tokens x vocabulary) array.
  *
@@ -62,8 +66,9 @@ static void check_chunks(ax_grid *g, ax_dtype dt) {
         den += (double)p1[i] * p1[i];
     }
     wp = sqrt(num / den);
-    CHECK(wl < 1e-6 && wp < 1e-5, "%s: chunked classifier differs: losses/norms %.3g, parameters %.3g",
-          ax_dtype_name(dt), wl, wp);
+    double tl = dt == AX_F32 ? 1e-6 : 1e-2, tp = dt == AX_F32 ? 1e-5 : 1e-2;
+    CHECK(wl < tl && wp < tp, "%s: chunked classifier differs: losses/norms %.3g, parameters %.3g", ax_dtype_name(dt),
+          wl, wp);
     if (g->rank == 0)
         printf("%s: chunks of 5 rows vs one chunk: losses/norms %.2g, parameters %.2g\n", ax_dtype_name(dt), wl, wp);
     free(p1);
