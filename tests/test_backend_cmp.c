@@ -319,6 +319,31 @@ static void pointwise(void) {
     }
     row("adamw w (3 steps)", "300007", w, 0, 1e-6);
     row("adamw v", "300007", v, 0, 1e-6);
+    { /* the one-call AdamW: decay on three ranges (one at the start, one empty), bf16 copy of a prefix */
+        int64_t rr[6] = {0, 1000, 5000, 5000, 70001, 290000};
+        pair rg = mk(sizeof rr), wa = randf(n, -1, 1), ma = randf(n, -0.1f, 0.1f), va = randf(n, 0, 0.01f);
+        pair wh = mk((size_t)100003 * 2);
+        memcpy(rg.c, rr, sizeof rr);
+        put(rg);
+        ax_adamw_step st = {0.5f, 0.9f, 0.95f, 0.5f, 0.3f, 1e-3f, 1e-8f, 0.999f};
+        C_->adamw_all(F(wa), F(gr), F(ma), F(va), (int64_t)n, (const int64_t *)rg.c, 3, (ax_bf16 *)wh.c, 100003, st);
+        G_->adamw_all(G(wa), G(gr), G(ma), G(va), (int64_t)n, (const int64_t *)rg.g, 3, (ax_bf16 *)wh.g, 100003, st);
+        row("adamw_all w", "300007, 3 decay ranges", wa, 0, 1e-6);
+        row("adamw_all bf16 copy", "100003 of 300007", wh, 1, 8e-3); /* a weight 1 ulp off may round apart */
+        pair acc = mk(sizeof(double));
+        C_->wsum((double *)acc.c, F(gr), F(va), 8193);
+        G_->wsum((double *)acc.g, G(gr), G(va), 8193);
+        got(acc);
+        double ec = *(double *)acc.c, eg = *(double *)acc.h, e = fabs(ec - eg) / fmax(fabs(ec), 1e-30);
+        printf("%-24s %-30s %10.2e %8.0e  %s\n", "wsum", "8193", e, 1e-12, e <= 1e-12 ? "ok" : "FAIL");
+        CHECK(e <= 1e-12, "wsum: %.17g on the device, %.17g on the CPU", eg, ec);
+        drop(rg);
+        drop(wa);
+        drop(ma);
+        drop(va);
+        drop(wh);
+        drop(acc);
+    }
     drop(x);
     drop(d);
     drop(o);

@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
         for (int b = 0; b < R; b++) { /* the full forward over the row's prefix */
             int n = plen[b] + s;
             ax_gpt_forward(&m, seq[b], NULL, NULL, 1, n, 0.0f);
-            memcpy(want + (size_t)b * m.Vl, m.logits + (size_t)(n - 1) * m.Vl, m.Vl * sizeof(float));
+            ax_gpt_logits(&m, want + (size_t)b * m.Vl, n - 1, 1);
             int best = 0; /* argmax over the whole vocabulary, gathered */
             float *full = ax_malloc((size_t)m.Vp * sizeof(float));
             ax_allgather_f32(&g.Y, want + (size_t)b * m.Vl, full, m.Vl);

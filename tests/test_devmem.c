@@ -5,7 +5,8 @@
  * installs the CPU backend behind a guard: alloc returns pages of their own
  * that stay PROT_NONE except while a backend entry runs, and the table says
  * host_memory = 0, so the model takes the device paths (host views, the
- * micro-batch sent to the backend, losses brought back). Every rank reports
+ * micro-batch sent to the backend through copy_async, the loss summed there
+ * and read back once per step). Every rank reports
  * the same device, as ranks sharing one GPU do, so no group gets NCCL and
  * every collective is staged through host buffers (comm/comm.h): MPI never
  * sees a device buffer, and the guard stays closed in MPI calls. Any host or
@@ -120,9 +121,21 @@ static void g_free(void *p) {
         CPU.name args;            \
         close_guard();            \
     }
-WRAP(copy, (void *d, const void *s, size_t n), (d, s, n))
+static int nwaits; /* the host waiting for the device: a copy (complete on return) or a sum read back */
+static void g_copy(void *d, const void *s, size_t n) {
+    nwaits++;
+    open_guard();
+    CPU.copy(d, s, n);
+    close_guard();
+}
+static void g_copy_async(void *d, const void *s, size_t n) { /* done at once: one way of being queued */
+    open_guard();
+    CPU.copy(d, s, n);
+    close_guard();
+}
 WRAP(zero, (void *p, size_t n), (p, n))
 WRAP(copy_rows, (void *d, size_t dp, const void *s, size_t sp, size_t w, size_t r), (d, dp, s, sp, w, r))
+WRAP(wsum, (double *acc, const float *x, const float *w, int64_t n), (acc, x, w, n))
 WRAP(gemm, (int bt, float al, ax_mat A, int ta, ax_mat B, int tb, float be, ax_mat C), (bt, al, A, ta, B, tb, be, C))
 WRAP(cast, (void *d, ax_dtype dt, const void *s, ax_dtype st, size_t n), (d, dt, s, st, n))
 WRAP(transpose, (ax_mat d, ax_mat s, float beta), (d, s, beta))
@@ -182,7 +195,12 @@ WRAP(adamw,
      (float *w, const float *g, float *m, float *v, int64_t n, float gs, float b1, float b2, float c1, float c2,
       float lr, float eps, float dec),
      (w, g, m, v, n, gs, b1, b2, c1, c2, lr, eps, dec))
+WRAP(adamw_all,
+     (float *w, const float *g, float *m, float *v, int64_t n, const int64_t *r, int nr, ax_bf16 *wh, int64_t nh,
+      ax_adamw_step s),
+     (w, g, m, v, n, r, nr, wh, nh, s))
 static double g_sumsq(int n, const float *const *x, const size_t *len) {
+    nwaits++;
     open_guard();
     double s = CPU.sumsq(n, x, len);
     close_guard();
@@ -202,6 +220,8 @@ static ax_backend guarded(void) {
     b.free = g_free;
     b.copy = g_copy;
     b.copy_rows = g_copy_rows;
+    b.copy_async = g_copy_async;
+    b.wsum = g_wsum;
     b.zero = g_zero;
     b.sumsq = g_sumsq;
     b.device_id = g_device_id;
@@ -230,6 +250,7 @@ static ax_backend guarded(void) {
     E(attention_backward);
     E(attention_decode);
     E(adamw);
+    E(adamw_all);
 #undef E
     return b;
 }
@@ -349,6 +370,34 @@ static void decode(ax_grid *g, ax_dtype t, decoded *d) {
     ax_be()->copy(d->logits, c.logits, d->bytes);
     ax_kv_free(&c);
     ax_gpt_free(&m);
+}
+
+/* One training step of ACCUM micro-batches (weights too) on a grid of one
+ * rank, where no collective stages anything: the host waits for the device
+ * twice, for the loss read back and for the gradient norm, whatever ACCUM;
+ * the micro-batches go through copy_async and the loss is summed there. */
+static void check_waits(ax_dtype t, const ax_backend *gb) {
+    ax_grid g;
+    if (ax_grid_init(&g, MPI_COMM_SELF, 1, 1, 1, 1)) ax_err_exit(1);
+    ax_backend_install(gb);
+    guarding = 1;
+    ax_gpt m;
+    if (ax_gpt_init(&m, &cfg, &g)) ax_err_exit(1);
+    ax_gpt_set_dtype(&m, t);
+    ax_gpt_init_random(&m, 7);
+    ax_adamw o;
+    ax_adamw_init(&o, m.n_local);
+    double l, gn;
+    ax_t_train(&m, &o, &hp, 3, B, ACCUM, T, 1, 0, &l, &gn); /* activations laid out */
+    nwaits = 0;
+    ax_t_train(&m, &o, &hp, 3, B, ACCUM, T, 1, 0, &l, &gn);
+    CHECK(nwaits == 2, "a step of %d micro-batches waited for the device %d times, expected 2", ACCUM, nwaits);
+    ax_adamw_free(&o);
+    ax_gpt_free(&m);
+    guarding = 0;
+    protect_all(PROT_READ | PROT_WRITE);
+    ax_backend_install(&ax_cpu_backend);
+    ax_grid_free(&g);
 }
 
 /* a whole ax_train run (evaluation, checkpoints, the final model) into dir */
@@ -499,6 +548,7 @@ int main(int argc, char **argv) {
                     ngrids++;
                 }
     CHECK(ngrids > 0, "no grid of %d ranks fits the model", P);
+    check_waits(t, &gb);
     /* the trainer around the step: evaluation, checkpoints, the final model */
     char plain_dir[300], dev_dir[300];
     snprintf(plain_dir, sizeof plain_dir, "%s-plain", dir);

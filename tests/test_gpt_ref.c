@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
 
     /* forward at the initial weights on batch 0 */
     int32_t *seqs = ax_malloc((size_t)B * (T + 1) * sizeof(int32_t)),
-            *scr = ax_malloc(2 * (size_t)B * T * sizeof(int32_t));
+            *scr = ax_malloc(3 * (size_t)B * T * sizeof(int32_t)) /* also ax_train_step's scratch */;
     int32_t *in = scr, *tg = scr + M;
     for (int b = 0; b < Bl; b++) {
         const int32_t *s = tokens + ax_seq_pos(&g, B, 1, 0, 0, b) * (T + 1);
@@ -61,6 +61,8 @@ int main(int argc, char **argv) {
         memcpy(tg + b * T, s + 1, T * 4);
     }
     double lsum = ax_gpt_forward(&m, in, tg, NULL, Bl, T, 0.0f);
+    float *lg = ax_malloc((size_t)M * m.Vl * sizeof(float)); /* every row's logits, as the classifier computes them */
+    ax_gpt_logits(&m, lg, 0, M);
     float *rlog = ax_malloc(B * T * V * sizeof(float));
     ax_st_read_f32(&ref, ax_st_find(&ref, "logits"), rlog, (int64_t)B * T * V);
     double dn = 0, rn = 0;
@@ -68,7 +70,7 @@ int main(int argc, char **argv) {
         for (int t = 0; t < T; t++)
             for (int j = 0; j < m.Vl && m.v0 + j < V; j++) {
                 int64_t gs = ax_seq_pos(&g, B, 1, 0, 0, b);
-                double r = rlog[(gs * T + t) * V + m.v0 + j], c = m.logits[(int64_t)(b * T + t) * m.Vl + j];
+                double r = rlog[(gs * T + t) * V + m.v0 + j], c = lg[(int64_t)(b * T + t) * m.Vl + j];
                 dn += (r - c) * (r - c);
                 rn += r * r;
             }
@@ -81,8 +83,8 @@ int main(int argc, char **argv) {
     CHECK(fabs(lsum / (B * T) - loss0) < 1e-5 * loss0, "loss %.8f vs %.8f", lsum / (B * T), loss0);
 
     /* gradients at the initial weights */
+    memset(m.grads, 0, m.n_local * sizeof(float)); /* the forward's classifier accumulates the LM head's */
     ax_gpt_forward(&m, in, tg, NULL, Bl, T, 1.0f / (B * T));
-    memset(m.grads, 0, m.n_local * sizeof(float));
     ax_gpt_backward(&m, in, Bl, T);
     ax_gpt_grad_sync(&m);
     float *want = ax_calloc(m.n_local, sizeof(float)), *tmp = ax_malloc(m.n_local * sizeof(float));
@@ -115,10 +117,10 @@ int main(int argc, char **argv) {
     }
     CHECK(mask_ok, "goldfish mask differs from the Python reference");
     ax_allreduce_f64(&g.dz, &kept, 1);
+    memset(m.grads, 0, m.n_local * sizeof(float));
     lsum = ax_gpt_forward(&m, in, tg, w, Bl, T, (float)(1.0 / kept));
     ax_allreduce_f64(&g.dz, &lsum, 1);
     CHECK(fabs(lsum / kept - gloss) < 1e-5 * gloss, "goldfish loss %.8f vs %.8f", lsum / kept, gloss);
-    memset(m.grads, 0, m.n_local * sizeof(float));
     ax_gpt_backward(&m, in, Bl, T);
     ax_gpt_grad_sync(&m);
     memset(want, 0, m.n_local * sizeof(float));

@@ -76,6 +76,8 @@ int main(int argc, char **argv) {
 
     /* logits and loss */
     double lsum = ax_gpt_forward(&m, in, tg, NULL, Bl, T, 0.0f);
+    float *lg = ax_malloc((size_t)M * m.Vl * sizeof(float)); /* every row's logits, as the classifier computes them */
+    ax_gpt_logits(&m, lg, 0, M);
     float *rlog = ax_malloc((size_t)B * T * V * sizeof(float));
     ax_st_read_f32(&ref, ax_st_find(&ref, "logits"), rlog, (int64_t)B * T * V);
     double both[2] = {0, 0};
@@ -83,7 +85,7 @@ int main(int argc, char **argv) {
         for (int t = 0; t < T; t++)
             for (int j = 0; j < m.Vl && m.v0 + j < V; j++) {
                 int64_t gs = ax_seq_pos(&g, B, 1, 0, 0, b);
-                double r = rlog[(gs * T + t) * V + m.v0 + j], c = m.logits[(int64_t)(b * T + t) * m.Vl + j];
+                double r = rlog[(gs * T + t) * V + m.v0 + j], c = lg[(int64_t)(b * T + t) * m.Vl + j];
                 both[0] += (r - c) * (r - c);
                 both[1] += r * r;
             }
@@ -96,8 +98,8 @@ int main(int argc, char **argv) {
     CHECK(fabs(lsum / (B * T) - loss0) < 1e-5 * loss0, "loss %.8f vs %.8f", lsum / (B * T), loss0);
 
     /* gradients (fp32 sums in another order than PyTorch's: 1e-4 norm-wise) */
+    memset(m.grads, 0, m.n_local * sizeof(float)); /* the forward's classifier accumulates the LM head's */
     ax_gpt_forward(&m, in, tg, NULL, Bl, T, 1.0f / (B * T));
-    memset(m.grads, 0, m.n_local * sizeof(float));
     ax_gpt_backward(&m, in, Bl, T);
     ax_gpt_grad_sync(&m);
     float *want = ax_calloc(m.n_local, sizeof(float)), *tmp = ax_malloc(m.n_local * sizeof(float));
@@ -121,10 +123,11 @@ int main(int argc, char **argv) {
     for (int t = P0; t < P0 + NEW; t++) {
         ax_kv_argmax(&c, &m, 1, &seq[t]);
         ax_gpt_forward(&m, seq, NULL, NULL, 1, t, 0.0f); /* the whole prefix again */
+        ax_gpt_logits(&m, lg, t - 1, 1);
         float best = -INFINITY;
         int arg = 0;
         for (int j = 0; j < m.Vl && m.v0 + j < V; j++) {
-            float v = m.logits[(size_t)(t - 1) * m.Vl + j];
+            float v = lg[j];
             if (v > best) {
                 best = v;
                 arg = m.v0 + j;
@@ -144,6 +147,7 @@ int main(int argc, char **argv) {
     free(in);
     free(tg);
     free(rlog);
+    free(lg);
     free(want);
     free(tmp);
     ax_st_close(&ref);

@@ -14,16 +14,18 @@ static ax_grid g;
 static void naive_greedy(const int32_t *prompt, int n, int k, int32_t *out) {
     int32_t buf[64];
     memcpy(buf, prompt, n * sizeof(int32_t));
-    float *full = ax_malloc((size_t)m.Vp * sizeof(float));
+    float *full = ax_malloc((size_t)m.Vp * sizeof(float)), *row = ax_malloc((size_t)m.Vl * sizeof(float));
     for (int s = 0; s < k; s++) {
         ax_gpt_forward(&m, buf, NULL, NULL, 1, n + s, 0.0f);
-        ax_allgather_f32(&g.Y, m.logits + (size_t)(n + s - 1) * m.Vl, full, m.Vl);
+        ax_gpt_logits(&m, row, n + s - 1, 1);
+        ax_allgather_f32(&g.Y, row, full, m.Vl);
         int best = 0;
         for (int j = 1; j < m.cfg.vocab_size; j++)
             if (full[j] > full[best]) best = j;
         buf[n + s] = out[s] = best;
     }
     free(full);
+    free(row);
 }
 
 int main(int argc, char **argv) {

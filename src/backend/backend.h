@@ -48,6 +48,13 @@ static inline ax_mat ax_mat_f32(const float *p, int rows, int cols) { return ax_
 #define AX_SUMSQ_RANGES  64
 #define AX_DEVICE_ID_LEN 64
 
+/* one AdamW step's constants (kmath.h: ax_adamw_elem): the gradient's scale
+ * (clipping), the moments' rates and bias corrections, learning rate, eps,
+ * and the weight decay factor of the elements it applies to */
+typedef struct {
+    float gscale, b1, b2, c1, c2, lr, eps, decay;
+} ax_adamw_step;
+
 typedef struct {
     void (*sum)(void *ctx, float *buf, size_t n); /* in place, over the group */
     void (*max)(void *ctx, float *buf, size_t n);
@@ -86,6 +93,13 @@ typedef struct ax_backend {
      * apart), both the backend's memory, not overlapping: a strided gather on
      * the device, queued like a kernel (the host does not wait for it) */
     void (*copy_rows)(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows);
+    /* optional (device backends): bytes from host memory to the backend's,
+     * queued behind the work already queued; returns at once where it can.
+     * A source from host_alloc (page-locked) must stay unchanged until the
+     * queued work has run (the next wait: sync, copy, a reduction read back);
+     * other host memory may be reused on return (the copy stages it first,
+     * and may wait to). NULL: copy. */
+    void (*copy_async)(void *dst, const void *src, size_t bytes);
     /* 1: alloc's memory is the host's (the CPU backend), so the host may read
      * and write it directly; 0: only through copy (ax_host_view) */
     int host_memory;
@@ -95,6 +109,10 @@ typedef struct ax_backend {
      * in double, complete on return: the gradient norm hands over many
      * parameters' ranges at once, so that a device backend waits once */
     double (*sumsq)(int n, const float *const *x, const size_t *len);
+    /* *acc (the backend's memory, a double) += sum over i of (w ? w[i] : 1) * x[i],
+     * the sum formed in double first, then added; queued like a kernel. The
+     * CPU sums in order of i; a device in its own (fixed) order. */
+    void (*wsum)(double *acc, const float *x, const float *w, int64_t n);
     /* optional: waits until the work queued on the backend is done; NULL:
      * nothing is queued (the CPU). Callers use ax_backend_sync. */
     void (*sync)(void);
@@ -190,6 +208,12 @@ typedef struct ax_backend {
     /* AdamW on n elements: m, v moments; w = w*decay - lr*mhat/(sqrt(vhat)+eps) */
     void (*adamw)(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2, float c1,
                   float c2, float lr, float eps, float decay);
+    /* AdamW over a whole flat buffer of n elements in one call: s.decay
+     * applies on the nr ranges [ranges[2i], ranges[2i+1]) (sorted, disjoint,
+     * the backend's memory; ax_adamw_decay_at), 1 elsewhere; wh (may be NULL):
+     * its first nh elements get the new weights rounded to bf16, as cast would */
+    void (*adamw_all)(float *w, const float *g, float *m, float *v, int64_t n, const int64_t *ranges, int nr,
+                      ax_bf16 *wh, int64_t nh, ax_adamw_step s);
 } ax_backend;
 
 /* C = alpha op(A) op(B) + beta C on the backend in use, in the layout the

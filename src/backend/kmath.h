@@ -164,4 +164,16 @@ static inline AX_HD void ax_adamw_elem(float *w, float g, float *m, float *v, fl
     float mh = *m / c1, vh = *v / c2;
     *w = *w * decay - lr * mh / (sqrtf(vh) + eps);
 }
+
+/* the decay of element k of a flat buffer: decay inside one of the nr ranges
+ * [r[2i], r[2i+1]) (sorted, disjoint), 1 outside (a binary search) */
+static inline AX_HD float ax_adamw_decay_at(int64_t k, const int64_t *r, int nr, float decay) {
+    int lo = 0, hi = nr;
+    while (lo < hi) { /* the first range that ends after k */
+        int mid = (lo + hi) / 2;
+        if (r[2 * mid + 1] <= k) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < nr && r[2 * lo] <= k ? decay : 1.0f;
+}
 #endif

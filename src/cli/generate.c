@@ -48,16 +48,19 @@ void ax_cli_generate(ax_gpt *m, int32_t *toks, int n, int max_new, double temp, 
     size_t bytes = (size_t)m->Vp * sizeof(float);
     float *full = ax_malloc(bytes), *work = ax_malloc(bytes);
     float *gathered = ax_be()->alloc(bytes); /* the collective works on the backend's memory (a GPU's, for NCCL) */
+    float *last = ax_be()->alloc((size_t)m->Vl * sizeof(float)); /* the last position's logits, this rank's slice */
     ax_rng r = {seed, 0x5A3B, 0};
     int Tmax = m->cfg.block_size;
     for (int i = 0; i < max_new; i++) {
         int T = n < Tmax ? n : Tmax; /* a sliding window past n_positions */
         ax_gpt_forward(m, toks + n - T, NULL, NULL, 1, T, 0.0f);
-        ax_allgather_f32(&m->g->Y, m->logits + (size_t)(T - 1) * m->Vl, gathered, m->Vl);
+        ax_gpt_logits(m, last, T - 1, 1);
+        ax_allgather_f32(&m->g->Y, last, gathered, m->Vl);
         ax_be()->copy(full, gathered, bytes);
         toks[n++] = pick(full, m->cfg.vocab_size, temp, top_k, &r, work);
     }
     ax_be()->free(gathered);
+    ax_be()->free(last);
     free(full);
     free(work);
 }

@@ -167,6 +167,28 @@ void ax_gpt_build_table(ax_gpt *m) {
         if (m->p[i].shard.zchunk) m->n_zchunk += m->p[i].numel;
 }
 
+/* the parameters AdamW decays, as ranges of the flat buffer (neighbours
+ * merged), sent where the optimizer's kernel reads them */
+static void decay_ranges_init(ax_gpt *m) {
+    int64_t *r = ax_malloc(2 * (size_t)m->np * sizeof(int64_t));
+    int n = 0;
+    for (int pass = 1; pass >= 0; pass--) /* the flat order of ax_gpt_build_table */
+        for (int i = 0; i < m->np; i++) {
+            const ax_param *p = &m->p[i];
+            if (!p->present || p->shard.zchunk != pass || !p->decay || !p->numel) continue;
+            if (n && r[2 * n - 1] == p->offset) r[2 * n - 1] += p->numel;
+            else {
+                r[2 * n] = p->offset;
+                r[2 * n + 1] = p->offset + p->numel;
+                n++;
+            }
+        }
+    m->n_decay_ranges = n;
+    m->decay_ranges = ax_be()->alloc((n ? n : 1) * 2 * sizeof(int64_t));
+    ax_be()->copy(m->decay_ranges, r, (size_t)n * 2 * sizeof(int64_t));
+    free(r);
+}
+
 int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g) {
     memset(m, 0, sizeof *m);
     AX_TRY(ax_gpt_check_grid(c, g));
@@ -184,6 +206,7 @@ int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g) {
     ax_gpt_build_table(m);
     const ax_backend *be = ax_be();
     m->params = be->alloc(m->n_local * sizeof(float));
+    m->loss_acc = be->alloc(sizeof(double));
     m->grads = be->alloc(m->n_local * sizeof(float));
     if (g->gz > 1) {
         size_t nb = ax_shard_numel(&m->lmhead.w, g) * g->gz * sizeof(float);
@@ -193,6 +216,7 @@ int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g) {
         m->head_gblock = c->untied ? be->alloc(nb) : m->wte_gblock;
     }
     ax_gpt_set_overlap(m, AX_OV_NONE, 0, 0); /* no gathered weights kept; buckets of the default size */
+    decay_ranges_init(m);
     return 0;
 }
 
@@ -200,6 +224,7 @@ void ax_gpt_free(ax_gpt *m) {
     const ax_backend *be = ax_be();
     free(m->p);
     be->free(m->params);
+    be->free(m->loss_acc);
     be->free(m->grads);
     ax_linear_ws_free(&m->ws);
     ax_zfetch_free(&m->wf);
@@ -215,8 +240,8 @@ void ax_gpt_free(ax_gpt *m) {
     ax_rope_free(&m->rope);
     if (m->kv_copies > 1) ax_comm_free(&m->kv_group);
     be->free(m->act_mem);
+    be->free(m->decay_ranges);
     free(m->L);
-    free(m->host_losses);
     memset(m, 0, sizeof *m);
 }
 
@@ -251,6 +276,7 @@ void ax_gpt_init_random(ax_gpt *m, uint64_t seed) {
         ax_host_parallel(m->p[i].numel, init_range, &c); /* threaded: large models are slow on one core */
     }
     ax_host_release(params, m->params, m->n_local * sizeof(float), 1);
+    m->params_h_current = 0;
 }
 
 /* Lays the activations out from base (NULL: only counts) and returns their
@@ -332,6 +358,7 @@ void ax_gpt_set_dtype(ax_gpt *m, ax_dtype t) {
     if (t == m->dtype) return;
     m->dtype = t;
     m->cap_B = m->cap_T = 0;
+    m->params_h_current = 0;
     if (t == AX_BF16 && !m->params_h) {
         m->params_h = ax_be()->alloc((m->n_zchunk ? m->n_zchunk : 1) * sizeof(ax_bf16));
         if (m->g->gz > 1)
@@ -382,8 +409,6 @@ void ax_gpt_alloc_acts(ax_gpt *m, int B, int T) {
     /* attention scratch for the threads of this moment; attention never runs more */
     m->att_threads = ax_be()->threads();
     m->L = ax_calloc(m->cfg.n_layer, sizeof(ax_layer_acts));
-    free(m->host_losses);
-    m->host_losses = ax_be()->host_memory ? NULL : ax_calloc((size_t)B * T, sizeof(float));
     int64_t total = layout_acts(m, B, T, NULL);
     m->act_mem = ax_be()->alloc(total * sizeof(float));
     m->act_bytes = 4.0 * total;
@@ -516,11 +541,66 @@ void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, in
 }
 
 /* a host array of the micro-batch where the kernels read it: itself on a
- * backend of host memory, else copied into the backend's buffer dev */
+ * backend of host memory, else copied into the backend's buffer dev, queued
+ * behind the work before it where the backend can (no wait for the device) */
 static const void *to_kernels(void *dev, const void *host, size_t bytes) {
-    if (!host || ax_be()->host_memory) return host;
-    ax_be()->copy(dev, host, bytes);
+    const ax_backend *be = ax_be();
+    if (!host || be->host_memory) return host;
+    (be->copy_async ? be->copy_async : be->copy)(dev, host, bytes);
     return dev;
+}
+
+/* rows [r0, r0 + n) of the final norm's output as the LM head's GEMMs read them */
+static ax_mat lnf_rows(const ax_gpt *m, int r0, int n) {
+    return ax_gpt_act(m, (const char *)m->lnf + (size_t)r0 * m->Cx * ax_dtype_size(m->dtype), n, m->Cx);
+}
+
+static int chunk_rows(const ax_gpt *m, int M) {
+    int R = ax_gpt_logit_rows(M, m->Vl);
+    return m->logit_rows_max > 0 && m->logit_rows_max < R ? m->logit_rows_max : R;
+}
+
+void ax_gpt_logits(ax_gpt *m, float *out, int r0, int n) {
+    ax_linear_forward(&m->lmhead, ax_gpt_lm_weight(m), NULL, lnf_rows(m, r0, n), out);
+}
+
+/* The LM head's weight gradient, ready to accumulate into: its own chunk
+ * (Gz = 1), or the gathered block (Gz > 1), zeroed once the last
+ * micro-batch's reduce-scatters have left it. The token table's block too
+ * (the embedding's backward adds to it). */
+static float *head_grad_begin(ax_gpt *m) {
+    ax_grid *g = m->g;
+    int untied = m->cfg.untied;
+    int64_t nt = ax_shard_numel(&m->lmhead.w, g);
+    ax_zscatter_drain(&m->ws.rs); /* the last micro-batch's, before their blocks are reused */
+    if (g->gz == 1) return ax_gpt_grad(m, untied ? AX_PID_HEAD(m) : 0);
+    ax_be()->zero(m->wte_gblock, nt * g->gz * sizeof(float));
+    if (untied) ax_be()->zero(m->head_gblock, nt * g->gz * sizeof(float));
+    return m->head_gblock;
+}
+
+/* Logits, loss and (dscale != 0) the LM head's backward, chunk of rows by
+ * chunk: dlnf (M, Cx) into s1, completed over Y once at the end, and the
+ * head's gradient += dlogits^T lnf. Every row's arithmetic is the one of a
+ * single pass over all rows; only the head gradient's sum over rows is cut
+ * at chunk boundaries. */
+static void classifier(ax_gpt *m, const int32_t *targets, const float *weights, int M, float dscale) {
+    ax_grid *g = m->g;
+    int R = chunk_rows(m, M), Cx = m->Cx, Vl = m->Vl, train = dscale != 0.0f;
+    ax_mat head = ax_gpt_lm_weight(m);
+    float *dhead = train ? head_grad_begin(m) : NULL;
+    for (int r0 = 0; r0 < M; r0 += R) {
+        int n = M - r0 < R ? M - r0 : R;
+        ax_mat x = lnf_rows(m, r0, n);
+        ax_linear_forward(&m->lmhead, head, NULL, x, m->logits);
+        ax_xent_forward_backward(&g->Y, m->logits, m->losses + r0, targets + r0, weights ? weights + r0 : NULL, n, Vl,
+                                 m->v0, m->cfg.vocab_size, dscale, m->scratch);
+        if (!train) continue;
+        ax_mat dl = ax_gpt_gemm_input(m, m->logits, m->dy_h, n, Vl); /* the logits' gradient */
+        ax_gemm(1.0f, dl, 0, head, 0, 0.0f, ax_mat_f32(m->s1 + (size_t)r0 * Cx, n, Cx));
+        ax_gemm(1.0f, dl, 1, x, 0, 1.0f, ax_mat_f32(dhead, Vl, Cx));
+    }
+    if (train) ax_allreduce_f32(&g->Y, m->s1, (size_t)M * Cx);
 }
 
 void ax_gpt_forward_queue(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights, int Bl, int T,
@@ -531,7 +611,9 @@ void ax_gpt_forward_queue(ax_gpt *m, const int32_t *inputs, const int32_t *targe
     inputs = to_kernels(m->dev_inputs, inputs, (size_t)M * sizeof(int32_t));
     m->phase = AX_PHASE_FWD;
     ax_zfetch_reset(&m->wf); /* the weights may have changed since the last gather */
-    if (m->dtype == AX_BF16) ax_be()->cast(m->params_h, AX_BF16, m->params, AX_F32, m->n_zchunk);
+    if (m->dtype == AX_BF16 && !m->params_h_current)
+        ax_be()->cast(m->params_h, AX_BF16, m->params, AX_F32, m->n_zchunk);
+    m->params_h_current = m->dtype == AX_BF16;
     const float *wte = ax_gpt_gather_wte(m);
     ax_embedding_forward(&g->Y, m->encoded, inputs, NULL, wte, ax_gpt_param(m, 1), M, T, m->v0, m->Vl, Cx);
     const float *h = m->encoded;
@@ -540,28 +622,28 @@ void ax_gpt_forward_queue(ax_gpt *m, const int32_t *inputs, const int32_t *targe
         h = m->L[l].res3;
     }
     ax_gpt_final_norm(m, m->lnf, m->lnf_mean, m->lnf_rstd, h, M, m->scratch);
-    ax_linear_forward(&m->lmhead, ax_gpt_lm_weight(m), NULL, ax_gpt_act(m, m->lnf, M, Cx), m->logits);
     if (!targets) return;
-    ax_xent_forward_backward(&g->Y, m->logits, m->losses, to_kernels(m->dev_targets, targets, (size_t)M * 4),
-                             to_kernels(m->dev_weights, weights, (size_t)M * 4), M, m->Vl, m->v0, m->cfg.vocab_size,
-                             dscale, m->scratch);
+    m->kweights = to_kernels(m->dev_weights, weights, (size_t)M * 4);
+    classifier(m, to_kernels(m->dev_targets, targets, (size_t)M * 4), m->kweights, M, dscale);
 }
 
-double ax_gpt_loss_sum(ax_gpt *m, const float *weights, int M) {
-    const float *losses = m->losses;
-    if (m->host_losses) {
-        ax_be()->copy(m->host_losses, m->losses, (size_t)M * sizeof(float));
-        losses = m->host_losses;
-    }
-    double sum = 0;
-    for (int i = 0; i < M; i++) sum += (double)(weights ? weights[i] : 1.0f) * losses[i];
-    return sum;
+void ax_gpt_loss_begin(ax_gpt *m) { ax_be()->zero(m->loss_acc, sizeof(double)); }
+
+void ax_gpt_loss_add(ax_gpt *m, int M) { ax_be()->wsum(m->loss_acc, m->losses, m->kweights, M); }
+
+double ax_gpt_loss_read(ax_gpt *m) {
+    double s;
+    ax_be()->copy(&s, m->loss_acc, sizeof s);
+    return s;
 }
 
 double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights, int Bl, int T,
                       float dscale) {
     ax_gpt_forward_queue(m, inputs, targets, weights, Bl, T, dscale);
-    return targets ? ax_gpt_loss_sum(m, weights, Bl * T) : 0.0;
+    if (!targets) return 0.0;
+    ax_gpt_loss_begin(m);
+    ax_gpt_loss_add(m, Bl * T);
+    return ax_gpt_loss_read(m);
 }
 
 /* Layer l's backward: dres (the gradient of its output) becomes that of its
@@ -623,23 +705,12 @@ static void layer_backward(ax_gpt *m, int l, int Bl, int T) {
 void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
     ax_grid *g = m->g;
     int M = Bl * T, Cx = m->Cx, untied = m->cfg.untied;
-    int64_t nt = ax_shard_numel(&m->lmhead.w, g);
-    ax_mat head = ax_gpt_lm_weight(m); /* gathered (and rounded) in forward */
     /* the LM head's and the embedding's gradients: the same table when tied, a
-     * full block to reduce-scatter over Z when Gz > 1 */
+     * full block to reduce-scatter over Z when Gz > 1; the classifier in
+     * forward has left dlnf in s1 and readied the blocks (head_grad_begin) */
     float *dhead = g->gz == 1 ? ax_gpt_grad(m, untied ? AX_PID_HEAD(m) : 0) : m->head_gblock;
     float *dwte = g->gz == 1 ? ax_gpt_grad(m, 0) : m->wte_gblock;
-    inputs = to_kernels(m->dev_inputs, inputs, (size_t)M * sizeof(int32_t));
-    ax_zscatter_drain(&m->ws.rs); /* the last micro-batch's, before their blocks are reused */
-    if (g->gz > 1) {
-        ax_be()->zero(dwte, nt * g->gz * sizeof(float));
-        if (untied) ax_be()->zero(dhead, nt * g->gz * sizeof(float));
-    }
-    /* LM head: dlogits are in m->logits */
-    ax_mat dl = ax_gpt_gemm_input(m, m->logits, m->dy_h, M, m->Vl);
-    ax_gemm(1.0f, dl, 0, head, 0, 0.0f, ax_mat_f32(m->s1, M, Cx));
-    ax_allreduce_f32(&g->Y, m->s1, (size_t)M * Cx);
-    ax_gemm(1.0f, dl, 1, ax_gpt_act(m, m->lnf, M, Cx), 0, 1.0f, ax_mat_f32(dhead, m->Vl, Cx));
+    if (!ax_be()->host_memory) inputs = m->dev_inputs; /* sent by this micro-batch's forward */
     const float *hlast = m->L[m->cfg.n_layer - 1].res3;
     ax_be()->zero(m->dres, (size_t)M * Cx * sizeof(float));
     norm_backward(m, m->dres, ax_gpt_grad(m, AX_PID_LNFW(m)), ax_gpt_grad(m, AX_PID_LNFB(m)), m->s1, hlast,

@@ -8,8 +8,8 @@
  *   ax_gpt m; ax_gpt_init(&m, &cfg, g);          // layout, parameters allocated
  *   ax_gpt_init_random(&m, seed);                // or ax_gpt_load(&m, "model.safetensors")
  *   ax_gpt_alloc_acts(&m, Bl, T);                // activations for Bl local sequences
- *   double l = ax_gpt_forward(&m, in, tgt, w, Bl, T, 1.0f / ntok);   // local loss sum
- *   ax_gpt_backward(&m, in, Bl, T);              // accumulates into m.grads
+ *   double l = ax_gpt_forward(&m, in, tgt, w, Bl, T, 1.0f / ntok);   // local loss sum; LM head's gradient
+ *   ax_gpt_backward(&m, in, Bl, T);              // the rest, accumulated into m.grads
  */
 #ifndef AX_MODEL_GPT_H
 #define AX_MODEL_GPT_H
@@ -128,8 +128,15 @@ typedef struct {
     ax_param *p;
     int64_t n_local, n_zchunk; /* flat sizes: all, zchunk region (first) */
     float *params, *grads;
-    ax_dtype dtype;        /* of GEMM inputs: fp32, or bf16 (mixed precision) */
-    ax_bf16 *params_h;     /* bf16: the zchunk region (wte, FC weights) rounded, per forward */
+    ax_dtype dtype;    /* of GEMM inputs: fp32, or bf16 (mixed precision) */
+    ax_bf16 *params_h; /* bf16: the zchunk region (wte, FC weights) rounded */
+    /* params_h holds params rounded: set by the forward that rounds them and
+     * by the optimizer's update, which writes both; cleared by whatever else
+     * writes params (random init, loading, set_dtype). The one source of truth
+     * for whether a forward must round them first. */
+    int params_h_current;
+    int64_t *decay_ranges; /* the backend's memory: [begin, end) pairs of the flat buffer where AdamW decays */
+    int n_decay_ranges;
     ax_bf16 *head_block_h; /* bf16, Gz > 1: the gathered LM head weight rounded */
     ax_linear qkv, proj, fc, fcproj, lmhead;
     ax_linear_ws ws;            /* weight-gradient reduce-scatters over Z */
@@ -148,15 +155,19 @@ typedef struct {
     int cap_B, cap_T;
     float *act_mem;
     double act_bytes;
-    float *encoded, *lnf_mean, *lnf_rstd, *logits, *losses;
-    void *lnf; /* the final norm's output, in the model's dtype (the LM head's input) */
+    float *encoded, *lnf_mean, *lnf_rstd, *losses;
+    void *lnf;          /* the final norm's output, in the model's dtype (the LM head's input) */
+    float *logits;      /* one row chunk of the classifier (ax_gpt_logit_rows), reused chunk after chunk */
+    int logit_rows_max; /* tests: fewer rows per classifier chunk than the rule gives (0: the rule) */
     ax_layer_acts *L;
     float *dres, *s1, *s2, *scratch, *att_scratch;
     ax_bf16 *dy_h; /* bf16: a backward GEMM's fp32 dy rounded */
     /* a backend of its own memory (a GPU): the micro-batch's tokens, targets
-     * and weights sent there, and the per-token losses brought back */
+     * and weights sent there (asynchronously where the backend can) */
     int32_t *dev_inputs, *dev_targets;
-    float *dev_weights, *host_losses;
+    float *dev_weights;
+    const float *kweights;  /* the last forward's weights where the kernels read them (NULL: all count) */
+    double *loss_acc;       /* the backend's memory: the weighted loss summed there (ax_gpt_loss_add) */
     int att_threads;        /* threads att_scratch is sized for */
     ax_recompute recompute; /* NONE after init; KV-cache decoding needs NONE */
 } ax_gpt;
@@ -267,19 +278,38 @@ void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, in
 /* the final norm of M rows x (M, Cx) into out, in the model's dtype (mean, rstd M each) */
 void ax_gpt_final_norm(ax_gpt *m, void *out, float *mean, float *rstd, const float *x, int M, float *scratch);
 
+/* The classifier works over chunks of rows: per chunk the logits
+ * (rows, Vl), its loss and logits gradient, and in training the LM head's
+ * backward at once, into one buffer reused chunk after chunk; no (tokens x
+ * vocabulary) array exists. The rule: as many rows as fit
+ * AX_LOGITS_CHUNK_BYTES of fp32 logits, rounded down to a multiple of 64
+ * (GEMM tiles), at least 64, at most M. */
+enum { AX_LOGITS_CHUNK_BYTES = 64 << 20 };
+int ax_gpt_logit_rows(int64_t M, int64_t Vl);
+
 /* Forward over Bl local sequences of T tokens (rows of this data x Z shard).
  * Returns the sum over rows of weight * loss (local, not reduced). With
- * dscale != 0 the logits buffer holds dloss/dlogits scaled by dscale. */
+ * dscale != 0 the LM head's backward has run too: the final norm output's
+ * gradient is in m->s1 (completed over Y) and the head's weight gradient
+ * accumulated, for ax_gpt_backward to go on from. Without targets only the
+ * final norm runs: ax_gpt_logits gives the logit rows a caller needs. */
 double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights, int Bl, int T,
                       float dscale);
-/* ax_gpt_forward in two halves, for training: the first queues the work and
- * returns at once; the second reads the per-row losses back and returns the
- * sum. Between them the step queues the backward, so that a device backend
- * is not left idle while the host waits for the loss (it reads nothing the
- * backward writes). weights as given to the first half; M = Bl * T. */
+/* ax_gpt_forward without waiting, for training: it queues the work and
+ * returns at once; the loss stays where the kernels are. A device backend
+ * copies inputs, targets and weights asynchronously: from host_alloc memory
+ * they must stay unchanged until the step's read-back (ax_gpt_loss_read). */
 void ax_gpt_forward_queue(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights, int Bl, int T,
                           float dscale);
-double ax_gpt_loss_sum(ax_gpt *m, const float *weights, int M);
+/* The loss summed where the kernels are, read back once per step:
+ *   ax_gpt_loss_begin(m);
+ *   for (each micro-batch) { ax_gpt_forward_queue(...); ax_gpt_backward(...); ax_gpt_loss_add(m, M); }
+ *   double loss = ax_gpt_loss_read(m);     // sum over micro-batches of sum(weight * loss)
+ * loss_add queues acc += the last forward's M rows of weight * loss (formed
+ * in double, then added: on the CPU the bits of the host's sum, in order). */
+void ax_gpt_loss_begin(ax_gpt *m);
+void ax_gpt_loss_add(ax_gpt *m, int M);
+double ax_gpt_loss_read(ax_gpt *m);
 /* Gradients accumulate into m->grads; they are final after ax_gpt_grad_sync
  * (reduce-scatters over Z may still be in flight when backward returns). */
 void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T);
@@ -287,6 +317,10 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T);
  * the local chunk) and returns it; also gathers an untied LM head, and under
  * bf16 rounds the gathered head's weight. Collective over Z. */
 const float *ax_gpt_gather_wte(ax_gpt *m);
+/* logits of rows [r0, r0 + n) of the last forward into out (n, Vl), the
+ * backend's memory: this rank's vocabulary slice, as the classifier computes
+ * them (collective over X). */
+void ax_gpt_logits(ax_gpt *m, float *out, int r0, int n);
 /* the LM head's weight as its GEMMs read it, after ax_gpt_gather_wte */
 ax_mat ax_gpt_lm_weight(const ax_gpt *m);
 /* x (rows, cols) as a GEMM input: itself under fp32, rounded into h under bf16 */

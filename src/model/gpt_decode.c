@@ -76,7 +76,7 @@ void ax_kv_prefill(ax_kvcache *c, ax_gpt *m, int b, const int32_t *prompt, int n
     }
     c->len_host[b] = n;
     send_lengths(c);
-    ax_be()->copy(c->logits + (size_t)b * m->Vl, m->logits + (size_t)(n - 1) * m->Vl, m->Vl * sizeof(float));
+    ax_gpt_logits(m, c->logits + (size_t)b * m->Vl, n - 1, 1);
 }
 
 /* the decoding layer's attention: each row's new query over its cached keys and values */

@@ -419,6 +419,7 @@ int ax_gpt_load(ax_gpt *m, const char *path) {
     ax_gpt_model_paths(path, st, cfg, sizeof st);
     AX_TRY(ax_st_set_open(&s, st));
     int rc = ax_gpt_read_set(m, &s, "", m->params);
+    m->params_h_current = 0;
     ax_st_set_close(&s);
     return rc;
 }

@@ -7,6 +7,12 @@
 
 static int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
+int ax_gpt_logit_rows(int64_t M, int64_t Vl) {
+    int64_t r = AX_LOGITS_CHUNK_BYTES / (4 * (Vl > 0 ? Vl : 1)) / 64 * 64;
+    if (r < 64) r = 64;
+    return (int)(r < M ? r : M);
+}
+
 void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int B, int T, ax_recompute recompute, ax_dtype dtype,
                       ax_gpt_acts *s) {
     ax_grid sizes = {.gd = g[0], .gx = g[1], .gy = g[2], .gz = g[3], .size = g[0] * g[1] * g[2] * g[3]};
@@ -21,6 +27,8 @@ void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int B, int T, 
     int64_t wide = Cx; /* widest row a backward scratch holds */
     if (Q > wide) wide = Q;
     if (Fc > wide) wide = Fc;
+    int64_t R = ax_gpt_logit_rows(M, Vl);               /* the classifier's chunk of rows */
+    int64_t dy = M * wide > R * Vl ? M * wide : R * Vl; /* a backward GEMM's dy, or a chunk's dlogits, rounded */
     int block = recompute == AX_RECOMPUTE_BLOCK, attn = recompute != AX_RECOMPUTE_NONE, h = dtype == AX_BF16;
     /* S2 holds the fp32 q|k|v gradient, or the MLP hidden's in the GEMMs' dtype */
     int64_t s2 = M * (Q > Cx ? Q : Cx), dfc = h ? (M * Fc + 1) / 2 : M * Fc;
@@ -49,11 +57,11 @@ void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int B, int T, 
         /* bf16: what the attention kernels read and write, fp32, one for all layers */
         .buf[AX_ACT_QKV32] = F32(h ? M * Q : 0, 0),
         .buf[AX_ACT_ATTY32] = F32(h ? M * Cy : 0, 0),
-        .buf[AX_ACT_DY_H] = BF16(h ? M * (wide > Vl ? wide : Vl) : 0, 0),
+        .buf[AX_ACT_DY_H] = BF16(h ? dy : 0, 0),
         .buf[AX_ACT_LNF] = ACT(M * Cx, 0),
         .buf[AX_ACT_LNF_MEAN] = F32(M, 0),
         .buf[AX_ACT_LNF_RSTD] = F32(M, 0),
-        .buf[AX_ACT_LOGITS] = F32(M * Vl, 0),
+        .buf[AX_ACT_LOGITS] = F32(R * Vl, 0),
         .buf[AX_ACT_LOSSES] = F32(M, 0),
         .buf[AX_ACT_DRES] = F32(M * Cx, 0),
         .buf[AX_ACT_S1] = F32(M * wide, 0),

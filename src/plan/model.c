@@ -264,9 +264,13 @@ static void head_time(ax_acc *a, const ax_plan_job *j, const ax_dims *d) {
     gemm(a, M, Vl, Cx, 0, 1);
     gemm(a, M, Cx, Vl, 0, 0);
     gemm(a, Vl, Cx, M, 1, 0);
-    coll(a, AX_PG_X, AX_COLL_AR, X, (double)M * Vl, ab); /* logits' partial sums */
-    coll(a, AX_PG_Y, AX_COLL_AR, Y, (double)M, 4);       /* loss: row max */
-    coll(a, AX_PG_Y, AX_COLL_AR, Y, 2.0 * M, 4);         /* sum of exponentials, target logit */
+    int64_t R = ax_gpt_logit_rows(M, Vl); /* the classifier's chunks of rows, each with its collectives */
+    for (int64_t r0 = 0; r0 < M; r0 += R) {
+        double n = (double)(M - r0 < R ? M - r0 : R);
+        coll(a, AX_PG_X, AX_COLL_AR, X, n * Vl, ab); /* logits' partial sums */
+        coll(a, AX_PG_Y, AX_COLL_AR, Y, n, 4);       /* loss: row max */
+        coll(a, AX_PG_Y, AX_COLL_AR, Y, 2.0 * n, 4); /* sum of exponentials, target logit */
+    }
     coll(a, AX_PG_Y, AX_COLL_AR, Y, (double)M * Cx, ab); /* LM head dX */
     for (int t = 0; t < tables; t++) coll(a, AX_PG_Z, AX_COLL_RS, Z, (double)Vl * Cx, 4);
     a->elem += a->scale * (ab * (4.0 * M * Vl + 17.0 * M * Cx) + (Z > 1 ? 12.0 * tables * d->nw : 0));

@@ -18,15 +18,22 @@ void ax_adamw_free(ax_adamw *o) {
 }
 
 void ax_adamw_update(ax_adamw *o, ax_gpt *m, const ax_hparams *h, double lr, int64_t t, float gscale) {
-    float b1 = (float)h->beta1, b2 = (float)h->beta2, eps = (float)h->eps;
-    float c1 = (float)(1.0 - pow(h->beta1, (double)t)), c2 = (float)(1.0 - pow(h->beta2, (double)t));
-    float lrf = (float)lr;
-    for (int i = 0; i < m->np; i++) {
-        const ax_param *p = &m->p[i];
-        float decay = p->decay ? (float)(1.0 - lr * h->weight_decay) : 1.0f;
-        float *w = m->params + p->offset, *g = m->grads + p->offset;
-        ax_be()->adamw(w, g, o->m + p->offset, o->v + p->offset, p->numel, gscale, b1, b2, c1, c2, lrf, eps, decay);
-    }
+    ax_adamw_step s = {
+        .gscale = gscale,
+        .b1 = (float)h->beta1,
+        .b2 = (float)h->beta2,
+        .c1 = (float)(1.0 - pow(h->beta1, (double)t)),
+        .c2 = (float)(1.0 - pow(h->beta2, (double)t)),
+        .lr = (float)lr,
+        .eps = (float)h->eps,
+        .decay = (float)(1.0 - lr * h->weight_decay),
+    };
+    /* one call over the flat buffer; under bf16 it also writes the rounded
+     * copy the next forward's GEMMs read, which then need not round it */
+    int bf16 = m->dtype == AX_BF16 && m->params_h;
+    ax_be()->adamw_all(m->params, m->grads, o->m, o->v, m->n_local, m->decay_ranges, m->n_decay_ranges,
+                       bf16 ? m->params_h : NULL, m->n_zchunk, s);
+    m->params_h_current = bf16;
 }
 
 double ax_lr_at(const ax_hparams *h, int step) {
@@ -38,32 +45,44 @@ double ax_lr_at(const ax_hparams *h, int step) {
     return min_lr + 0.5 * (h->lr - min_lr) * (1.0 + cos(M_PI * progress));
 }
 
+void *ax_train_scratch_alloc(int accum, int Bl, int T) {
+    size_t bytes = (size_t)accum * 3 * Bl * T * sizeof(int32_t);
+    return ax_be()->host_alloc ? ax_be()->host_alloc(bytes) : ax_malloc(bytes);
+}
+
+void ax_train_scratch_free(void *p) {
+    if (ax_be()->host_free) ax_be()->host_free(p);
+    else free(p);
+}
+
 void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const int32_t *seqs, const float *weights,
-                   int accum, int Bl, int T, ax_step_stats *st, int32_t *scratch_in) {
+                   int accum, int Bl, int T, ax_step_stats *st, void *scratch) {
     ax_grid *g = m->g;
     int M = Bl * T;
-    int32_t *in = scratch_in, *tg = scratch_in + M;
     /* tokens that count, over the whole global batch: the loss's denominator */
     double ntok = 0;
     for (int i = 0; i < accum * M; i++) ntok += weights ? weights[i] : 1.0;
     ax_allreduce_f64(&g->dz, &ntok, 1);
     ax_be()->zero(m->grads, m->n_local * sizeof(float));
-    double loss = 0;
+    ax_gpt_loss_begin(m);
     for (int a = 0; a < accum; a++) {
+        /* a slot of its own per micro-batch: a device may still be copying the last one's */
+        int32_t *in = (int32_t *)scratch + (size_t)a * 3 * M, *tg = in + M;
+        float *w = weights ? (float *)(tg + M) : NULL;
         for (int b = 0; b < Bl; b++) {
             const int32_t *s = seqs + ((int64_t)a * Bl + b) * (T + 1);
             memcpy(in + b * T, s, T * sizeof(int32_t));
             memcpy(tg + b * T, s + 1, T * sizeof(int32_t));
         }
-        const float *w = weights ? weights + (int64_t)a * M : NULL;
+        if (w) memcpy(w, weights + (int64_t)a * M, (size_t)M * sizeof(float));
         ax_gpt_forward_queue(m, in, tg, w, Bl, T, ntok > 0 ? (float)(1.0 / ntok) : 0.0f);
         if (a == accum - 1) ax_gpt_grad_sync_begin(m); /* its backward may start the reductions */
         ax_gpt_backward(m, in, Bl, T);
-        loss += ax_gpt_loss_sum(m, w, M); /* after the backward is queued: no idle device */
+        ax_gpt_loss_add(m, M); /* summed where the kernels are: no wait here */
     }
     ax_gpt_grad_sync(m);
+    double loss = ax_gpt_loss_read(m); /* the step's first wait for the device: its backward is done */
     ax_allreduce_f64(&g->dz, &loss, 1);
-    ax_backend_sync(); /* a device's queued backward is compute, not the optimizer's time */
     double t_opt = MPI_Wtime();
     double gnorm = sqrt(ax_gpt_sumsq(m, m->grads));
     st->loss = ntok > 0 ? loss / ntok : 0.0;

@@ -47,5 +47,12 @@ static inline int64_t ax_seq_pos(const ax_grid *g, int B, int accum, int step, i
  * A non-finite loss or gradient norm on any rank skips the update on every
  * rank (st->skipped; parameters and moments unchanged). */
 void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const int32_t *seqs, const float *weights,
-                   int accum, int Bl, int T, ax_step_stats *st, int32_t *scratch_in /* 2*Bl*T */);
+                   int accum, int Bl, int T, ax_step_stats *st, void *scratch);
+/* ax_train_step's scratch: each micro-batch's inputs, targets and weights
+ * staged where a device copies from at full speed (the backend's host_alloc,
+ * page-locked; ordinary memory on the CPU), a slot per micro-batch so that
+ * none is overwritten while a device may still be copying it. Allocate once
+ * per run. */
+void *ax_train_scratch_alloc(int accum, int Bl, int T);
+void ax_train_scratch_free(void *p);
 #endif

@@ -293,7 +293,7 @@ static int open_data(ax_run *r, const setup_ctx *s) {
                         .steps = o->steps};
     r->Bl = o->batch / o->grad_accum / (r->g.gd * r->g.gz);
     r->seqs = ax_malloc((size_t)o->grad_accum * r->Bl * (o->seq + 1) * sizeof(int32_t));
-    r->scratch = ax_malloc(2 * (size_t)r->Bl * o->seq * sizeof(int32_t));
+    r->scratch = ax_train_scratch_alloc(o->grad_accum, r->Bl, o->seq);
     if (o->goldfish_k || r->data.inst) r->weights = ax_malloc((size_t)o->grad_accum * r->Bl * o->seq * sizeof(float));
     if (o->goldfish_k) {
         r->window = ax_malloc(((size_t)o->goldfish_h + o->seq) * sizeof(int32_t));
@@ -578,7 +578,7 @@ void ax_run_teardown(ax_run *r) {
     ax_adamw_free(&r->opt);
     if (r->m.p) ax_gpt_free(&r->m);
     free(r->seqs);
-    free(r->scratch);
+    ax_train_scratch_free(r->scratch);
     free(r->weights);
     free(r->window);
     free(r->mask);

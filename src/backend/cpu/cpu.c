@@ -35,6 +35,13 @@ static void cpu_copy_rows(void *dst, size_t dpitch, const void *src, size_t spit
 }
 static void cpu_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
 /* accumulated in order, in one double */
+/* in order of i: the bits the loss had when the host summed it */
+static void cpu_wsum(double *acc, const float *x, const float *w, int64_t n) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += (double)(w ? w[i] : 1.0f) * x[i];
+    *acc += s;
+}
+
 static double cpu_sumsq(int n, const float *const *x, const size_t *len) {
     double s = 0;
     for (int r = 0; r < n; r++)
@@ -53,6 +60,7 @@ const ax_backend ax_cpu_backend = {
     .host_memory = 1,
     .zero = cpu_zero,
     .sumsq = cpu_sumsq,
+    .wsum = cpu_wsum,
     .gemm = ax_cpu_gemm,
     .gemm_kernel = ax_cpu_gemm_kernel,
     .gemm_timing = ax_cpu_gemm_timing,
@@ -80,4 +88,5 @@ const ax_backend ax_cpu_backend = {
     .attention_backward = ax_cpu_attention_backward,
     .attention_decode = ax_cpu_attention_decode,
     .adamw = ax_cpu_adamw,
+    .adamw_all = ax_cpu_adamw_all,
 };

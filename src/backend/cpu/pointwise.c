@@ -122,6 +122,32 @@ void ax_cpu_bias_grad(float *db, const float *dy, int M, int n) {
     }
 }
 
+/* [lo, hi) of one decay, the bf16 copy written for those below nh */
+static void adamw_span(float *w, const float *g, float *m, float *v, int64_t lo, int64_t hi, ax_bf16 *wh, int64_t nh,
+                       const ax_adamw_step *s, float decay) {
+    int64_t mid = wh ? (nh < lo ? lo : nh > hi ? hi : nh) : lo; /* [lo, mid) with the copy */
+#pragma omp parallel for schedule(static)
+    for (int64_t k = lo; k < mid; k++) {
+        ax_adamw_elem(&w[k], g[k], &m[k], &v[k], s->gscale, s->b1, s->b2, s->c1, s->c2, s->lr, s->eps, decay);
+        wh[k] = ax_bf16_round(w[k]);
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t k = mid; k < hi; k++)
+        ax_adamw_elem(&w[k], g[k], &m[k], &v[k], s->gscale, s->b1, s->b2, s->c1, s->c2, s->lr, s->eps, decay);
+}
+
+/* the decay ranges and the gaps between them, in order */
+void ax_cpu_adamw_all(float *w, const float *g, float *m, float *v, int64_t n, const int64_t *ranges, int nr,
+                      ax_bf16 *wh, int64_t nh, ax_adamw_step s) {
+    int64_t at = 0;
+    for (int i = 0; i <= nr && at < n; i++) {
+        int64_t lo = i < nr ? ranges[2 * i] : n, hi = i < nr ? ranges[2 * i + 1] : n;
+        if (lo > at) adamw_span(w, g, m, v, at, lo, wh, nh, &s, 1.0f);
+        if (hi > lo) adamw_span(w, g, m, v, lo, hi, wh, nh, &s, s.decay);
+        at = hi;
+    }
+}
+
 void ax_cpu_adamw(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2, float c1,
                   float c2, float lr, float eps, float decay) {
 #pragma omp parallel for schedule(static)

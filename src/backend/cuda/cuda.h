@@ -21,6 +21,8 @@ void *ax_cuda_alloc(size_t bytes);
 void ax_cuda_free(void *p);
 void ax_cuda_copy(void *dst, const void *src, size_t bytes);
 void ax_cuda_copy_rows(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows);
+void ax_cuda_copy_async(void *dst, const void *src, size_t bytes);
+void ax_cuda_wsum(double *acc, const float *x, const float *w, int64_t n);
 void ax_cuda_zero(void *p, size_t bytes);
 double ax_cuda_sumsq(int n, const float *const *x, const size_t *len);
 void ax_cuda_sync(void);
@@ -88,6 +90,8 @@ void ax_cuda_attention_backward(float *dqkv, const float *dout, const float *out
                                 int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr);
 void ax_cuda_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len, int nb, int Hl,
                               int KVl, int hd, int Tmax);
+void ax_cuda_adamw_all(float *w, const float *g, float *m, float *v, int64_t n, const int64_t *ranges, int nr,
+                       ax_bf16 *wh, int64_t nh, ax_adamw_step s);
 void ax_cuda_adamw(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2, float c1,
                    float c2, float lr, float eps, float decay);
 /* from util/err.h, which the .cu files do not include (it brings in mpi.h) */

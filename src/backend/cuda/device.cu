@@ -279,6 +279,12 @@ void ax_cuda_copy_rows(void *dst, size_t dpitch, const void *src, size_t spitch,
     AX_CUDA_DONE();
 }
 
+void ax_cuda_copy_async(void *dst, const void *src, size_t bytes) {
+    if (!bytes) return;
+    AX_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, ax_cuda_stream()));
+    AX_CUDA_DONE();
+}
+
 void ax_cuda_sync(void) { AX_CHECK_CUDA(cudaStreamSynchronize(ax_cuda_stream())); }
 
 void *ax_cuda_tmp(int slot, size_t bytes) {

@@ -181,6 +181,23 @@ void ax_cuda_adamw(float *w, const float *g, float *m, float *v, int64_t n, floa
     AX_CUDA_DONE();
 }
 
+__global__ static void adamw_all_k(float *w, const float *g, float *m, float *v, size_t n, const int64_t *ranges,
+                                   int nr, uint16_t *wh, size_t nh, ax_adamw_step s) {
+    EACH(k, n) {
+        float decay = ax_adamw_decay_at((int64_t)k, ranges, nr, s.decay);
+        ax_adamw_elem(&w[k], g[k], &m[k], &v[k], s.gscale, s.b1, s.b2, s.c1, s.c2, s.lr, s.eps, decay);
+        if (k < nh) wh[k] = ax_bf16_round(w[k]);
+    }
+}
+
+void ax_cuda_adamw_all(float *w, const float *g, float *m, float *v, int64_t n, const int64_t *ranges, int nr,
+                       ax_bf16 *wh, int64_t nh, ax_adamw_step s) {
+    if (n <= 0) return;
+    adamw_all_k<<<grid_of((size_t)n), NT, 0, ax_cuda_stream()>>>(w, g, m, v, (size_t)n, ranges, nr, wh,
+                                                                 wh ? (size_t)nh : 0, s);
+    AX_CUDA_DONE();
+}
+
 __global__ static void to_bf16(uint16_t *d, const float *s, size_t n) { EACH(i, n) d[i] = ax_bf16_round(s[i]); }
 __global__ static void to_f32(float *d, const uint16_t *s, size_t n) { EACH(i, n) d[i] = ax_bf16_widen(s[i]); }
 
@@ -224,6 +241,26 @@ __global__ static void sumsq_sum(double *out, const double *part, unsigned n) {
         __syncthreads();
     }
     if (threadIdx.x == 0) *out = sh[0];
+}
+
+/* one block: each thread's strided partial in double, then a fixed tree
+ * (the same bits every run); a micro-batch's losses are a few thousand rows */
+__global__ static void wsum_k(double *acc, const float *x, const float *w, size_t n) {
+    __shared__ double sh[NT];
+    double s = 0;
+    for (size_t i = threadIdx.x; i < n; i += NT) s += (double)(w ? w[i] : 1.0f) * x[i];
+    sh[threadIdx.x] = s;
+    __syncthreads();
+    for (int o = NT / 2; o; o >>= 1) {
+        if (threadIdx.x < o) sh[threadIdx.x] += sh[threadIdx.x + o];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) *acc += sh[0];
+}
+
+void ax_cuda_wsum(double *acc, const float *x, const float *w, int64_t n) {
+    wsum_k<<<1, NT, 0, ax_cuda_stream()>>>(acc, x, w, n > 0 ? (size_t)n : 0);
+    AX_CUDA_DONE();
 }
 
 /* SQ_BLOCKS partials per range (zeros past a short range's blocks), summed in

@@ -15,9 +15,11 @@ const ax_backend ax_cuda_backend = {
     .free = ax_cuda_free,
     .copy = ax_cuda_copy,
     .copy_rows = ax_cuda_copy_rows,
+    .copy_async = ax_cuda_copy_async,
     .host_memory = 0,
     .zero = ax_cuda_zero,
     .sumsq = ax_cuda_sumsq,
+    .wsum = ax_cuda_wsum,
     .sync = ax_cuda_sync,
     .gemm = ax_cuda_gemm,
     .gemm_kernel = ax_cuda_gemm_kernel,
@@ -45,4 +47,5 @@ const ax_backend ax_cuda_backend = {
     .attention_backward = ax_cuda_attention_backward,
     .attention_decode = ax_cuda_attention_decode,
     .adamw = ax_cuda_adamw,
+    .adamw_all = ax_cuda_adamw_all,
 };
