@@ -1,4 +1,5 @@
 ax_script_test(cli_resume test_cli_resume.sh)
+ax_script_test(cli_ckpt test_cli_ckpt.sh)
 ax_script_test(cli_errors test_cli_errors.sh)
 ax_script_test(cli_eval test_cli_eval.sh)
 ax_script_test(cli_goldfish test_cli_goldfish.sh)
