@@ -599,9 +599,19 @@ static void fill_range(void *arg, int64_t lo, int64_t hi) {
     }
 }
 
+/* ax_host_parallel hands out chunks of 2^16 indices: one index per copy
+ * would leave a model's few thousand copies to one thread, so each chunk
+ * stands for FILL_GROUP copies */
+#define FILL_GROUP 32
+static void fill_groups(void *arg, int64_t lo, int64_t hi) {
+    const fill_ctx *x = arg;
+    int64_t a = (lo >> 16) * FILL_GROUP, b = ((hi + 65535) >> 16) * FILL_GROUP;
+    fill_range(arg, a, b < x->s->ncopy ? b : x->s->ncopy);
+}
+
 void ax_gpt_share_fill(const ax_gpt_share *s, const float *local, float *stage) {
     fill_ctx x = {s, local, stage};
-    ax_host_parallel(s->ncopy, fill_range, &x); /* copies write disjoint stage elements */
+    ax_host_parallel((s->ncopy + FILL_GROUP - 1) / FILL_GROUP << 16, fill_groups, &x); /* disjoint stage elements */
 }
 
 void ax_gpt_share_free(ax_gpt_share *s) {

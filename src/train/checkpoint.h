@@ -57,8 +57,9 @@ int ax_ckpt_begin(ax_ckpt_writer *w, const char *dir, const ax_adamw *o, const a
 int ax_ckpt_poll(ax_ckpt_writer *w, int wait);
 int ax_ckpt_pending(const ax_ckpt_writer *w); /* a save in flight */
 /* the last committed save: the directory, ms spent blocking training (the
- * copy, or the whole synchronous save) and ms from begin to commit */
-const char *ax_ckpt_last(const ax_ckpt_writer *w, double *blocking_ms, double *total_ms);
+ * copy, or the whole synchronous save), ms from begin to commit, and the
+ * slowest rank's ms writing and checksumming (0 for the root writer) */
+const char *ax_ckpt_last(const ax_ckpt_writer *w, double *blocking_ms, double *total_ms, double phase_ms[2]);
 /* Waits for a background write (left uncommitted) and frees everything. */
 void ax_ckpt_writer_free(ax_ckpt_writer *w);
 /* Rank-local: every file of dir against its manifest (one line naming the file). */

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -54,6 +55,7 @@ struct ax_ckpt_writer {
     int failed;
     char err[1024];
     double t0, blocking, last_blocking, last_total;
+    double phase_s[2], last_phase_ms[2]; /* write, checksums: this rank's seconds; the slowest rank's ms */
 };
 
 /* The layout of both files on every rank (declared as the root writer does,
@@ -84,10 +86,15 @@ int ax_ckpt_writer_init(ax_ckpt_writer **out, ax_gpt *m, const ax_ckpt_opts *o) 
     if (o->root_only) return 0;
     AX_TRY(ax_gpt_share_init(m, &w->share));
     AX_TRY(ax_agree(m->g->world, layout(w)));
-    for (int k = 0; k < 3; k++) w->stage[k] = ax_malloc((size_t)(w->share.owned ? w->share.owned : 1) * sizeof(float));
+    /* touched now, not in the step loop: a first touch costs a page fault per page */
+    for (int k = 0; k < 3; k++) {
+        size_t b = (size_t)(w->share.owned ? w->share.owned : 1) * sizeof(float);
+        memset(w->stage[k] = ax_malloc(b), 0, b);
+    }
     if (!ax_be()->host_memory) { /* page-locked where the backend has it: copies at full speed */
         size_t b = (size_t)m->n_local * sizeof(float);
         w->mirror = ax_be()->host_alloc ? ax_be()->host_alloc(b) : ax_malloc(b);
+        memset(w->mirror, 0, b);
     }
     w->rbuf = ax_malloc(READ_BLOCK);
     w->hash = ax_calloc((size_t)(w->nchunk[0] + w->nchunk[1]), sizeof(uint64_t));
@@ -168,9 +175,17 @@ static int hash_chunks(ax_ckpt_writer *w) {
     return rc;
 }
 
+static double now(void) { /* not MPI_Wtime: MPI is not called from this thread */
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 static void *phase_main(void *arg) {
     ax_ckpt_writer *w = arg;
+    double t = now();
     w->failed = (w->phase == WRITING ? write_share(w) : hash_chunks(w)) != 0;
+    w->phase_s[w->phase == WRITING ? 0 : 1] = now() - t;
     atomic_store(&w->done, 1);
     return NULL;
 }
@@ -246,6 +261,8 @@ static int commit(ax_ckpt_writer *w) {
     ax_grid *g = w->m->g;
     int n = (int)(w->nchunk[0] + w->nchunk[1]), rc = 0;
     AX_CHECK_MPI(MPI_Reduce(g->rank ? w->hash : MPI_IN_PLACE, w->hash, n, MPI_UINT64_T, MPI_BOR, 0, g->world));
+    double ph[2] = {w->phase_s[0] * 1e3, w->phase_s[1] * 1e3};
+    AX_CHECK_MPI(MPI_Allreduce(ph, w->last_phase_ms, 2, MPI_DOUBLE, MPI_MAX, g->world));
     if (g->rank == 0) {
         ax_ckpt_ranges r = {.chunk = w->o.chunk, .hash = w->hash};
         for (int f = 0; f < NF; f++) {
@@ -333,9 +350,11 @@ int ax_ckpt_poll(ax_ckpt_writer *w, int wait) {
 
 int ax_ckpt_pending(const ax_ckpt_writer *w) { return w->phase != IDLE; }
 
-const char *ax_ckpt_last(const ax_ckpt_writer *w, double *blocking_ms, double *total_ms) {
+const char *ax_ckpt_last(const ax_ckpt_writer *w, double *blocking_ms, double *total_ms, double phase_ms[2]) {
     *blocking_ms = w->last_blocking;
     *total_ms = w->last_total;
+    phase_ms[0] = w->last_phase_ms[0];
+    phase_ms[1] = w->last_phase_ms[1];
     return w->last;
 }
 

@@ -415,14 +415,15 @@ void ax_run_load_step(ax_run *r, int step) {
 
 /* A checkpoint just committed: older ones go only now, and it is logged. */
 static int committed(ax_run *r) {
-    double blocking, total, t1 = MPI_Wtime();
-    const char *dir = ax_ckpt_last(r->ckw, &blocking, &total);
+    double blocking, total, ph[2], t1 = MPI_Wtime();
+    const char *dir = ax_ckpt_last(r->ckw, &blocking, &total, ph);
     int step = atoi(strrchr(dir, '-') + 1);
     AX_TRY(ax_agree(r->g.world, r->root ? ax_ckpt_prune(r->o->out, step, r->o->keep) : 0));
     snprintf(r->last_ckpt, sizeof r->last_ckpt, "%s", dir);
-    if (r->o->async_save && strcmp(r->o->ckpt_writer, "root"))
-        SAY(r, "%ssaved %s in %.0f ms, training blocked %.0f ms (pruning to the newest %d: %.0f ms)\n",
-            r->tty ? "\r\033[K" : "", dir, total, blocking, r->o->keep, (MPI_Wtime() - t1) * 1e3);
+    if (strcmp(r->o->ckpt_writer, "root"))
+        SAY(r, "%ssaved %s in %.0f ms, training blocked %.0f ms (slowest rank: write %.0f ms, checksums %.0f ms; "
+            "pruning to the newest %d: %.0f ms)\n",
+            r->tty ? "\r\033[K" : "", dir, total, blocking, ph[0], ph[1], r->o->keep, (MPI_Wtime() - t1) * 1e3);
     else
         SAY(r, "%ssaved %s in %.0f ms (pruning to the newest %d: %.0f ms)\n", r->tty ? "\r\033[K" : "", dir, total,
             r->o->keep, (MPI_Wtime() - t1) * 1e3);
