@@ -421,7 +421,8 @@ static int committed(ax_run *r) {
     AX_TRY(ax_agree(r->g.world, r->root ? ax_ckpt_prune(r->o->out, step, r->o->keep) : 0));
     snprintf(r->last_ckpt, sizeof r->last_ckpt, "%s", dir);
     if (strcmp(r->o->ckpt_writer, "root"))
-        SAY(r, "%ssaved %s in %.0f ms, training blocked %.0f ms (slowest rank: write %.0f ms, checksums %.0f ms; "
+        SAY(r,
+            "%ssaved %s in %.0f ms, training blocked %.0f ms (slowest rank: write %.0f ms, checksums %.0f ms; "
             "pruning to the newest %d: %.0f ms)\n",
             r->tty ? "\r\033[K" : "", dir, total, blocking, ph[0], ph[1], r->o->keep, (MPI_Wtime() - t1) * 1e3);
     else
