@@ -53,6 +53,11 @@ function(ax_cuda_link target)
   target_compile_definitions(${target} PUBLIC AX_HAVE_CUDA)
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall --expt-relaxed-constexpr>)
   target_include_directories(${target} PRIVATE ${AX_NCCL_INCLUDE})
-  # the runtime statically: a GPU machine then needs only cuBLASLt and NCCL beside the driver
-  target_link_libraries(${target} PUBLIC CUDA::cudart_static CUDA::cublasLt ${AX_NCCL_LIB} stdc++)
+  # NCCL is opened at run time (src/comm/nccl.c: dlopen), not linked, so that
+  # the binary starts where it is missing; the directory found here is the
+  # last place it looks
+  get_filename_component(AX_NCCL_DIR "${AX_NCCL_LIB}" DIRECTORY)
+  set_property(SOURCE ${CMAKE_SOURCE_DIR}/src/comm/nccl.c APPEND PROPERTY COMPILE_DEFINITIONS AX_NCCL_DIR="${AX_NCCL_DIR}")
+  # the runtime statically: a GPU machine then needs only cuBLASLt beside the driver (and NCCL for NCCL groups)
+  target_link_libraries(${target} PUBLIC CUDA::cudart_static CUDA::cublasLt ${CMAKE_DL_LIBS} stdc++)
 endfunction()

@@ -8,8 +8,16 @@ ax_test(backend_cmp test_backend_cmp 1)
 set_tests_properties(backend_cmp PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
 # not a test: GEMM throughput at given shapes, for scripts/gpu_check.sh
 ax_test_exe(tool_gemm_rate)
+# the CUDA attention selection (src/backend/cuda/attn_plan.h): plain C
+ax_test(attn_plan test_attn_plan 1)
 # the flash-attention kernels (src/backend/cuda/attention_flash.cu) compiled
 # for the CPU against a mock of WMMA whose fragments hold whole tiles, each
 # CUDA thread a fiber, and compared with an fp64 attention (tests/flash_emu):
-# their indexing, masking and barriers, checked without a GPU
-add_test(NAME flash_emu COMMAND sh ${CMAKE_SOURCE_DIR}/tests/flash_emu/run.sh 3)
+# their indexing, masking, barriers and shared-memory layout, checked without
+# a GPU. Shapes B,T,Hl,KVl,hd: emu.cc's default set (partial tiles, hd 16 to
+# 128, 16 tiles, 3:1 groups, T = 1) and grouped queries 4:1 and 8:1 at hd 128
+# off the diagonal; flash_emu_t2048: 32 tiles of T = 2048 at hd 128, 8:1 and 4:1
+add_test(NAME flash_emu COMMAND sh ${CMAKE_SOURCE_DIR}/tests/flash_emu/run.sh
+  2,100,4,2,64 1,64,2,2,128 2,33,4,4,16 1,130,6,2,32 1,1,2,1,48 1,1024,2,2,64 1,320,8,2,128 2,200,8,1,128)
+add_test(NAME flash_emu_t2048 COMMAND sh ${CMAKE_SOURCE_DIR}/tests/flash_emu/run.sh 1,2048,8,1,128 1,2048,4,1,128)
+set_tests_properties(flash_emu_t2048 PROPERTIES TIMEOUT 1800)

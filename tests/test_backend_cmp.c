@@ -345,10 +345,12 @@ static void embedding_rows(void) {
     drop(dwv);
 }
 
+static const char *ask_name = "";
+
 /* dt AX_F32: the tiled fp32 kernels, which differ from the CPU's only in
  * summation order (1e-5, 1e-4 for the backward's longer sums). AX_BF16: the
- * matrix-unit path (attention_mm.cu, or attention_flash.cu under
- * AXONN_CUDA_ATTN=flash; the shape names the path that ran) against the
+ * path asked for (attention_mm.cu, attention_flash.cu; the shape names the
+ * ask and the path that ran: "auto:flash") against the
  * CPU's fp32: q, k, v, the probabilities, dO and dS rounded to bf16. Its
  * tolerances are 3x the worst error of a numpy emulation of that arithmetic
  * on these shapes against fp64 (out 3.6e-3, lse 4.7e-4, dqkv 2.9e-3; two
@@ -364,7 +366,7 @@ static void attention(int B, int T, int Hl, int KVl, int hd, ax_dtype dt) {
     int bf = dt == AX_BF16;
     static const char *path[] = {
         [AX_CUDA_ATTN_TILED] = "tiled", [AX_CUDA_ATTN_MM] = "mm", [AX_CUDA_ATTN_FLASH] = "flash"};
-    snprintf(sh, sizeof sh, "B%d T%d H%d KV%d hd%d%s%s", B, T, Hl, KVl, hd, bf ? " bf16 " : "",
+    snprintf(sh, sizeof sh, "B%d T%d H%d KV%d hd%d%s%s%s", B, T, Hl, KVl, hd, bf ? " bf16 " : "", bf ? ask_name : "",
              bf ? path[ax_cuda_attention_mode(dt, hd)] : "");
     row("attention fwd out", sh, out, 0, bf ? 1e-2 : 1e-5);
     row("attention fwd lse", sh, lse, 0, bf ? 2e-3 : 1e-5);
@@ -407,14 +409,57 @@ static void decode(void) {
     G_->attention_decode(G(out), G(qkv), G(kc), G(vc), len.g, nb, Hl, KVl, hd, Tmax);
     row("attention_decode out", "3 rows, len 0/5/39, GQA 4/2", out, 0, 1e-5);
     row("attention_decode kcache", "3x2x40x64", kc, 0, 0);
+    /* the prefill's strided copy: head 1's value rows of the qkv rows into a cache block, exactly */
+    C_->copy_rows(F(vc) + 7 * hd, hd * 4, F(qkv) + (Hl + KVl + 1) * hd, (size_t)ld * 4, hd * 4, nb);
+    G_->copy_rows(G(vc) + 7 * hd, hd * 4, G(qkv) + (Hl + KVl + 1) * hd, (size_t)ld * 4, hd * 4, nb);
+    row("copy_rows", "3 rows of 64 at pitch 512", vc, 0, 0);
     drop(qkv);
     drop(kc);
     drop(vc);
     drop(out);
     drop(len);
 }
+
+/* The attention paths: fp32 (the tiles), then bf16 under each ask of
+ * AXONN_CUDA_ATTN in turn, on shapes with partial tiles, hd 8 (which flash
+ * refuses: mm, with the logged line), a training length, and grouped
+ * queries 4:1 and 8:1 at hd 128, the last off the diagonal at T = 2048.
+ * small: only the first three shapes (for the sanitizers), under the asks
+ * named (none: all). The device's opt-in shared memory must be attn_plan.h's
+ * figure for its architecture. */
+static void attentions(int small, char **only, int nonly) {
+    const ax_cuda_caps *c = ax_cuda_caps_get();
+    size_t table = ax_flash_smem_limit(c->sm);
+    printf("%-24s sm_%d, opt-in shared memory %zu bytes a block (attn_plan.h: %zu)\n", "device", c->sm, c->smem_optin,
+           table);
+    CHECK(!table || table == c->smem_optin, "sm_%d: the device's %zu bytes against the table's %zu", c->sm,
+          c->smem_optin, table);
+    attention(2, 100, 4, 2, 64, AX_F32);
+    attention(1, 64, 2, 2, 128, AX_F32);
+    attention(2, 33, 4, 4, 8, AX_F32);
+    static const char *names[] = {"tiled:", "mm:", "flash:", "auto:"};
+    int asked = c->attn_ask;
+    for (int ask = AX_ATTN_ASK_TILED; ask <= AX_ATTN_ASK_AUTO; ask++) {
+        int named = !nonly;
+        for (int i = 0; i < nonly; i++) named |= ax_attn_ask_parse(only[i]) == ask;
+        if (!named) continue;
+        ax_cuda_attention_ask(ask);
+        ask_name = names[ask];
+        attention(2, 100, 4, 2, 64, AX_BF16);
+        attention(1, 64, 2, 2, 128, AX_BF16);
+        attention(2, 33, 4, 4, 8, AX_BF16);
+        if (small) continue;
+        attention(1, 1024, 2, 2, 64, AX_BF16); /* a training length: many chunk rows */
+        attention(2, 256, 8, 2, 128, AX_BF16);
+        attention(1, 2048, 8, 1, 128, AX_BF16);
+    }
+    ax_cuda_attention_ask(asked);
+    ask_name = "";
+}
 #endif
 
+/* test_backend_cmp [attention [ASK...]]: every op, or only the attention
+ * paths on small shapes (under the asks named: tiled, mm, flash, auto) */
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     setvbuf(stdout, NULL, _IONBF, 0); /* the table so far survives a crash */
@@ -432,19 +477,19 @@ int main(int argc, char **argv) {
     G_ = &ax_cuda_backend;
     printf("CUDA backend vs CPU backend on %s\n", ax_cuda_backend.gemm_kernel(AX_BF16, &(int){0}));
     printf("%-24s %-30s %10s %8s\n", "op", "shape", "max err", "tol");
+    if (argc > 1 && !strcmp(argv[1], "attention")) {
+        attentions(1, argv + 2, argc - 2);
+        int rc = ax_test_done("backend_cmp attention");
+        MPI_Finalize();
+        return rc;
+    }
     gemms();
     casts();
     norms(96);
     pointwise();
     sumsq();
     vocab();
-    for (int bf = 0; bf < 2; bf++) {
-        ax_dtype dt = bf ? AX_BF16 : AX_F32;
-        attention(2, 100, 4, 2, 64, dt);
-        attention(1, 64, 2, 2, 128, dt);
-        attention(2, 33, 4, 4, 8, dt);
-    }
-    attention(1, 1024, 2, 2, 64, AX_BF16); /* a training length: many chunk rows */
+    attentions(0, NULL, 0);
     decode();
     norms(8200); /* last: the earlier cases keep their random inputs */
     embedding_rows();

@@ -38,7 +38,7 @@ if P > 1: assert s["comm_total"] > 0, "no communication measured on %d ranks" % 
 PY
 }
 
-if "$BIN" bench "${TINY[@]}" --json >b1.json 2>b1.err && check_bench 1 b1.json 1; then ok "bench 1 rank: --json fields"
+if "$BIN" bench "${TINY[@]}" --backend cpu --json >b1.json 2>b1.err && check_bench 1 b1.json 1; then ok "bench 1 rank: --json fields"
 else bad "bench 1 rank"; head -5 b1.err; fi
 if "$BIN" bench "${TINY[@]}" >b1.txt 2>&1 && grep -q "ms/iteration" b1.txt && grep -q "GEMM ceiling" b1.txt \
    && grep -q "model FLOP/s" b1.txt; then ok "bench 1 rank: text"; else bad "bench text"; cat b1.txt; fi
@@ -46,7 +46,7 @@ if "${MPI[@]}" -np 2 "$BIN" bench "${TINY[@]}" --grid 1,1,2,1 --json >b2.json 2>
 then ok "bench 2 ranks (1,1,2,1): --json fields"; else bad "bench 2 ranks"; head -5 b2.err b2.json; fi
 
 # bench comm on 2 ranks -> a machine description the planner reads
-if "${MPI[@]}" -np 2 "$BIN" bench comm --out m.json --max-kib 64 --gemm-max 256 --min-time 0.005 >c.out 2>c.err \
+if "${MPI[@]}" -np 2 "$BIN" bench comm --backend cpu --out m.json --max-kib 64 --gemm-max 256 --min-time 0.005 >c.out 2>c.err \
    && python3 -c "
 import json; m = json.load(open('m.json'))
 assert m['ranks_per_node'] == 2 and m['gemm']['flops'] > 0 and m['memory_per_rank_bytes'] > 0

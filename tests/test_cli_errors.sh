@@ -141,10 +141,16 @@ if ! "$BIN" --version | grep -q 'backends:.*cuda'; then
   expect_err backend_cuda_absent 0 "--backend cuda.*compiled backends" -- train "${TINY[@]}" --steps 2 --backend cuda --out "$W/o9c"
 elif ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
   expect_err backend_cuda_no_gpu 0 "--backend cuda: no usable CUDA device" -- train "${TINY[@]}" --steps 2 --backend cuda --out "$W/o9c"
+  # bench comm takes the backend too (the calibration on the device path)
+  expect_err bench_comm_cuda_no_gpu 0 "--backend cuda: no usable CUDA device" -- bench comm --backend cuda --max-kib 4
   # the devices a launcher left visible are named
   CUDA_VISIBLE_DEVICES=7 expect_err backend_cuda_visible_none 2 "--backend cuda: no usable CUDA device.*CUDA_VISIBLE_DEVICES=7" -- train "${TINY[@]}" --steps 2 --backend cuda --out "$W/o9c"
 else
   echo "SKIP backend_cuda_no_gpu: this machine has a GPU"
+fi
+# an attention path the CUDA backend does not know: one line at start-up, with or without a GPU
+if "$BIN" --version | grep -q 'backends:.*cuda'; then
+  AXONN_CUDA_ATTN=fast expect_err cuda_attn_unknown 0 "AXONN_CUDA_ATTN=fast: expected tiled, mm, flash or auto" -- train "${TINY[@]}" --steps 2 --backend cuda --out "$W/o9c"
 fi
 
 # ---------------------------------------------------------------- option values
@@ -321,6 +327,17 @@ for c in "" train eval sample; do
     bad "axonn ${c:-(no command)} --help: exit $rc, usage line $(grep -c '^usage:' "$W/cap/help.out"), stderr $(wc -c <"$W/cap/help.err") bytes"
   fi
 done
+# NCCL is opened at run time: --version names the one it would load, and with
+# the library hidden the binary still starts and says why in one line
+if "$BIN" --version | grep -q 'backends:.*cuda'; then
+  if "$BIN" --version | grep -q '^  cuda collectives: NCCL 2\.'; then ok "--version: the NCCL it loads"
+  else bad "--version: no NCCL line"; "$BIN" --version; fi
+  AXONN_NCCL_LIB=/nonexistent/libnccl.so.2 "$BIN" --version >"$W/cap/v.out" 2>&1; rc=$?
+  if [ "$rc" = 0 ] && [ "$(grep -c 'NCCL: cannot load' "$W/cap/v.out")" = 1 ] \
+     && grep -q 'AXONN_NCCL_LIB=/nonexistent/libnccl.so.2.*LD_LIBRARY_PATH.*--device-comm mpi' "$W/cap/v.out"; then
+    ok "--version with NCCL hidden: starts, one line with the way out"
+  else bad "--version with NCCL hidden: exit $rc"; cat "$W/cap/v.out"; fi
+fi
 "$BIN" >"$W/cap/none.out" 2>&1; rc=$?
 if [ "$rc" = 2 ] && grep -q 'usage:' "$W/cap/none.out"; then ok "axonn (no command): exit 2 with usage"
 else bad "axonn (no command): exit $rc (expected 2 with usage)"; fi

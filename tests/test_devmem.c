@@ -19,8 +19,12 @@
  * bit for bit: the kernels and collectives are the same ones, only where the
  * host reads differs. Then a whole ax_train run (evaluation, checkpoints, the
  * final model) on 1,1,1,P writes the same files byte for byte, and greedy
- * decoding through the KV cache gives the same tokens and logits. Also the rules
- * for ranks that share a device (comm/devices.h). Arguments: --llama
+ * decoding through the KV cache gives the same tokens and logits, and (on 2
+ * ranks) axonn bench comm's calibration runs (its operands and collective
+ * buffers the backend's memory, filled only through copy). Each group of
+ * more than one rank reports time blocked in its staged collectives, a group
+ * of one none. Also the rules for ranks that share a device
+ * (comm/devices.h). Arguments: --llama
  * (replicated key/value heads, RMSNorm, rotary tables), --bf16.
  *
  * Run with OMPI_MCA_btl_vader_single_copy_mechanism=none (tests/devmem.cmake):
@@ -39,6 +43,7 @@
 #include "util/fileio.h"
 #include "util/err.h"
 #include "comm/devices.h"
+#include "plan/calibrate.h"
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -118,6 +123,7 @@ static void g_free(void *p) {
     }
 WRAP(copy, (void *d, const void *s, size_t n), (d, s, n))
 WRAP(zero, (void *p, size_t n), (p, n))
+WRAP(copy_rows, (void *d, size_t dp, const void *s, size_t sp, size_t w, size_t r), (d, dp, s, sp, w, r))
 WRAP(gemm, (int bt, float al, ax_mat A, int ta, ax_mat B, int tb, float be, ax_mat C), (bt, al, A, ta, B, tb, be, C))
 WRAP(cast, (void *d, ax_dtype dt, const void *s, ax_dtype st, size_t n), (d, dt, s, st, n))
 WRAP(transpose, (ax_mat d, ax_mat s, float beta), (d, s, beta))
@@ -190,6 +196,7 @@ static ax_backend guarded(void) {
     b.alloc = g_alloc;
     b.free = g_free;
     b.copy = g_copy;
+    b.copy_rows = g_copy_rows;
     b.zero = g_zero;
     b.sumsq = g_sumsq;
     b.device_id = g_device_id;
@@ -238,6 +245,24 @@ static void check_devices(int P) {
     CHECK(P == 1 ? rc == 0 : rc != 0 && strstr(ax_err_msg(), "ranks 0 and 1 drive the same device"),
           "%d ranks on one device without --share-gpu: rc %d (%s)", P, rc, rc ? ax_err_msg() : "");
     ax_err_clear();
+}
+
+/* The staged collectives' blocked time (comm.h: the copies and MPI), per
+ * group, since the reset before the guarded run: some in every group of more
+ * than one rank (each carries the step's collectives), none in a group of one. */
+static void check_seconds(ax_grid *g, int reset) {
+    ax_comm *all[] = {&g->X, &g->Y, &g->Z, &g->Zg, &g->data, &g->dz, &g->tp};
+    static const char *const names[] = {"X", "Y", "Z", "Z gathers", "data", "data x Z", "X x Y x Z"};
+    for (int k = 0; k < 7; k++) {
+        if (reset) {
+            ax_comm_reset_stats(all[k]);
+            continue;
+        }
+        double s = ax_comm_seconds(all[k]);
+        CHECK(all[k]->size > 1 ? s > 0 && all[k]->bytes > 0 : s == 0 && all[k]->bytes == 0,
+              "grid %d,%d,%d,%d: group %s of %d ranks: %g s blocked, %g bytes", g->gd, g->gx, g->gy, g->gz, names[k],
+              all[k]->size, s, all[k]->bytes);
+    }
 }
 
 /* ---- the run ---- */
@@ -369,6 +394,29 @@ static void result_free(result *r) {
     free(r->loaded_moment);
 }
 
+static ax_backend gb; /* the guarded backend */
+
+/* axonn bench comm's calibration with every buffer the backend's memory */
+static void calibrate(int P) {
+    ax_calib_opts co;
+    ax_calib_defaults(&co);
+    co.min_bytes = co.max_bytes = 16 << 10;
+    co.gemm_max = 128;
+    co.min_s = 1e-4;
+    co.verbose = 0;
+    ax_machine mach;
+    ax_backend_install(&gb);
+    guarding = 1;
+    CHECK(ax_calibrate(&mach, &co, MPI_COMM_WORLD) == 0, "calibration: %s", ax_err_msg());
+    guarding = 0;
+    protect_all(PROT_READ | PROT_WRITE);
+    ax_backend_install(&ax_cpu_backend);
+    CHECK(nblocks == 0, "calibration: %d backend allocations left", nblocks);
+    CHECK(mach.gemm_flops > 0 && mach.mem_bw > 0 && mach.optim_s_per_param > 0 && mach.nfit > 0 &&
+              mach.fit[0].group == P && mach.fit[0].pt_s[0] > 0,
+          "calibration: gemm %g FLOP/s, %g B/s, %d collective fits", mach.gemm_flops, mach.mem_bw, mach.nfit);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int P, rank, ngrids = 0;
@@ -388,7 +436,6 @@ int main(int argc, char **argv) {
     sa.sa_sigaction = on_fault;
     sa.sa_flags = SA_SIGINFO;
     sigaction(SIGSEGV, &sa, NULL);
-    static ax_backend gb;
     gb = guarded();
     char dir[256];
     ax_backend_install(&gb);
@@ -418,10 +465,12 @@ int main(int argc, char **argv) {
                     run(&g, t, dir, &plain);
                     decode(&g, t, &dplain);
                     ax_backend_install(&gb);
+                    check_seconds(&g, 1);
                     guarding = 1;
                     run(&g, t, dir, &dev);
                     decode(&g, t, &ddev);
                     guarding = 0;
+                    check_seconds(&g, 0);
                     protect_all(PROT_READ | PROT_WRITE);
                     ax_backend_install(&ax_cpu_backend);
                     CHECK(nblocks == 0, "grid %d,%d,%d,%d: %d backend allocations left after free", d, x, y, z,
@@ -463,6 +512,9 @@ int main(int argc, char **argv) {
     guarding = 0;
     protect_all(PROT_READ | PROT_WRITE);
     ax_backend_install(&ax_cpu_backend);
+    /* bench comm's calibration on the device paths, on 2 ranks (groups of 2,
+     * staged, and every kernel; its 64 MiB operand pool makes the guard slow) */
+    if (P == 2) calibrate(P);
     if (rank == 0) {
         CHECK(same_file(ax_t_join(plain_dir, "model.safetensors"), ax_t_join(dev_dir, "model.safetensors")),
               "ax_train on 1,1,1,%d: the final models differ", P);

@@ -88,6 +88,11 @@ int main(int argc, char **argv) {
     float r0;
     be->copy(&r0, rs + 7, 4);
     CHECK(r0 == (float)P * (7 + g.rank), "ax_ireduce_scatter_f32: %g", r0);
+    /* blocked time over data (comm.h): NCCL joins by events, staged ones by the
+     * host clock; none counted in a group of one unless NCCL was called directly */
+    double s = ax_comm_seconds(&g.data);
+    CHECK(isfinite(s) && s >= 0 && s < 60 && (P == 1 || s > 0), "blocked seconds over data: %g", s);
+    if (g.rank == 0) printf("blocked over data: %.3f ms (%s)\n", s * 1e3, nccl ? "NCCL, events" : "staged");
     ax_reducer r = ax_comm_reducer(&g.X);
     float v[4] = {1, 2, 3, 4};
     float *dv = be->alloc(sizeof v);

@@ -80,6 +80,10 @@ typedef struct ax_backend {
     /* bytes from src to dst, either of them host or this backend's memory;
      * complete on return */
     void (*copy)(void *dst, const void *src, size_t bytes);
+    /* rows of width bytes from src (row starts spitch bytes apart) to dst (dpitch
+     * apart), both the backend's memory, not overlapping: a strided gather on
+     * the device, queued like a kernel (the host does not wait for it) */
+    void (*copy_rows)(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows);
     /* 1: alloc's memory is the host's (the CPU backend), so the host may read
      * and write it directly; 0: only through copy (ax_host_view) */
     int host_memory;

@@ -112,6 +112,7 @@ static int bench_comm(int argc, char **argv) {
     ax_train_defaults(&o);
     o.batch = 0;
     ax_cli_model_flags mf = {0};
+    ax_cli_backend_flags be = {0};
     ax_opt opts[] = {
         {"out", AX_OPT_STR, &out, "FILE", "write the machine description (JSON) for axonn plan --machine"},
         {"min-kib", AX_OPT_INT, &min_kib, "N", "smallest message, KiB (default 4)", AX_RANGE('[', 1, 1048576, ']')},
@@ -122,12 +123,14 @@ static int bench_comm(int argc, char **argv) {
         {"min-time", AX_OPT_DOUBLE, &min_s, "S", "seconds per measurement (default 0.05)", AX_RANGE('(', 0, 60, ']')},
         {"threads", AX_OPT_INT, &threads, "N", "threads per rank (default: OMP_NUM_THREADS or the backend's)",
          AX_RANGE('[', 0, 1024, ']')},
-        AX_CLI_JOB_OPTS(o, mf), /* a model: its kernels at its shapes too */
+        AX_CLI_BACKEND_OPTS(be), /* before the job's: those from --init on say a model was given */
+        AX_CLI_JOB_OPTS(o, mf),  /* a model: its kernels at its shapes too */
         {NULL},
     };
     int rc = ax_args_parse(opts, argc, argv, 3, usage_comm, NULL, NULL, 0);
     if (rc) return rc;
     if (min_kib > max_kib) return AX_ERR("--min-kib %d: expected at most --max-kib %d", min_kib, max_kib);
+    AX_TRY(ax_cli_backend(&be));
     ax_cli_threads(threads);
     ax_calib_opts co;
     ax_calib_defaults(&co);

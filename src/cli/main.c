@@ -1,6 +1,7 @@
 /* axonn: train, evaluate and sample GPT models with 4D hybrid parallelism. */
 #include "cli/cli.h"
 #include "backend/backend.h"
+#include "comm/devices.h"
 #include "util/err.h"
 #include <malloc.h>
 #include <stdio.h>
@@ -30,6 +31,9 @@ int main(int argc, char **argv) {
             printf("  %s %s GEMMs: %s\n", ax_be()->name, ax_dtype_name((ax_dtype)t),
                    k ? k : "unavailable (built without oneDNN)");
         }
+        char lib[1200];
+        ax_device_comm_library(lib, sizeof lib);
+        if (*lib) printf("  cuda collectives: %s\n", lib); /* opened at run time (comm/nccl.h) */
         return 0;
     }
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {

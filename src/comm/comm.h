@@ -38,7 +38,7 @@
 typedef struct {
     MPI_Comm comm;
     int size, rank;
-    double seconds; /* time spent blocked in this group's collectives */
+    double seconds; /* time blocked in this group's collectives: read it with ax_comm_seconds */
     double bytes;   /* bytes each rank contributed */
     /* the group's NCCL communicator (comm/nccl.h) under a GPU backend: its
      * float and bf16 collectives run there, on the backend's memory; NULL: MPI */
@@ -69,6 +69,17 @@ void ax_comm_split(const ax_comm *parent, int color, int key, ax_comm *c);
 void ax_comm_free(ax_comm *c);
 /* Largest element count of one MPI call (default INT_MAX); tests lower it. */
 void ax_comm_set_chunk(size_t n);
+
+/* Seconds this rank stood blocked in c's collectives since the last reset.
+ * On the host (MPI, and a device's staged collectives: the copies and MPI,
+ * not the wait for the kernels queued before) the host clock around the
+ * blocking call or ax_wait. Under NCCL the device's: how long the compute
+ * stream waited at each join, from events around it (comm/nccl.h), read
+ * here, where the host waits for them: call it where the host waits anyway
+ * (after a step), never inside one. A group of one: 0. */
+double ax_comm_seconds(ax_comm *c);
+/* seconds and bytes back to 0 (the joins so far are read first) */
+void ax_comm_reset_stats(ax_comm *c);
 
 void ax_allreduce_f32(ax_comm *c, float *buf, size_t n);
 /* on host memory always (MPI): the control plane's sums (token counts, the loss) */

@@ -1,6 +1,9 @@
 /* Ranks and their devices (see comm/devices.h). */
 #include "comm/devices.h"
 #include "backend/backend.h"
+#ifdef AX_HAVE_CUDA
+#include "comm/nccl.h"
+#endif
 #include "util/err.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,4 +97,32 @@ int ax_devices_check(MPI_Comm comm, int share, char *line, size_t cap) {
                     ax_be()->name, a, b, ids + a * AX_DEVICE_ID_LEN);
     free(ids);
     return rc;
+}
+
+int ax_device_comm_ready(MPI_Comm comm) {
+#ifdef AX_HAVE_CUDA
+    return ax_nccl_ready(comm);
+#else
+    (void)comm;
+    return 0;
+#endif
+}
+
+void ax_device_comm_library(char *line, size_t cap) {
+    line[0] = 0;
+#ifdef AX_HAVE_CUDA
+    int v;
+    if (ax_nccl_load(&v)) snprintf(line, cap, "%s", ax_err_msg());
+    else if (v >= 20900) snprintf(line, cap, "NCCL %d.%d.%d", v / 10000, v / 100 % 100, v % 100); /* 2.9 on */
+    else snprintf(line, cap, "NCCL %d.%d.%d", v / 1000, v / 100 % 10, v % 100);
+    ax_err_clear();
+#endif
+}
+
+void ax_comm_use_devices(ax_comm *c) {
+#ifdef AX_HAVE_CUDA
+    ax_nccl_group(c);
+#else
+    (void)c;
+#endif
 }

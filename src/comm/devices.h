@@ -37,6 +37,21 @@ int ax_device_comm_parse(const char *s, ax_device_comm *mode);
  * a host backend: 0, and line says so. */
 int ax_devices_check(MPI_Comm comm, int share, char *line, size_t cap);
 
+/* For groups made outside a grid (ax_grid_init does this for its own):
+ * ax_device_comm_ready readies what the device groups need (NCCL's library
+ * under the cuda backend and --device-comm auto; collective over comm, the
+ * same one-line failure on every rank where it cannot be loaded), then
+ * ax_comm_use_devices gives c NCCL where its ranks drive distinct devices
+ * (collective over c); its collectives are staged through the host
+ * otherwise. Nothing on a host backend. */
+int ax_device_comm_ready(MPI_Comm comm);
+void ax_comm_use_devices(ax_comm *c);
+
+/* For `axonn --version`: the device collectives' library as this process
+ * would load it ("NCCL 2.27.3"), or the one line saying why it cannot; ""
+ * where the build has none. Needs neither MPI nor a device. */
+void ax_device_comm_library(char *line, size_t cap);
+
 /* 1 when two ranks of c drive the same device (collective over c); 0 on a
  * host backend and for a group of one. */
 int ax_comm_shares_device(const ax_comm *c);

@@ -13,6 +13,8 @@
  * with another; ax_nccl_join makes later compute wait for it on the device.
  * In between the GPU computes and communicates at once, which is the overlap
  * of docs/algorithm.md §4 on a GPU: ax_wait joins where the CPU path blocks.
+ * The group's blocked time is the compute stream's wait at each join,
+ * measured by a pair of events around it and read only when asked for.
  *
  * Buffers are the backend's memory. Built only with the CUDA backend. */
 #ifndef AX_COMM_NCCL_H
@@ -20,9 +22,22 @@
 #include "comm/comm.h"
 #include "grid/grid.h"
 
-/* attaches every group of g whose ranks drive distinct GPUs, unless every
- * group was asked to use MPI (collective over g->world; nothing under
- * another backend than cuda) */
+/* NCCL's library, opened on the first call (dlopen; the binary does not
+ * link it): the file named in $AXONN_NCCL_LIB when set, else libnccl.so.2 by
+ * the dynamic loader's search, else in the directory the build found NCCL
+ * in. 0, with NCCL's version (e.g. 22703) in *version unless NULL; or fails
+ * with one line naming the library, where it looked and why it failed, and
+ * the ways out (LD_LIBRARY_PATH, AXONN_NCCL_LIB, --device-comm mpi). Needs no
+ * GPU. */
+int ax_nccl_load(int *version);
+/* Under the cuda backend unless every group was asked to use MPI: the
+ * library loaded (ax_nccl_load) or the same failure on every rank of comm
+ * (collective); 0 elsewhere. */
+int ax_nccl_ready(MPI_Comm comm);
+/* attaches c when NCCL is wanted (as above) and c's ranks drive distinct
+ * GPUs (collective over c; after ax_nccl_ready) */
+void ax_nccl_group(ax_comm *c);
+/* ax_nccl_ready over g->world, then ax_nccl_group on every group of g */
 int ax_nccl_init(ax_grid *g);
 /* a communicator for c (collective over c); ax_comm_free detaches it */
 void ax_nccl_attach(ax_comm *c);
@@ -33,8 +48,12 @@ enum { AX_NCCL_SUM, AX_NCCL_MAX, AX_NCCL_GATHER, AX_NCCL_SCATTER };
  * recv, all-gather of n per rank, reduce-scatter to n per rank; float, or
  * bf16 for the gather */
 void ax_nccl_coll(ax_comm *c, int op, int bf16, const void *send, void *recv, size_t n);
-/* the compute stream waits, on the device, for the group's queued collectives */
-void ax_nccl_join(const ax_comm *c);
+/* the compute stream waits, on the device, for the group's queued
+ * collectives; the wait is timed by events on that stream */
+void ax_nccl_join(ax_comm *c);
+/* the joins' waits so far added to c->seconds (the host waits for the
+ * events: where it waits anyway, after a step; ax_comm_seconds calls it) */
+void ax_nccl_seconds(ax_comm *c);
 /* 1 when the group's queued collectives have finished */
 int ax_nccl_done(const ax_comm *c);
 #endif

@@ -22,7 +22,6 @@ void ax_kv_init(ax_kvcache *c, ax_gpt *m, int B, int Tmax) {
     c->len = be->alloc(B * sizeof(int));
     c->tokens = be->alloc(B * sizeof(int32_t));
     c->len_host = ax_calloc(B, sizeof(int));
-    c->rows = ax_malloc((size_t)Tmax * m->hd * sizeof(float));
     size_t Cx = m->Cx, Cy = m->Cy, Q = m->qkv.out_l, Fc = m->fc.out_l, Fa = m->fcproj.in_l;
     size_t wide = Fc > Cx ? Fc : Cx;
     size_t total = B * (3 * Cx + Q + Cy + wide + Fc + Fa + 2 + 4 + (size_t)m->Vl) + B * (Cx + Cy + Fa) / 2 + 3;
@@ -53,7 +52,6 @@ void ax_kv_free(ax_kvcache *c) {
     be->free(c->tokens);
     be->free(c->mem);
     free(c->len_host);
-    free(c->rows);
     memset(c, 0, sizeof *c);
 }
 
@@ -63,17 +61,14 @@ static void send_lengths(ax_kvcache *c) { ax_be()->copy(c->len, c->len_host, c->
 void ax_kv_prefill(ax_kvcache *c, ax_gpt *m, int b, const int32_t *prompt, int n) {
     ax_gpt_forward(m, prompt, NULL, NULL, 1, n, 0.0f);
     int hd = m->hd, kq = m->Hl * hd, kvw = m->KVl * hd, Q = m->qkv.out_l; /* a qkv row: [q (kq) | k (kvw) | v (kvw)] */
-    size_t bytes = (size_t)n * Q * sizeof(float);
-    for (int l = 0; l < m->cfg.n_layer; l++) {
-        const float *qkv = ax_host_view(m->L[l].qkv, bytes, 1); /* one read of the layer's rows */
+    size_t row = (size_t)hd * sizeof(float);
+    /* each key and value head's n rows (Q floats apart in the layer's qkv) to
+     * its (n, hd) block of the cache, on the backend: no trip through the host */
+    for (int l = 0; l < m->cfg.n_layer; l++)
         for (int h = 0; h < m->KVl; h++)
-            for (int kv = 0; kv < 2; kv++) { /* a head's rows gathered on the host, sent in one copy */
-                for (int t = 0; t < n; t++)
-                    memcpy(c->rows + (size_t)t * hd, qkv + (size_t)t * Q + kq + kv * kvw + h * hd, hd * sizeof(float));
-                ax_be()->copy((kv ? c->v : c->k) + kv_index(c, m, l, b, h, 0), c->rows, (size_t)n * hd * sizeof(float));
-            }
-        ax_host_release((void *)qkv, m->L[l].qkv, bytes, 0);
-    }
+            for (int kv = 0; kv < 2; kv++)
+                ax_be()->copy_rows((kv ? c->v : c->k) + kv_index(c, m, l, b, h, 0), row,
+                                   m->L[l].qkv + kq + kv * kvw + h * hd, (size_t)Q * sizeof(float), row, n);
     c->len_host[b] = n;
     send_lengths(c);
     ax_be()->copy(c->logits + (size_t)b * m->Vl, m->logits + (size_t)(n - 1) * m->Vl, m->Vl * sizeof(float));

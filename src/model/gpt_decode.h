@@ -20,7 +20,6 @@ typedef struct {
     int *len;     /* cached tokens per row, where the kernels read them; len_host: the host's copy */
     int *len_host;
     int32_t *tokens; /* the step's tokens, where the kernels read them */
-    float *rows;     /* host: one key or value head of a prompt, (Tmax, hd) */
     int nb;          /* rows of the step in progress */
     float *mem;      /* one allocation for the step buffers below */
     float *x, *ln, *qkv, *atty, *tmp, *fch, *fch_act, *mean, *rstd, *scratch;

@@ -4,6 +4,7 @@
 #include "plan/model.h"
 #include "plan/shared_cores.h"
 #include "comm/comm.h"
+#include "comm/devices.h"
 #include "train/bench.h"
 #include "util/err.h"
 #include "util/stats.h"
@@ -15,10 +16,31 @@
 
 /* The kernels' operands in the backend's memory, laid out as the model's are
  * (64-byte aligned on the CPU: misaligned, the elementwise kernels run
- * slower; docs/planner-shared-cores.md); the CPU backend's is host memory,
- * which the fills below write. */
+ * slower; docs/planner-shared-cores.md), collectives' buffers included: on a
+ * device the measured collectives are the device path's (NCCL, or staged
+ * through the host where ranks share a GPU: comm/devices.h). The host
+ * reaches them only through the backend's copy (put). */
 static float *operand(size_t n) { return ax_be()->alloc(n * sizeof(float)); }
 static void operand_free(void *p) { ax_be()->free(p); }
+
+/* dst[i] = value(i) for n floats of the backend's memory, sent in pieces from one host buffer */
+static void put(float *dst, size_t n, float (*value)(size_t i)) {
+    size_t piece = (size_t)1 << 16;
+    float *h = ax_malloc((n < piece ? n : piece) * sizeof(float) + 1);
+    for (size_t o = 0; o < n; o += piece) {
+        size_t k = n - o < piece ? n - o : piece;
+        for (size_t i = 0; i < k; i++) h[i] = value(o + i);
+        ax_be()->copy(dst + o, h, k * sizeof(float));
+    }
+    free(h);
+}
+static float wave(size_t i) { return (float)(i % 601) / 100.0f - 3.0f; }
+static float one(size_t i) { return (void)i, 1.0f; }
+static float sevenths(size_t i) { return (float)(i % 7) * 0.125f; }
+static float fifths(size_t i) { return (float)(i % 5) * 0.25f; }
+static float hashed(size_t i) { return (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f; }
+static float thirteenths(size_t i) { return (float)(i % 13) / 13.0f; }
+static float small_grad(size_t i) { return (float)((int)(i % 13) - 6) * 1e-3f; }
 
 void ax_calib_defaults(ax_calib_opts *o) {
     memset(o, 0, sizeof *o);
@@ -92,8 +114,11 @@ static int measure_groups(ax_machine *m, const ax_calib_opts *o, MPI_Comm w, int
     MPI_Comm_split(w, color, r, &gc);
     ax_comm c;
     ax_comm_from(&c, gc);
+    ax_comm_use_devices(&c);
     size_t nmax = o->max_bytes / 4 + p;
-    float *a = ax_calloc(nmax, sizeof(float)), *b = ax_calloc(nmax, sizeof(float));
+    float *a = operand(nmax), *b = operand(nmax);
+    ax_be()->zero(a, nmax * sizeof(float));
+    ax_be()->zero(b, nmax * sizeof(float));
     for (int op = 0; op < AX_COLL_N; op++) {
         double xs[64], ts[64];
         int k = 0;
@@ -122,8 +147,8 @@ static int measure_groups(ax_machine *m, const ax_calib_opts *o, MPI_Comm w, int
         memcpy(f->pt_bytes, xs, f->npt * sizeof(double));
         memcpy(f->pt_s, ts, f->npt * sizeof(double));
     }
-    free(a);
-    free(b);
+    operand_free(a);
+    operand_free(b);
     ax_comm_free(&c);
     return 0;
 }
@@ -184,9 +209,7 @@ static void run_xent(void *p) { /* C: the local vocabulary; out: the logits, mad
     ax_be()->xent(a->out, a->mean, a->tgt, NULL, a->M, a->C, 0, a->C, 1.0f, a->scr, &solo);
 }
 
-static void fill(float *x, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] = (float)(i % 601) / 100.0f - 3.0f;
-}
+static void fill(float *x, size_t n) { put(x, n, wave); }
 
 /* Seconds per element of LayerNorm forward and backward at rows of C (M of
  * them), and of the cross-entropy with its gradient (1024 rows of 4096
@@ -212,7 +235,7 @@ static void row_kernels(ax_machine *m, const ax_calib_opts *o, int M, int C, siz
     fill(a.x, slice * ns);
     ax_be()->zero(a.out, slice * ns * 4);
     ax_be()->zero(a.dx, slice * ns * 4); /* every page touched before the timing */
-    for (int i = 0; i < C; i++) a.w[i] = 1.0f;
+    put(a.w, C, one);
     row_ctx *f = ax_malloc(2 * ns * sizeof *f), *b = f + ns;
     for (int s = 0; s < ns; s++) {
         f[s] = a;
@@ -227,7 +250,10 @@ static void row_kernels(ax_machine *m, const ax_calib_opts *o, int M, int C, siz
     /* Mx x V logits, one set of 16 MB: beyond a core's caches alone; they go to gradients and back, at the same cost */
     row_ctx x = {.M = Mx, .C = V, .mean = a.mean, .scr = a.scr, .tgt = a.tgt, .out = operand(n)};
     fill(x.out, n);
-    for (int i = 0; i < Mx; i++) a.tgt[i] = (int32_t)(i * 37 % V);
+    int32_t *tgt = ax_malloc(Mx * sizeof(int32_t));
+    for (int i = 0; i < Mx; i++) tgt[i] = (int32_t)(i * 37 % V);
+    ax_be()->copy(a.tgt, tgt, Mx * sizeof(int32_t));
+    free(tgt);
     m->loss_s = ax_time_all(run_xent, &x, o->min_s, w) / (double)n;
     void *all[] = {a.out, a.x, a.dx, a.w, a.b, a.dw, a.db, a.mean, a.rstd, a.scr, a.tgt, x.out};
     for (int i = 0; i < 12; i++) operand_free(all[i]);
@@ -336,29 +362,18 @@ static double overlap_efficiency(const ax_machine *m, const ax_calib_opts *o, co
     MPI_Comm_dup(w, &dup);
     ax_comm c;
     ax_comm_from(&c, dup);
-    size_t na = (size_t)M * K, nb = (size_t)N * K;
-    ov_ctx x = {&c,
-                ax_calloc(na, 4),
-                ax_calloc(nb, 4),
-                ax_calloc((size_t)M * N, 4),
-                NULL,
-                NULL,
-                M,
-                N,
-                K,
-                bytes / 4 / W ? bytes / 4 / W : 1,
-                0};
-    x.s = ax_calloc(x.blk, 4);
-    x.r = ax_calloc(x.blk * W, 4);
-    for (size_t i = 0; i < na; i++) x.a[i] = (float)(i % 7) * 0.125f;
-    for (size_t i = 0; i < nb; i++) x.b[i] = (float)(i % 5) * 0.25f;
+    ax_comm_use_devices(&c);
+    size_t na = (size_t)M * K, nb = (size_t)N * K, blk = bytes / 4 / W ? bytes / 4 / W : 1;
+    ov_ctx x = {&c, operand(na), operand(nb), operand((size_t)M * N), operand(blk), operand(blk * W), M, N, K, blk, 0};
+    put(x.a, na, sevenths);
+    put(x.b, nb, fifths);
+    ax_be()->zero(x.y, (size_t)M * N * 4);
+    ax_be()->zero(x.s, blk * 4);
+    ax_be()->zero(x.r, blk * W * 4);
     double t[3];
     for (x.what = 0; x.what < 3; x.what++) t[x.what] = ax_time_all(run_ov, &x, 2 * o->min_s, w);
-    free(x.a);
-    free(x.b);
-    free(x.y);
-    free(x.s);
-    free(x.r);
+    void *all[] = {x.a, x.b, x.y, x.s, x.r};
+    for (int i = 0; i < 5; i++) operand_free(all[i]);
     ax_comm_free(&c);
     double e = (t[0] + t[1] - t[2]) / (t[0] < t[1] ? t[0] : t[1]);
     if (o->verbose && r == 0)
@@ -381,15 +396,11 @@ static double attn_rate(int T, int hd, size_t span, double min_s, MPI_Comm w) {
     float *qkv = operand(nq * sets), *dqkv = operand(nq * sets), *out = operand(no * sets);
     float *dout = operand(no * sets), *lse = operand(nl * sets);
     a.scr = operand(ax_be()->attention_scratch(a.T) * a.nthr); /* per thread: hot in a step too */
-    for (size_t i = 0; i < nq * sets; i++) {
-        qkv[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
-        dqkv[i] = 0;
-    }
-    for (size_t i = 0; i < no * sets; i++) {
-        dout[i] = (float)(i % 13) / 13.0f;
-        out[i] = 0;
-    }
-    memset(lse, 0, nl * sets * sizeof(float)); /* every page touched before the timing */
+    put(qkv, nq * sets, hashed);
+    put(dout, no * sets, thirteenths);
+    ax_be()->zero(dqkv, nq * sets * sizeof(float)); /* every page touched before the timing */
+    ax_be()->zero(out, no * sets * sizeof(float));
+    ax_be()->zero(lse, nl * sets * sizeof(float));
     attn_ctx c[64];
     for (int s = 0; s < sets; s++) {
         c[s] = a;
@@ -625,11 +636,8 @@ static void measure_optimizer(ax_machine *m, const ax_calib_opts *o, const job_s
     for (int s = 0; s < asets; s++) {
         float *b = st + 4 * (size_t)np * s;
         ac[s] = (adam_ctx){b, b + np, b + 2 * np, b + 3 * np, np, 0};
-        for (int64_t i = 0; i < np; i++) {
-            b[i] = 0;
-            b[np + i] = (float)(i % 13 - 6) * 1e-3f;
-            b[2 * np + i] = b[3 * np + i] = 0;
-        }
+        ax_be()->zero(b, 4 * (size_t)np * sizeof(float)); /* w, m, v zero */
+        put(b + np, (size_t)np, small_grad);
     }
     m->optim_s_per_param = ax_time_sets(run_adam, ac, sizeof *ac, asets, o->min_s, w) / np;
     operand_free(st);
@@ -652,6 +660,10 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     int W, r;
     MPI_Comm_size(w, &W);
     MPI_Comm_rank(w, &r);
+    if (ax_device_comm_ready(w)) { /* NCCL's library under the cuda backend: the same line on every rank */
+        MPI_Comm_free(&w);
+        return -1;
+    }
     ax_cores k;
     int *node_of = measure_nodes(m, w, &k);
     measure_collectives(m, o, w, node_of, &k);

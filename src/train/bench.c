@@ -101,13 +101,14 @@ double ax_gemm_rate(ax_dtype t, int m, int n, int k, int ta, int tb, const ax_op
     return 2.0 * m * n * k / sec;
 }
 
-static void group_seconds(const ax_grid *g, double s[AX_BG_N]) {
-    s[AX_BG_X] = g->X.seconds;
-    s[AX_BG_Y] = g->Y.seconds;
-    s[AX_BG_Z] = g->Z.seconds + g->Zg.seconds;
-    s[AX_BG_DATA] = g->data.seconds;
-    s[AX_BG_DZ] = g->dz.seconds;
-    s[AX_BG_TP] = g->tp.seconds;
+/* after a step, where the host has waited for it (a device's joins are read then) */
+static void group_seconds(ax_grid *g, double s[AX_BG_N]) {
+    s[AX_BG_X] = ax_comm_seconds(&g->X);
+    s[AX_BG_Y] = ax_comm_seconds(&g->Y);
+    s[AX_BG_Z] = ax_comm_seconds(&g->Z) + ax_comm_seconds(&g->Zg);
+    s[AX_BG_DATA] = ax_comm_seconds(&g->data);
+    s[AX_BG_DZ] = ax_comm_seconds(&g->dz);
+    s[AX_BG_TP] = ax_comm_seconds(&g->tp);
 }
 
 /* The largest local GEMM of a step, by FLOPs: the FC layers' and the LM head's (rows x out_l x in_l). */

@@ -474,7 +474,7 @@ static void reset_profile(ax_run *r) {
     ax_be()->gemm_timing(1);
     ax_grid *g = &r->g;
     ax_comm *all[] = {&g->X, &g->Y, &g->Z, &g->Zg, &g->data, &g->dz, &g->tp};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++) all[i]->seconds = all[i]->bytes = 0;
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) ax_comm_reset_stats(all[i]);
 }
 
 /* Shares of the timed steps spent in GEMMs and blocked in each group's
@@ -490,7 +490,7 @@ static void report_profile(ax_run *r, double t_total) {
                   {"data", &g->data}, {"data*Z", &g->dz}, {"X*Y*Z", &g->tp}};
     SAY(r, "profile: GEMM %.1f%% of step time (%.1f GFLOP/s in GEMMs)", 100 * gs / t_total, gs > 0 ? gf / gs / 1e9 : 0);
     for (size_t i = 0; i < sizeof groups / sizeof *groups; i++) {
-        double s = groups[i].c->seconds;
+        double s = ax_comm_seconds(groups[i].c);
         MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, g->world);
         if (groups[i].c->size > 1) SAY(r, ", %s %.1f%%", groups[i].n, 100 * s / t_total);
     }

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Emulate attention_flash.cu's kernels on the CPU (see emu.cc) and compare them
-# with an fp64 attention: ./tests/flash_emu/run.sh [number of shapes, 1..6]
+# with an fp64 attention: ./tests/flash_emu/run.sh [B,T,Hl,KVl,hd ...]
+# (without shapes, emu.cc's default set)
 set -e
 here=$(cd "$(dirname "$0")" && pwd)
 src=$here/../../src

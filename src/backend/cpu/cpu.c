@@ -30,6 +30,9 @@ static void cpu_free(void *p) {
     free(raw);
 }
 static void cpu_copy(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
+static void cpu_copy_rows(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows) {
+    for (size_t r = 0; r < rows; r++) memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+}
 static void cpu_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
 /* accumulated in order, in one double */
 static double cpu_sumsq(int n, const float *const *x, const size_t *len) {
@@ -46,6 +49,7 @@ const ax_backend ax_cpu_backend = {
     .alloc = cpu_alloc,
     .free = cpu_free,
     .copy = cpu_copy,
+    .copy_rows = cpu_copy_rows,
     .host_memory = 1,
     .zero = cpu_zero,
     .sumsq = cpu_sumsq,

@@ -20,18 +20,21 @@
  * each recomputes P from the saved log-sum-exp. Every output element is
  * written once by one block, in a fixed order: the same bits every run. */
 #include "backend/cuda/cuda.h"
+#include "backend/cuda/attn_plan.h"
 #include "backend/kmath.h"
 #include <mma.h>
 
 using namespace nvcuda;
 
-#define BQ      64 /* rows of a block's tile, 16 per warp */
+/* the tiles, and the shared memory each kernel lays out: attn_plan.h, where
+ * the attention selection reads them too */
+#define BQ      AX_FLASH_BQ /* rows of a block's tile, 16 per warp */
 #define NW      (BQ / 16)
 #define NT      (32 * NW)
-#define LDS     (BQ + 4)            /* fp32 score rows: a multiple of 4 for WMMA, off the bank stride */
-#define LDP     (BQ + 8)            /* bf16 probability rows: a multiple of 8 */
-#define LDW     (16 + 4)            /* fp32 rows of a warp's 16 x 16 scratch */
-#define SCRATCH (NW * 2 * 16 * LDW) /* floats: the backward's S and dP chunks, a pair per warp */
+#define LDS     AX_FLASH_LDS
+#define LDP     AX_FLASH_LDP
+#define LDW     AX_FLASH_LDW
+#define SCRATCH AX_FLASH_SCRATCH /* the backward's S and dP chunks, a pair per warp */
 
 typedef uint16_t bf16;
 typedef wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a_row;
@@ -65,13 +68,6 @@ __device__ static void stage(bf16 *dst, int ldd, const float *src, int ld, int n
         int r = t / hd, e = t % hd;
         dst[r * ldd + e] = r < n ? ax_bf16_round(src[(size_t)r * ld + e]) : (bf16)0;
     }
-}
-
-/* bytes of dynamic shared memory: nb bf16 tiles (BQ, hd + 8), np bf16
- * probability tiles, na fp32 accumulators (BQ, hd + 4), nr fp32 rows, and nf
- * more floats (scores) */
-static size_t smem(int hd, int nb, int np, int na, int nr, int nf) {
-    return (size_t)BQ * (nb * (hd + 8) * 2 + np * LDP * 2 + na * (hd + 4) * 4 + nr * 4) + (size_t)nf * 4;
 }
 
 /* a block per (query tile, b*Hl + h); the heaviest tiles, the last, first */
@@ -247,8 +243,15 @@ static void smem_allow(const void *f, size_t bytes) {
     AX_CHECK_CUDA(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
 }
 
+/* the selection (ax_cuda_attention_mode) sends only head sizes the tiles take */
+static void need_hd(int hd) {
+    if (hd % AX_FLASH_HD_STEP || hd < AX_FLASH_HD_STEP || hd > AX_FLASH_HD_MAX)
+        ax_fatal(__FILE__, __LINE__, "flash attention called for head size %d, which its plan refuses", hd);
+}
+
 void ax_cuda_attention_flash_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd) {
-    size_t sm = smem(hd, 3, 1, 1, 2, BQ * LDS);
+    need_hd(hd);
+    size_t sm = ax_flash_smem(AX_FLASH_FWD, hd);
     smem_allow((const void *)fwd, sm);
     fwd<<<dim3((T + BQ - 1) / BQ, B * Hl), NT, sm, ax_cuda_stream()>>>(out, lse, qkv, T, Hl, KVl, hd);
     AX_CUDA_DONE();
@@ -257,7 +260,8 @@ void ax_cuda_attention_flash_forward(float *out, float *lse, const float *qkv, i
 void ax_cuda_attention_flash_backward(float *dqkv, const float *dout, const float *out, const float *lse,
                                       const float *qkv, int B, int T, int Hl, int KVl, int hd) {
     float *D = (float *)ax_cuda_tmp(AX_CUDA_TMP_ATTN, sizeof(float) * B * Hl * T);
-    size_t sq = smem(hd, 4, 1, 1, 2, SCRATCH), sk = smem(hd, 4, 2, 2, 2, SCRATCH);
+    need_hd(hd);
+    size_t sq = ax_flash_smem(AX_FLASH_DQ, hd), sk = ax_flash_smem(AX_FLASH_DKV, hd);
     smem_allow((const void *)bwd_dq, sq);
     smem_allow((const void *)bwd_dkv, sk);
     ax_cuda_attention_rowdot(D, dout, out, B, T, Hl, hd); /* D = rowsum(dO o), fp32 */

@@ -37,17 +37,18 @@ static size_t up256(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
 #define EACH(t, n) \
     for (size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x; t < (n); t += (size_t)gridDim.x * blockDim.x)
 
+/* decided once per (ask, dtype, head size): the plan, and its line if flash
+ * or auto fell back to mm */
 int ax_cuda_attention_mode(ax_dtype dt, int hd) {
-    static int env = -1; /* AXONN_CUDA_ATTN: tiled | mm (the default) | flash */
-    if (env < 0) {
-        const char *e = getenv("AXONN_CUDA_ATTN");
-        env = e && !strcmp(e, "tiled")   ? AX_CUDA_ATTN_TILED
-              : e && !strcmp(e, "flash") ? AX_CUDA_ATTN_FLASH
-                                         : AX_CUDA_ATTN_MM;
-    }
-    if (dt != AX_BF16 || env == AX_CUDA_ATTN_TILED) return AX_CUDA_ATTN_TILED;
-    /* flash's tiles hold whole WMMA slices of the head, at most 128 wide */
-    return env == AX_CUDA_ATTN_FLASH && hd % 16 == 0 && hd <= 128 ? AX_CUDA_ATTN_FLASH : AX_CUDA_ATTN_MM;
+    static struct { int ask, dt, hd, mode; } seen[16];
+    static int n;
+    const ax_cuda_caps *c = ax_cuda_caps_get();
+    for (int i = 0; i < n; i++)
+        if (seen[i].ask == c->attn_ask && seen[i].dt == (int)dt && seen[i].hd == hd) return seen[i].mode;
+    ax_attn_plan p = ax_attn_plan_make(c->attn_ask, dt == AX_BF16, hd, c->sm, c->smem_optin);
+    if (p.why[0] && c->logs) fprintf(stderr, "axonn: attention: %s\n", p.why);
+    if (n < 16) seen[n++] = {c->attn_ask, (int)dt, hd, p.mode};
+    return p.mode;
 }
 
 /* q, k, v (B*Hl, T, hd) bf16 from qkv (B*T, (Hl + 2 KVl) hd); n = B*Hl*T*hd */

@@ -8,6 +8,7 @@
 #ifndef AX_BACKEND_CUDA_CUDA_H
 #define AX_BACKEND_CUDA_CUDA_H
 #include "backend/backend.h"
+#include "backend/cuda/attn_plan.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -19,6 +20,7 @@ void ax_cuda_host_free(void *p);
 void *ax_cuda_alloc(size_t bytes);
 void ax_cuda_free(void *p);
 void ax_cuda_copy(void *dst, const void *src, size_t bytes);
+void ax_cuda_copy_rows(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows);
 void ax_cuda_zero(void *p, size_t bytes);
 double ax_cuda_sumsq(int n, const float *const *x, const size_t *len);
 void ax_cuda_sync(void);
@@ -58,12 +60,24 @@ void ax_cuda_embedding_backward(float *dwte, float *dwpe, const float *dout, con
 void ax_cuda_xent(float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
                   int V, float dscale, float *scratch, const ax_reducer *Y);
 size_t ax_cuda_attention_scratch(int T);
-/* the attention path for models of GEMM precision dt and head dimension hd:
- * fp32 models and AXONN_CUDA_ATTN=tiled the SIMT tiles (attention.cu), bf16
- * ones the matrix units, attention_mm.cu by default, attention_flash.cu under
- * AXONN_CUDA_ATTN=flash where hd fits its tiles (a multiple of 16, <= 128) */
-enum { AX_CUDA_ATTN_TILED, AX_CUDA_ATTN_MM, AX_CUDA_ATTN_FLASH };
+/* the attention path (AX_CUDA_ATTN_*) for models of GEMM precision dt and
+ * head dimension hd on this rank's device: attn_plan.h's rules for what
+ * AXONN_CUDA_ATTN asks (read at open: tiled, mm, flash or auto; unset, mm);
+ * a fallback from flash or auto is logged once per head size, one line on
+ * the node's first rank */
 int ax_cuda_attention_mode(ax_dtype dt, int hd);
+/* tests: ask for another path (AX_ATTN_ASK_*) from now on */
+void ax_cuda_attention_ask(int ask);
+/* what the selection reads of the open device: compute capability (10 major
+ * + minor), its opt-in shared memory per block, the AXONN_CUDA_ATTN ask, and
+ * whether this rank logs (node-local rank 0) */
+typedef struct {
+    int sm;
+    size_t smem_optin;
+    int attn_ask;
+    int logs;
+} ax_cuda_caps;
+const ax_cuda_caps *ax_cuda_caps_get(void);
 void ax_cuda_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
                                ax_dtype dt, float *scratch, int nthr);
 void ax_cuda_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,

@@ -145,10 +145,18 @@ static void prof_record(const char *file, int line, const char *func) {
     prof.head++;
 }
 
+/* the open device's figures the attention selection reads (cuda.h) */
+static ax_cuda_caps caps = {0, 0, AX_ATTN_ASK_DEFAULT, 0};
+
 /* The device is chosen once, before anything touches a device: a context
  * made on another GPU first (a stray one on GPU 0 per rank) would cost its
- * memory there, and fails outright where GPUs are in exclusive-process mode. */
+ * memory there, and fails outright where GPUs are in exclusive-process mode.
+ * AXONN_CUDA_ATTN is read here, so that a bad value is one line at start-up. */
+
 int ax_cuda_open(int local_rank) {
+    const char *attn = getenv("AXONN_CUDA_ATTN");
+    if (ax_attn_ask_parse(attn) < 0)
+        return ax_err_set("AXONN_CUDA_ATTN=%s: expected %s (unset: mm)", attn, AX_ATTN_ASK_NAMES);
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0) {
@@ -163,6 +171,12 @@ int ax_cuda_open(int local_rank) {
     device = local_rank % n;
     AX_CHECK_CUDA(cudaSetDevice(device));
     AX_CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    cudaDeviceProp p;
+    AX_CHECK_CUDA(cudaGetDeviceProperties(&p, device));
+    caps.sm = 10 * p.major + p.minor;
+    caps.smem_optin = p.sharedMemPerBlockOptin;
+    caps.attn_ask = ax_attn_ask_parse(attn);
+    caps.logs = local_rank == 0;
     return 0;
 }
 
@@ -170,6 +184,13 @@ int ax_cuda_open(int local_rank) {
 static void need_device(void) {
     if (device < 0) ax_fatal(__FILE__, __LINE__, "the CUDA backend was used before ax_backend_use opened it");
 }
+
+const ax_cuda_caps *ax_cuda_caps_get(void) {
+    need_device();
+    return &caps;
+}
+
+void ax_cuda_attention_ask(int ask) { caps.attn_ask = ask; }
 
 cudaStream_t ax_cuda_stream(void) {
     need_device();
@@ -249,6 +270,13 @@ void ax_cuda_copy(void *dst, const void *src, size_t bytes) {
     AX_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, ax_cuda_stream()));
     AX_CHECK_CUDA(cudaStreamSynchronize(ax_cuda_stream()));
     if (prof_on()) prof_record(__FILE__, __LINE__, __func__); /* a row for the copies (and idle time before them) */
+}
+
+/* device to device on the compute stream, behind the kernels that wrote src; no host wait */
+void ax_cuda_copy_rows(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows) {
+    if (!width || !rows) return;
+    AX_CHECK_CUDA(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDeviceToDevice, ax_cuda_stream()));
+    AX_CUDA_DONE();
 }
 
 void ax_cuda_sync(void) { AX_CHECK_CUDA(cudaStreamSynchronize(ax_cuda_stream())); }

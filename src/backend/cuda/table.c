@@ -14,6 +14,7 @@ const ax_backend ax_cuda_backend = {
     .alloc = ax_cuda_alloc,
     .free = ax_cuda_free,
     .copy = ax_cuda_copy,
+    .copy_rows = ax_cuda_copy_rows,
     .host_memory = 0,
     .zero = ax_cuda_zero,
     .sumsq = ax_cuda_sumsq,

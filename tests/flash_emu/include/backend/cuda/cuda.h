@@ -33,6 +33,7 @@ static inline cudaStream_t ax_cuda_stream() { return 0; }
 enum { cudaFuncAttributeMaxDynamicSharedMemorySize };
 int cudaFuncSetAttribute(const void *f, int attr, int v);
 enum { AX_CUDA_TMP_ATTN };
+[[noreturn]] void ax_fatal(const char *file, int line, const char *fmt, ...);
 void *ax_cuda_tmp(int slot, size_t bytes);
 void ax_cuda_attention_rowdot(float *D, const float *dout, const float *out, int B, int T, int Hl, int hd);
 void emu_launch(dim3 g, int nt, size_t smem, cudaStream_t s, std::function<void()> f);
