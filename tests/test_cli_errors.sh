@@ -236,8 +236,27 @@ ck ck_nomark; rm "$W/in/ck_nomark/manifest.json"
 ck ck_badmark; printf '{"format": "axonn checkpoint 1", "files": {' >"$W/in/ck_badmark/manifest.json"
 ck ck_noentry; python3 -c 'import json,sys; p=sys.argv[1]; j=json.load(open(p)); del j["files"]["state.json"]; json.dump(j,open(p,"w"))' "$W/in/ck_noentry/manifest.json"
 ck ck_state; sed -i 's/"step": 2/"step": 1/' "$W/in/ck_state/state.json"
+# the manifest's checksum ranges (written in parallel: docs/reliability.md) edited: overlapping, leaving
+# a gap, or a manifest longer than the header's layout (the file lengthened to match it)
+cat >"$W/ranges.py" <<'EOF'
+import json, sys
+d, f, how = sys.argv[1], sys.argv[2], sys.argv[3]
+p = d + '/manifest.json'; j = json.load(open(p)); e = j['files'][f]; n = e['bytes']; h = '0123456789abcdef'
+if how == 'overlap': e['ranges'] = [[0, n - 100, h], [n - 200, 200, h]]
+if how == 'gap': e['ranges'] = [[0, n // 2, h], [n // 2 + 1000, n - n // 2 - 1000, h]]
+if how == 'longer':
+    e['bytes'] = n + 8; e['ranges'] = [[0, n + 8, h]]; open(d + '/' + f, 'ab').write(bytes(8))
+json.dump(j, open(p, 'w'))
+EOF
+ck ck_overlap; python3 "$W/ranges.py" "$W/in/ck_overlap" model.safetensors overlap
+ck ck_gap;     python3 "$W/ranges.py" "$W/in/ck_gap" optim.safetensors gap
+ck ck_header;  python3 "$W/ranges.py" "$W/in/ck_header" model.safetensors longer
 expect_err ckpt_bit_flip 0 "ck_flip/optim\.safetensors: checksum" -- train "${RES[@]}" --resume "$W/in/ck_flip" --out "$W/o30"
-expect_err ckpt_truncated 0 "ck_short/model\.safetensors: [0-9]+ bytes, the checkpoint manifest says" -- train "${RES[@]}" --resume "$W/in/ck_short" --out "$W/o31"
+expect_err ckpt_truncated 0 "ck_short/model\.safetensors: [0-9]+ bytes, the checkpoint manifest says [0-9]+ \(corrupt checkpoint: cut short in tensor 'ln_f\.bias'\)" -- train "${RES[@]}" --resume "$W/in/ck_short" --out "$W/o31"
+expect_err ckpt_ranges_overlap 0 "ck_overlap/model\.safetensors: checksum ranges overlap at bytes \[[0-9]+, [0-9]+\) \(tensor '[^']+'\)" -- train "${RES[@]}" --resume "$W/in/ck_overlap" --out "$W/o31b"
+expect_err ckpt_ranges_gap 0 "ck_gap/optim\.safetensors: bytes \[[0-9]+, [0-9]+\) \(tensor 'opt\.[mv]\.[^']+'\) are in no checksum range" -- train "${RES[@]}" --resume "$W/in/ck_gap" --out "$W/o31c"
+expect_err ckpt_header_vs_manifest 0 "ck_header/model\.safetensors: the header ends the data at byte [0-9]+ \(tensor 'ln_f\.bias'\), the checkpoint manifest says [0-9]+ bytes" -- train "${RES[@]}" --resume "$W/in/ck_header" --out "$W/o31d"
+expect_err ckpt_overlap_2ranks 2 "ck_overlap/model\.safetensors: checksum ranges overlap" -- train "${RES[@]}" --grid 1,1,2,1 --resume "$W/in/ck_overlap" --out "$W/o31e"
 expect_err ckpt_no_manifest 0 "ck_nomark: not a complete checkpoint" -- train "${RES[@]}" --resume "$W/in/ck_nomark" --out "$W/o32"
 expect_err ckpt_bad_manifest 0 "ck_badmark/manifest\.json: invalid" -- train "${RES[@]}" --resume "$W/in/ck_badmark" --out "$W/o33"
 expect_err ckpt_manifest_no_entry 0 "manifest\.json: expected an entry .* for state\.json" -- train "${RES[@]}" --resume "$W/in/ck_noentry" --out "$W/o34"

@@ -14,7 +14,8 @@
  *
  * On every grid of the world size, 3 training steps of 2 micro-batches with
  * every overlap on (goldfish weights at step 1: the weights are sent too),
- * then a checkpoint written and read back into a second model, must give the
+ * then a checkpoint written (every rank its share, in the background) and
+ * read back into a second model, must give the
  * plain CPU run's losses, gradient norms, parameters and optimizer moments
  * bit for bit: the kernels and collectives are the same ones, only where the
  * host reads differs. Then a whole ax_train run (evaluation, checkpoints, the
@@ -325,8 +326,15 @@ static void run(ax_grid *g, ax_dtype t, const char *dir, result *r) {
     r->n = m.n_local;
     r->params = host_copy(m.params, m.n_local);
     r->moment = host_copy(o.m, m.n_local);
+    /* the parallel writer in the background: the state copied from the
+     * backend's memory through copy into host buffers, the files written by
+     * a thread (no backend memory touched there), committed by the poll */
     ax_ckpt_state cs = {.step = STEPS, .seed = 7, .batch = B, .seq = T, .steps = STEPS};
-    if (ax_ckpt_save(dir, &m, &o, &cs)) ax_err_exit(1);
+    ax_ckpt_writer *w;
+    if (ax_ckpt_writer_init(&w, &m, &(ax_ckpt_opts){.async = 1}) || ax_ckpt_begin(w, dir, &o, &cs) ||
+        ax_ckpt_poll(w, 1) != 1)
+        ax_err_exit(1);
+    ax_ckpt_writer_free(w);
     ax_gpt m2;
     ax_adamw o2;
     if (ax_gpt_init(&m2, &cfg, g)) ax_err_exit(1);

@@ -69,6 +69,9 @@ typedef struct {
     int shuffle;
     int save_every, exit_after; /* 0: off */
     int keep;                   /* complete checkpoints kept in out (older ones deleted) */
+    int async_save;             /* checkpoint files written in the background while training goes on */
+    const char *ckpt_writer;    /* "parallel" (default: every rank its slices) or "root" (rank 0 alone) */
+    int64_t ckpt_chunk;         /* bytes per checksum range of checkpoint files (0: 16 MiB) */
     int max_skips;              /* stop (exit 3) after this many consecutive non-finite steps */
     int val_every, val_batches;
     int threads; /* OpenMP/BLAS threads per rank, 0: default */

@@ -27,7 +27,7 @@ typedef struct {
     char tok_path[4200]; /* the tokenizer the trained model keeps ("": none) */
 } train_cli;
 
-enum { MAX_OPTS = 64 };
+enum { MAX_OPTS = 72 };
 
 /* the option table, writing into t: one entry per option, kept whole (its length is the option count) */
 static void train_options(train_cli *t, ax_opt *table) {
@@ -87,6 +87,12 @@ static void train_options(train_cli *t, ax_opt *table) {
          AX_RANGE('[', 0, 1e9, ']')},
         {"keep", AX_OPT_INT, &o->keep, "K", "complete checkpoints kept in --out, older ones deleted (default {})",
          AX_RANGE('[', 1, 1e6, ']')},
+        {"async-save", AX_OPT_FLAG, &o->async_save, NULL,
+         "write checkpoints in the background while training goes on (default {}; --async-save=false: wait)"},
+        {"ckpt-writer", AX_OPT_STR, &o->ckpt_writer, "parallel|root",
+         "who writes checkpoint files: every rank its slices, or rank 0 alone (default {})"},
+        {"ckpt-chunk", AX_OPT_BYTES, &o->ckpt_chunk, "SIZE",
+         "bytes per checksum range of checkpoint files (default 0: 16MiB)"},
         {"max-skips", AX_OPT_INT, &o->max_skips, "N",
          "stop with exit status 3 after N consecutive non-finite steps (default {})", AX_RANGE('[', 1, 1e6, ']')},
         {"exit-after", AX_OPT_INT, &o->exit_after, "N", "stop cleanly after step N with a checkpoint",

@@ -370,7 +370,7 @@ int ax_st_expect(const ax_st_file *f, const ax_st_tensor *t, ax_st_dtype dt, int
 
 int ax_st_writer_init(ax_st_writer *w, const char *path) {
     memset(w, 0, sizeof *w);
-    return ax_out_open(&w->out, path);
+    return path ? ax_out_open(&w->out, path) : 0;
 }
 
 void ax_st_writer_meta(ax_st_writer *w, const char *key, const char *val) {
@@ -436,25 +436,35 @@ static json_t *st_header_json(const ax_st_writer *w) {
     return root;
 }
 
-static int st_write_header(ax_st_writer *w) {
+int ax_st_writer_header(const ax_st_writer *w, const char *name, unsigned char **buf, size_t *len) {
     for (int i = 0; i < w->n; i++) {
         if (strcmp(w->t[i].name, "__metadata__") == 0)
-            return AX_ERR("%s: '__metadata__' is reserved and cannot name a tensor", w->out.path);
+            return AX_ERR("%s: '__metadata__' is reserved and cannot name a tensor", name);
         for (int j = 0; j < i; j++)
             if (strcmp(w->t[i].name, w->t[j].name) == 0)
-                return AX_ERR("%s: tensor '%s' declared twice", w->out.path, w->t[i].name);
+                return AX_ERR("%s: tensor '%s' declared twice", name, w->t[i].name);
     }
     json_t *root = st_header_json(w);
     char *js = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(root);
-    if (!js) return AX_ERR("%s: cannot encode the header (invalid UTF-8 in a name or metadata?)", w->out.path);
-    size_t len = strlen(js), padded = (len + 7) / 8 * 8; /* keeps the data section 8-byte aligned */
-    unsigned char lenb[8];
-    for (int i = 0; i < 8; i++) lenb[i] = (unsigned char)((uint64_t)padded >> (8 * i));
-    int rc = ax_out_write(&w->out, lenb, 8);
-    if (rc == 0) rc = ax_out_write(&w->out, js, len);
-    if (rc == 0 && padded > len) rc = ax_out_write(&w->out, "        ", padded - len);
+    if (!js) return AX_ERR("%s: cannot encode the header (invalid UTF-8 in a name or metadata?)", name);
+    size_t n = strlen(js), padded = (n + 7) / 8 * 8; /* keeps the data section 8-byte aligned */
+    unsigned char *b = ax_malloc(8 + padded);
+    for (int i = 0; i < 8; i++) b[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+    memcpy(b + 8, js, n);
+    memset(b + 8 + n, ' ', padded - n);
     free(js);
+    *buf = b;
+    *len = 8 + padded;
+    return 0;
+}
+
+static int st_write_header(ax_st_writer *w) {
+    unsigned char *b;
+    size_t n;
+    AX_TRY(ax_st_writer_header(w, w->out.path, &b, &n));
+    int rc = ax_out_write(&w->out, b, n);
+    free(b);
     if (rc == 0) w->header_written = 1;
     return rc;
 }

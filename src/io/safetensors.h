@@ -113,11 +113,17 @@ typedef struct {
     int header_written;
 } ax_st_writer;
 
+/* path NULL: no file, only the layout (declare, then ax_st_writer_header;
+ * free with ax_st_writer_abort), for files whose data others write. */
 int ax_st_writer_init(ax_st_writer *w, const char *path);
 void ax_st_writer_meta(ax_st_writer *w, const char *key, const char *val);
 void ax_st_writer_declare(ax_st_writer *w, const char *name, ax_st_dtype dt, int ndim, const int64_t *shape);
 /* Writes the data of the next declared tensor (nbytes must match). */
 int ax_st_writer_write(ax_st_writer *w, const void *data, size_t nbytes);
 int ax_st_writer_commit(ax_st_writer *w); /* fails if tensors remain unwritten */
+/* The bytes a commit writes before the data (length, JSON, padding to 8):
+ * *len is where the data section starts, the declared tensors at their
+ * data_offsets after it. *buf is malloc'd; name is for messages. */
+int ax_st_writer_header(const ax_st_writer *w, const char *name, unsigned char **buf, size_t *len);
 void ax_st_writer_abort(ax_st_writer *w);
 #endif

@@ -356,10 +356,35 @@ int ax_gpt_read_flat(ax_gpt *m, const ax_st_file *f, const char *prefix, float *
  * bytes of its own shards of each tensor (F32, F16 or BF16). */
 int ax_gpt_read_set(ax_gpt *m, const ax_st_set *set, const char *prefix, float *flat);
 /* Parameters i0 .. i1-1 (table order) as file tensors of dtype t (F32 or
- * BF16): world rank 0 declares them; write is collective, gathering to world
+ * BF16), declared on any rank; write is collective, gathering to world
  * rank 0, which writes. */
 void ax_gpt_declare(ax_gpt *m, ax_st_writer *w, const char *prefix, ax_st_dtype t, int i0, int i1);
 int ax_gpt_write_flat(ax_gpt *m, ax_st_writer *w, const float *flat, ax_st_dtype t, int i0, int i1);
+/* A rank's share of a parameter file (fp32, every parameter in table order,
+ * as ax_gpt_declare lays it out) for writes from every rank in parallel:
+ * every byte of the data section belongs to exactly one rank. Replicas (data
+ * ranks, replicated axes, replicated parts) each give one owner, spread over
+ * them by parameter. The share is gathered into a "stage" of `owned` floats
+ * in file order (ax_gpt_share_fill, from the host's copy of a flat vector);
+ * segment k is the next seg[k].n bytes of the stage, written at seg[k].off
+ * of the data section. init is collective: it checks that the shares of
+ * all ranks sum to the data section. */
+typedef struct {
+    int64_t off, n; /* bytes */
+} ax_gpt_seg;
+typedef struct {
+    int64_t local, stage, n, stride; /* stage[stage + t*stride] = local[local + t], t < n */
+} ax_gpt_copy;
+typedef struct {
+    int nseg, ncopy, cap_seg, cap_copy;
+    ax_gpt_seg *seg;
+    ax_gpt_copy *copy;
+    int64_t owned;      /* floats */
+    int64_t data_bytes; /* of the whole data section */
+} ax_gpt_share;
+int ax_gpt_share_init(ax_gpt *m, ax_gpt_share *s);
+void ax_gpt_share_fill(const ax_gpt_share *s, const float *local, float *stage);
+void ax_gpt_share_free(ax_gpt_share *s);
 /* bytes parameter i takes in a file of dtype t (0: not present) */
 int64_t ax_gpt_file_bytes(const ax_gpt *m, int i, ax_st_dtype t);
 

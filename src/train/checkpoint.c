@@ -1,5 +1,6 @@
 #define _GNU_SOURCE 1
 #include "train/checkpoint.h"
+#include "train/ckpt_impl.h"
 #include "util/err.h"
 #include "util/fileio.h"
 #include <dirent.h>
@@ -125,7 +126,7 @@ int ax_model_save(const char *dir, ax_gpt *m, int64_t max_shard, ax_st_dtype t) 
     return ax_agree(m->g->world, rc);
 }
 
-static int write_state(const char *path, const ax_ckpt_state *st) {
+int ax_ckpt_write_state(const char *path, const ax_ckpt_state *st) {
     json_t *j = json_pack("{s:i, s:I, s:I, s:i, s:i, s:i}", "step", st->step, "seed", (json_int_t)st->seed, "data_pos",
                           (json_int_t)st->data_pos, "batch", st->batch, "seq", st->seq, "steps", st->steps);
     char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -145,13 +146,30 @@ static int write_state(const char *path, const ax_ckpt_state *st) {
 static const char *ckpt_files[] = {"model.safetensors", "config.json", "optim.safetensors", "state.json"};
 #define N_CKPT_FILES (int)(sizeof ckpt_files / sizeof *ckpt_files)
 
-static int write_manifest(const char *dir) {
+/* {"bytes": n, "ranges": [[offset, length, xxh3], ...]}: chunks of r->chunk bytes */
+static json_t *ranges_json(const ax_ckpt_ranges *r, int f) {
+    json_t *a = json_array();
+    char hex[17];
+    for (int64_t k = 0; k < r->nchunk[f]; k++) {
+        int64_t off = k * r->chunk, len = off + r->chunk > r->bytes[f] ? r->bytes[f] - off : r->chunk;
+        snprintf(hex, sizeof hex, "%016llx", (unsigned long long)r->hash[r->first[f] + k]);
+        json_array_append_new(a, json_pack("[I, I, s]", (json_int_t)off, (json_int_t)len, hex));
+    }
+    return json_pack("{s:I, s:o}", "bytes", (json_int_t)r->bytes[f], "ranges", a);
+}
+
+int ax_ckpt_write_manifest(const char *dir, const ax_ckpt_ranges *r) {
     char path[4200], hex[17];
     json_t *files = json_object();
     int rc = 0;
     for (int i = 0; i < N_CKPT_FILES && rc == 0; i++) {
         uint64_t h;
         int64_t n;
+        int f = !r ? -1 : !strcmp(ckpt_files[i], AX_CKPT_MODEL) ? 0 : !strcmp(ckpt_files[i], AX_CKPT_OPTIM) ? 1 : -1;
+        if (f >= 0) {
+            json_object_set_new(files, ckpt_files[i], ranges_json(r, f));
+            continue;
+        }
         snprintf(path, sizeof path, "%s/%s", dir, ckpt_files[i]);
         rc = ax_hash_file(path, &h, &n);
         snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
@@ -159,7 +177,7 @@ static int write_manifest(const char *dir) {
             json_object_set_new(files, ckpt_files[i], json_pack("{s:I, s:s}", "bytes", (json_int_t)n, "xxh3_64", hex));
     }
     if (rc == 0) {
-        json_t *j = json_pack("{s:s, s:o}", "format", "axonn checkpoint 1", "files", files);
+        json_t *j = json_pack("{s:s, s:o}", "format", r ? "axonn checkpoint 2" : "axonn checkpoint 1", "files", files);
         char *txt = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         json_decref(j);
         ax_outfile o;
@@ -174,19 +192,19 @@ static int write_manifest(const char *dir) {
 }
 
 /* The marker goes first, so a checkpoint half removed is never taken as complete. */
-static void remove_ckpt(const char *dir) {
+void ax_ckpt_remove(const char *dir) {
     char path[4200];
     snprintf(path, sizeof path, "%s/" AX_CKPT_MANIFEST, dir);
     if (unlink(path) == 0) ax_fsync_dir(dir);
     ax_remove_tree(dir);
 }
 
-int ax_ckpt_save(const char *dir, ax_gpt *m, const ax_adamw *o, const ax_ckpt_state *st) {
+int ax_ckpt_save_root(const char *dir, ax_gpt *m, const ax_adamw *o, const ax_ckpt_state *st) {
     char tmp[4096], path[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", dir);
     int root = m->g->rank == 0, rc = 0;
     if (root) {
-        remove_ckpt(tmp);
+        ax_ckpt_remove(tmp);
         rc = ax_mkdir_p(tmp);
     }
     AX_TRY(ax_agree(m->g->world, rc));
@@ -197,10 +215,10 @@ int ax_ckpt_save(const char *dir, ax_gpt *m, const ax_adamw *o, const ax_ckpt_st
     if (rc == 0) rc = write_tensors(path, m, f, p, 2, AX_ST_F32, 0, m->np, NULL);
     if (root && rc == 0) {
         snprintf(path, sizeof path, "%s/state.json", tmp);
-        rc = write_state(path, st);
-        if (rc == 0) rc = write_manifest(tmp);
+        rc = ax_ckpt_write_state(path, st);
+        if (rc == 0) rc = ax_ckpt_write_manifest(tmp, NULL);
         if (rc == 0) {
-            remove_ckpt(dir);
+            ax_ckpt_remove(dir);
             if (rename(tmp, dir) != 0) rc = AX_ERR("%s: cannot rename checkpoint into place: %s", dir, strerror(errno));
         }
         if (rc == 0) {
@@ -208,7 +226,7 @@ int ax_ckpt_save(const char *dir, ax_gpt *m, const ax_adamw *o, const ax_ckpt_st
             rc = ax_fsync_dir(path);
         }
     }
-    if (root && rc) remove_ckpt(tmp);
+    if (root && rc) ax_ckpt_remove(tmp);
     return ax_agree(m->g->world, rc);
 }
 
@@ -232,6 +250,14 @@ int ax_ckpt_verify(const char *dir) {
         json_t *nb = json_object_get(x, "bytes");
         uint64_t want, got;
         int64_t n;
+        if (json_object_get(x, "ranges")) { /* written in parallel: checksums by ranges */
+            snprintf(path, sizeof path, "%s/%s", dir, ckpt_files[i]);
+            char mpath[4200];
+            snprintf(mpath, sizeof mpath, "%s/" AX_CKPT_MANIFEST, dir);
+            rc = ax_ckpt_verify_ranges(path, mpath, x);
+            snprintf(path, sizeof path, "%s/" AX_CKPT_MANIFEST, dir);
+            continue;
+        }
         if (!json_is_integer(nb) || hex_u64(json_string_value(json_object_get(x, "xxh3_64")), &want)) {
             rc = AX_ERR("%s: expected an entry {bytes, xxh3_64} for %s", path, ckpt_files[i]);
             break;
@@ -348,7 +374,7 @@ int ax_ckpt_prune(const char *dir, int newest, int keep) {
         int s = ckpt_step(e->d_name);
         snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
         if (s < 0 || !complete(dir, e->d_name)) {
-            if (s != newest) remove_ckpt(p);
+            if (s != newest) ax_ckpt_remove(p);
             continue;
         }                         /* interrupted writes */
         if (s > newest) continue; /* not ours to judge: another run's future */
@@ -362,7 +388,7 @@ int ax_ckpt_prune(const char *dir, int newest, int keep) {
         for (int k = 0; k < n; k++) newer += steps[k] > steps[i];
         if (newer >= keep) {
             snprintf(p, sizeof p, "%s/ckpt-%06d", dir, steps[i]);
-            remove_ckpt(p);
+            ax_ckpt_remove(p);
         }
     }
     free(steps);

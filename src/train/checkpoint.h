@@ -22,8 +22,46 @@ typedef struct {
 
 #define AX_CKPT_MANIFEST "manifest.json"
 
-/* Collective. Writes dir atomically (replacing an older one of the same name). */
+/* Collective. Writes dir atomically (replacing an older one of the same
+ * name), every rank its own share in parallel (ax_ckpt_writer, synchronous). */
 int ax_ckpt_save(const char *dir, ax_gpt *m, const ax_adamw *o, const ax_ckpt_state *st);
+/* The same with today's root writer: rank 0 gathers each tensor and writes alone
+ * (whole-file checksums); kept as the reference the parallel files must equal. */
+int ax_ckpt_save_root(const char *dir, ax_gpt *m, const ax_adamw *o, const ax_ckpt_state *st);
+
+/* A checkpoint writer made once per run: the rank's share of the files (its
+ * slices; each byte written by exactly one rank, with pwrite at its offset)
+ * and host buffers for it, allocated once (docs/reliability.md).
+ *   ax_ckpt_writer *w; ax_ckpt_writer_init(&w, &m, &(ax_ckpt_opts){.async = 1});
+ *   ax_ckpt_begin(w, "out/ckpt-000100", &opt, &st);  // state copied; writes in the background
+ *   ... each step: if (ax_ckpt_poll(w, 0) == 1) ...committed: prune...
+ *   ax_ckpt_poll(w, 1);                              // the end of the run, or before the next save
+ *   ax_ckpt_writer_free(w); */
+typedef struct {
+    int root_only; /* ax_ckpt_save_root instead (the reference; bench/ckpt.sh) */
+    int async;     /* begin returns once the state is copied; a thread writes, poll commits */
+    int64_t chunk; /* bytes per checksum range of the safetensors files (0: AX_CKPT_CHUNK) */
+} ax_ckpt_opts;
+#define AX_CKPT_CHUNK ((int64_t)16 << 20)
+typedef struct ax_ckpt_writer ax_ckpt_writer;
+/* Collective. */
+int ax_ckpt_writer_init(ax_ckpt_writer **w, ax_gpt *m, const ax_ckpt_opts *o);
+/* Collective. Starts writing dir (a save in flight must have been polled to
+ * its end). Synchronous writers return with dir committed; async ones once
+ * the state is copied to the host buffers. */
+int ax_ckpt_begin(ax_ckpt_writer *w, const char *dir, const ax_adamw *o, const ax_ckpt_state *st);
+/* Collective, at a step boundary: advances the save in flight when every
+ * rank's background work is done (wait: waits for it, to the commit).
+ * 1: the checkpoint is committed now; 0: nothing committed; -1: the write
+ * failed on some rank (the same line on every rank; not committed). */
+int ax_ckpt_poll(ax_ckpt_writer *w, int wait);
+int ax_ckpt_pending(const ax_ckpt_writer *w); /* a save in flight */
+/* the last committed save: the directory, ms spent blocking training (the
+ * copy, or the whole synchronous save), ms from begin to commit, and the
+ * slowest rank's ms writing and checksumming (0 for the root writer) */
+const char *ax_ckpt_last(const ax_ckpt_writer *w, double *blocking_ms, double *total_ms, double phase_ms[2]);
+/* Waits for a background write (left uncommitted) and frees everything. */
+void ax_ckpt_writer_free(ax_ckpt_writer *w);
 /* Rank-local: every file of dir against its manifest (one line naming the file). */
 int ax_ckpt_verify(const char *dir);
 /* Rank-local. Verifies, then reads config and state; ax_ckpt_load reads the tensors. */

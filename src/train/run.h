@@ -27,6 +27,8 @@ typedef struct {
     ax_source data, val;
     ax_hparams h;
     ax_ckpt_state st;
+    ax_ckpt_writer *ckw;  /* with out: the checkpoint writer (its buffers allocated once) */
+    char last_ckpt[4200]; /* the last one committed by this run */
     FILE *metrics;
     int root, tty, Bl;
     int resumed; /* started from a checkpoint */

@@ -29,6 +29,8 @@ void ax_train_defaults(ax_train_opts *o) {
     o->model = (ax_gpt_config){.n_layer = 4, .n_head = 4, .n_embd = 128, .block_size = 128, .vocab_size = 256};
     o->grid[0] = o->grid[1] = o->grid[2] = o->grid[3] = 1;
     o->keep = 3;
+    o->async_save = 1;
+    o->ckpt_writer = "parallel";
     o->max_skips = 5;
     o->steps = 200;
     o->batch = 0;
@@ -111,6 +113,10 @@ static int check_options(const ax_train_opts *o, const ax_gpt_config *c, const a
     if (!(o->clip >= 0 && o->clip <= 1e9)) return AX_ERR("--clip %g: expected a number in [0, 1e+09]", o->clip);
     if (o->warmup < 0) return AX_ERR("--warmup %d: expected >= 0", o->warmup);
     if (o->keep < 1) return AX_ERR("--keep %d: expected >= 1", o->keep);
+    if (strcmp(o->ckpt_writer, "parallel") && strcmp(o->ckpt_writer, "root"))
+        return AX_ERR("--ckpt-writer '%s': expected parallel or root", o->ckpt_writer);
+    if (o->ckpt_chunk < 0 || o->ckpt_chunk > ((int64_t)1 << 40))
+        return AX_ERR("--ckpt-chunk %lld: expected 0 (the default) up to 1 TiB", (long long)o->ckpt_chunk);
     if (o->max_skips < 1) return AX_ERR("--max-skips %d: expected >= 1", o->max_skips);
     if (o->goldfish_k && o->goldfish_k < 2) return AX_ERR("--goldfish-k %d: expected >= 2 (or 0: off)", o->goldfish_k);
     if (o->goldfish_k && o->goldfish_h < 1) return AX_ERR("--goldfish-h %d: expected >= 1", o->goldfish_h);
@@ -359,6 +365,13 @@ int ax_run_setup(ax_run *r) {
     AX_TRY(build_model(r, &s));
     AX_TRY(open_data(r, &s));
     AX_TRY(open_outputs(r));
+    if (r->o->out) {
+        const ax_train_opts *o = r->o;
+        ax_ckpt_opts co = {
+            .root_only = !strcmp(o->ckpt_writer, "root"), .async = o->async_save, .chunk = o->ckpt_chunk};
+        AX_TRY(ax_ckpt_writer_init(&r->ckw, &r->m, &co));
+    }
+    snprintf(r->last_ckpt, sizeof r->last_ckpt, "none written by this run");
     say_setup(r, &s);
     return 0;
 }
@@ -400,19 +413,39 @@ void ax_run_load_step(ax_run *r, int step) {
         }
 }
 
+/* A checkpoint just committed: older ones go only now, and it is logged. */
+static int committed(ax_run *r) {
+    double blocking, total, ph[2], t1 = MPI_Wtime();
+    const char *dir = ax_ckpt_last(r->ckw, &blocking, &total, ph);
+    int step = atoi(strrchr(dir, '-') + 1);
+    AX_TRY(ax_agree(r->g.world, r->root ? ax_ckpt_prune(r->o->out, step, r->o->keep) : 0));
+    snprintf(r->last_ckpt, sizeof r->last_ckpt, "%s", dir);
+    if (strcmp(r->o->ckpt_writer, "root"))
+        SAY(r,
+            "%ssaved %s in %.0f ms, training blocked %.0f ms (slowest rank: write %.0f ms, checksums %.0f ms; "
+            "pruning to the newest %d: %.0f ms)\n",
+            r->tty ? "\r\033[K" : "", dir, total, blocking, ph[0], ph[1], r->o->keep, (MPI_Wtime() - t1) * 1e3);
+    else
+        SAY(r, "%ssaved %s in %.0f ms (pruning to the newest %d: %.0f ms)\n", r->tty ? "\r\033[K" : "", dir, total,
+            r->o->keep, (MPI_Wtime() - t1) * 1e3);
+    return 0;
+}
+
+/* At a step boundary: the save in flight advanced (wait: to its commit). */
+static int poll_save(ax_run *r, int wait) {
+    if (!r->ckw || !ax_ckpt_pending(r->ckw)) return 0;
+    int rc = ax_ckpt_poll(r->ckw, wait);
+    return rc < 0 ? -1 : rc == 1 ? committed(r) : 0;
+}
+
 static int save(ax_run *r, int next_step) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/ckpt-%06d", r->o->out, next_step);
     r->st.step = next_step;
     r->st.data_pos = (int64_t)next_step * r->o->batch;
-    double t0 = MPI_Wtime();
-    AX_TRY(ax_ckpt_save(dir, &r->m, &r->opt, &r->st));
-    double t1 = MPI_Wtime();
-    /* older checkpoints go only now that the new one is committed */
-    AX_TRY(ax_agree(r->g.world, r->root ? ax_ckpt_prune(r->o->out, next_step, r->o->keep) : 0));
-    SAY(r, "%ssaved %s in %.0f ms (pruning to the newest %d: %.0f ms)\n", r->tty ? "\r\033[K" : "", dir,
-        (t1 - t0) * 1e3, r->o->keep, (MPI_Wtime() - t1) * 1e3);
-    return 0;
+    AX_TRY(poll_save(r, 1)); /* one save in flight at a time */
+    AX_TRY(ax_ckpt_begin(r->ckw, dir, &r->opt, &r->st));
+    return ax_ckpt_pending(r->ckw) ? 0 : committed(r);
 }
 
 static void progress(ax_run *r, int step, double ms_avg, const char *tail) {
@@ -508,7 +541,6 @@ static int loop(ax_run *r) {
     int t_n = 0, first = r->st.step;
     double ms_avg = 0;
     int end = o->steps, skips = 0;
-    char last_ckpt[4200] = "none written by this run";
     if (o->exit_after > 0 && o->exit_after < end) end = o->exit_after;
     for (int step = r->st.step; step < end; step++) {
         MPI_Barrier(r->g.world);
@@ -529,7 +561,7 @@ static int loop(ax_run *r) {
             if (skips >= o->max_skips) {
                 ax_err_set("step %d: %d consecutive steps with a non-finite loss or gradient norm; stopped "
                            "(lower --lr or raise --warmup); last good checkpoint: %s",
-                           step + 1, skips, last_ckpt);
+                           step + 1, skips, r->last_ckpt);
                 return AX_TRAIN_DIVERGED;
             }
             continue;
@@ -545,12 +577,11 @@ static int loop(ax_run *r) {
         record_step(r, step, &st, dt, flops, log_now, ms_avg);
         if (r->val.set && o->val_every > 0 && ((step + 1) % o->val_every == 0 || step + 1 == o->steps))
             log_val_loss(r, step);
+        AX_TRY(poll_save(r, 0));
         int last = step + 1 == end;
-        if (o->out && ((o->save_every > 0 && (step + 1) % o->save_every == 0) || last)) {
-            AX_TRY(save(r, step + 1));
-            snprintf(last_ckpt, sizeof last_ckpt, "%s/ckpt-%06d", o->out, step + 1);
-        }
+        if (o->out && ((o->save_every > 0 && (step + 1) % o->save_every == 0) || last)) AX_TRY(save(r, step + 1));
     }
+    AX_TRY(poll_save(r, 1)); /* the run ends with its last checkpoint committed */
     if (r->tty) printf("\r\033[K");
     if (t_n > 0) {
         double dt = t_sum / t_n;
@@ -572,6 +603,7 @@ void ax_run_init(ax_run *r, const ax_train_opts *o, MPI_Comm comm) {
 }
 
 void ax_run_teardown(ax_run *r) {
+    ax_ckpt_writer_free(r->ckw); /* a background write left uncommitted: resume ignores it */
     if (r->metrics) fclose(r->metrics);
     ax_source_close(&r->data);
     ax_source_close(&r->val);

@@ -9,9 +9,10 @@
 # above 1 (4 ranks cannot have all three > 1). Tiny model, synthetic data,
 # checkpoints every 5 of 60 steps, --keep 2. Each trial picks a random rank and
 # a random moment within the run (RANDOM seeded by $SEED, default 1, so a
-# failing trial can be replayed). SAVE_KILLS more trials kill rank 0, the
-# writer, the moment a checkpoint directory *.tmp appears: a kill during a
-# checkpoint write. Every launch is bounded by `timeout` (a hang fails the
+# failing trial can be replayed). SAVE_KILLS more trials kill a random rank
+# (every rank writes its share of the files) the moment a checkpoint directory
+# *.tmp appears: a kill during a checkpoint write, which with --async-save (the
+# default) runs in the background while training goes on. Every launch is bounded by `timeout` (a hang fails the
 # trial); a trial fails unless the final model.safetensors is byte-identical to
 # the uninterrupted run's. Results: one line per trial, then a summary.
 # Needs AXONN_BIN (and AXONN_MPIEXEC, as CTest sets them); runs by hand too:
@@ -34,7 +35,7 @@ rank_of() { { tr '\0' '\n' <"/proc/$1/environ"; } 2>/dev/null | sed -n 's/^\(OMP
 
 # kill_one OUT MODE: starts the job in the background and kills one rank with SIGKILL:
 # MODE random: a random rank at a random moment of training;
-# MODE save: rank 0 as soon as a checkpoint write (ckpt-*.tmp) is under way,
+# MODE save: a random rank as soon as a checkpoint write (ckpt-*.tmp) is under way,
 # past a random one of the first 8 saves.
 # Prints what it did.
 kill_one() {
@@ -57,9 +58,9 @@ kill_one() {
     [ ${#ranks[@]} -gt 0 ] && victim=${ranks[$((RANDOM % ${#ranks[@]}))]}
     what="with $(cat "$out/metrics.jsonl" 2>/dev/null | wc -l) of 60 steps logged (aimed: step $at + $((us / 1000)) ms)"
   else
-    local r seen
+    local r seen want=$(( RANDOM % NP ))
     while [ -z "${victim:-}" ] && [ "$SECONDS" -lt "$deadline" ] && kill -0 "$pid" 2>/dev/null; do
-      for r in $(pgrep -P "$pid" -x axonn); do [ "$(rank_of "$r")" = 0 ] && victim=$r; done
+      for r in $(pgrep -P "$pid" -x axonn); do [ "$(rank_of "$r")" = "$want" ] && victim=$r; done
     done
     local after=$(( RANDOM % 8 * 5 ))          # which save: past step 0, 5, ..., 35
     while [ "$(cat "$out/metrics.jsonl" 2>/dev/null | wc -l)" -lt "$after" ] && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.001; done
@@ -69,10 +70,10 @@ kill_one() {
     done
     what="while ${seen##*/} was being written"
   fi
-  local rank=0
+  local rank=${want:-0}
   [ "$mode" = random ] && [ -n "${victim:-}" ] && rank=$(rank_of "$victim")
   if [ "$mode" = save ] && [ -n "${seen:-}" ]; then
-    what="SIGKILL to rank 0 $what"
+    what="SIGKILL to rank $rank $what"
   elif [ "$mode" = random ] && [ -n "${victim:-}" ] && kill -KILL "$victim" 2>/dev/null; then
     what="SIGKILL to rank ${rank:-?} $what"
   else what="no rank left to kill ($what): the run had ended"; fi

@@ -1,0 +1,28 @@
+/* What checkpoint.c (layout, manifest, verification, the root writer) and
+ * ckpt_writer.c (the parallel and background writer) share; not an API.
+ *   ax_ckpt_ranges r = {.chunk = AX_CKPT_CHUNK, ...};  ax_ckpt_write_manifest(tmp, &r); */
+#ifndef AX_TRAIN_CKPT_IMPL_H
+#define AX_TRAIN_CKPT_IMPL_H
+#include <jansson.h>
+#include <stdint.h>
+#include "train/checkpoint.h"
+
+#define AX_CKPT_MODEL "model.safetensors"
+#define AX_CKPT_OPTIM "optim.safetensors"
+
+/* Checksums of the two safetensors files by ranges of `chunk` bytes (the
+ * last one shorter): file f's chunk k has hash[first[f] + k]. */
+typedef struct {
+    int64_t chunk, bytes[2], nchunk[2], first[2];
+    const uint64_t *hash;
+} ax_ckpt_ranges;
+
+/* The commit marker into dir: config.json and state.json hashed whole;
+ * the safetensors files by r's ranges, or whole when r is NULL. */
+int ax_ckpt_write_manifest(const char *dir, const ax_ckpt_ranges *r);
+int ax_ckpt_write_state(const char *path, const ax_ckpt_state *st);
+/* path against its manifest entry {bytes, ranges} (ckpt_verify.c); manifest names the manifest */
+int ax_ckpt_verify_ranges(const char *path, const char *manifest, json_t *entry);
+/* Removes a checkpoint directory, its manifest first. */
+void ax_ckpt_remove(const char *dir);
+#endif

@@ -1,0 +1,383 @@
+#define _GNU_SOURCE 1
+/* Checkpoints written by every rank in parallel, optionally in the background
+ * (docs/reliability.md, "Checkpoints at scale").
+ *
+ * A save has three phases. Begin (collective, at a step boundary): rank 0
+ * creates <dir>.tmp with config.json, state.json and the two safetensors
+ * files, each holding its header; every rank opens
+ * them and copies its share of the state (ax_gpt_share) into host buffers.
+ * Write: every rank pwrites its segments and fsyncs. Hash: every rank reads
+ * back the checksum chunks k with k mod P = its rank (a chunk holds bytes of
+ * several ranks, so it is hashed once all have written) and hashes them.
+ * Commit (collective): the chunk hashes meet at rank 0, which writes the
+ * manifest last and renames the directory. Between phases the ranks agree
+ * (ax_agree): a failure anywhere stops the save on every rank, uncommitted.
+ * With async the write and hash phases run in a thread that does file I/O
+ * only (no MPI: the library is not initialised for MPI_THREAD_MULTIPLE); the
+ * step loop polls at step boundaries, one MPI_Allreduce while a save is in
+ * flight. */
+#include "train/checkpoint.h"
+#include "train/ckpt_impl.h"
+#include "backend/backend.h"
+#include "util/err.h"
+#include "util/fileio.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+enum { F_MODEL, F_OPTIM, NF };
+enum { IDLE, WRITING, HASHING };
+static const char *const st_name[NF] = {AX_CKPT_MODEL, AX_CKPT_OPTIM};
+#define READ_BLOCK ((size_t)4 << 20)
+
+struct ax_ckpt_writer {
+    ax_gpt *m;
+    ax_ckpt_opts o;
+    ax_gpt_share share;
+    float *stage[3]; /* params, AdamW m and v: this rank's share in file order */
+    float *mirror;   /* device backends: the host copy of one flat vector */
+    unsigned char *head[NF], *rbuf;
+    size_t head_len[NF]; /* = where the data section starts */
+    int64_t bytes[NF], nchunk[NF];
+    uint64_t *hash;
+    /* the save in flight */
+    int phase, fd[NF], thread_live;
+    char dir[4096], tmp[4200], last[4096];
+    pthread_t th;
+    atomic_int done;
+    int failed;
+    char err[1024];
+    double t0, blocking, last_blocking, last_total;
+    double phase_s[2], last_phase_ms[2]; /* write, checksums: this rank's seconds; the slowest rank's ms */
+};
+
+/* The layout of both files on every rank (declared as the root writer does,
+ * so the headers are its bytes); rank 0 keeps the headers to write. */
+static int layout(ax_ckpt_writer *w) {
+    const char *pre[NF][2] = {{"", NULL}, {"opt.m.", "opt.v."}};
+    for (int f = 0; f < NF; f++) {
+        ax_st_writer sw;
+        ax_st_writer_init(&sw, NULL);
+        ax_st_writer_meta(&sw, "format", "pt");
+        for (int k = 0; k < 2 && pre[f][k]; k++) ax_gpt_declare(w->m, &sw, pre[f][k], AX_ST_F32, 0, w->m->np);
+        int rc = ax_st_writer_header(&sw, st_name[f], &w->head[f], &w->head_len[f]);
+        ax_st_writer_abort(&sw);
+        AX_TRY(rc);
+        w->bytes[f] = (int64_t)w->head_len[f] + (f == F_OPTIM ? 2 : 1) * w->share.data_bytes;
+        w->nchunk[f] = (w->bytes[f] + w->o.chunk - 1) / w->o.chunk;
+    }
+    return 0;
+}
+
+int ax_ckpt_writer_init(ax_ckpt_writer **out, ax_gpt *m, const ax_ckpt_opts *o) {
+    ax_ckpt_writer *w = ax_calloc(1, sizeof *w);
+    *out = w;
+    w->m = m;
+    w->o = *o;
+    if (w->o.chunk <= 0) w->o.chunk = AX_CKPT_CHUNK;
+    w->fd[0] = w->fd[1] = -1;
+    if (o->root_only) return 0;
+    AX_TRY(ax_gpt_share_init(m, &w->share));
+    AX_TRY(ax_agree(m->g->world, layout(w)));
+    /* touched now, not in the step loop: a first touch costs a page fault per page */
+    for (int k = 0; k < 3; k++) {
+        size_t b = (size_t)(w->share.owned ? w->share.owned : 1) * sizeof(float);
+        memset(w->stage[k] = ax_malloc(b), 0, b);
+    }
+    if (!ax_be()->host_memory) { /* page-locked where the backend has it: copies at full speed */
+        size_t b = (size_t)m->n_local * sizeof(float);
+        w->mirror = ax_be()->host_alloc ? ax_be()->host_alloc(b) : ax_malloc(b);
+        memset(w->mirror, 0, b);
+    }
+    w->rbuf = ax_malloc(READ_BLOCK);
+    w->hash = ax_calloc((size_t)(w->nchunk[0] + w->nchunk[1]), sizeof(uint64_t));
+    return 0;
+}
+
+/* ---------------------------------------------------------------- thread-side: file I/O only */
+
+static int fail(ax_ckpt_writer *w, const char *path, const char *what) {
+    snprintf(w->err, sizeof w->err, "%s: %s: %s", path, what, strerror(errno));
+    return -1;
+}
+
+static int pwrite_all(int fd, const void *p, int64_t n, int64_t off) {
+    for (int64_t done = 0; done < n;) {
+        ssize_t r = pwrite(fd, (const char *)p + done, (size_t)(n - done), (off_t)(off + done));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return -1;
+        done += r;
+    }
+    return 0;
+}
+
+/* stage s's segments into file f at base (bytes from the data section) */
+static int write_stage(ax_ckpt_writer *w, int f, const float *stage, int64_t base) {
+    const char *p = (const char *)stage;
+    for (int k = 0; k < w->share.nseg; k++) {
+        const ax_gpt_seg *s = &w->share.seg[k];
+        if (pwrite_all(w->fd[f], p, s->n, (int64_t)w->head_len[f] + base + s->off) != 0) return -1;
+        p += s->n;
+    }
+    return 0;
+}
+
+static int write_share(ax_ckpt_writer *w) {
+    char path[4400];
+    int rc = 0;
+    for (int f = 0; f < NF; f++) {
+        snprintf(path, sizeof path, "%s/%s", w->tmp, st_name[f]);
+        if (rc == 0 && write_stage(w, f, w->stage[f], 0)) rc = fail(w, path, "cannot write this rank's share");
+        if (rc == 0 && f == F_OPTIM && write_stage(w, f, w->stage[2], w->share.data_bytes))
+            rc = fail(w, path, "cannot write this rank's share");
+        if (rc == 0 && fsync(w->fd[f]) != 0) rc = fail(w, path, "fsync failed");
+        close(w->fd[f]);
+        w->fd[f] = -1;
+    }
+    return rc;
+}
+
+/* chunks k (over both files) with k mod P = rank, read back and hashed */
+static int hash_chunks(ax_ckpt_writer *w) {
+    int P = w->m->g->size, rank = w->m->g->rank;
+    memset(w->hash, 0, (size_t)(w->nchunk[0] + w->nchunk[1]) * sizeof(uint64_t));
+    XXH3_state_t *st = XXH3_createState();
+    if (!st) ax_fatal(__FILE__, __LINE__, "out of memory for a hash state");
+    int rc = 0;
+    for (int f = 0, k0 = 0; f < NF && rc == 0; k0 += (int)w->nchunk[f], f++) {
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", w->tmp, st_name[f]);
+        int fd = -1;
+        for (int64_t k = (rank - k0 % P + P) % P; k < w->nchunk[f] && rc == 0; k += P) {
+            if (fd < 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) rc = fail(w, path, "cannot open to checksum");
+            XXH3_64bits_reset(st);
+            int64_t off = k * w->o.chunk, end = off + w->o.chunk < w->bytes[f] ? off + w->o.chunk : w->bytes[f];
+            while (rc == 0 && off < end) {
+                size_t n = end - off < (int64_t)READ_BLOCK ? (size_t)(end - off) : READ_BLOCK;
+                ssize_t r = pread(fd, w->rbuf, n, (off_t)off);
+                if (r < 0 && errno == EINTR) continue;
+                if (r == 0) errno = EIO; /* shorter than written: another process cut it */
+                if (r <= 0) rc = fail(w, path, "cannot read back to checksum");
+                else XXH3_64bits_update(st, w->rbuf, (size_t)r), off += r;
+            }
+            w->hash[k0 + k] = XXH3_64bits_digest(st);
+        }
+        if (fd >= 0) close(fd);
+    }
+    XXH3_freeState(st);
+    return rc;
+}
+
+static double now(void) { /* not MPI_Wtime: MPI is not called from this thread */
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void *phase_main(void *arg) {
+    ax_ckpt_writer *w = arg;
+    double t = now();
+    w->failed = (w->phase == WRITING ? write_share(w) : hash_chunks(w)) != 0;
+    w->phase_s[w->phase == WRITING ? 0 : 1] = now() - t;
+    atomic_store(&w->done, 1);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- collective side */
+
+/* Rank 0: the directory, the small files, and both safetensors files holding
+ * their headers (the ranks' writes give them their length: every byte of the
+ * data belongs to some rank). */
+static int create_files(ax_ckpt_writer *w, const ax_ckpt_state *st) {
+    char path[4400];
+    ax_ckpt_remove(w->tmp);
+    AX_TRY(ax_mkdir_p(w->tmp));
+    snprintf(path, sizeof path, "%s/config.json", w->tmp);
+    AX_TRY(ax_gpt_config_write(&w->m->cfg, path));
+    snprintf(path, sizeof path, "%s/state.json", w->tmp);
+    AX_TRY(ax_ckpt_write_state(path, st));
+    for (int f = 0; f < NF; f++) {
+        snprintf(path, sizeof path, "%s/%s", w->tmp, st_name[f]);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), rc = 0;
+        if (fd < 0) return AX_ERR("%s: cannot create: %s", path, strerror(errno));
+        if (pwrite_all(fd, w->head[f], (int64_t)w->head_len[f], 0) != 0)
+            rc = AX_ERR("%s: cannot write the header: %s", path, strerror(errno));
+        close(fd);
+        AX_TRY(rc);
+    }
+    return 0;
+}
+
+static int open_files(ax_ckpt_writer *w) {
+    char path[4400];
+    for (int f = 0; f < NF; f++) {
+        snprintf(path, sizeof path, "%s/%s", w->tmp, st_name[f]);
+        if ((w->fd[f] = open(path, O_WRONLY | O_CLOEXEC)) < 0)
+            return AX_ERR("%s: cannot open to write this rank's share: %s (every rank writes its own slices: the "
+                          "checkpoint directory must be on a file system all ranks share)",
+                          path, strerror(errno));
+    }
+    return 0;
+}
+
+/* the state into the stage buffers: through one host copy on a device backend */
+static void copy_state(ax_ckpt_writer *w, const ax_adamw *o) {
+    float *flat[3] = {w->m->params, o->m, o->v};
+    for (int k = 0; k < 3; k++) {
+        const float *h = flat[k];
+        if (w->mirror) {
+            ax_be()->copy(w->mirror, flat[k], (size_t)w->m->n_local * sizeof(float));
+            h = w->mirror;
+        }
+        ax_gpt_share_fill(&w->share, h, w->stage[k]);
+    }
+}
+
+/* After any phase: the same verdict on every rank; a failed save is removed. */
+static int settle(ax_ckpt_writer *w, int rc) {
+    if (w->thread_live) {
+        pthread_join(w->th, NULL);
+        w->thread_live = 0;
+        if (w->failed && rc == 0) rc = ax_err_set("%s", w->err);
+    }
+    rc = ax_agree(w->m->g->world, rc);
+    if (rc) {
+        for (int f = 0; f < NF; f++)
+            if (w->fd[f] >= 0) close(w->fd[f]), w->fd[f] = -1;
+        if (w->m->g->rank == 0) ax_ckpt_remove(w->tmp);
+        w->phase = IDLE;
+    }
+    return rc;
+}
+
+static int commit(ax_ckpt_writer *w) {
+    ax_grid *g = w->m->g;
+    int n = (int)(w->nchunk[0] + w->nchunk[1]), rc = 0;
+    AX_CHECK_MPI(MPI_Reduce(g->rank ? w->hash : MPI_IN_PLACE, w->hash, n, MPI_UINT64_T, MPI_BOR, 0, g->world));
+    double ph[2] = {w->phase_s[0] * 1e3, w->phase_s[1] * 1e3};
+    AX_CHECK_MPI(MPI_Allreduce(ph, w->last_phase_ms, 2, MPI_DOUBLE, MPI_MAX, g->world));
+    if (g->rank == 0) {
+        ax_ckpt_ranges r = {.chunk = w->o.chunk, .hash = w->hash};
+        for (int f = 0; f < NF; f++) {
+            r.bytes[f] = w->bytes[f];
+            r.nchunk[f] = w->nchunk[f];
+        }
+        r.first[1] = w->nchunk[0];
+        char parent[4096];
+        rc = ax_fsync_dir(w->tmp);
+        if (rc == 0) rc = ax_ckpt_write_manifest(w->tmp, &r);
+        if (rc == 0) {
+            ax_ckpt_remove(w->dir);
+            if (rename(w->tmp, w->dir) != 0)
+                rc = AX_ERR("%s: cannot rename checkpoint into place: %s", w->dir, strerror(errno));
+        }
+        ax_dirname(w->dir, parent, sizeof parent);
+        if (rc == 0) rc = ax_fsync_dir(parent);
+    }
+    w->phase = HASHING; /* settle removes tmp on failure */
+    AX_TRY(settle(w, rc));
+    w->phase = IDLE;
+    snprintf(w->last, sizeof w->last, "%s", w->dir);
+    w->last_blocking = w->blocking;
+    w->last_total = (MPI_Wtime() - w->t0) * 1e3;
+    return 1;
+}
+
+/* runs the current phase in the thread, or here */
+static int run_phase(ax_ckpt_writer *w, int background) {
+    atomic_store(&w->done, 0);
+    w->failed = 0;
+    if (!background) {
+        phase_main(w);
+        return w->failed ? ax_err_set("%s", w->err) : 0;
+    }
+    if (pthread_create(&w->th, NULL, phase_main, w) != 0) return AX_ERR("checkpoint: cannot start a thread");
+    w->thread_live = 1;
+    return 0;
+}
+
+/* the current phase into the thread; a failure to start it is agreed on */
+static int start_background(ax_ckpt_writer *w) {
+    int rc = ax_agree(w->m->g->world, run_phase(w, 1));
+    return rc ? settle(w, rc) : 0;
+}
+
+int ax_ckpt_begin(ax_ckpt_writer *w, const char *dir, const ax_adamw *o, const ax_ckpt_state *st) {
+    ax_gpt *m = w->m;
+    w->t0 = MPI_Wtime();
+    if (w->o.root_only) {
+        AX_TRY(ax_ckpt_save_root(dir, m, o, st));
+        snprintf(w->last, sizeof w->last, "%s", dir);
+        w->last_blocking = w->last_total = (MPI_Wtime() - w->t0) * 1e3;
+        return 0;
+    }
+    if (w->phase != IDLE) return AX_ERR("checkpoint %s: begun while %s is being written", dir, w->dir);
+    snprintf(w->dir, sizeof w->dir, "%s", dir);
+    snprintf(w->tmp, sizeof w->tmp, "%s.tmp", dir);
+    w->phase = WRITING;
+    AX_TRY(settle(w, m->g->rank == 0 ? create_files(w, st) : 0));
+    AX_TRY(settle(w, open_files(w)));
+    copy_state(w, o);
+    w->blocking = (MPI_Wtime() - w->t0) * 1e3;
+    if (w->o.async) return start_background(w);
+    int rc = ax_ckpt_poll(w, 1);
+    w->last_blocking = w->last_total;
+    return rc < 0 ? -1 : 0;
+}
+
+int ax_ckpt_poll(ax_ckpt_writer *w, int wait) {
+    while (w->phase != IDLE) {
+        if (w->thread_live && !wait) {
+            int d = atomic_load(&w->done);
+            AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &d, 1, MPI_INT, MPI_MIN, w->m->g->world));
+            if (!d) return 0;
+        }
+        int phase = w->phase, rc = w->thread_live ? 0 : run_phase(w, 0);
+        AX_TRY(settle(w, rc)); /* the phase ended on every rank */
+        if (phase == HASHING) return commit(w);
+        w->phase = HASHING;
+        if (!wait) return start_background(w);
+    }
+    return 0;
+}
+
+int ax_ckpt_pending(const ax_ckpt_writer *w) { return w->phase != IDLE; }
+
+const char *ax_ckpt_last(const ax_ckpt_writer *w, double *blocking_ms, double *total_ms, double phase_ms[2]) {
+    *blocking_ms = w->last_blocking;
+    *total_ms = w->last_total;
+    phase_ms[0] = w->last_phase_ms[0];
+    phase_ms[1] = w->last_phase_ms[1];
+    return w->last;
+}
+
+void ax_ckpt_writer_free(ax_ckpt_writer *w) {
+    if (!w) return;
+    if (w->thread_live) pthread_join(w->th, NULL);
+    for (int f = 0; f < NF; f++) {
+        if (w->fd[f] >= 0) close(w->fd[f]);
+        free(w->head[f]);
+    }
+    for (int k = 0; k < 3; k++) free(w->stage[k]);
+    if (w->mirror && ax_be()->host_free) ax_be()->host_free(w->mirror);
+    else free(w->mirror);
+    free(w->rbuf);
+    free(w->hash);
+    ax_gpt_share_free(&w->share);
+    free(w);
+}
+
+int ax_ckpt_save(const char *dir, ax_gpt *m, const ax_adamw *o, const ax_ckpt_state *st) {
+    ax_ckpt_writer *w;
+    int rc = ax_ckpt_writer_init(&w, m, &(ax_ckpt_opts){0});
+    if (rc == 0) rc = ax_ckpt_begin(w, dir, o, st);
+    ax_ckpt_writer_free(w);
+    return rc;
+}
