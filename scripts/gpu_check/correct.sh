@@ -14,8 +14,9 @@
 #   train 50: tiny model 200 steps, CPU fp32 against GPU  ~ 30 (17 s with 2 runs)
 #             fp32 and bf16 under mm and flash
 #   grids 90: 4 ranks on the GPU, every 4D grid kind      ~ 60 (never run on a GPU)
-#   sanitize 40: memcheck of the attention paths          ~ 20
-#   racecheck 40: racecheck + synccheck of flash          ~ 20
+#   ckpt 20: save and resume on the GPU, bitwise          ~ 8 (never run on a GPU)
+#   sanitize 30: memcheck of the attention paths          ~ 20
+#   racecheck 30: racecheck + synccheck of flash          ~ 20
 #
 # The flash verdict in summary.md (the evidence to make flash the default):
 # every bf16 flash and auto row of the op table within its tolerance, the
@@ -115,6 +116,26 @@ PY
   return $rc
 }
 
+# Checkpoints on the GPU: a run of 8 steps saving every 2 against the same
+# run stopped after step 4 and resumed (--resume auto): the final model
+# bitwise equal; and the parallel background writer's files against the
+# root-only writer's, byte for byte. AX_CKPT_BACKEND=cpu rehearses it.
+ckpt_cmp() {
+  local be=${AX_CKPT_BACKEND:-cuda} d=$OUTD/ckpt rc=0
+  local a=(train --backend "$be" --synthetic --n-layer 2 --n-head 4 --n-embd 64 --vocab-size 97 --block-size 32
+           --seq 32 --batch 8 --quiet --steps 8 --save-every 2 --val-every 0)
+  rm -rf "$d"; mkdir -p "$d"
+  "$BIN/axonn" "${a[@]}" --out "$d/full" || return 1
+  "$BIN/axonn" "${a[@]}" --exit-after 4 --out "$d/part" && "$BIN/axonn" "${a[@]}" --resume auto --out "$d/part" || return 1
+  "$BIN/axonn" "${a[@]}" --ckpt-writer root --out "$d/root" || return 1
+  cmp "$d/full/model.safetensors" "$d/part/model.safetensors" && echo "resume after step 4: final model bitwise equal: ok" || rc=1
+  local f
+  for f in model.safetensors optim.safetensors; do
+    cmp "$d/full/ckpt-000008/$f" "$d/root/ckpt-000008/$f" && echo "$f: parallel writer = root writer: ok" || rc=1
+  done
+  return $rc
+}
+
 # compute-sanitizer on the attention paths (every ask, small shapes): memcheck
 # (out-of-bounds, misaligned), and for flash racecheck and synccheck (shared
 # memory races and barrier misuse, which the CPU emulation cannot see)
@@ -151,7 +172,7 @@ flash_verdict() {
 }
 
 run_correct() {
-  export -f ops_cmp train_cmp grids_cmp sanitize_attn
+  export -f ops_cmp train_cmp grids_cmp ckpt_cmp sanitize_attn
   prologue
   step ops 45 1 ops_cmp
   step nccl 10 1 "${BIN}/test_nccl"
@@ -159,8 +180,9 @@ run_correct() {
   step nccl_shared 20 1 mpirun -np 2 "${BIN}/test_nccl"
   step train 50 1 train_cmp
   step grids 90 1 grids_cmp
-  step sanitize 40 1 sanitize_attn memcheck
-  step racecheck 40 1 sanitize_attn "racecheck synccheck"
+  step ckpt 20 1 ckpt_cmp
+  step sanitize 30 1 sanitize_attn memcheck
+  step racecheck 30 1 sanitize_attn "racecheck synccheck"
   flash_verdict >> "$SUM"
   finish
 }
