@@ -559,11 +559,13 @@ static int loop(ax_run *r) {
                 fflush(r->metrics);
             }
             if (skips >= o->max_skips) {
+                AX_TRY(poll_save(r, 1)); /* the save in flight committed: the stop names it as the last good one */
                 ax_err_set("step %d: %d consecutive steps with a non-finite loss or gradient norm; stopped "
                            "(lower --lr or raise --warmup); last good checkpoint: %s",
                            step + 1, skips, r->last_ckpt);
                 return AX_TRAIN_DIVERGED;
             }
+            AX_TRY(poll_save(r, 0));
             continue;
         }
         skips = 0;
