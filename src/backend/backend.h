@@ -55,6 +55,26 @@ typedef struct {
     float gscale, b1, b2, c1, c2, lr, eps, decay;
 } ax_adamw_step;
 
+/* One block of attention, the unit ring attention works in (docs/design.md,
+ * "Context parallelism"): for each of B sequences, a chunk of Tq query rows
+ * against a chunk of Tk key/value rows. Rows of every buffer are indexed
+ * b * S + i from the chunk's base pointer: Sq rows per sequence on the query
+ * side (q, dq, out, dout, lse), Sk on the key side (k, v, dk, dv).
+ *   q  (.., ldq): query head h at columns [h*hd, (h+1)*hd)
+ *   k, v (.., ldk): key/value head h / (Hl / KVl) at the same columns
+ *   out, dout (.., Hl*hd); lse[(b*Hl + h)*Sq + i]
+ * causal: key j visible to query i iff j <= i (a chunk against itself,
+ * Tq == Tk); else every key is visible. The whole causal attention of
+ * sequences of T rows is the one block q = k = v = qkv, Tq = Tk = Sq = Sk = T. */
+typedef struct {
+    int B, Hl, KVl, hd;
+    int Tq, Tk, Sq, Sk;
+    int causal;
+    const float *q, *k, *v;
+    int ldq, ldk;
+    ax_dtype dt; /* the model's GEMM input precision, as attention_forward's */
+} ax_attn_block;
+
 typedef struct {
     void (*sum)(void *ctx, float *buf, size_t n); /* in place, over the group */
     void (*max)(void *ctx, float *buf, size_t n);
@@ -201,6 +221,17 @@ typedef struct ax_backend {
                               ax_dtype dt, float *scratch, int nthr);
     void (*attention_backward)(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
                                int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr);
+    /* (optional: without them no context parallelism) the same arithmetic
+     * on one block (ax_attn_block); scratch: nthr * attention_scratch(Tq).
+     * Forward: the block's out and lse; with merge, combined with what out
+     * and lse hold (the same queries over other keys) by their log-sum-exp
+     * (kmath.h: ax_lse_merge), else overwritten. Backward: the block's share
+     * of dq, dk, dv added to them (laid out as q, k, v), from out and lse of
+     * the complete forward (every block merged). */
+    void (*attention_block_forward)(const ax_attn_block *a, float *out, float *lse, int merge, float *scratch,
+                                    int nthr);
+    void (*attention_block_backward)(const ax_attn_block *a, float *dq, float *dk, float *dv, const float *dout,
+                                     const float *out, const float *lse, float *scratch, int nthr);
     /* one new query per row over a KV cache (nb rows, cache (rows, KVl, Tmax, hd)
      * of this layer); the row's new key and value are appended at len[b] */
     void (*attention_decode)(float *out, const float *qkv, float *kc, float *vc, const int *len, int nb, int Hl,

@@ -100,6 +100,12 @@ void ax_iallreduce_f32(ax_comm *c, float *buf, size_t n, ax_req *r);
 void ax_iallgather_f32(ax_comm *c, const float *send, float *recv, size_t n, ax_req *r);
 void ax_ireduce_scatter_f32(ax_comm *c, const float *send, float *recv, size_t n, ax_req *r);
 void ax_iallgather_bf16(ax_comm *c, const ax_bf16 *send, ax_bf16 *recv, size_t n, ax_req *r);
+/* Point to point inside the group, non-blocking: n floats of send to group
+ * rank dst and n floats from group rank src into recv (a ring's step:
+ * dst = rank + 1, src = rank - 1). Both buffers stay in use until ax_wait.
+ * MPI on the host; under a GPU backend NCCL's send and receive where the
+ * group has NCCL, else staged through host buffers like the collectives. */
+void ax_isendrecv_f32(ax_comm *c, const float *send, int dst, float *recv, int src, size_t n, ax_req *r);
 /* MPI: returns when complete. NCCL: the backend's later kernels wait for it
  * on the device; the host goes on (it sees the result through copy). */
 void ax_wait(ax_req *r);

@@ -150,7 +150,7 @@ int ax_nccl_init(ax_grid *g) {
     AX_TRY(ax_nccl_ready(g->world));
     /* every group whose ranks drive distinct GPUs, size 1 included, so that one GPU runs the same path;
      * the others stage their collectives through the host (comm.h) */
-    ax_comm *groups[] = {&g->X, &g->Y, &g->Z, &g->Zg, &g->data, &g->dz, &g->tp};
+    ax_comm *groups[] = {&g->X, &g->Y, &g->Z, &g->Zg, &g->C, &g->data, &g->dz, &g->tp};
     for (size_t i = 0; i < sizeof groups / sizeof *groups; i++) ax_nccl_group(groups[i]);
     return 0;
 }

@@ -15,14 +15,24 @@ static void split(ax_grid *g, ax_comm *c, int color, int key) {
 }
 
 int ax_grid_init(ax_grid *g, MPI_Comm user, int gd, int gx, int gy, int gz) {
+    return ax_grid_init_cp(g, user, gd, gx, gy, gz, 1);
+}
+
+int ax_grid_init_cp(ax_grid *g, MPI_Comm user, int gd, int gx, int gy, int gz, int gc) {
     memset(g, 0, sizeof *g);
     int size;
     MPI_Comm_size(user, &size);
+    if (gc < 1) return AX_ERR("--cp %d: expected >= 1", gc);
     if (gd < 1 || gx < 1 || gy < 1 || gz < 1)
         return AX_ERR("--grid %d,%d,%d,%d: every dimension must be >= 1", gd, gx, gy, gz);
-    if ((long)gd * gx * gy * gz != size)
-        return AX_ERR("--grid %d,%d,%d,%d: D*X*Y*Z = %ld, expected the number of ranks %d", gd, gx, gy, gz,
-                      (long)gd * gx * gy * gz, size);
+    long P = (long)gd * gx * gy * gz * gc;
+    if (P != size) {
+        if (gc == 1)
+            return AX_ERR("--grid %d,%d,%d,%d: D*X*Y*Z = %ld, expected the number of ranks %d", gd, gx, gy, gz, P,
+                          size);
+        return AX_ERR("--grid %d,%d,%d,%d --cp %d: D*X*Y*Z*C = %ld, expected the number of ranks %d", gd, gx, gy, gz,
+                      gc, P, size);
+    }
     AX_CHECK_MPI(MPI_Comm_dup(user, &g->world));
     MPI_Comm_rank(g->world, &g->rank);
     g->size = size;
@@ -30,6 +40,7 @@ int ax_grid_init(ax_grid *g, MPI_Comm user, int gd, int gx, int gy, int gz) {
     g->gx = gx;
     g->gy = gy;
     g->gz = gz;
+    g->gc = gc;
     int r = g->rank;
     g->x = r % gx;
     r /= gx;
@@ -37,16 +48,20 @@ int ax_grid_init(ax_grid *g, MPI_Comm user, int gd, int gx, int gy, int gz) {
     r /= gy;
     g->z = r % gz;
     r /= gz;
-    g->d = r;
-    /* colour = the coordinates that stay fixed inside the group */
-    int d = g->d, x = g->x, y = g->y, z = g->z;
-    split(g, &g->X, ((d * gz + z) * gy + y), x);
-    split(g, &g->Y, ((d * gz + z) * gx + x), y);
-    split(g, &g->Z, ((d * gy + y) * gx + x), z);
-    split(g, &g->Zg, ((d * gy + y) * gx + x), z);
-    split(g, &g->data, ((z * gy + y) * gx + x), d);
-    split(g, &g->dz, y * gx + x, d * gz + z);
-    split(g, &g->tp, d, (z * gy + y) * gx + x);
+    g->c = r % gc;
+    g->d = r / gc;
+    /* colour = the coordinates that stay fixed inside the group; key = the
+     * group's own coordinates (data: d-major, then c) */
+    int d = g->d, x = g->x, y = g->y, z = g->z, c = g->c, xy = y * gx + x;
+    int dcz = (d * gc + c) * gz + z;
+    split(g, &g->X, dcz * gy + y, x);
+    split(g, &g->Y, dcz * gx + x, y);
+    split(g, &g->Z, ((d * gc + c) * gy + y) * gx + x, z);
+    split(g, &g->Zg, ((d * gc + c) * gy + y) * gx + x, z);
+    split(g, &g->C, (d * gz + z) * gy * gx + xy, c);
+    split(g, &g->data, z * gy * gx + xy, d * gc + c);
+    split(g, &g->dz, xy, dcz);
+    split(g, &g->tp, d * gc + c, (z * gy + y) * gx + x);
 #ifdef AX_HAVE_CUDA
     if (!ax_be()->host_memory) return ax_nccl_init(g); /* a GPU backend: NCCL beside the MPI groups */
 #endif
@@ -56,8 +71,8 @@ int ax_grid_init(ax_grid *g, MPI_Comm user, int gd, int gx, int gy, int gz) {
 int ax_grid_comm_line(ax_grid *g, char *line, size_t cap) {
     line[0] = 0;
     if (ax_be()->host_memory) return 0;
-    ax_comm *all[] = {&g->X, &g->Y, &g->Z, &g->Zg, &g->data, &g->dz, &g->tp};
-    static const char *const names[] = {"X", "Y", "Z", "Z gathers", "data", "data x Z", "X x Y x Z"};
+    ax_comm *all[] = {&g->X, &g->Y, &g->Z, &g->Zg, &g->C, &g->data, &g->dz, &g->tp};
+    static const char *const names[] = {"X", "Y", "Z", "Z gathers", "C", "data", "data x Z", "X x Y x Z"};
     enum { N = sizeof all / sizeof *all };
     int how[N]; /* per kind of group, over every group of the kind: 1 some on NCCL, 2 some staged */
     for (int i = 0; i < N; i++) how[i] = all[i]->size < 2 ? 0 : all[i]->nccl ? 1 : 2;
@@ -82,7 +97,7 @@ int ax_grid_comm_line(ax_grid *g, char *line, size_t cap) {
 }
 
 void ax_grid_free(ax_grid *g) {
-    ax_comm *all[] = {&g->X, &g->Y, &g->Z, &g->Zg, &g->data, &g->dz, &g->tp};
+    ax_comm *all[] = {&g->X, &g->Y, &g->Z, &g->Zg, &g->C, &g->data, &g->dz, &g->tp};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) ax_comm_free(all[i]);
     if (g->world != MPI_COMM_NULL && g->world) MPI_Comm_free(&g->world);
 }

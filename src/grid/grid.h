@@ -1,6 +1,16 @@
-/* The 4D process grid (docs/algorithm.md §1): P = Gd x Gx x Gy x Gz ranks, x fastest:
- *   world_rank = ((d * Gz + z) * Gy + y) * Gx + x
- * All groups are split from a private duplicate of the user's communicator. */
+/* The process grid (docs/algorithm.md §1): P = Gd x Gc x Gz x Gy x Gx ranks,
+ * x fastest:
+ *   world_rank = (((d * Gc + c) * Gz + z) * Gy + y) * Gx + x
+ * data (d) x the 3D tensor-parallel split (x, y, z), and the context split
+ * (c, docs/design.md "Context parallelism"): the Gc ranks of a C group hold
+ * other tokens of the same sequences, so for the weights they are like data
+ * ranks. All groups are split from a private duplicate of the user's
+ * communicator.
+ *
+ *   ax_grid g;
+ *   ax_grid_init_cp(&g, MPI_COMM_WORLD, 2, 1, 2, 1, 2);   // D=2, X=1, Y=2, Z=1, C=2: 8 ranks
+ *   ax_allreduce_f32(&g.data, grads, n);                  // over d and c
+ *   ax_grid_free(&g); */
 #ifndef AX_GRID_GRID_H
 #define AX_GRID_GRID_H
 #include <mpi.h>
@@ -8,17 +18,20 @@
 #include "comm/comm.h"
 
 typedef struct {
-    int gd, gx, gy, gz;  /* group sizes */
-    int d, x, y, z;      /* this rank's coordinates */
-    int rank, size;      /* in the private world */
-    MPI_Comm world;      /* duplicate of the user's communicator */
-    ax_comm X, Y, Z, Zg; /* Zg: a second Z group for all-gathers (docs/algorithm.md §4) */
-    ax_comm data;        /* ranks differing only in d */
-    ax_comm dz;          /* data x Z: the ranks that split the rows */
-    ax_comm tp;          /* X x Y x Z: one model replica */
+    int gd, gx, gy, gz, gc; /* group sizes */
+    int d, x, y, z, c;      /* this rank's coordinates */
+    int rank, size;         /* in the private world */
+    MPI_Comm world;         /* duplicate of the user's communicator */
+    ax_comm X, Y, Z, Zg;    /* Zg: a second Z group for all-gathers (docs/algorithm.md §4) */
+    ax_comm C;              /* ranks differing only in c: one sequence's chunks (ring attention) */
+    ax_comm data;           /* ranks differing only in d and c: the same weight shards, other tokens */
+    ax_comm dz;             /* data x Z (d, c, z): the ranks that split the rows */
+    ax_comm tp;             /* X x Y x Z: one model replica */
 } ax_grid;
 
-/* Fails (same message on every rank) when gd*gx*gy*gz != size of comm. */
+/* Fails (same message on every rank) when gd*gx*gy*gz*gc != size of comm. */
+int ax_grid_init_cp(ax_grid *g, MPI_Comm user, int gd, int gx, int gy, int gz, int gc);
+/* the 4D grid: Gc = 1 */
 int ax_grid_init(ax_grid *g, MPI_Comm user, int gd, int gx, int gy, int gz);
 void ax_grid_free(ax_grid *g);
 /* Under a device backend, how each kind of group communicates ("collectives:

@@ -214,7 +214,7 @@ void ax_gpt_declare(ax_gpt *m, ax_st_writer *w, const char *prefix, ax_st_dtype 
 
 int ax_gpt_write_flat(ax_gpt *m, ax_st_writer *w, const float *flat, ax_st_dtype t, int i0, int i1) {
     ax_grid *g = m->g;
-    if (g->d != 0) return 0; /* data replicas hold the same values */
+    if (g->data.rank != 0) return 0; /* data (and context) replicas hold the same values */
     int root = g->rank == 0, rc = 0;
     int64_t cap = max_logical(m), maxn = 0;
     for (int i = i0; i < i1; i++) maxn = m->p[i].numel > maxn ? m->p[i].numel : maxn;
@@ -428,11 +428,12 @@ int ax_gpt_load(ax_gpt *m, const char *path) {
 
 /* Copies of parameter i held whole on several ranks (the data replicas and
  * the axes over which the block is replicated) are written by one of them:
- * replica i mod count (mixed radix over d, then x, y, z), so consecutive
+ * replica i mod count (mixed radix over the data group's rank, d then c,
+ * then x, y, z), so consecutive
  * parameters fall to different ranks. */
 static int writes_whole(const ax_gpt *m, int i) {
     const ax_grid *g = m->g;
-    int rep = ax_shard_replicated(&m->p[i].shard, g), n = g->gd, me = g->d;
+    int rep = ax_shard_replicated(&m->p[i].shard, g), n = g->data.size, me = g->data.rank;
     if (rep & 1) me = me * g->gx + g->x, n *= g->gx;
     if (rep & 2) me = me * g->gy + g->y, n *= g->gy;
     if (rep & 4) me = me * g->gz + g->z, n *= g->gz;

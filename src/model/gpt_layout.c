@@ -15,7 +15,7 @@ int ax_gpt_logit_rows(int64_t M, int64_t Vl) {
 
 void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int B, int T, ax_recompute recompute, ax_dtype dtype,
                       ax_gpt_acts *s) {
-    ax_grid sizes = {.gd = g[0], .gx = g[1], .gy = g[2], .gz = g[3], .size = g[0] * g[1] * g[2] * g[3]};
+    ax_grid sizes = {.gd = g[0], .gx = g[1], .gy = g[2], .gz = g[3], .gc = 1, .size = g[0] * g[1] * g[2] * g[3]};
     ax_gpt m; /* only its shapes are set: the FC layers' splits as ax_gpt_init makes them */
     memset(&m, 0, sizeof m);
     m.cfg = *given;
@@ -108,7 +108,7 @@ void ax_gpt_shapes(ax_gpt *m) {
 }
 
 void ax_gpt_param_sizes(const ax_gpt_config *given, const int g[4], ax_gpt_params *s) {
-    ax_grid sizes = {.gd = g[0], .gx = g[1], .gy = g[2], .gz = g[3], .size = g[0] * g[1] * g[2] * g[3]};
+    ax_grid sizes = {.gd = g[0], .gx = g[1], .gy = g[2], .gz = g[3], .gc = 1, .size = g[0] * g[1] * g[2] * g[3]};
     ax_gpt m; /* only its shapes and parameter table are set */
     memset(&m, 0, sizeof m);
     m.cfg = *given;

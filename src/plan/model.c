@@ -21,7 +21,7 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
  * micro-batch's sequences over D x Z). */
 static const char *illegal(const ax_plan_job *j, const int g[4], char *buf, size_t n) {
     int D = g[0], Z = g[3];
-    ax_grid sizes = {.gd = D, .gx = g[1], .gy = g[2], .gz = Z, .size = D * g[1] * g[2] * Z};
+    ax_grid sizes = {.gd = D, .gx = g[1], .gy = g[2], .gz = Z, .gc = 1, .size = D * g[1] * g[2] * Z};
     if (ax_gpt_check_grid(&j->cfg, &sizes)) {
         const char *msg = ax_err_msg();
         snprintf(buf, n, "%s", strncmp(msg, "--grid: ", 8) ? msg : msg + 8); /* here every reason is a grid's */
