@@ -61,7 +61,8 @@ typedef struct {
                                           complete one in out, or a fresh start when there is none */
     const char *metrics;               /* JSONL metrics file (default: <out>/metrics.jsonl) */
     ax_gpt_config model;               /* used when init is NULL */
-    int grid[4];                       /* D, X, Y, Z */
+    int grid[4];                       /* D, X, Y, Z; D 0: the ranks left after X*Y*Z*cp */
+    int cp;                            /* context parallelism: ranks splitting each sequence (1: none) */
     int steps, batch, seq, grad_accum; /* batch, seq 0: the checkpoint's, else 8 and n_positions */
     double lr, min_lr_frac, beta1, beta2, eps, weight_decay, clip;
     int warmup;

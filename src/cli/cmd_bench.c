@@ -46,9 +46,9 @@ static const char *usage_comm =
 
 static void print_text(const ax_bench_result *b) {
     double ms = b->step_s * 1e3, P = b->ranks;
-    printf("bench: %d ranks, grid D=%d X=%d Y=%d Z=%d, %d threads/rank, %s, overlap %s%s, gemm-tune %s; %d iterations, "
-           "mean of the last %d\n",
-           b->ranks, b->grid[0], b->grid[1], b->grid[2], b->grid[3], b->threads, b->dtype, b->overlap,
+    printf("bench: %d ranks, grid D=%d X=%d Y=%d Z=%d C=%d, %d threads/rank, %s, overlap %s%s, gemm-tune %s; %d "
+           "iterations, mean of the last %d\n",
+           b->ranks, b->grid[0], b->grid[1], b->grid[2], b->grid[3], b->cp, b->threads, b->dtype, b->overlap,
            b->keep_gathered ? " (gathered weights kept)" : "", b->gemm_tune, b->iters, b->timed);
     printf("  %.2f ms/iteration (median %.2f, min %.2f, max %.2f), %.0f tokens/s (%.0f tokens per iteration)\n", ms,
            b->step_med_s * 1e3, b->step_min_s * 1e3, b->step_max_s * 1e3, b->tokens / b->step_s, b->tokens);
@@ -75,9 +75,9 @@ static void print_json(const ax_bench_result *b) {
         comm += b->comm_s[i];
     }
     json_t *j = json_pack(
-        "{s:i, s:[i,i,i,i], s:i, s:{s:i, s:i, s:i, s:i, s:i}, s:i, s:i, s:i, s:s, s:s, s:s, s:b, s:s, s:i, s:i}",
-        "ranks", b->ranks, "grid", b->grid[0], b->grid[1], b->grid[2], b->grid[3], "threads_per_rank", b->threads,
-        "model", "n_layer", b->cfg.n_layer, "n_head", b->cfg.n_head, "n_embd", b->cfg.n_embd, "n_positions",
+        "{s:i, s:[i,i,i,i], s:i, s:i, s:{s:i, s:i, s:i, s:i, s:i}, s:i, s:i, s:i, s:s, s:s, s:s, s:b, s:s, s:i, s:i}",
+        "ranks", b->ranks, "grid", b->grid[0], b->grid[1], b->grid[2], b->grid[3], "cp", b->cp, "threads_per_rank",
+        b->threads, "model", "n_layer", b->cfg.n_layer, "n_head", b->cfg.n_head, "n_embd", b->cfg.n_embd, "n_positions",
         b->cfg.block_size, "vocab_size", b->cfg.vocab_size, "batch", b->batch, "seq", b->seq, "grad_accum",
         b->grad_accum, "recompute", b->recompute, "dtype", b->dtype, "overlap", b->overlap, "keep_gathered",
         b->keep_gathered, "gemm_tune", b->gemm_tune, "iters", b->iters, "timed_iters", b->timed);
@@ -173,7 +173,9 @@ int ax_cmd_bench(int argc, char **argv) {
          "start from a model directory (config.json, model.safetensors) or MODEL.safetensors (config.json beside it)"},
         AX_CLI_MODEL_OPTS(mf),
         {"grid", AX_OPT_STR, &grid, "D,X,Y,Z|auto",
-         "process grid, or auto: the planner's first choice (default 1,1,1,1)"},
+         "process grid, or auto: the planner's first choice (default: data parallelism over the ranks left)"},
+        {"cp", AX_OPT_INT, &o.cp, "C", "context parallelism: C ranks split each sequence (default 1)",
+         AX_RANGE('[', 1, 65536, ']')},
         {"machine", AX_OPT_STR, &machine, "FILE|NAME", "machine description for --grid auto (default: an estimate)"},
         {"batch", AX_OPT_INT, &o.batch, "N", "global batch in sequences per step (default 8)",
          AX_RANGE('[', 1, 1048576, ']')},

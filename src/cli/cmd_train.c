@@ -54,7 +54,11 @@ static void train_options(train_cli *t, ax_opt *table) {
          "tensors of the final model: fp32 or bf16 (default {}; checkpoints stay fp32)"},
         AX_CLI_MODEL_OPTS(t->mf),
         {"grid", AX_OPT_STR, &t->grid, "D,X,Y,Z|auto",
-         "process grid; product = number of ranks (default 1,1,1,1); auto: the planner's first choice"},
+         "process grid; D*X*Y*Z*C = number of ranks (default: data parallelism over the ranks left after X*Y*Z*C); "
+         "auto: the planner's first choice"},
+        {"cp", AX_OPT_INT, &o->cp, "C",
+         "context parallelism: C ranks split each sequence (ring attention; --seq a multiple of 2C) (default {})",
+         AX_RANGE('[', 1, 65536, ']')},
         {"machine", AX_OPT_STR, &t->machine, "FILE|NAME",
          "machine description for --grid auto (axonn bench comm --out; default: an estimate)"},
         {"gdata", AX_OPT_INT, &o->grid[0], "N", "data-parallel groups", AX_RANGE('[', 1, 65536, ']')},

@@ -102,6 +102,13 @@ void ax_grid_free(ax_grid *g) {
     if (g->world != MPI_COMM_NULL && g->world) MPI_Comm_free(&g->world);
 }
 
+int ax_grid_check_seq(const ax_grid *g, int T) {
+    if (g->gc > 1 && T % (2 * g->gc))
+        return AX_ERR("--cp %d: the sequence length %d must be a multiple of 2*C = %d (each rank holds two chunks)",
+                      g->gc, T, 2 * g->gc);
+    return 0;
+}
+
 int ax_grid_parse(const char *s, int dims[4]) {
     char tail;
     if (sscanf(s, "%d,%d,%d,%d%c", &dims[0], &dims[1], &dims[2], &dims[3], &tail) != 4)

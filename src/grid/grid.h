@@ -34,6 +34,17 @@ int ax_grid_init_cp(ax_grid *g, MPI_Comm user, int gd, int gx, int gy, int gz, i
 /* the 4D grid: Gc = 1 */
 int ax_grid_init(ax_grid *g, MPI_Comm user, int gd, int gx, int gy, int gz);
 void ax_grid_free(ax_grid *g);
+/* Context parallelism cuts a sequence of T tokens into 2 Gc chunks of
+ * T / (2 Gc) and gives rank c chunks c and 2 Gc - 1 - c, in that order, so
+ * that every rank has the same share of causal attention's work. Local row i
+ * of a sequence (i < T / Gc) is at position ax_grid_cp_pos (Gc = 1: i). */
+static inline int ax_grid_cp_pos(const ax_grid *g, int T, int i) {
+    if (g->gc == 1) return i;
+    int Tc = T / (2 * g->gc), slot = i / Tc;
+    return (slot ? 2 * g->gc - 1 - g->c : g->c) * Tc + i % Tc;
+}
+/* One line unless sequences of T tokens split over the C group (T a multiple of 2 Gc). */
+int ax_grid_check_seq(const ax_grid *g, int T);
 /* Under a device backend, how each kind of group communicates ("collectives:
  * NCCL for X, Y; host-staged MPI for Z (their ranks share a GPU)"), over every
  * group of the grid (collective); "" under a host backend. */

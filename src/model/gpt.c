@@ -7,6 +7,7 @@
 #include "nn/layernorm.h"
 #include "nn/loss.h"
 #include "nn/rope.h"
+#include "nn/ring_attention.h"
 #include "util/err.h"
 #include "util/rng.h"
 #include <math.h>
@@ -283,10 +284,11 @@ void ax_gpt_init_random(ax_gpt *m, uint64_t seed) {
  * floats, each buffer 64-byte aligned: the buffers ax_gpt_act_sizes lists,
  * in its order, then the attention scratch and a GPU's micro-batch copies. */
 static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
-    int64_t M = (int64_t)B * T, off = 0;
     ax_grid *g = m->g;
+    int Tl = T / g->gc; /* rows of a sequence on this rank */
+    int64_t M = (int64_t)B * Tl, off = 0;
     ax_gpt_acts s;
-    ax_gpt_act_sizes(&m->cfg, (int[]){g->gd, g->gx, g->gy, g->gz}, B, T, m->recompute, m->dtype, &s);
+    ax_gpt_act_sizes(&m->cfg, (int[]){g->gd, g->gx, g->gy, g->gz}, B, Tl, m->recompute, m->dtype, &s);
     const ax_gpt_act_buf *b = s.buf;
 #define TAKE(n)   (off = round_up(off, 16) + (n), base ? base + off - (n) : NULL)
 #define ONE(id)   TAKE(b[id].floats)
@@ -325,7 +327,11 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
         a->atty32 = h ? atty32 : (float *)a->atty;
         a->fcy = h ? m->s1 : (float *)a->fch; /* s1: forward does not use it */
     }
-    m->att_scratch = TAKE((int64_t)m->att_threads * ax_attention_scratch(T));
+    m->att_scratch = TAKE((int64_t)m->att_threads * ax_attention_scratch(Tl));
+    if (g->gc > 1) { /* context parallelism: the ring's buffers and the rows' positions */
+        m->ring_ws = TAKE((int64_t)ax_ring_workspace_floats(B, Tl / 2, m->KVl, m->hd));
+        m->cp_pos = (int32_t *)TAKE(M);
+    }
     if (!ax_be()->host_memory) { /* the micro-batch, sent where the kernels read */
         m->dev_inputs = (int32_t *)TAKE(M);
         m->dev_targets = (int32_t *)TAKE(M);
@@ -413,6 +419,25 @@ void ax_gpt_alloc_acts(ax_gpt *m, int B, int T) {
     m->act_mem = ax_be()->alloc(total * sizeof(float));
     m->act_bytes = 4.0 * total;
     layout_acts(m, B, T, m->act_mem);
+    m->cp_pos_T = 0;
+}
+
+/* Under context parallelism the global positions of the rows of Bl
+ * sequences of T tokens (grid.h: ax_grid_cp_pos), where the kernels read
+ * them, written when T changes; NULL (row i at i % T) without it. */
+static const int32_t *positions(ax_gpt *m, int Bl, int T) {
+    ax_grid *g = m->g;
+    if (g->gc == 1) return NULL;
+    if (m->cp_pos_T != T || m->cp_pos_B < Bl) {
+        int Tl = T / g->gc;
+        int32_t *pos = ax_malloc((size_t)Bl * Tl * sizeof(int32_t));
+        for (int i = 0; i < Bl * Tl; i++) pos[i] = ax_grid_cp_pos(g, T, i % Tl);
+        ax_be()->copy(m->cp_pos, pos, (size_t)Bl * Tl * sizeof(int32_t));
+        free(pos);
+        m->cp_pos_T = T;
+        m->cp_pos_B = Bl;
+    }
+    return m->cp_pos;
 }
 
 const float *ax_gpt_gather_wte(ax_gpt *m) {
@@ -504,6 +529,29 @@ void ax_gpt_final_norm(ax_gpt *m, void *out, float *mean, float *rstd, const flo
                  ax_gpt_param(m, AX_PID_LNFB(m)), M, scratch); /* no residual: x only read */
 }
 
+/* Causal attention over Bl sequences of T rows on this rank, a->qkv32 into
+ * a->atty32 and a->lse: whole sequences, or under context parallelism the
+ * rank's two chunks of each, the other chunks' keys and values coming
+ * around the C ring (nn/ring_attention.h). */
+static void attention_forward(ax_gpt *m, ax_layer_acts *a, int Bl, int T) {
+    if (m->g->gc > 1)
+        ax_ring_attention_forward(&m->g->C, a->atty32, a->lse, a->qkv32, Bl, T / 2, m->Hl, m->KVl, m->hd, m->dtype,
+                                  m->ring_ws, m->att_scratch, m->att_threads);
+    else
+        ax_attention_forward(a->atty32, a->lse, a->qkv32, Bl, T, m->Hl, m->KVl, m->hd, m->dtype, m->att_scratch,
+                             m->att_threads);
+}
+
+/* its backward: dout (Bl*T, Cl) into dqkv (Bl*T, qkv width) */
+static void attention_backward(ax_gpt *m, ax_layer_acts *a, float *dqkv, const float *dout, int Bl, int T) {
+    if (m->g->gc > 1)
+        ax_ring_attention_backward(&m->g->C, dqkv, dout, a->atty32, a->lse, a->qkv32, Bl, T / 2, m->Hl, m->KVl, m->hd,
+                                   m->dtype, m->ring_ws, m->att_scratch, m->att_threads);
+    else
+        ax_attention_backward(dqkv, dout, a->atty32, a->lse, a->qkv32, Bl, T, m->Hl, m->KVl, m->hd, m->dtype,
+                              m->att_scratch, m->att_threads);
+}
+
 void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, int Bl, int T, const int32_t *pos,
                           float *scratch, ax_attend_fn attend, void *ctx) {
     int M = Bl * T;
@@ -522,9 +570,7 @@ void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, in
     }
     ax_bias_round(a->qkv32, a->qkv, dt, qb, M, m->qkv.out_l);
     if (attend) attend(ctx, m, l, a);
-    else
-        ax_attention_forward(a->atty32, a->lse, a->qkv32, Bl, T, m->Hl, m->KVl, m->hd, dt, m->att_scratch,
-                             m->att_threads);
+    else attention_forward(m, a, Bl, T);
     ax_bias_round(a->atty32, a->atty, dt, NULL, M, m->proj.in_l);
     /* res2 = (proj + bias) + h and ln2 = norm(res2) in one kernel */
     ax_linear_forward(&m->proj, layer_weight(m, l, 1), NULL, ax_gpt_act(m, a->atty, M, m->proj.in_l), a->res2);
@@ -607,6 +653,8 @@ void ax_gpt_forward_queue(ax_gpt *m, const int32_t *inputs, const int32_t *targe
                           float dscale) {
     ax_gpt_alloc_acts(m, Bl, T);
     ax_grid *g = m->g;
+    const int32_t *pos = positions(m, Bl, T);
+    T /= g->gc; /* from here the rows of a sequence on this rank */
     int M = Bl * T, Cx = m->Cx;
     inputs = to_kernels(m->dev_inputs, inputs, (size_t)M * sizeof(int32_t));
     m->phase = AX_PHASE_FWD;
@@ -615,10 +663,10 @@ void ax_gpt_forward_queue(ax_gpt *m, const int32_t *inputs, const int32_t *targe
         ax_be()->cast(m->params_h, AX_BF16, m->params, AX_F32, m->n_zchunk);
     m->params_h_current = m->dtype == AX_BF16;
     const float *wte = ax_gpt_gather_wte(m);
-    ax_embedding_forward(&g->Y, m->encoded, inputs, NULL, wte, ax_gpt_param(m, 1), M, T, m->v0, m->Vl, Cx);
+    ax_embedding_forward(&g->Y, m->encoded, inputs, pos, wte, ax_gpt_param(m, 1), M, T, m->v0, m->Vl, Cx);
     const float *h = m->encoded;
     for (int l = 0; l < m->cfg.n_layer; l++) {
-        ax_gpt_layer_forward(m, l, &m->L[l], h, Bl, T, NULL, m->scratch, NULL, NULL);
+        ax_gpt_layer_forward(m, l, &m->L[l], h, Bl, T, pos, m->scratch, NULL, NULL);
         h = m->L[l].res3;
     }
     ax_gpt_final_norm(m, m->lnf, m->lnf_mean, m->lnf_rstd, h, M, m->scratch);
@@ -649,7 +697,7 @@ double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, 
 /* Layer l's backward: dres (the gradient of its output) becomes that of its
  * input, and its parameters' gradients accumulate. Its activations are
  * rebuilt first, bit for bit, where the recompute mode did not keep them. */
-static void layer_backward(ax_gpt *m, int l, int Bl, int T) {
+static void layer_backward(ax_gpt *m, int l, int Bl, int T, const int32_t *pos) {
     ax_grid *g = m->g;
     int M = Bl * T;
     ax_layer_acts *a = &m->L[l];
@@ -659,7 +707,7 @@ static void layer_backward(ax_gpt *m, int l, int Bl, int T) {
     int last = l == m->cfg.n_layer - 1, fresh = last || m->recompute == AX_RECOMPUTE_BLOCK;
     if (m->recompute == AX_RECOMPUTE_BLOCK && !last) {
         m->phase = AX_PHASE_RECOMPUTE;
-        ax_gpt_layer_forward(m, l, a, h, Bl, T, NULL, m->scratch, NULL, NULL);
+        ax_gpt_layer_forward(m, l, a, h, Bl, T, pos, m->scratch, NULL, NULL);
     }
     m->phase = AX_PHASE_BWD;
     /* under bf16 the attention's fp32 inputs are one buffer for all layers:
@@ -667,8 +715,7 @@ static void layer_backward(ax_gpt *m, int l, int Bl, int T) {
      * forward just ran (fp32: they are the kept buffers) */
     if (m->dtype == AX_BF16 && !fresh) ax_be()->cast(a->qkv32, AX_F32, a->qkv, AX_BF16, (size_t)M * m->qkv.out_l);
     if (m->recompute == AX_RECOMPUTE_ATTN && !last) {
-        ax_attention_forward(a->atty32, a->lse, a->qkv32, Bl, T, m->Hl, m->KVl, m->hd, m->dtype, m->att_scratch,
-                             m->att_threads);
+        attention_forward(m, a, Bl, T);
         ax_bias_round(a->atty32, a->atty, m->dtype, NULL, M, m->proj.in_l);
     } else if (m->dtype == AX_BF16 && !fresh)
         ax_be()->cast(a->atty32, AX_F32, a->atty, AX_BF16, (size_t)M * m->proj.in_l);
@@ -691,9 +738,8 @@ static void layer_backward(ax_gpt *m, int l, int Bl, int T) {
     /* attention: res2 = h + proj(attend(rope(qkv(norm1(h))))) */
     ax_linear_backward(&m->proj, g, layer_weight(m, l, 1), ax_gpt_act(m, a->atty, M, m->proj.in_l),
                        ax_mat_f32(m->dres, M, m->Cx), m->s1, G(AX_P_PROJW), G(AX_P_PROJB), &m->ws, m->dy_h);
-    ax_attention_backward(m->s2, m->s1, a->atty32, a->lse, a->qkv32, Bl, T, m->Hl, m->KVl, m->hd, dt, m->att_scratch,
-                          m->att_threads);
-    if (m->rope_on) ax_rope_backward(&m->rope, m->s2, m->qkv.out_l, M, T, NULL, m->Hl + m->KVl);
+    attention_backward(m, a, m->s2, m->s1, Bl, T);
+    if (m->rope_on) ax_rope_backward(&m->rope, m->s2, m->qkv.out_l, M, T, pos, m->Hl + m->KVl);
     ax_linear_backward(&m->qkv, g, layer_weight(m, l, 0), ax_gpt_act(m, a->ln1, M, m->qkv.in_l),
                        ax_mat_f32(m->s2, M, m->qkv.out_l), m->s1, G(AX_P_QKVW), G(AX_P_QKVB), &m->ws, m->dy_h);
     norm_backward(m, m->dres, G(AX_P_LN1W), G(AX_P_LN1B), m->s1, h, P(AX_P_LN1W), a->ln1_mean, a->ln1_rstd, M);
@@ -704,6 +750,8 @@ static void layer_backward(ax_gpt *m, int l, int Bl, int T) {
 
 void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
     ax_grid *g = m->g;
+    const int32_t *pos = positions(m, Bl, T); /* as the forward left them */
+    T /= g->gc;                               /* the rows of a sequence on this rank */
     int M = Bl * T, Cx = m->Cx, untied = m->cfg.untied;
     /* the LM head's and the embedding's gradients: the same table when tied, a
      * full block to reduce-scatter over Z when Gz > 1; the classifier in
@@ -715,8 +763,8 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
     ax_be()->zero(m->dres, (size_t)M * Cx * sizeof(float));
     norm_backward(m, m->dres, ax_gpt_grad(m, AX_PID_LNFW(m)), ax_gpt_grad(m, AX_PID_LNFB(m)), m->s1, hlast,
                   ax_gpt_param(m, AX_PID_LNFW(m)), m->lnf_mean, m->lnf_rstd, M);
-    for (int l = m->cfg.n_layer - 1; l >= 0; l--) layer_backward(m, l, Bl, T);
-    ax_embedding_backward(dwte, ax_gpt_grad(m, 1), m->dres, inputs, NULL, M, T, m->v0, m->Vl, Cx);
+    for (int l = m->cfg.n_layer - 1; l >= 0; l--) layer_backward(m, l, Bl, T, pos);
+    ax_embedding_backward(dwte, ax_gpt_grad(m, 1), m->dres, inputs, pos, M, T, m->v0, m->Vl, Cx);
     if (g->gz > 1) {
         ax_linear_reduce_grad(&m->lmhead, g, dwte, ax_gpt_grad(m, 0), &m->ws);
         if (untied) ax_linear_reduce_grad(&m->lmhead, g, dhead, ax_gpt_grad(m, AX_PID_HEAD(m)), &m->ws);

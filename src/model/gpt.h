@@ -166,9 +166,15 @@ typedef struct {
      * and weights sent there (asynchronously where the backend can) */
     int32_t *dev_inputs, *dev_targets;
     float *dev_weights;
-    const float *kweights;  /* the last forward's weights where the kernels read them (NULL: all count) */
-    double *loss_acc;       /* the backend's memory: the weighted loss summed there (ax_gpt_loss_add) */
-    int att_threads;        /* threads att_scratch is sized for */
+    const float *kweights; /* the last forward's weights where the kernels read them (NULL: all count) */
+    double *loss_acc;      /* the backend's memory: the weighted loss summed there (ax_gpt_loss_add) */
+    int att_threads;       /* threads att_scratch is sized for */
+    /* context parallelism (Gc > 1): the ring attention's buffers, and the
+     * global positions of this rank's rows (cp_pos_B sequences of a length of
+     * cp_pos_T, 0: not yet written) */
+    float *ring_ws;
+    int32_t *cp_pos;
+    int cp_pos_T, cp_pos_B;
     ax_recompute recompute; /* NONE after init; KV-cache decoding needs NONE */
 } ax_gpt;
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const ax_bench_group_names[AX_BG_N] = {"X", "Y", "Z", "data", "data_z", "xyz"};
+const char *const ax_bench_group_names[AX_BG_N] = {"X", "Y", "Z", "C", "data", "data_z", "xyz"};
 
 double ax_time_all(ax_op_fn f, void *ctx, double min_s, MPI_Comm w) {
     f(ctx); /* warm-up: pages, BLAS buffers, a kernel's first call */
@@ -106,6 +106,7 @@ static void group_seconds(ax_grid *g, double s[AX_BG_N]) {
     s[AX_BG_X] = ax_comm_seconds(&g->X);
     s[AX_BG_Y] = ax_comm_seconds(&g->Y);
     s[AX_BG_Z] = ax_comm_seconds(&g->Z) + ax_comm_seconds(&g->Zg);
+    s[AX_BG_C] = ax_comm_seconds(&g->C);
     s[AX_BG_DATA] = ax_comm_seconds(&g->data);
     s[AX_BG_DZ] = ax_comm_seconds(&g->dz);
     s[AX_BG_TP] = ax_comm_seconds(&g->tp);
@@ -137,6 +138,7 @@ static void describe_run(const ax_run *r, const ax_train_opts *o, int iters, ax_
     res->grid[1] = g->gx;
     res->grid[2] = g->gy;
     res->grid[3] = g->gz;
+    res->cp = g->gc;
     res->cfg = r->m.cfg;
     res->batch = ro->batch;
     res->seq = ro->seq;

@@ -11,11 +11,11 @@
 
 /* groups whose blocked time is reported: X, Y, Z (with its all-gather twin),
  * data, data x Z (replicated gradients, token counts), X x Y x Z (norm) */
-enum { AX_BG_X, AX_BG_Y, AX_BG_Z, AX_BG_DATA, AX_BG_DZ, AX_BG_TP, AX_BG_N };
+enum { AX_BG_X, AX_BG_Y, AX_BG_Z, AX_BG_C, AX_BG_DATA, AX_BG_DZ, AX_BG_TP, AX_BG_N };
 extern const char *const ax_bench_group_names[AX_BG_N];
 
 typedef struct {
-    int ranks, threads, grid[4];
+    int ranks, threads, grid[4], cp; /* grid: D, X, Y, Z; cp: C */
     ax_gpt_config cfg;
     int batch, seq, grad_accum;
     const char *recompute, *dtype, *overlap, *gemm_tune;

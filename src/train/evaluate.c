@@ -6,10 +6,11 @@
 
 void ax_evaluate(ax_gpt *m, ax_source *src, int64_t nseq, int B, int accum, int T, double *loss_sum, double *ntok) {
     ax_grid *g = m->g;
-    int Bl = B / accum / (g->gd * g->gz), M = Bl * T;
+    int Bl = B / accum / (g->gd * g->gz), Tl = T / g->gc, M = Bl * Tl; /* rows on this rank */
     int32_t *seq = ax_malloc((T + 1) * sizeof(int32_t)), *in = ax_malloc(2 * (size_t)M * sizeof(int32_t));
     int32_t *tg = in + M;
-    float *w = ax_malloc(M * sizeof(float));
+    float *w = ax_malloc(M * sizeof(float)), *ones = ax_malloc(T * sizeof(float)), *zeros = ax_calloc(T, sizeof(float));
+    for (int t = 0; t < T; t++) ones[t] = 1.0f;
     double sum = 0, n = 0;
     int64_t nb = (nseq + B - 1) / B;
     for (int64_t b = 0; b < nb; b++)
@@ -18,10 +19,7 @@ void ax_evaluate(ax_gpt *m, ax_source *src, int64_t nseq, int B, int accum, int 
                 int64_t pos = ax_seq_pos(g, B, accum, (int)b, a, i);
                 int real = pos < nseq;
                 ax_source_get(src, real ? pos : 0, 0, seq);
-                memcpy(in + i * T, seq, T * sizeof(int32_t));
-                memcpy(tg + i * T, seq + 1, T * sizeof(int32_t));
-                for (int t = 0; t < T; t++) w[i * T + t] = real ? 1.0f : 0.0f;
-                n += real ? T : 0;
+                n += ax_seq_rows(g, seq, real ? ones : zeros, T, in + i * Tl, tg + i * Tl, w + i * Tl);
             }
             sum += ax_gpt_forward(m, in, tg, w, Bl, T, 0.0f);
         }
@@ -32,4 +30,6 @@ void ax_evaluate(ax_gpt *m, ax_source *src, int64_t nseq, int B, int accum, int 
     free(seq);
     free(in);
     free(w);
+    free(ones);
+    free(zeros);
 }

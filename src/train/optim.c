@@ -55,26 +55,40 @@ void ax_train_scratch_free(void *p) {
     else free(p);
 }
 
+double ax_seq_rows(const ax_grid *g, const int32_t *s, const float *w, int T, int32_t *in, int32_t *tg, float *wo) {
+    int Tl = T / g->gc;
+    double n = 0;
+    for (int i = 0; i < Tl; i++) {
+        int p = ax_grid_cp_pos(g, T, i);
+        in[i] = s[p];
+        tg[i] = s[p + 1];
+        if (w) n += wo[i] = w[p];
+    }
+    return w ? n : Tl;
+}
+
 void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const int32_t *seqs, const float *weights,
                    int accum, int Bl, int T, ax_step_stats *st, void *scratch) {
     ax_grid *g = m->g;
-    int M = Bl * T;
-    /* tokens that count, over the whole global batch: the loss's denominator */
+    int Tl = T / g->gc, M = Bl * Tl; /* rows of a micro-batch on this rank */
+    /* tokens that count, over the whole global batch (the loss's
+     * denominator): each rank counts the rows it computes */
     double ntok = 0;
-    for (int i = 0; i < accum * M; i++) ntok += weights ? weights[i] : 1.0;
-    ax_allreduce_f64(&g->dz, &ntok, 1);
-    ax_be()->zero(m->grads, m->n_local * sizeof(float));
-    ax_gpt_loss_begin(m);
     for (int a = 0; a < accum; a++) {
         /* a slot of its own per micro-batch: a device may still be copying the last one's */
         int32_t *in = (int32_t *)scratch + (size_t)a * 3 * M, *tg = in + M;
         float *w = weights ? (float *)(tg + M) : NULL;
-        for (int b = 0; b < Bl; b++) {
-            const int32_t *s = seqs + ((int64_t)a * Bl + b) * (T + 1);
-            memcpy(in + b * T, s, T * sizeof(int32_t));
-            memcpy(tg + b * T, s + 1, T * sizeof(int32_t));
-        }
-        if (w) memcpy(w, weights + (int64_t)a * M, (size_t)M * sizeof(float));
+        for (int b = 0; b < Bl; b++)
+            ntok += ax_seq_rows(g, seqs + ((int64_t)a * Bl + b) * (T + 1),
+                                weights ? weights + ((int64_t)a * Bl + b) * T : NULL, T, in + b * Tl, tg + b * Tl,
+                                w ? w + b * Tl : NULL);
+    }
+    ax_allreduce_f64(&g->dz, &ntok, 1);
+    ax_be()->zero(m->grads, m->n_local * sizeof(float));
+    ax_gpt_loss_begin(m);
+    for (int a = 0; a < accum; a++) {
+        int32_t *in = (int32_t *)scratch + (size_t)a * 3 * M, *tg = in + M;
+        float *w = weights ? (float *)(tg + M) : NULL;
         ax_gpt_forward_queue(m, in, tg, w, Bl, T, ntok > 0 ? (float)(1.0 / ntok) : 0.0f);
         if (a == accum - 1) ax_gpt_grad_sync_begin(m); /* its backward may start the reductions */
         ax_gpt_backward(m, in, Bl, T);

@@ -40,9 +40,18 @@ static inline int64_t ax_seq_pos(const ax_grid *g, int B, int accum, int step, i
     return (int64_t)step * B + (int64_t)a * Bm + (int64_t)(g->d * g->gz + g->z) * Bl + b;
 }
 
+/* The rows of sequence s (T + 1 tokens) this rank computes: its inputs,
+ * targets (the next tokens) and, with w (T weights) given, their weights,
+ * into in, tg and wo (T / Gc each): all T rows, or under context parallelism
+ * the rank's two chunks (grid.h: ax_grid_cp_pos). Returns the sum of the
+ * weights taken (the counted tokens; T / Gc without w). */
+double ax_seq_rows(const ax_grid *g, const int32_t *s, const float *w, int T, int32_t *in, int32_t *tg, float *wo);
+
 /* One optimizer step (0-based `step`) over this rank's rows: `accum`
- * micro-batches of Bl sequences of T+1 tokens each, seqs[(a*Bl + b)*(T+1) + t].
- * weights (same layout as targets, NULL = all count) marks tokens that count.
+ * micro-batches of Bl sequences of T+1 tokens each, seqs[(a*Bl + b)*(T+1) + t]
+ * (whole sequences: under context parallelism the step takes the rank's
+ * chunks itself). weights (same layout as targets, NULL = all count) marks
+ * tokens that count.
  * The loss is the mean over every counted token of the global batch.
  * A non-finite loss or gradient norm on any rank skips the update on every
  * rank (st->skipped; parameters and moments unchanged). */

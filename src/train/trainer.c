@@ -27,7 +27,9 @@ const char *ax_error(void) { return ax_err_msg(); }
 void ax_train_defaults(ax_train_opts *o) {
     memset(o, 0, sizeof *o);
     o->model = (ax_gpt_config){.n_layer = 4, .n_head = 4, .n_embd = 128, .block_size = 128, .vocab_size = 256};
-    o->grid[0] = o->grid[1] = o->grid[2] = o->grid[3] = 1;
+    o->grid[0] = 0; /* the ranks left: data parallelism unless told otherwise */
+    o->grid[1] = o->grid[2] = o->grid[3] = 1;
+    o->cp = 1;
     o->keep = 3;
     o->async_save = 1;
     o->ckpt_writer = "parallel";
@@ -101,6 +103,9 @@ static int check_options(const ax_train_opts *o, const ax_gpt_config *c, const a
                       mb, g->gd * g->gz);
     if (o->seq < 1 || o->seq > c->block_size)
         return AX_ERR("--seq %d: expected 1..%d (the model's n_positions)", o->seq, c->block_size);
+    AX_TRY(ax_grid_check_seq(g, o->seq));
+    if (g->gc > 1 && !ax_be()->attention_block_forward)
+        return AX_ERR("--cp %d: backend %s has no block attention (ring attention's kernels)", g->gc, ax_be()->name);
     /* written so that NaN fails every test: callers of the library skip the CLI's ranges */
     if (!(o->lr > 0 && o->lr <= 10)) return AX_ERR("--lr %g: expected a number in (0, 10]", o->lr);
     if (!(o->min_lr_frac >= 0 && o->min_lr_frac <= 1))
@@ -186,10 +191,19 @@ typedef struct {
     const char *kernel; /* the GEMM kernel of the dtype */
 } setup_ctx;
 
+/* G_data as given, or (0) the ranks left after X*Y*Z*C */
+static int grid_data(const ax_train_opts *o, MPI_Comm comm) {
+    int size;
+    MPI_Comm_size(comm, &size);
+    if (o->grid[0]) return o->grid[0];
+    long rest = (long)o->grid[1] * o->grid[2] * o->grid[3] * (o->cp > 0 ? o->cp : 1);
+    return size % rest ? 1 : (int)(size / rest); /* 1: ax_grid_init_cp names the mismatch */
+}
+
 /* grid, threads, GEMM timing and tuning */
 static int setup_runtime(ax_run *r) {
     const ax_train_opts *o = r->o;
-    AX_TRY(ax_grid_init(&r->g, r->comm, o->grid[0], o->grid[1], o->grid[2], o->grid[3]));
+    AX_TRY(ax_grid_init_cp(&r->g, r->comm, grid_data(o, r->comm), o->grid[1], o->grid[2], o->grid[3], o->cp));
     r->root = r->g.rank == 0;
     /* no progress bar under an MPI launcher: it forwards output through a
      * pseudo-terminal even when the user's output is a file or a pipe */
@@ -329,9 +343,9 @@ static void say_setup(ax_run *r, const setup_ctx *s) {
     const ax_train_opts *o = r->o;
     const ax_gpt_config *mc = &r->m.cfg; /* defaults resolved */
     SAY(r,
-        "axonn: %d ranks, grid D=%d X=%d Y=%d Z=%d, backend %s (compiled: %s), %d threads/rank; "
+        "axonn: %d ranks, grid D=%d X=%d Y=%d Z=%d C=%d, backend %s (compiled: %s), %d threads/rank; "
         "model %s L=%d H=%d KV=%d C=%d F=%d V=%d T=%d%s (%.2fM parameters)\n",
-        r->g.size, r->g.gd, r->g.gx, r->g.gy, r->g.gz, ax_be()->name, ax_backend_names(), ax_be()->threads(),
+        r->g.size, r->g.gd, r->g.gx, r->g.gy, r->g.gz, r->g.gc, ax_be()->name, ax_backend_names(), ax_be()->threads(),
         mc->arch == AX_ARCH_LLAMA ? "llama" : "gpt2", mc->n_layer, mc->n_head, mc->n_kv_head, mc->n_embd, mc->n_inner,
         mc->vocab_size, mc->block_size, mc->untied ? " untied" : "", ax_gpt_num_params(mc) / 1e6);
     char comm_line[512];
@@ -473,7 +487,7 @@ static void log_val_loss(ax_run *r, int step) {
 static void reset_profile(ax_run *r) {
     ax_be()->gemm_timing(1);
     ax_grid *g = &r->g;
-    ax_comm *all[] = {&g->X, &g->Y, &g->Z, &g->Zg, &g->data, &g->dz, &g->tp};
+    ax_comm *all[] = {&g->X, &g->Y, &g->Z, &g->Zg, &g->C, &g->data, &g->dz, &g->tp};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) ax_comm_reset_stats(all[i]);
 }
 
@@ -486,8 +500,8 @@ static void report_profile(ax_run *r, double t_total) {
     struct {
         const char *n;
         ax_comm *c;
-    } groups[] = {{"X", &g->X},       {"Y", &g->Y},       {"Z", &g->Z},     {"Z-gather", &g->Zg},
-                  {"data", &g->data}, {"data*Z", &g->dz}, {"X*Y*Z", &g->tp}};
+    } groups[] = {{"X", &g->X}, {"Y", &g->Y},       {"Z", &g->Z},       {"Z-gather", &g->Zg},
+                  {"C", &g->C}, {"data", &g->data}, {"data*Z", &g->dz}, {"X*Y*Z", &g->tp}};
     SAY(r, "profile: GEMM %.1f%% of step time (%.1f GFLOP/s in GEMMs)", 100 * gs / t_total, gs > 0 ? gf / gs / 1e9 : 0);
     for (size_t i = 0; i < sizeof groups / sizeof *groups; i++) {
         double s = ax_comm_seconds(groups[i].c);
