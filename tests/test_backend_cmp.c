@@ -313,9 +313,17 @@ static void pointwise(void) {
     drop(yl);
     drop(dbl);
     pair w = randf(n, -1, 1), gr = randf(n, -1, 1), m = randf(n, -0.1f, 0.1f), v = randf(n, 0, 0.01f);
-    for (int s = 0; s < 3; s++) {
-        C_->adamw(F(w), F(gr), F(m), F(v), (int64_t)n, 0.5f, 0.9f, 0.95f, 0.5f, 0.3f, 1e-3f, 1e-8f, 0.999f);
-        G_->adamw(G(w), G(gr), G(m), G(v), (int64_t)n, 0.5f, 0.9f, 0.95f, 0.5f, 0.3f, 1e-3f, 1e-8f, 0.999f);
+    { /* three steps, every element decayed (one range over the buffer), no bf16 copy */
+        int64_t whole[2] = {0, (int64_t)n};
+        pair r1 = mk(sizeof whole);
+        memcpy(r1.c, whole, sizeof whole);
+        put(r1);
+        ax_adamw_step st = {0.5f, 0.9f, 0.95f, 0.5f, 0.3f, 1e-3f, 1e-8f, 0.999f};
+        for (int s = 0; s < 3; s++) {
+            C_->adamw_all(F(w), F(gr), F(m), F(v), (int64_t)n, (const int64_t *)r1.c, 1, NULL, 0, st);
+            G_->adamw_all(G(w), G(gr), G(m), G(v), (int64_t)n, (const int64_t *)r1.g, 1, NULL, 0, st);
+        }
+        drop(r1);
     }
     row("adamw w (3 steps)", "300007", w, 0, 1e-6);
     row("adamw v", "300007", v, 0, 1e-6);

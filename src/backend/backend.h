@@ -236,9 +236,6 @@ typedef struct ax_backend {
      * of this layer); the row's new key and value are appended at len[b] */
     void (*attention_decode)(float *out, const float *qkv, float *kc, float *vc, const int *len, int nb, int Hl,
                              int KVl, int hd, int Tmax);
-    /* AdamW on n elements: m, v moments; w = w*decay - lr*mhat/(sqrt(vhat)+eps) */
-    void (*adamw)(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2, float c1,
-                  float c2, float lr, float eps, float decay);
     /* AdamW over a whole flat buffer of n elements in one call: s.decay
      * applies on the nr ranges [ranges[2i], ranges[2i+1]) (sorted, disjoint,
      * the backend's memory; ax_adamw_decay_at), 1 elsewhere; wh (may be NULL):

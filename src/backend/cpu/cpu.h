@@ -66,6 +66,4 @@ void ax_cpu_attention_decode(float *out, const float *qkv, float *kc, float *vc,
                              int KVl, int hd, int Tmax);
 void ax_cpu_adamw_all(float *w, const float *g, float *m, float *v, int64_t n, const int64_t *ranges, int nr,
                       ax_bf16 *wh, int64_t nh, ax_adamw_step s);
-void ax_cpu_adamw(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2, float c1,
-                  float c2, float lr, float eps, float decay);
 #endif
