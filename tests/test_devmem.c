@@ -179,9 +179,9 @@ WRAP(embedding_backward,
       int Cl),
      (dwte, dwpe, d, t, pos, M, T, v0, Vl, Cl))
 WRAP(xent,
-     (float *lg, float *ls, const int32_t *tg, const float *w, int M, int Vl, int v0, int V, float ds, float *sc,
-      const ax_reducer *Y),
-     (lg, ls, tg, w, M, Vl, v0, V, ds, sc, Y))
+     (const float *lg, float *ls, const int32_t *tg, const float *w, int M, int Vl, int v0, int V, float ds, void *dg,
+      ax_dtype dt, float *sc, const ax_reducer *Y),
+     (lg, ls, tg, w, M, Vl, v0, V, ds, dg, dt, sc, Y))
 WRAP(attention_forward,
      (float *o, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *sc, int nt),
      (o, lse, qkv, B, T, Hl, KVl, hd, dt, sc, nt))

@@ -207,7 +207,7 @@ static void run_ln_bwd(void *p) {
 }
 static void run_xent(void *p) { /* C: the local vocabulary; out: the logits, made their gradient */
     row_ctx *a = p;
-    ax_be()->xent(a->out, a->mean, a->tgt, NULL, a->M, a->C, 0, a->C, 1.0f, a->scr, &solo);
+    ax_be()->xent(a->out, a->mean, a->tgt, NULL, a->M, a->C, 0, a->C, 1.0f, a->out, AX_F32, a->scr, &solo);
 }
 
 static void fill(float *x, size_t n) { put(x, n, wave); }
