@@ -126,6 +126,15 @@ if [ "$TAG" = 1 ]; then   # which rank printed it: rank 0 only
   else bad "grid_heads_3ranks: $tagged error lines, $r0 from rank 0 (expected 1 and 1)"; sed 's/^/       stderr: /' "$W/cap/tag.err" | head; fi
 fi
 expect_err batch_vs_dz_3ranks 3 "--batch" -- train "${TINY[@]}" --steps 2 --grid 1,1,1,3 --out "$W/o6"
+# context parallelism: the sequence must cut into 2C chunks, C must divide the ranks, and
+# learned positions must reach the sequence length
+expect_err cp_seq_3ranks 3 "--cp 3: the sequence length 16 must be a multiple of 2\*C = 6" -- \
+  train "${TINY[@]}" --steps 2 --cp 3 --out "$W/o6b"
+expect_err cp_vs_ranks 2 "--cp 3: D\*X\*Y\*Z\*C = 3, expected the number of ranks 2" -- \
+  train "${TINY[@]}" --steps 2 --cp 3 --out "$W/o6c"
+expect_err cp_positions 2 "--seq 32: expected 1..16 \(the model's n_positions\)" -- \
+  train --n-layer 2 --n-head 4 --n-embd 32 --vocab-size 97 --block-size 16 --seq 32 --batch 8 --threads 1 --quiet \
+  --steps 2 --cp 2 --out "$W/o6d"
 expect_err embd_vs_heads 0 "n[-_]embd" -- train "${TINY[@]}" --steps 2 --n-embd 30 --n-head 4 --out "$W/o7"
 expect_err batch_vs_accum 0 "--batch|--grad-accum" -- train "${TINY[@]}" --steps 2 --batch 6 --grad-accum 4 --out "$W/o8"
 expect_err seq_gt_block 0 "--seq" -- train "${TINY[@]}" --steps 2 --seq 32 --out "$W/o9"
