@@ -228,7 +228,7 @@ typedef struct ax_backend {
      * on one block (ax_attn_block); scratch: nthr * attention_scratch(Tq).
      * Forward: the block's out and lse; with merge, combined with what out
      * and lse hold (the same queries over other keys) by their log-sum-exp
-     * (kmath.h: ax_lse_merge), else overwritten. Backward: the block's share
+     * (kmath.h: ax_softmax_resume), else overwritten. Backward: the block's share
      * of dq, dk, dv added to them (laid out as q, k, v), from out and lse of
      * the complete forward (every block merged). */
     void (*attention_block_forward)(const ax_attn_block *a, float *out, float *lse, int merge, float *scratch,

@@ -148,6 +148,16 @@ static inline AX_HD float ax_attn_scale(int hd) { return 1.0f / sqrtf((float)hd)
 static inline AX_HD float ax_softmax_p(float s, float m) { return ax_expf(s - m); }
 static inline AX_HD float ax_softmax_rescale(float m_old, float m_new) { return ax_expf(m_old - m_new); }
 static inline AX_HD float ax_lse(float m, float sum) { return m + logf(sum); }
+/* A block of keys merged into the result of the same query over other keys
+ * (ring attention): the online softmax resumes from that result as from one
+ * key of score lse and value out, so the running max is lse, the running sum
+ * 1 and the running output out itself. The rescaling of later tiles weighs
+ * it by exp(lse - m), and the final ax_lse is the log-sum-exp over both key
+ * sets: the exact merge by log-sum-exp, in place, with no second output. */
+static inline AX_HD void ax_softmax_resume(float lse, float *m, float *sum) {
+    *m = lse;
+    *sum = 1.0f;
+}
 /* softmax backward through the scores: ds = p (dp - sum_j p_j dp_j) * scale */
 static inline AX_HD float ax_softmax_ds(float p, float dp, float d, float scale) { return p * (dp - d) * scale; }
 

@@ -299,6 +299,49 @@ void ax_iallgather_bf16(ax_comm *c, const ax_bf16 *send, ax_bf16 *recv, size_t n
     coll(c, &gather_bf16, send, recv, n, r);
 }
 
+/* ---- point to point ---- */
+
+/* MPI on the buffers as given: parts of at least n / (AX_REQ_PARTS / 2)
+ * elements, each a send and a receive, matched in the order posted (MPI does
+ * not let messages of one sender overtake each other on one communicator) */
+static void mpi_sendrecv(ax_comm *c, const float *send, int dst, float *recv, int src, size_t n, ax_req *r) {
+    size_t chunk = chunk_max, parts = AX_REQ_PARTS / 2;
+    if (chunk < (n + parts - 1) / parts) chunk = (n + parts - 1) / parts;
+    if (chunk > INT_MAX) ax_fatal(__FILE__, __LINE__, "send-receive of %zu elements is too large", n);
+    for (size_t o = 0, p = 0; o < n; o += chunk, p++) {
+        int len = (int)(n - o < chunk ? n - o : chunk);
+        AX_CHECK_MPI(MPI_Irecv(recv + o, len, MPI_FLOAT, src, (int)p, c->comm, &r->r[r->n++]));
+        AX_CHECK_MPI(MPI_Isend(send + o, len, MPI_FLOAT, dst, (int)p, c->comm, &r->r[r->n++]));
+    }
+    inflight_add(r);
+}
+
+void ax_isendrecv_f32(ax_comm *c, const float *send, int dst, float *recv, int src, size_t n, ax_req *r) {
+    r->c = c;
+    r->n = 0;
+    r->queued = 0;
+    r->from = NULL;
+    if (dst < 0 || dst >= c->size || src < 0 || src >= c->size)
+        ax_fatal(__FILE__, __LINE__, "send-receive between ranks %d and %d of a group of %d", dst, src, c->size);
+    if (c->size == 1) { /* to and from itself */
+        if (recv != send) ax_be()->copy(recv, send, n * sizeof(float));
+        return;
+    }
+    if (n == 0) return;
+    c->bytes += 4.0 * n;
+    if (!ax_be()->host_memory) {
+        /* DEVICE PATHS GO HERE: with c->nccl, NCCL's send and receive queued
+         * on the device (r->queued); else staged through host buffers like
+         * staged_coll (copy out, MPI here, the copy back at completion
+         * through r->from / r->to). Until then refused, rather than handing
+         * device pointers to MPI. */
+        ax_fatal(__FILE__, __LINE__, "ax_isendrecv_f32: not implemented for the %s backend yet", ax_be()->name);
+    }
+    double t = MPI_Wtime();
+    mpi_sendrecv(c, send, dst, recv, src, n, r);
+    c->seconds += MPI_Wtime() - t;
+}
+
 void ax_wait(ax_req *r) {
 #ifdef AX_HAVE_CUDA
     if (r->queued) {

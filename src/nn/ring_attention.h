@@ -13,7 +13,9 @@
  *
  *   qkv (Bl*2*Tc, (Hl + 2 KVl) hd): per sequence chunk c's rows, then chunk 2C-1-c's
  *   out (Bl*2*Tc, Hl*hd), lse (Bl, Hl, 2*Tc), dqkv like qkv (overwritten)
- *   scratch: nthr * ax_attention_scratch(Tc) floats */
+ *   scratch: nthr * ax_attention_scratch(2 * Tc) floats (the blocks need
+ *   ax_attention_scratch(Tc); C = 1 runs the whole attention on the 2Tc rows)
+ *   ws: ax_ring_workspace_floats(Bl, Tc, KVl, hd), the backend's memory */
 #ifndef AX_NN_RING_ATTENTION_H
 #define AX_NN_RING_ATTENTION_H
 #include "backend/backend.h"

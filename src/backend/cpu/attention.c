@@ -1,8 +1,11 @@
-/* Tiled causal attention (see ax_backend.attention_forward): query and key tiles
- * of TL rows, online softmax, probabilities recomputed tile by tile in the
- * backward, tiles above the diagonal skipped. Each (sequence, head) pair, and in
- * the forward each query tile, is one unit of work for one thread, so results
- * do not depend on the thread count. */
+/* Tiled attention (see ax_backend.attention_forward and ax_attn_block): query
+ * and key tiles of TL rows, online softmax, probabilities recomputed tile by
+ * tile in the backward, tiles above a causal diagonal skipped. The whole
+ * causal attention is the block q = k = v = qkv, so both go through one
+ * arithmetic. Each (sequence, head) pair, and in the forward each query tile,
+ * is one unit of work for one thread; in the backward a unit is a (sequence,
+ * key/value head) pair with its query heads in order, so that it alone writes
+ * its dk, dv and dq rows. Results do not depend on the thread count. */
 #include "backend/cpu/cpu.h"
 #include "backend/kmath.h"
 #include <math.h>
@@ -16,111 +19,164 @@ size_t ax_cpu_attention_scratch(int T) { return 2 * (size_t)TL * TL + (size_t)T 
 /* keys of tile j0 (nk of them) that query i may see */
 static inline int visible(int i, int j0, int nk) { return i - j0 + 1 < nk ? i - j0 + 1 : nk; }
 
-void ax_cpu_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
-                              ax_dtype dt, float *scratch, int nthr) {
-    int Cl = Hl * hd, ld = (Hl + 2 * KVl) * hd, nt = (T + TL - 1) / TL, grp = Hl / KVl;
-    float scale = ax_attn_scale(hd);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nthr)
-    for (int u = 0; u < B * Hl * nt; u++) {
-        int bh = u / nt, i0 = (u % nt) * TL, b = bh / Hl, h = bh % Hl, nq = T - i0 < TL ? T - i0 : TL;
-        float *S = scratch + (size_t)omp_get_thread_num() * ax_cpu_attention_scratch(T), *mx = S + TL * TL,
-              *sum = mx + TL;
-        const float *q = qkv + ((size_t)b * T + i0) * ld + h * hd;
-        const float *k = qkv + (size_t)b * T * ld + Cl + (h / grp) * hd, *v = k + KVl * hd;
-        float *o = out + ((size_t)b * T + i0) * Cl + h * hd;
-        for (int r = 0; r < nq; r++) {
-            mx[r] = -INFINITY;
-            sum[r] = 0;
-            memset(o + (size_t)r * Cl, 0, hd * sizeof(float));
+/* One query tile (nq rows of o, row stride Cl) before its first key tile: a
+ * fresh online softmax, or with ls (merge) one resumed from the result over
+ * other keys (kmath.h: ax_softmax_resume). */
+static void tile_start(float *o, int Cl, int hd, int nq, const float *ls, float *mx, float *sum) {
+    for (int r = 0; r < nq; r++) {
+        if (ls) {
+            ax_softmax_resume(ls[r], &mx[r], &sum[r]);
+            continue;
         }
-        for (int j0 = 0; j0 < i0 + nq; j0 += TL) {
-            int nk = T - j0 < TL ? T - j0 : TL;
-            ax_cpu_sgemm(0, 1, nq, nk, hd, scale, q, ld, k + (size_t)j0 * ld, ld, 0.0f, S, TL); /* scores (nq, nk) */
-            for (int r = 0; r < nq; r++) { /* online softmax: rescale what came before */
-                float *s = S + (size_t)r * TL, m = mx[r], add = 0;
-                int lim = visible(i0 + r, j0, nk);
-                for (int j = 0; j < lim; j++) m = s[j] > m ? s[j] : m;
+        mx[r] = -INFINITY;
+        sum[r] = 0;
+        memset(o + (size_t)r * Cl, 0, hd * sizeof(float));
+    }
+}
+
+/* Query tile i0 (nq rows) of head h of sequence b over every visible key tile:
+ * o (nq, hd) of out, and the rows' log-sum-exp. S, mx, sum: scratch. */
+static void forward_tile(const ax_attn_block *a, int b, int h, int i0, int nq, float *out, float *lse, int merge,
+                         float *S) {
+    int hd = a->hd, Cl = a->Hl * hd, kh = h / (a->Hl / a->KVl);
+    float scale = ax_attn_scale(hd), *mx = S + TL * TL, *sum = mx + TL;
+    const float *q = a->q + ((size_t)b * a->Sq + i0) * a->ldq + h * hd;
+    const float *k = a->k + (size_t)b * a->Sk * a->ldk + kh * hd, *v = a->v + (size_t)b * a->Sk * a->ldk + kh * hd;
+    float *o = out + ((size_t)b * a->Sq + i0) * Cl + h * hd, *ls = lse + ((size_t)b * a->Hl + h) * a->Sq + i0;
+    tile_start(o, Cl, hd, nq, merge ? ls : NULL, mx, sum);
+    int jend = a->causal ? i0 + nq : a->Tk;
+    for (int j0 = 0; j0 < jend; j0 += TL) {
+        int nk = a->Tk - j0 < TL ? a->Tk - j0 : TL;
+        ax_cpu_sgemm(0, 1, nq, nk, hd, scale, q, a->ldq, k + (size_t)j0 * a->ldk, a->ldk, 0.0f, S,
+                     TL);              /* scores (nq, nk) */
+        for (int r = 0; r < nq; r++) { /* online softmax: rescale what came before */
+            float *s = S + (size_t)r * TL, m = mx[r], add = 0;
+            int lim = a->causal ? visible(i0 + r, j0, nk) : nk;
+            for (int j = 0; j < lim; j++) m = s[j] > m ? s[j] : m;
 #pragma omp simd reduction(+ : add)
-                for (int j = 0; j < lim; j++) {
-                    s[j] = ax_softmax_p(s[j], m);
-                    add += s[j];
-                }
-                for (int j = lim; j < nk; j++) s[j] = 0.0f;
-                if (m > mx[r] && mx[r] != -INFINITY) {
-                    float c = ax_softmax_rescale(mx[r], m), *orow = o + (size_t)r * Cl;
-                    sum[r] *= c;
-                    for (int e = 0; e < hd; e++) orow[e] *= c;
-                }
-                mx[r] = m;
-                sum[r] += add;
+            for (int j = 0; j < lim; j++) {
+                s[j] = ax_softmax_p(s[j], m);
+                add += s[j];
             }
-            ax_cpu_sgemm(0, 0, nq, hd, nk, 1.0f, S, TL, v + (size_t)j0 * ld, ld, 1.0f, o, Cl); /* o += p v */
+            for (int j = lim; j < nk; j++) s[j] = 0.0f;
+            if (m > mx[r] && mx[r] != -INFINITY) {
+                float c = ax_softmax_rescale(mx[r], m), *orow = o + (size_t)r * Cl;
+                sum[r] *= c;
+                for (int e = 0; e < hd; e++) orow[e] *= c;
+            }
+            mx[r] = m;
+            sum[r] += add;
         }
-        for (int r = 0; r < nq; r++) {
-            float inv = 1.0f / sum[r], *orow = o + (size_t)r * Cl;
-            for (int e = 0; e < hd; e++) orow[e] *= inv;
-            lse[(size_t)bh * T + i0 + r] = ax_lse(mx[r], sum[r]);
+        ax_cpu_sgemm(0, 0, nq, hd, nk, 1.0f, S, TL, v + (size_t)j0 * a->ldk, a->ldk, 1.0f, o, Cl); /* o += p v */
+    }
+    for (int r = 0; r < nq; r++) {
+        float inv = 1.0f / sum[r], *orow = o + (size_t)r * Cl;
+        for (int e = 0; e < hd; e++) orow[e] *= inv;
+        ls[r] = ax_lse(mx[r], sum[r]);
+    }
+}
+
+void ax_cpu_attention_block_forward(const ax_attn_block *a, float *out, float *lse, int merge, float *scratch,
+                                    int nthr) {
+    int nt = (a->Tq + TL - 1) / TL;
+    size_t per = ax_cpu_attention_scratch(a->Tq);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nthr)
+    for (int u = 0; u < a->B * a->Hl * nt; u++) {
+        int bh = u / nt, i0 = (u % nt) * TL, nq = a->Tq - i0 < TL ? a->Tq - i0 : TL;
+        forward_tile(a, bh / a->Hl, bh % a->Hl, i0, nq, out, lse, merge, scratch + (size_t)omp_get_thread_num() * per);
+    }
+}
+
+/* Query head h of sequence b against the block's keys: its dq, and the shares
+ * of dk, dv (of its key/value head) added. P: scratch. */
+static void backward_head(const ax_attn_block *a, int b, int h, float *dq, float *dk, float *dv, const float *dout,
+                          const float *out, const float *lse, float *P) {
+    int hd = a->hd, Cl = a->Hl * hd, kh = h / (a->Hl / a->KVl), ldq = a->ldq, ldk = a->ldk;
+    float scale = ax_attn_scale(hd), *dP = P + TL * TL, *D = dP + TL * TL;
+    size_t qb = (size_t)b * a->Sq * ldq + h * hd, kb = (size_t)b * a->Sk * ldk + kh * hd,
+           ob = (size_t)b * a->Sq * Cl + h * hd;
+    const float *q = a->q + qb, *k = a->k + kb, *v = a->v + kb, *ls = lse + ((size_t)b * a->Hl + h) * a->Sq;
+    dq += qb;
+    dk += kb;
+    dv += kb;
+    for (int i = 0; i < a->Tq; i++) { /* D_i = dO_i . O_i */
+        const float *dO = dout + ob + (size_t)i * Cl, *O = out + ob + (size_t)i * Cl;
+        float d = 0;
+        for (int e = 0; e < hd; e++) d += dO[e] * O[e];
+        D[i] = d;
+    }
+    for (int j0 = 0; j0 < a->Tk; j0 += TL) {
+        int nk = a->Tk - j0 < TL ? a->Tk - j0 : TL;
+        const float *kj = k + (size_t)j0 * ldk, *vj = v + (size_t)j0 * ldk;
+        for (int i0 = a->causal ? j0 : 0; i0 < a->Tq; i0 += TL) {
+            int nq = a->Tq - i0 < TL ? a->Tq - i0 : TL;
+            const float *qi = q + (size_t)i0 * ldq, *dOi = dout + ob + (size_t)i0 * Cl;
+            ax_cpu_sgemm(0, 1, nq, nk, hd, scale, qi, ldq, kj, ldk, 0.0f, P, TL); /* scores */
+            for (int r = 0; r < nq; r++) {                                        /* probabilities again */
+                float *p = P + (size_t)r * TL, l = ls[i0 + r];
+                int lim = a->causal ? visible(i0 + r, j0, nk) : nk;
+#pragma omp simd
+                for (int j = 0; j < lim; j++) p[j] = ax_softmax_p(p[j], l);
+                for (int j = lim; j < nk; j++) p[j] = 0.0f;
+            }
+            ax_cpu_sgemm(1, 0, nk, hd, nq, 1.0f, P, TL, dOi, Cl, 1.0f, dv + (size_t)j0 * ldk, ldk); /* dv += p^T dO */
+            ax_cpu_sgemm(0, 1, nq, nk, hd, 1.0f, dOi, Cl, vj, ldk, 0.0f, dP, TL);                   /* dp = dO v^T */
+            for (int r = 0; r < nq; r++) { /* softmax backward */
+                float *p = P + (size_t)r * TL, *dp = dP + (size_t)r * TL, d = D[i0 + r];
+#pragma omp simd
+                for (int j = 0; j < nk; j++) dp[j] = ax_softmax_ds(p[j], dp[j], d, scale);
+            }
+            ax_cpu_sgemm(0, 0, nq, hd, nk, 1.0f, dP, TL, kj, ldk, 1.0f, dq + (size_t)i0 * ldq, ldq); /* dq += ds k */
+            ax_cpu_sgemm(1, 0, nk, hd, nq, 1.0f, dP, TL, qi, ldq, 1.0f, dk + (size_t)j0 * ldk, ldk); /* dk += ds^T q */
         }
     }
 }
 
+void ax_cpu_attention_block_backward(const ax_attn_block *a, float *dq, float *dk, float *dv, const float *dout,
+                                     const float *out, const float *lse, float *scratch, int nthr) {
+    int grp = a->Hl / a->KVl;
+    size_t per = ax_cpu_attention_scratch(a->Tq);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nthr)
+    for (int bk = 0; bk < a->B * a->KVl; bk++) {
+        int b = bk / a->KVl, kh = bk % a->KVl;
+        for (int h = kh * grp; h < (kh + 1) * grp; h++) /* its query heads, in order */
+            backward_head(a, b, h, dq, dk, dv, dout, out, lse, scratch + (size_t)omp_get_thread_num() * per);
+    }
+}
+
+/* the causal attention of whole sequences: the block q = k = v = qkv */
+static ax_attn_block whole(const float *qkv, int B, int T, int Hl, int KVl, int hd, ax_dtype dt) {
+    int ld = (Hl + 2 * KVl) * hd;
+    return (ax_attn_block){.B = B,
+                           .Hl = Hl,
+                           .KVl = KVl,
+                           .hd = hd,
+                           .Tq = T,
+                           .Tk = T,
+                           .Sq = T,
+                           .Sk = T,
+                           .causal = 1,
+                           .q = qkv,
+                           .k = qkv + Hl * hd,
+                           .v = qkv + (Hl + KVl) * hd,
+                           .ldq = ld,
+                           .ldk = ld,
+                           .dt = dt};
+}
+
+void ax_cpu_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
+                              ax_dtype dt, float *scratch, int nthr) {
+    ax_attn_block a = whole(qkv, B, T, Hl, KVl, hd, dt);
+    ax_cpu_attention_block_forward(&a, out, lse, 0, scratch, nthr);
+}
+
 void ax_cpu_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
                                int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr) {
-    int Cl = Hl * hd, ld = (Hl + 2 * KVl) * hd, grp = Hl / KVl;
-    float scale = ax_attn_scale(hd);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nthr)
-    for (int bk = 0; bk < B * KVl; bk++) {
-        int b = bk / KVl, kh = bk % KVl;
-        const float *k = qkv + (size_t)b * T * ld + Cl + kh * hd, *v = k + KVl * hd;
-        float *dk = dqkv + (size_t)b * T * ld + Cl + kh * hd, *dv = dk + KVl * hd;
-        for (int i = 0; i < T; i++) { /* the key/value head's gradients start at 0 */
-            memset(dk + (size_t)i * ld, 0, hd * sizeof(float));
-            memset(dv + (size_t)i * ld, 0, hd * sizeof(float));
-        }
-        for (int h = kh * grp; h < (kh + 1) * grp; h++) { /* its query heads, in order */
-            int bh = b * Hl + h;
-            size_t base = (size_t)b * T * ld + h * hd, obase = (size_t)b * T * Cl + h * hd;
-            const float *q = qkv + base, *ls = lse + (size_t)bh * T;
-            float *dq = dqkv + base;
-            float *P = scratch + (size_t)omp_get_thread_num() * ax_cpu_attention_scratch(T), *dP = P + TL * TL,
-                  *D = dP + TL * TL;
-            for (int i = 0; i < T; i++) { /* D_i = dO_i . O_i; dq starts at 0 */
-                const float *dO = dout + obase + (size_t)i * Cl, *O = out + obase + (size_t)i * Cl;
-                float d = 0;
-                for (int e = 0; e < hd; e++) d += dO[e] * O[e];
-                D[i] = d;
-                memset(dq + (size_t)i * ld, 0, hd * sizeof(float));
-            }
-            for (int j0 = 0; j0 < T; j0 += TL) {
-                int nk = T - j0 < TL ? T - j0 : TL;
-                const float *kj = k + (size_t)j0 * ld, *vj = v + (size_t)j0 * ld;
-                for (int i0 = j0; i0 < T; i0 += TL) {
-                    int nq = T - i0 < TL ? T - i0 : TL;
-                    const float *qi = q + (size_t)i0 * ld, *dOi = dout + obase + (size_t)i0 * Cl;
-                    ax_cpu_sgemm(0, 1, nq, nk, hd, scale, qi, ld, kj, ld, 0.0f, P, TL); /* scores */
-                    for (int r = 0; r < nq; r++) {                                      /* probabilities again */
-                        float *p = P + (size_t)r * TL, l = ls[i0 + r];
-                        int lim = visible(i0 + r, j0, nk);
-#pragma omp simd
-                        for (int j = 0; j < lim; j++) p[j] = ax_softmax_p(p[j], l);
-                        for (int j = lim; j < nk; j++) p[j] = 0.0f;
-                    }
-                    ax_cpu_sgemm(1, 0, nk, hd, nq, 1.0f, P, TL, dOi, Cl, 1.0f, dv + (size_t)j0 * ld,
-                                 ld);                                                    /* dv += p^T dO */
-                    ax_cpu_sgemm(0, 1, nq, nk, hd, 1.0f, dOi, Cl, vj, ld, 0.0f, dP, TL); /* dp = dO v^T */
-                    for (int r = 0; r < nq; r++) {                                       /* softmax backward */
-                        float *p = P + (size_t)r * TL, *dp = dP + (size_t)r * TL, d = D[i0 + r];
-#pragma omp simd
-                        for (int j = 0; j < nk; j++) dp[j] = ax_softmax_ds(p[j], dp[j], d, scale);
-                    }
-                    ax_cpu_sgemm(0, 0, nq, hd, nk, 1.0f, dP, TL, kj, ld, 1.0f, dq + (size_t)i0 * ld,
-                                 ld); /* dq += ds k */
-                    ax_cpu_sgemm(1, 0, nk, hd, nq, 1.0f, dP, TL, qi, ld, 1.0f, dk + (size_t)j0 * ld,
-                                 ld); /* dk += ds^T q */
-                }
-            }
-        }
-    }
+    ax_attn_block a = whole(qkv, B, T, Hl, KVl, hd, dt);
+    size_t ld = (size_t)(Hl + 2 * KVl) * hd;
+#pragma omp parallel for schedule(static) num_threads(nthr)
+    for (int r = 0; r < B * T; r++) memset(dqkv + (size_t)r * ld, 0, ld * sizeof(float)); /* the gradients start at 0 */
+    ax_cpu_attention_block_backward(&a, dqkv, dqkv + Hl * hd, dqkv + (Hl + KVl) * hd, dout, out, lse, scratch, nthr);
 }
 
 void ax_cpu_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len, int nb, int Hl,

@@ -86,6 +86,8 @@ const ax_backend ax_cpu_backend = {
     .attention_scratch = ax_cpu_attention_scratch,
     .attention_forward = ax_cpu_attention_forward,
     .attention_backward = ax_cpu_attention_backward,
+    .attention_block_forward = ax_cpu_attention_block_forward,
+    .attention_block_backward = ax_cpu_attention_block_backward,
     .attention_decode = ax_cpu_attention_decode,
     .adamw_all = ax_cpu_adamw_all,
 };

@@ -62,6 +62,10 @@ void ax_cpu_attention_forward(float *out, float *lse, const float *qkv, int B, i
                               ax_dtype dt, float *scratch, int nthr);
 void ax_cpu_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
                                int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr);
+void ax_cpu_attention_block_forward(const ax_attn_block *a, float *out, float *lse, int merge, float *scratch,
+                                    int nthr);
+void ax_cpu_attention_block_backward(const ax_attn_block *a, float *dq, float *dk, float *dv, const float *dout,
+                                     const float *out, const float *lse, float *scratch, int nthr);
 void ax_cpu_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len, int nb, int Hl,
                              int KVl, int hd, int Tmax);
 void ax_cpu_adamw_all(float *w, const float *g, float *m, float *v, int64_t n, const int64_t *ranges, int nr,
