@@ -9,7 +9,9 @@
 #  (b) across grids: 1-rank 10 steps vs 2 ranks (1,1,2,1) --exit-after 5 resumed
 #      on 4 ranks (2,2,1,1), and 4 ranks (1,2,1,2) resumed on 1 rank: steps
 #      6..10 match to relative 1e-5, final parameters to 1e-4 absolute; and with
-#      shards, validation and --grad-accum 2: 2 ranks (2,1,1,1) -> 4 (1,2,1,2).
+#      shards, validation and --grad-accum 2: 2 ranks (2,1,1,1) -> 4 (1,2,1,2);
+#      context parallelism: saved with --cp 2 resumed on 1 rank and back, and
+#      shards + validation on D=2 C=2 against the 1-rank run.
 #  (c) checkpoints are whole: --save-every 3 --steps 7 leaves ckpt-000003,
 #      ckpt-000006, ckpt-000007, each complete, and no *.tmp* anywhere.
 #  (e) mixed precision: a bf16 run stopped and resumed (--dtype bf16) on the
@@ -178,6 +180,23 @@ if run b_ref 1 "${SIZE[@]}" "${RUN[@]}" --steps 10 --out "$W/b1"; then
   fi
 fi
 
+# context parallelism: saved with C = 2 (--cp 2, 2 ranks) and resumed on 1 rank, and back;
+# with shards, validation and accumulation: C = 2 next to data 2 (4 ranks), uninterrupted
+if [ -f "$W/b1/metrics.jsonl" ]; then
+  if run b_cp2 2 "${SIZE[@]}" "${RUN[@]}" --cp 2 --steps 10 --exit-after 5 --out "$W/b4"; then
+    check_losses "b 1 rank vs --cp 2 (before the stop)" "$W/b1/metrics.jsonl" "$W/b4/metrics.jsonl" loss 1 5 1e-5
+    if run b_cp2_to_1 1 "${RUN[@]}" --steps 10 --resume "$W/b4" --out "$W/b4"; then
+      check_losses "b saved with --cp 2, resumed on 1 rank" "$W/b1/metrics.jsonl" "$W/b4/metrics.jsonl" loss 6 10 1e-5
+      check_params "b saved with --cp 2, resumed on 1 rank" "$W/b1/model.safetensors" "$W/b4/model.safetensors" 1e-4
+    fi
+  fi
+  if run b_1_stop 1 "${SIZE[@]}" "${RUN[@]}" --steps 10 --exit-after 5 --out "$W/b5" &&
+     run b_1_to_cp2 2 "${RUN[@]}" --cp 2 --steps 10 --resume "$W/b5" --out "$W/b5"; then
+    check_losses "b saved on 1 rank, resumed with --cp 2" "$W/b1/metrics.jsonl" "$W/b5/metrics.jsonl" loss 6 10 1e-5
+    check_params "b saved on 1 rank, resumed with --cp 2" "$W/b1/model.safetensors" "$W/b5/model.safetensors" 1e-4
+  fi
+fi
+
 # shards + validation + accumulation across grids: data 2 -> 4 ranks (x 2, z 2)
 if run bs_ref 1 "${SIZE[@]}" "${RUN[@]}" "${DATA[@]}" --steps 10 --out "$W/bs1" &&
    run bs_d2 2 "${SIZE[@]}" "${RUN[@]}" "${DATA[@]}" --grid 2,1,1,1 --steps 10 --exit-after 5 --out "$W/bs2" &&
@@ -185,6 +204,10 @@ if run bs_ref 1 "${SIZE[@]}" "${RUN[@]}" "${DATA[@]}" --steps 10 --out "$W/bs1" 
   check_losses "b shards+val+accum saved on 2,1,1,1, resumed on 1,2,1,2" "$W/bs1/metrics.jsonl" "$W/bs2/metrics.jsonl" loss 1 10 1e-5
   check_losses "b shards+val+accum saved on 2,1,1,1, resumed on 1,2,1,2" "$W/bs1/metrics.jsonl" "$W/bs2/metrics.jsonl" val_loss 8 8 1e-5
   check_losses "b shards+val+accum saved on 2,1,1,1, resumed on 1,2,1,2" "$W/bs1/metrics.jsonl" "$W/bs2/metrics.jsonl" val_loss 10 10 1e-5
+fi
+if [ -f "$W/bs1/metrics.jsonl" ] && run bs_cp2 4 "${SIZE[@]}" "${RUN[@]}" "${DATA[@]}" --cp 2 --steps 10 --out "$W/bs3"; then
+  check_losses "b shards+val+accum on D=2 C=2" "$W/bs1/metrics.jsonl" "$W/bs3/metrics.jsonl" loss 1 10 1e-5
+  check_losses "b shards+val+accum on D=2 C=2" "$W/bs1/metrics.jsonl" "$W/bs3/metrics.jsonl" val_loss 8 8 1e-5
 fi
 
 # ---------------------------------------------------------------- (e) bf16

@@ -686,7 +686,7 @@ double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, 
     ax_gpt_forward_queue(m, inputs, targets, weights, Bl, T, dscale);
     if (!targets) return 0.0;
     ax_gpt_loss_begin(m);
-    ax_gpt_loss_add(m, Bl * T);
+    ax_gpt_loss_add(m, Bl * (T / m->g->gc)); /* this rank's rows */
     return ax_gpt_loss_read(m);
 }
 
