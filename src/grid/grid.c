@@ -14,6 +14,17 @@ static void split(ax_grid *g, ax_comm *c, int color, int key) {
     ax_comm_from(c, m);
 }
 
+int ax_cp_fits(int T, int cp) { return cp == 1 || (cp > 1 && T % (2 * cp) == 0); }
+
+int ax_cp_check(int T, int cp) {
+    if (cp < 1) return AX_ERR("--cp %d: expected >= 1", cp);
+    if (!ax_cp_fits(T, cp))
+        return AX_ERR("--cp %d: the sequence length %d must be a multiple of 2C = %d (each sequence is cut into 2C "
+                      "chunks)",
+                      cp, T, 2 * cp);
+    return 0;
+}
+
 int ax_grid_init(ax_grid *g, MPI_Comm user, int gd, int gx, int gy, int gz) {
     return ax_grid_init_cp(g, user, gd, gx, gy, gz, 1);
 }

@@ -40,4 +40,11 @@ void ax_grid_free(ax_grid *g);
 int ax_grid_comm_line(ax_grid *g, char *line, size_t cap);
 /* Parses "D,X,Y,Z". */
 int ax_grid_parse(const char *s, int dims[4]);
+/* The context split's rule (nn/ring_attention.h): every sequence is cut into
+ * 2C chunks, so with C > 1 the sequence length T must be a multiple of 2C
+ * (C = 1 cuts nothing). ax_cp_fits says whether (T, C) may run; ax_cp_check
+ * returns 0, or an error naming both ("--cp C: the sequence length T must be
+ * a multiple of 2C = ..."). */
+int ax_cp_fits(int T, int cp);
+int ax_cp_check(int T, int cp);
 #endif
