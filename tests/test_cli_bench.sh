@@ -80,15 +80,16 @@ assert j.keys() == g.keys() and all(j[k] != g[k] for k in j), (j, g)
 assert -1 <= m['overlap_efficiency'] <= 1, m['overlap_efficiency']" \
    && grep -q "^overlap: gemm 48 x 128 x 32 .*all-gather of 16384 bytes" cj.out
 then ok "bench comm with a model: its kernels at its shapes, charged by plan"; else bad "bench comm with a model"; cat cj.err; tail -3 cj.out; fi
-if "$BIN" plan --ranks 4 --machine m.json "${MODEL[@]}" --json >p.json 2>p.err && python3 -c "
+if "$BIN" plan --ranks 4 --machine m.json "${MODEL[@]}" --json --top 20 >p.json 2>p.err && python3 -c "
 import json; p = json.load(open('p.json'))
 r = p['ranked']; t = [g['step_ms'] for g in r]
-assert p['ranks'] == 4 and p['grids'] == 10 and len(r) == p['runnable'] > 0 and t == sorted(t)
-assert all(len(g['grid']) == 4 and g['grid'][0]*g['grid'][1]*g['grid'][2]*g['grid'][3] == 4 for g in r)
+# every C with T 16 a multiple of 2C: the 10 grids of 4 ranks at C 1, 4 of 2 at C 2, 1 at C 4
+assert p['ranks'] == 4 and p['grids'] == 15 and len(r) == p['runnable'] > 0 and t == sorted(t)
+assert all(len(g['grid']) == 4 and g['grid'][0]*g['grid'][1]*g['grid'][2]*g['grid'][3]*g['cp'] == 4 for g in r)
 assert all(g['memory_bytes'] > 0 and g['compute_ms'] > 0 for g in r) and p['min_ranks'] == 1
-rej = {tuple(g['grid']): g['reason'] for g in p['rejected']}
+rej = {(*g['grid'], g['cp']): g['reason'] for g in p['rejected']}
 assert 'micro-batch of 4 sequences does not divide over D*Z = 8' not in rej.values()
-assert len(rej) + len(r) == 10"
+assert len(rej) + len(r) == 15 and sorted(g['cp'] for g in r + p['rejected']) == [1] * 10 + [2] * 4 + [4]"
 then ok "plan --machine (bench comm's file) --json"; else bad "plan json"; cat p.err; head -c 600 p.json; fi
 # ranks outnumbering the cores, bound round robin (Open MPI's --bind-to core): bench comm reads the bindings,
 # records the core map and measures the strided groups of 2 (stride = the cores) as one core's; the plan
@@ -100,7 +101,7 @@ if [ "$NC" != 2 ] || ! "${MPI[0]}" --version 2>/dev/null | grep -qE "Open MPI|Op
   ok "bench comm, 4 ranks bound to 2 cores: not run ($NC cores, or not Open MPI)"
 elif "${MPIB[@]}" -np 4 "$BIN" bench comm --out mc.json --max-kib 16 --gemm-max 128 \
        --min-time 0.005 >cc.out 2>cc.err \
-   && "$BIN" plan --ranks 4 --machine mc.json "${MODEL[@]}" --json --top 10 >pc.json 2>>cc.err && python3 -c "
+   && "$BIN" plan --ranks 4 --machine mc.json "${MODEL[@]}" --cp 1 --json --top 10 >pc.json 2>>cc.err && python3 -c "
 import json; m = json.load(open('mc.json'))
 assert m['cores_per_node'] == 2 and m['core_map'] == 'round_robin', (m.get('cores_per_node'), m.get('core_map'))
 pl = {(c['group'], c['placement']) for c in m['collectives']}
@@ -113,6 +114,19 @@ else bad "bench comm, ranks bound to cores"; cat cc.err; grep -E "core|intra" cc
 if "$BIN" plan --ranks 8 --machine perlmutter "${MODEL[@]}" >p.txt 2>&1 && grep -q "^   1 " p.txt \
    && grep -q "n_head 4 is not divisible by G_y = 8" p.txt && grep -q "smallest rank count" p.txt
 then ok "plan text: ranking and reasons"; else bad "plan text"; cat p.txt; fi
+
+# the context split C (docs/planner.md): a Llama-3.1-8B shape at T = 131,072 on 64 H100s picks C > 1,
+# named beside the grid in text and JSON; pinned to C = 1 its first choice is slower
+L8=(--ranks 64 --machine h100x8 --preset llama-3.1-8b --block-size 131072 --seq 131072 --batch 8 --recompute block
+    --dtype bf16)
+if "$BIN" plan "${L8[@]}" --json >pc8.json 2>pc8.err && "$BIN" plan "${L8[@]}" --cp 1 --json >pc1.json 2>>pc8.err \
+   && "$BIN" plan "${L8[@]}" --top 1 >pc8.txt 2>>pc8.err && python3 -c "
+import json; p = json.load(open('pc8.json')); q = json.load(open('pc1.json')); b = p['ranked'][0]
+assert p['cp'] is None and q['cp'] == 1 and b['cp'] > 1 and 'C' in b['comm_ms'], (p['cp'], b['cp'])
+assert all(g['cp'] == 1 for g in q['ranked'] + q['rejected']) and q['ranked'][0]['step_ms'] > b['step_ms']
+assert {g['cp'] for g in p['ranked'] + p['rejected']} == {1, 2, 4, 8, 16, 32, 64}
+open('best.txt', 'w').write('%d,%d,%d,%d cp %d' % (*b['grid'], b['cp']))" && grep -q "^   1 $(cat best.txt) " pc8.txt
+then ok "plan: context split C enumerated, named in text and JSON"; else bad "plan with C"; cat pc8.err; head -5 pc8.txt; fi
 
 # --top K --run: the top grids timed in the same job, measured beside predicted
 if "${MPI[@]}" -np 2 "$BIN" plan --ranks 2 "${TINY[@]}" --top 2 --run --iters 3 --json >pr.json 2>pr.err && python3 -c "
@@ -146,6 +160,9 @@ expect2 plan_missing_field "missing.json: missing field \"memory_bandwidth\"" pl
 expect2 plan_fits_nothing "--ranks 2: no grid of 2 ranks runs this model.*needs .* GiB per rank" \
   plan --ranks 2 --machine cpu --preset axonn-640b
 expect2 plan_model_preset "--preset 'gpt9'" plan --ranks 2 --preset gpt9
+expect2 plan_cp_seq "^axonn: error: --cp 3: the sequence length 16 must be a multiple of 2C = 6" \
+  plan --ranks 6 "${MODEL[@]}" --cp 3
+expect2 plan_cp_ranks "--cp 4: expected a divisor of --ranks 6" plan --ranks 6 "${MODEL[@]}" --cp 4
 expect2 plan_run_ranks "--run: 1 ranks, expected --ranks 4 \(run under mpirun -np 4\)" plan --ranks 4 "${MODEL[@]}" --run
 expect2 grid_auto_none "--grid auto: no grid of 1 ranks" bench --preset axonn-80b --grid auto --machine cpu
 finish cli_bench

@@ -128,7 +128,7 @@ fi
 expect_err batch_vs_dz_3ranks 3 "--batch" -- train "${TINY[@]}" --steps 2 --grid 1,1,1,3 --out "$W/o6"
 # context parallelism: the sequence must cut into 2C chunks, C must divide the ranks, and
 # learned positions must reach the sequence length
-expect_err cp_seq_3ranks 3 "--cp 3: the sequence length 16 must be a multiple of 2\*C = 6" -- \
+expect_err cp_seq_3ranks 3 "--cp 3: the sequence length 16 must be a multiple of 2C = 6" -- \
   train "${TINY[@]}" --steps 2 --cp 3 --out "$W/o6b"
 expect_err cp_vs_ranks 2 "--cp 3: D\*X\*Y\*Z\*C = 3, expected the number of ranks 2" -- \
   train "${TINY[@]}" --steps 2 --cp 3 --out "$W/o6c"

@@ -167,7 +167,7 @@ static void check_sizes(void) {
     CHECK(ax_gpt_logit_rows(1 << 20, 1 << 22) == 64, "at least 64 rows");
     ax_gpt_config c = {.n_layer = 12, .n_head = 12, .n_embd = 768, .block_size = 1024, .vocab_size = 50257};
     ax_gpt_acts s;
-    ax_gpt_act_sizes(&c, (int[]){1, 1, 1, 1}, 8, 1024, AX_RECOMPUTE_NONE, AX_F32, &s);
+    ax_gpt_act_sizes(&c, (int[]){1, 1, 1, 1}, 1, 8, 1024, AX_RECOMPUTE_NONE, AX_F32, &s);
     CHECK(s.buf[AX_ACT_LOGITS].floats == (int64_t)ax_gpt_logit_rows(8192, 50304) * 50304,
           "logits buffer: %lld floats, expected one chunk", (long long)s.buf[AX_ACT_LOGITS].floats);
 }

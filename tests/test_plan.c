@@ -39,14 +39,18 @@ static ax_plan_job small_job(void) {
     return j;
 }
 
-static void fake_grid(ax_grid *g, const int d[4]) {
+/* the sizes of a grid (D, X, Y, Z) with context split cp, at coordinates 0 */
+static void fake_grid_cp(ax_grid *g, const int d[4], int cp) {
     memset(g, 0, sizeof *g);
     g->gd = d[0];
     g->gx = d[1];
     g->gy = d[2];
     g->gz = d[3];
-    g->size = d[0] * d[1] * d[2] * d[3];
+    g->gc = cp;
+    g->size = d[0] * d[1] * d[2] * d[3] * cp;
 }
+
+static void fake_grid(ax_grid *g, const int d[4]) { fake_grid_cp(g, d, 1); }
 
 static double ring(int p, int ar) { return (ar ? 2.0 : 1.0) * (p - 1) / p; }
 
@@ -123,37 +127,45 @@ static void test_memory(int llama) {
                                 .arch = AX_ARCH_LLAMA,
                                 .untied = 1};
     int grids[][4] = {{1, 1, 1, 1}, {1, 2, 2, 1}, {2, 1, 1, 2}, {1, 2, 1, 4}, {1, 1, 4, 2}, {1, 4, 2, 1}};
-    for (int bf = 0; bf < 2; bf++) /* fp32, and bf16's layout (model/gpt_layout.c) */
-        for (size_t t = 0; t < sizeof grids / sizeof *grids; t++)
-            for (int rc = 0; rc < 3; rc++) {
-                const int *g = grids[t];
-                j.act_bytes = bf ? 2 : 4;
-                j.recompute = rc;
-                j.ov_flags = rc == 1 ? 0 : AX_OV_ALL;
-                j.keep_gathered = rc == 2; /* overlap buffers: none, all, all kept */
-                ax_plan_cost c;
-                ax_plan_estimate(&j, g, &mc, &c);
-                ax_grid fg;
-                ax_gpt m;
-                fake_grid(&fg, g);
-                CHECK(ax_gpt_init(&m, &j.cfg, &fg) == 0, "init: %s", ax_err_msg());
-                ax_gpt_set_recompute(&m, (ax_recompute)rc);
-                if (bf) ax_gpt_set_dtype(&m, AX_BF16);
-                ax_gpt_set_overlap(&m, j.ov_flags, j.keep_gathered, 0);
-                int Bl = j.batch / (g[0] * g[3]);
-                ax_gpt_alloc_acts(&m, Bl, j.seq);
-                /* the planner leaves out the attention kernel's per-thread scratch */
-                double scratch = 4.0 * m.att_threads * ax_be()->attention_scratch(j.seq);
-                CHECK(c.n_local == m.n_local, "%s grid %d,%d,%d,%d: %lld parameters, allocated %lld",
-                      llama ? "llama" : "gpt2", g[0], g[1], g[2], g[3], (long long)c.n_local, (long long)m.n_local);
-                CHECK(c.ws_bytes == m.ws_bytes, "%s grid %d,%d,%d,%d: workspace %g, allocated %g",
-                      llama ? "llama" : "gpt2", g[0], g[1], g[2], g[3], c.ws_bytes, m.ws_bytes);
-                CHECK(c.act_bytes == m.act_bytes - scratch,
-                      "%s %s grid %d,%d,%d,%d recompute %d: activations %g, allocated %g", llama ? "llama" : "gpt2",
-                      bf ? "bf16" : "fp32", g[0], g[1], g[2], g[3], rc, c.act_bytes, m.act_bytes - scratch);
-                CHECK(c.mem_bytes == 4 * 4.0 * m.n_local + c.act_bytes + c.ws_bytes, "total memory");
-                ax_gpt_free(&m);
-            }
+    for (int cp = 1; cp <= 4; cp *= 2) /* the context split: T / cp rows, the ring's buffers */
+        for (int bf = 0; bf < 2; bf++) /* fp32, and bf16's layout (model/gpt_layout.c) */
+            for (size_t t = 0; t < sizeof grids / sizeof *grids; t++)
+                for (int rc = 0; rc < 3; rc++) {
+                    const int *g = grids[t];
+                    j.cp = cp;
+                    j.act_bytes = bf ? 2 : 4;
+                    j.recompute = rc;
+                    j.ov_flags = rc == 1 ? 0 : AX_OV_ALL;
+                    j.keep_gathered = rc == 2; /* overlap buffers: none, all, all kept */
+                    ax_plan_cost c;
+                    ax_plan_estimate(&j, g, &mc, &c);
+                    ax_grid fg;
+                    ax_gpt m;
+                    fake_grid_cp(&fg, g, cp);
+                    CHECK(ax_gpt_init(&m, &j.cfg, &fg) == 0, "init: %s", ax_err_msg());
+                    ax_gpt_set_recompute(&m, (ax_recompute)rc);
+                    if (bf) ax_gpt_set_dtype(&m, AX_BF16);
+                    ax_gpt_set_overlap(&m, j.ov_flags, j.keep_gathered, 0);
+                    int Bl = j.batch / (g[0] * g[3]);
+                    ax_gpt_alloc_acts(&m, Bl, j.seq);
+                    /* the planner leaves out the attention kernel's per-thread scratch (a chunk's under the ring) */
+                    double scratch =
+                        4.0 * m.att_threads * ax_be()->attention_scratch(cp > 1 ? j.seq / (2 * cp) : j.seq);
+                    CHECK((m.ring_ws != NULL) == (cp > 1), "cp %d: ring buffers %p", cp, (void *)m.ring_ws);
+                    CHECK(c.n_local == m.n_local, "%s grid %d,%d,%d,%d: %lld parameters, allocated %lld",
+                          llama ? "llama" : "gpt2", g[0], g[1], g[2], g[3], (long long)c.n_local, (long long)m.n_local);
+                    CHECK(c.ws_bytes == m.ws_bytes, "%s grid %d,%d,%d,%d: workspace %g, allocated %g",
+                          llama ? "llama" : "gpt2", g[0], g[1], g[2], g[3], c.ws_bytes, m.ws_bytes);
+                    /* exact where every buffer is a multiple of 16 floats (cp <= 2 here); at cp 4 some hold 8
+                     * rows, and the layout's 64-byte alignment (which the planner leaves out) pads them */
+                    double pad = cp > 2 ? 64.0 * AX_ACT_N * (j.cfg.n_layer + 1) : 0, got = m.act_bytes - scratch;
+                    CHECK(c.act_bytes <= got && got <= c.act_bytes + pad,
+                          "%s %s grid %d,%d,%d,%d cp %d recompute %d: activations %g, allocated %g",
+                          llama ? "llama" : "gpt2", bf ? "bf16" : "fp32", g[0], g[1], g[2], g[3], cp, rc, c.act_bytes,
+                          m.act_bytes - scratch);
+                    CHECK(c.mem_bytes == 4 * 4.0 * m.n_local + c.act_bytes + c.ws_bytes, "total memory");
+                    ax_gpt_free(&m);
+                }
 }
 
 static void test_rejects_and_ranking(void) {
@@ -650,6 +662,147 @@ static void test_time_sets(void) {
           ax_operand_sets(1 << 20, 1, 64));
 }
 
+/* The context split C (docs/planner.md, "Context parallelism"), against sums by hand on the
+ * small job: a rank's rows T/C, its attention 1/C of the causal total, the ring's transfers
+ * (per layer forward C - 1 of a rank's key/value chunks, backward 2C - 1 with their gradients,
+ * the forward rerun of recomputation C - 1 again) of Bl x T/C rows of k|v in fp32, hidden
+ * behind the attention steps they run with; the gradients over data x C. */
+static void test_cp(void) {
+    ax_machine mc;
+    unit_machine(&mc);
+    ax_plan_job j = small_job();
+    j.ov_flags = 0; /* only the ring hides anything */
+    int grids[][4] = {{1, 1, 1, 1}, {2, 1, 2, 1}, {1, 2, 1, 2}};
+    for (int t = 0; t < 3; t++)
+        for (int rc = 0; rc < 3; rc++) {
+            const int *g = grids[t];
+            int D = g[0], Y = g[2], Z = g[3], L = 2, hd = 8, KVl = 4 / Y;
+            j.recompute = rc;
+            j.cp = 1;
+            ax_plan_cost one, c;
+            ax_plan_estimate(&j, g, &mc, &one);
+            for (int cp = 2; cp <= 4; cp *= 2) {
+                j.cp = cp;
+                ax_plan_estimate(&j, g, &mc, &c);
+                double Bl = 8.0 / (D * Z), kv = 4 * Bl * (16 / cp) * 2 * KVl * hd;
+                double n = L * (3.0 * cp - 2) + (rc ? (L - 1) * (cp - 1.0) : 0);
+                /* the windows: forward (2 of the 7 parts) but its last step, all of backward (5); recomputed
+                 * (attention or block), the forward rerun of L - 1 layers (2 parts each) but its last step */
+                double win = c.attn_s * (2.0 / 7 * (cp - 1) / cp + 5.0 / 7);
+                if (rc)
+                    win = c.attn_s * (7.0 * L * (2.0 / 7 * (cp - 1) / cp + 5.0 / 7) + 2.0 * (L - 1) * (cp - 1) / cp) /
+                          (7.0 * L + 2.0 * (L - 1));
+                ax_grid fg;
+                ax_gpt m;
+                fake_grid_cp(&fg, g, cp);
+                CHECK(ax_gpt_init(&m, &j.cfg, &fg) == 0, "init: %s", ax_err_msg());
+                double data = 4 * ring(D * cp, 1) * m.n_zchunk;
+                ax_gpt_free(&m);
+                CHECK(c.legal && c.cp == cp && fabs(c.comm_bytes[AX_PG_C] - n * kv) < 1e-9 * n * kv &&
+                          c.n_coll[AX_PG_C] == n,
+                      "grid %d,%d,%d,%d cp %d recompute %d: ring %g bytes in %g transfers, by hand %g in %g", g[0],
+                      g[1], g[2], g[3], cp, rc, c.comm_bytes[AX_PG_C], c.n_coll[AX_PG_C], n * kv, n);
+                CHECK(fabs(c.attn_s * cp / one.attn_s - 1) < 1e-12 && fabs(c.comm_bytes[AX_PG_DATA] - data) < 1e-6,
+                      "cp %d: attention %g of %g at C = 1; data bytes %g, by hand %g", cp, c.attn_s, one.attn_s,
+                      c.comm_bytes[AX_PG_DATA], data);
+                /* the unit machine's transfers (a second a byte) outlast the attention: its windows bound */
+                CHECK(fabs(c.hidden_s / win - 1) < 1e-12 && one.hidden_s == 0 && one.comm_s[AX_PG_C] == 0,
+                      "cp %d recompute %d: hidden %g, the attention's windows %g", cp, rc, c.hidden_s, win);
+            }
+        }
+}
+
+/* The C group's placement (at stride X Y Z), the sequence rule, the enumeration of C */
+static void test_cp_rules(void) {
+    ax_machine mc;
+    unit_machine(&mc);
+    ax_plan_job j = small_job();
+    mc.ranks_per_node = 4; /* 4 ranks a node */
+    ax_plan_cost c;
+    j.cp = 4;
+    ax_plan_estimate(&j, (int[]){1, 2, 1, 1}, &mc, &c);
+    CHECK(c.place[AX_PG_C] == AX_PLACE_INTER && c.place[AX_PG_X] == AX_PLACE_INTRA, "1,2,1,1 cp 4: C spans nodes");
+    ax_plan_estimate(&j, (int[]){1, 1, 1, 1}, &mc, &c);
+    CHECK(c.place[AX_PG_C] == AX_PLACE_INTRA, "1,1,1,1 cp 4 on one node: C within it");
+    j.cp = 2;
+    ax_plan_estimate(&j, (int[]){2, 2, 1, 1}, &mc, &c);
+    CHECK(c.place[AX_PG_C] == AX_PLACE_INTRA && c.place[AX_PG_DATA] == AX_PLACE_INTER, "2,2,1,1 cp 2: C in a node");
+    /* the sequence rule: T = 16 is not a multiple of 2C = 6 */
+    j.cp = 3;
+    ax_plan_estimate(&j, (int[]){1, 1, 1, 1}, &mc, &c);
+    CHECK(!c.legal && strstr(c.why, "--cp 3: the sequence length 16 must be a multiple of 2C = 6"), "why: %s", c.why);
+    /* every C (job cp 0) of 8 ranks: 1, 2, 4, 8 (T 16), the 4D grids of 8 / C each: 20 + 10 + 4 + 1;
+     * T 12: C 1 and 2 only; a pinned C: its grids only */
+    ax_plan p;
+    j.cp = 0;
+    ax_plan_run(&j, 8, &mc, &p);
+    int n16 = p.n;
+    ax_plan_free(&p);
+    j.seq = 12;
+    ax_plan_run(&j, 8, &mc, &p);
+    int n12 = p.n, cps = 0;
+    for (int i = 0; i < p.n; i++) cps |= 1 << p.c[i].cp;
+    ax_plan_free(&p);
+    j.cp = 2;
+    ax_plan_run(&j, 8, &mc, &p);
+    int pinned = p.n == 10;
+    for (int i = 0; i < p.n; i++) pinned &= p.c[i].cp == 2;
+    ax_plan_free(&p);
+    CHECK(n16 == 35 && n12 == 30 && cps == (1 << 1 | 1 << 2) && pinned,
+          "grids with C: %d, %d (T 12, C mask %x), pinned %d", n16, n12, cps, pinned);
+}
+
+/* docs/planner.md's example: a Llama-3.1-8B-shaped model at T = 131,072 on 64 H100s (8 a node,
+ * the h100x8 preset), batch 8, bf16, block recomputation. The planner picks C > 1; that grid
+ * at C = 1 does not fit, nor does any C = 1 grid that leaves the hidden unsplit (X = 1); a
+ * rank's activations fall as 1/C: C x those at C are within 10% of those at C = 1 (4-5% over
+ * here: the ring's buffers, five blocks of a rank's k|v, exist only with C > 1, and the
+ * classifier's chunk of rows does not shrink). */
+static void test_cp_llama8b(void) {
+    ax_machine mc;
+    CHECK(ax_machine_preset(&mc, "h100x8") == 0, "preset");
+    ax_plan_job j;
+    ax_plan_job_defaults(&j);
+    j.cfg = (ax_gpt_config){.n_layer = 32,
+                            .n_head = 32,
+                            .n_kv_head = 8,
+                            .n_embd = 4096,
+                            .n_inner = 14336,
+                            .block_size = 131072,
+                            .vocab_size = 128256,
+                            .arch = AX_ARCH_LLAMA,
+                            .untied = 1,
+                            .rope_theta = 500000};
+    j.batch = 8;
+    j.seq = 131072;
+    j.recompute = AX_RECOMPUTE_BLOCK;
+    j.act_bytes = 2;
+    j.cp = 0;
+    ax_plan p;
+    ax_plan_run(&j, 64, &mc, &p);
+    CHECK(p.nfit > 0 && p.c[0].cp > 1, "8B at 131072 on 64 H100s: first choice cp %d of %d runnable", p.c[0].cp,
+          p.nfit);
+    if (p.nfit == 0) return;
+    ax_plan_cost best = p.c[0], c;
+    ax_plan_free(&p);
+    j.cp = 1;
+    ax_plan_estimate(&j, best.grid, &mc, &c);
+    CHECK(c.legal && !c.fits, "the first choice's grid at C = 1 fits (%.1f GiB)", c.mem_bytes / (1 << 30));
+    double act1 = c.act_bytes;
+    ax_plan_run(&j, 64, &mc, &p);
+    int x1 = 0;
+    for (int i = 0; i < p.nfit; i++) x1 += p.c[i].grid[1] == 1;
+    CHECK(x1 == 0 && (p.nfit == 0 || p.c[0].step_s > best.step_s), "C = 1: %d grids with X = 1 fit; best %g s vs %g",
+          x1, p.nfit ? p.c[0].step_s : 0, best.step_s);
+    ax_plan_free(&p);
+    for (int cp = 2; cp <= 16; cp *= 2) {
+        j.cp = cp;
+        ax_plan_estimate(&j, best.grid, &mc, &c);
+        double r = c.act_bytes * cp / act1;
+        CHECK(r > 0.95 && r < 1.1, "cp %d: activations %.3g GiB, x C / C = 1's = %.3f", cp, c.act_bytes / (1 << 30), r);
+    }
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     test_median();
@@ -666,6 +819,9 @@ int main(int argc, char **argv) {
     test_volumes();
     test_memory(0);
     test_memory(1);
+    test_cp();
+    test_cp_rules();
+    test_cp_llama8b();
     test_rejects_and_ranking();
     test_fit_and_files();
     int rc = ax_test_done("plan");

@@ -149,8 +149,11 @@ int ax_cli_plan_job(const ax_train_opts *o, ax_plan_job *j);
  * block recomputation where not given) into o, then the planner's job. Collective. */
 int ax_cli_job_options(const ax_opt *opts, const ax_cli_model_flags *mf, ax_train_opts *o, ax_plan_job *j);
 /* --grid D,X,Y,Z into out, or auto: the planner's first choice for the ranks of
- * comm on the machine, said in one line (rank 0). NULL grid: out unchanged. Collective. */
-int ax_cli_grid_option(const char *grid, const char *machine, const ax_train_opts *o, MPI_Comm comm, int out[4]);
+ * comm on the machine (its context split into *cp; o->cp 0 lets it choose,
+ * else it is pinned), said in one line (rank 0). NULL grid: out unchanged.
+ * Collective. */
+int ax_cli_grid_option(const char *grid, const char *machine, const ax_train_opts *o, MPI_Comm comm, int out[4],
+                       int *cp);
 /* Appends max_new sampled tokens to toks[0..n) (room for n + max_new; temp 0: greedy). Collective. */
 void ax_cli_generate(ax_gpt *m, int32_t *toks, int n, int max_new, double temp, int top_k, uint64_t seed);
 /* "1,2,3" -> ids in [0, V); flag names the option in errors */

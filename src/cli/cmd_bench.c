@@ -162,6 +162,7 @@ int ax_cmd_bench(int argc, char **argv) {
     int gemm = argc > 2 && strcmp(argv[2], "gemm") == 0;
     ax_train_opts o;
     ax_train_defaults(&o);
+    o.cp = 0; /* not given: 1, or the planner's choice under --grid auto */
     const char *grid = NULL, *machine = NULL;
     ax_cli_backend_flags be = {0};
     ax_cli_model_flags mf = {0};
@@ -174,7 +175,8 @@ int ax_cmd_bench(int argc, char **argv) {
         AX_CLI_MODEL_OPTS(mf),
         {"grid", AX_OPT_STR, &grid, "D,X,Y,Z|auto",
          "process grid, or auto: the planner's first choice (default: data parallelism over the ranks left)"},
-        {"cp", AX_OPT_INT, &o.cp, "C", "context parallelism: C ranks split each sequence (default 1)",
+        {"cp", AX_OPT_INT, &o.cp, "C",
+         "context parallelism: C ranks split each sequence (default 1; --grid auto: the planner's choice)",
          AX_RANGE('[', 1, 65536, ']')},
         {"machine", AX_OPT_STR, &machine, "FILE|NAME", "machine description for --grid auto (default: an estimate)"},
         {"batch", AX_OPT_INT, &o.batch, "N", "global batch in sequences per step (default 8)",
@@ -198,7 +200,8 @@ int ax_cmd_bench(int argc, char **argv) {
     AX_TRY(ax_cli_model_options(opts, &mf, o.init != NULL, &o.model));
     if (o.init) AX_TRY(ax_cli_init_config(o.init, &o.model));
     o.quiet = 1;
-    AX_TRY(ax_cli_grid_option(grid, machine, &o, MPI_COMM_WORLD, o.grid));
+    AX_TRY(ax_cli_grid_option(grid, machine, &o, MPI_COMM_WORLD, o.grid, &o.cp));
+    if (!o.cp) o.cp = 1;
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (gemm) {

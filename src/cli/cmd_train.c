@@ -57,7 +57,8 @@ static void train_options(train_cli *t, ax_opt *table) {
          "process grid; D*X*Y*Z*C = number of ranks (default: data parallelism over the ranks left after X*Y*Z*C); "
          "auto: the planner's first choice"},
         {"cp", AX_OPT_INT, &o->cp, "C",
-         "context parallelism: C ranks split each sequence (ring attention; --seq a multiple of 2C) (default {})",
+         "context parallelism: C ranks split each sequence (ring attention; --seq a multiple of 2C) (default 1; "
+         "--grid auto: the planner's choice)",
          AX_RANGE('[', 1, 65536, ']')},
         {"machine", AX_OPT_STR, &t->machine, "FILE|NAME",
          "machine description for --grid auto (axonn bench comm --out; default: an estimate)"},
@@ -161,12 +162,12 @@ static int choose_data(train_cli *t, const ax_opt *opts, int size_from_file) {
 static int choose_grid(train_cli *t, int size_from_file) {
     ax_train_opts *o = &t->o;
     if (!t->grid || strcmp(t->grid, "auto") != 0)
-        return ax_cli_grid_option(t->grid, t->machine, o, MPI_COMM_WORLD, o->grid);
+        return ax_cli_grid_option(t->grid, t->machine, o, MPI_COMM_WORLD, o->grid, &o->cp);
     ax_train_opts plan = *o;
     if (o->init) AX_TRY(ax_cli_init_config(o->init, &plan.model));
     else if (size_from_file)
         return AX_ERR("--grid auto: not with --resume DIR (give the checkpoint's grid, or --resume auto)");
-    return ax_cli_grid_option(t->grid, t->machine, &plan, MPI_COMM_WORLD, o->grid);
+    return ax_cli_grid_option(t->grid, t->machine, &plan, MPI_COMM_WORLD, o->grid, &o->cp);
 }
 
 /* the tokenizer beside the trained model; samples after a run on the default corpus */
@@ -186,6 +187,7 @@ int ax_cmd_train(int argc, char **argv) {
     train_cli t; /* the run's options point into it */
     memset(&t, 0, sizeof t);
     ax_train_defaults(&t.o);
+    t.o.cp = 0; /* not given: 1, or the planner's choice under --grid auto */
     ax_opt opts[MAX_OPTS];
     train_options(&t, opts);
     int rc = ax_args_parse(opts, argc, argv, 2, usage, NULL, NULL, 0);
@@ -197,6 +199,7 @@ int ax_cmd_train(int argc, char **argv) {
     AX_TRY(ax_cli_model_options(opts, &t.mf, size_from_file, &t.o.model));
     AX_TRY(choose_data(&t, opts, size_from_file));
     AX_TRY(choose_grid(&t, size_from_file));
+    if (!t.o.cp) t.o.cp = 1; /* --cp not given and not chosen by --grid auto */
     rc = ax_train(&t.o, MPI_COMM_WORLD);
     if (rc) return rc;
     return after_training(&t);

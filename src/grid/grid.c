@@ -14,6 +14,17 @@ static void split(ax_grid *g, ax_comm *c, int color, int key) {
     ax_comm_from(c, m);
 }
 
+int ax_cp_fits(int T, int cp) { return cp == 1 || (cp > 1 && T % (2 * cp) == 0); }
+
+int ax_cp_check(int T, int cp) {
+    if (cp < 1) return AX_ERR("--cp %d: expected >= 1", cp);
+    if (!ax_cp_fits(T, cp))
+        return AX_ERR("--cp %d: the sequence length %d must be a multiple of 2C = %d (each sequence is cut into 2C "
+                      "chunks)",
+                      cp, T, 2 * cp);
+    return 0;
+}
+
 int ax_grid_init(ax_grid *g, MPI_Comm user, int gd, int gx, int gy, int gz) {
     return ax_grid_init_cp(g, user, gd, gx, gy, gz, 1);
 }
@@ -100,13 +111,6 @@ void ax_grid_free(ax_grid *g) {
     ax_comm *all[] = {&g->X, &g->Y, &g->Z, &g->Zg, &g->C, &g->data, &g->dz, &g->tp};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) ax_comm_free(all[i]);
     if (g->world != MPI_COMM_NULL && g->world) MPI_Comm_free(&g->world);
-}
-
-int ax_grid_check_seq(const ax_grid *g, int T) {
-    if (g->gc > 1 && T % (2 * g->gc))
-        return AX_ERR("--cp %d: the sequence length %d must be a multiple of 2*C = %d (each rank holds two chunks)",
-                      g->gc, T, 2 * g->gc);
-    return 0;
 }
 
 int ax_grid_parse(const char *s, int dims[4]) {

@@ -43,12 +43,17 @@ static inline int ax_grid_cp_pos(const ax_grid *g, int T, int i) {
     int Tc = T / (2 * g->gc), slot = i / Tc;
     return (slot ? 2 * g->gc - 1 - g->c : g->c) * Tc + i % Tc;
 }
-/* One line unless sequences of T tokens split over the C group (T a multiple of 2 Gc). */
-int ax_grid_check_seq(const ax_grid *g, int T);
 /* Under a device backend, how each kind of group communicates ("collectives:
  * NCCL for X, Y; host-staged MPI for Z (their ranks share a GPU)"), over every
  * group of the grid (collective); "" under a host backend. */
 int ax_grid_comm_line(ax_grid *g, char *line, size_t cap);
 /* Parses "D,X,Y,Z". */
 int ax_grid_parse(const char *s, int dims[4]);
+/* The context split's rule (nn/ring_attention.h): every sequence is cut into
+ * 2C chunks, so with C > 1 the sequence length T must be a multiple of 2C
+ * (C = 1 cuts nothing). ax_cp_fits says whether (T, C) may run; ax_cp_check
+ * returns 0, or an error naming both ("--cp C: the sequence length T must be
+ * a multiple of 2C = ..."). */
+int ax_cp_fits(int T, int cp);
+int ax_cp_check(int T, int cp);
 #endif

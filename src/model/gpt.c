@@ -285,10 +285,9 @@ void ax_gpt_init_random(ax_gpt *m, uint64_t seed) {
  * in its order, then the attention scratch and a GPU's micro-batch copies. */
 static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
     ax_grid *g = m->g;
-    int Tl = T / g->gc; /* rows of a sequence on this rank */
-    int64_t M = (int64_t)B * Tl, off = 0;
+    int64_t M = (int64_t)B * (T / g->gc), off = 0; /* this rank's rows */
     ax_gpt_acts s;
-    ax_gpt_act_sizes(&m->cfg, (int[]){g->gd, g->gx, g->gy, g->gz}, B, Tl, m->recompute, m->dtype, &s);
+    ax_gpt_act_sizes(&m->cfg, (int[]){g->gd, g->gx, g->gy, g->gz}, g->gc, B, T, m->recompute, m->dtype, &s);
     const ax_gpt_act_buf *b = s.buf;
 #define TAKE(n)   (off = round_up(off, 16) + (n), base ? base + off - (n) : NULL)
 #define ONE(id)   TAKE(b[id].floats)
@@ -320,6 +319,8 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
     m->s1 = ONE(AX_ACT_S1);
     m->s2 = ONE(AX_ACT_S2);
     m->scratch = ONE(AX_ACT_SCRATCH);
+    float *ring = ONE(AX_ACT_RING);
+    m->ring_ws = b[AX_ACT_RING].floats ? ring : NULL;
     for (int l = 0; base && l < m->cfg.n_layer; l++) { /* the fp32 working copies (gpt.h) */
         ax_layer_acts *a = &m->L[l];
         int h = m->dtype == AX_BF16;
@@ -327,12 +328,10 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
         a->atty32 = h ? atty32 : (float *)a->atty;
         a->fcy = h ? m->s1 : (float *)a->fch; /* s1: forward does not use it */
     }
-    m->att_scratch = TAKE((int64_t)m->att_threads * ax_attention_scratch(Tl));
-    if (g->gc > 1) { /* context parallelism: the ring's buffers and the rows' positions */
-        m->ring_ws = TAKE((int64_t)ax_ring_workspace_floats(B, Tl / 2, m->KVl, m->hd));
-        m->cp_pos = (int32_t *)TAKE(M);
-    }
-    if (!ax_be()->host_memory) { /* the micro-batch, sent where the kernels read */
+    /* the attention's rows: the sequence, or under the ring a chunk (nn/ring_attention.h) */
+    m->att_scratch = TAKE((int64_t)m->att_threads * ax_attention_scratch(g->gc > 1 ? T / (2 * g->gc) : T));
+    if (g->gc > 1) m->cp_pos = (int32_t *)TAKE(M); /* the rows' global positions */
+    if (!ax_be()->host_memory) {                   /* the micro-batch, sent where the kernels read */
         m->dev_inputs = (int32_t *)TAKE(M);
         m->dev_targets = (int32_t *)TAKE(M);
         m->dev_weights = TAKE(M);

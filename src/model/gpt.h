@@ -161,7 +161,8 @@ typedef struct {
     int logit_rows_max; /* tests: fewer rows per classifier chunk than the rule gives (0: the rule) */
     ax_layer_acts *L;
     float *dres, *s1, *s2, *scratch, *att_scratch;
-    ax_bf16 *dy_h; /* bf16: a backward GEMM's fp32 dy rounded */
+    float *ring_ws; /* the ring attention's buffers (Gc > 1: ax_ring_workspace_floats; else NULL) */
+    ax_bf16 *dy_h;  /* bf16: a backward GEMM's fp32 dy rounded */
     /* a backend of its own memory (a GPU): the micro-batch's tokens, targets
      * and weights sent there (asynchronously where the backend can) */
     int32_t *dev_inputs, *dev_targets;
@@ -169,10 +170,8 @@ typedef struct {
     const float *kweights; /* the last forward's weights where the kernels read them (NULL: all count) */
     double *loss_acc;      /* the backend's memory: the weighted loss summed there (ax_gpt_loss_add) */
     int att_threads;       /* threads att_scratch is sized for */
-    /* context parallelism (Gc > 1): the ring attention's buffers, and the
-     * global positions of this rank's rows (cp_pos_B sequences of a length of
-     * cp_pos_T, 0: not yet written) */
-    float *ring_ws;
+    /* context parallelism (Gc > 1): the global positions of this rank's
+     * rows (cp_pos_B sequences of a length of cp_pos_T, 0: not yet written) */
     int32_t *cp_pos;
     int cp_pos_T, cp_pos_B;
     ax_recompute recompute; /* NONE after init; KV-cache decoding needs NONE */
@@ -187,6 +186,8 @@ int ax_gpt_check_grid(const ax_gpt_config *c, const ax_grid *g);
 int ax_gpt_init(ax_gpt *m, const ax_gpt_config *c, ax_grid *g);
 void ax_gpt_free(ax_gpt *m);
 void ax_gpt_init_random(ax_gpt *m, uint64_t seed);
+/* for B local sequences of T tokens, of which this rank holds T / Gc (each
+ * rank of the C group two chunks of T / (2 Gc)) */
 void ax_gpt_alloc_acts(ax_gpt *m, int B, int T);
 
 /* A rank's parameters on a grid of sizes g = {D, X, Y, Z}, from the config and
@@ -232,6 +233,7 @@ enum {
     AX_ACT_S1,
     AX_ACT_S2,
     AX_ACT_SCRATCH,
+    AX_ACT_RING, /* the ring attention's buffers (C > 1; nn/ring_attention.h) */
     AX_ACT_N
 };
 typedef struct {
@@ -243,16 +245,19 @@ typedef struct {
     ax_gpt_act_buf buf[AX_ACT_N];
 } ax_gpt_acts;
 /* The sizes of a rank's activation buffers for B sequences of T tokens on a
- * grid of sizes g = {D, X, Y, Z}, under a recompute mode and GEMM input
- * dtype: the config and the sizes alone (no allocation, no communication).
+ * grid of sizes g = {D, X, Y, Z} with the sequences split over cp context
+ * ranks (each holds T/cp tokens of each: B*T/cp rows; the attention's lse
+ * (B, H/Y, T/cp); with cp > 1 the ring's buffers), under a recompute mode and
+ * GEMM input dtype: the config and the sizes alone (no allocation, no
+ * communication). T must be a multiple of 2 cp when cp > 1 (ax_cp_check).
  * A per-layer buffer is kept for every layer unless the recompute mode
  * rebuilds it in backward. Under bf16 the norms' outputs, q|k|v, the
  * attention output, the MLP hidden (fch, fch_act) and the final norm's
  * output are bf16 (docs/design.md, Precision), with one shared fp32 working
  * copy of q|k|v and of the attention output, and dy's rounded copy;
  * everything else is fp32 in either dtype. */
-void ax_gpt_act_sizes(const ax_gpt_config *c, const int g[4], int B, int T, ax_recompute recompute, ax_dtype dtype,
-                      ax_gpt_acts *s);
+void ax_gpt_act_sizes(const ax_gpt_config *c, const int g[4], int cp, int B, int T, ax_recompute recompute,
+                      ax_dtype dtype, ax_gpt_acts *s);
 /* their floats, every buffer counted once for each copy, without alignment */
 int64_t ax_gpt_act_floats(const ax_gpt_acts *s);
 void ax_gpt_set_recompute(ax_gpt *m, ax_recompute mode);

@@ -2,6 +2,7 @@
  * config and the grid's sizes alone: gpt.c lays the model out from them, and
  * the planner (plan/model.c) counts its memory from them. */
 #include "model/gpt.h"
+#include "nn/ring_attention.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,8 +14,8 @@ int ax_gpt_logit_rows(int64_t M, int64_t Vl) {
     return (int)(r < M ? r : M);
 }
 
-void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int B, int T, ax_recompute recompute, ax_dtype dtype,
-                      ax_gpt_acts *s) {
+void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int cp, int B, int T, ax_recompute recompute,
+                      ax_dtype dtype, ax_gpt_acts *s) {
     ax_grid sizes = {.gd = g[0], .gx = g[1], .gy = g[2], .gz = g[3], .gc = 1, .size = g[0] * g[1] * g[2] * g[3]};
     ax_gpt m; /* only its shapes are set: the FC layers' splits as ax_gpt_init makes them */
     memset(&m, 0, sizeof m);
@@ -23,7 +24,8 @@ void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int B, int T, 
     m.g = &sizes;
     ax_gpt_shapes(&m);
     /* q|k|v, the MLP's first FC and its activation's widths per rank */
-    int64_t M = (int64_t)B * T, Cx = m.Cx, Cy = m.Cy, Q = m.qkv.out_l, Fc = m.fc.out_l, Fa = m.fcproj.in_l, Vl = m.Vl;
+    int64_t Tl = T / cp, M = (int64_t)B * Tl, Cx = m.Cx, Cy = m.Cy, Q = m.qkv.out_l, Fc = m.fc.out_l,
+            Fa = m.fcproj.in_l, Vl = m.Vl;
     int64_t wide = Cx; /* widest row a backward scratch holds */
     if (Q > wide) wide = Q;
     if (Fc > wide) wide = Fc;
@@ -43,7 +45,7 @@ void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int B, int T, 
         .buf[AX_ACT_LN1_MEAN] = F32(M, !block),
         .buf[AX_ACT_LN1_RSTD] = F32(M, !block),
         .buf[AX_ACT_QKV] = ACT(M * Q, !block),
-        .buf[AX_ACT_LSE] = F32((int64_t)B * m.Hl * T, !attn),
+        .buf[AX_ACT_LSE] = F32((int64_t)B * m.Hl * Tl, !attn),
         .buf[AX_ACT_ATTY] = ACT(M * Cy, !attn),
         .buf[AX_ACT_RES2] = F32(M * Cx, !block),
         .buf[AX_ACT_LN2] = ACT(M * Cx, !block),
@@ -67,6 +69,8 @@ void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int B, int T, 
         .buf[AX_ACT_S1] = F32(M * wide, 0),
         .buf[AX_ACT_S2] = F32(s2, 0),
         .buf[AX_ACT_SCRATCH] = F32(4 * M, 0),
+        /* the key/value chunks in flight and their gradients, shared by all layers */
+        .buf[AX_ACT_RING] = F32(cp > 1 ? (int64_t)ax_ring_workspace_floats(B, T / (2 * cp), m.KVl, m.hd) : 0, 0),
     };
 #undef ACT
 #undef BF16

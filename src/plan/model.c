@@ -1,10 +1,11 @@
 #include "plan/model.h"
+#include "grid/grid.h"
 #include "model/gpt.h"
 #include "util/err.h"
 #include <stdio.h>
 #include <string.h>
 
-const char *const ax_plan_group_names[AX_PG_N] = {"X", "Y", "Z", "data", "data_z", "xyz"};
+const char *const ax_plan_group_names[AX_PG_N] = {"X", "Y", "Z", "data", "data_z", "xyz", "C"};
 
 void ax_plan_job_defaults(ax_plan_job *j) {
     memset(j, 0, sizeof *j);
@@ -12,17 +13,20 @@ void ax_plan_job_defaults(ax_plan_job *j) {
     j->act_bytes = 4;
     j->mem_reserve = 0.1;
     j->ov_flags = AX_OV_ALL; /* as axonn train */
+    j->cp = 1;
 }
+
+static int job_cp(const ax_plan_job *j) { return j->cp > 0 ? j->cp : 1; }
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* Why the grid cannot run the job, or NULL: the model's rules (ax_gpt_check_grid, on a grid
- * of sizes only), then the trainer's (the batch splits into grad_accum micro-batches, and a
- * micro-batch's sequences over D x Z). */
+ * of sizes only) and the context split's (ax_cp_check), then the trainer's (the batch splits
+ * into grad_accum micro-batches, and a micro-batch's sequences over D x Z). */
 static const char *illegal(const ax_plan_job *j, const int g[4], char *buf, size_t n) {
-    int D = g[0], Z = g[3];
-    ax_grid sizes = {.gd = D, .gx = g[1], .gy = g[2], .gz = Z, .gc = 1, .size = D * g[1] * g[2] * Z};
-    if (ax_gpt_check_grid(&j->cfg, &sizes)) {
+    int D = g[0], Z = g[3], cp = job_cp(j);
+    ax_grid sizes = {.gd = D, .gx = g[1], .gy = g[2], .gz = Z, .gc = cp, .size = D * g[1] * g[2] * Z * cp};
+    if (ax_gpt_check_grid(&j->cfg, &sizes) || ax_cp_check(j->seq, cp)) {
         const char *msg = ax_err_msg();
         snprintf(buf, n, "%s", strncmp(msg, "--grid: ", 8) ? msg : msg + 8); /* here every reason is a grid's */
         ax_err_clear();
@@ -47,11 +51,12 @@ typedef struct {
 
 /* The job on one grid, in the model's terms (model/gpt.c): sizes per rank and micro-batch. */
 typedef struct {
-    int D, X, Y, Z, P;
+    int D, X, Y, Z, cp, P; /* cp: the context split C */
     int64_t C, L, T, nh, hd, F;
     int tables;               /* the token table, and an untied LM head */
     int64_t Q;                /* fused q|k|v width */
-    int64_t Bl, M;            /* sequences and rows of a micro-batch on a rank */
+    int64_t Bl, M;            /* sequences and rows (Bl T / cp) of a micro-batch on a rank */
+    double kvc;               /* the ring's transfer: a rank's key/value chunks, Bl x T/cp rows of k|v */
     int64_t Vl, Cx, Cy, Hl;   /* local vocabulary, hidden per X and Y shard, local heads */
     int block, attn;          /* recomputed: whole blocks; attention (also under block) */
     double ab;                /* bytes per activation element */
@@ -61,9 +66,10 @@ typedef struct {
 
 static void dims_of(const ax_plan_job *j, const int g[4], ax_dims *d) {
     const ax_gpt_config *cf = &j->cfg;
-    int D = g[0], X = g[1], Y = g[2], Z = g[3];
+    int D = g[0], X = g[1], Y = g[2], Z = g[3], cp = job_cp(j);
     int64_t C = cf->n_embd, nh = cf->n_head, hd = C / nh;
     int64_t KV = cf->n_kv_head ? cf->n_kv_head : nh, F = cf->n_inner ? cf->n_inner : 4 * C;
+    int64_t KVl = KV >= Y ? KV / Y : 1; /* key/value heads per rank (model/gpt_layout.c) */
     int llama = cf->arch == AX_ARCH_LLAMA;
     /* fused q|k|v (key/value heads fewer than Y: one copy per Y shard); the MLP's first FC
      * ([gate|up] under SwiGLU) */
@@ -73,7 +79,8 @@ static void dims_of(const ax_plan_job *j, const int g[4], ax_dims *d) {
                    .X = X,
                    .Y = Y,
                    .Z = Z,
-                   .P = D * X * Y * Z,
+                   .cp = cp,
+                   .P = D * X * Y * Z * cp,
                    .C = C,
                    .L = cf->n_layer,
                    .T = j->seq,
@@ -83,7 +90,8 @@ static void dims_of(const ax_plan_job *j, const int g[4], ax_dims *d) {
                    .tables = cf->untied ? 2 : 1,
                    .Q = Q,
                    .Bl = Bl,
-                   .M = Bl * j->seq,
+                   .M = Bl * (j->seq / cp),
+                   .kvc = (double)Bl * (j->seq / cp) * 2 * KVl * hd,
                    .Vl = Vp / Y,
                    .Cx = C / X,
                    .Cy = C / Y,
@@ -121,7 +129,7 @@ static void estimate_memory(const ax_plan_job *j, ax_dims *d, const ax_machine *
     /* the model's layout in the job's dtype (model/gpt_layout.c: bf16 buffers
      * counted two to a float) without its alignment or the attention scratch */
     ax_gpt_acts acts;
-    ax_gpt_act_sizes(&j->cfg, (int[]){d->D, d->X, d->Y, d->Z}, (int)d->Bl, (int)d->T, j->recompute,
+    ax_gpt_act_sizes(&j->cfg, (int[]){d->D, d->X, d->Y, d->Z}, d->cp, (int)d->Bl, (int)d->T, j->recompute,
                      ab == 2 ? AX_BF16 : AX_F32, &acts);
     c->act_bytes = 4.0 * (double)ax_gpt_act_floats(&acts);
     c->mem_bytes = 4 * c->param_bytes + c->act_bytes + c->ws_bytes;
@@ -182,10 +190,12 @@ static double layernorm(double n, int bwd, const ax_machine *m, double ab, doubl
     return n * (m->ln_fwd_s + (bwd ? m->ln_bwd_s : 0));
 }
 
-/* The placement of each group (x fastest) */
+/* The placement of each group (rank order (((d C + c) Z + z) Y + y) X + x, grid/grid.h):
+ * data spans d and c, data x Z d, c and z */
 static void place_groups(const ax_dims *d, const ax_machine *m, ax_plan_cost *c) {
-    int X = d->X, Y = d->Y, Z = d->Z, D = d->D;
-    int size[AX_PG_N] = {X, Y, Z, D, D * Z, X * Y * Z}, stride[AX_PG_N] = {1, X, X * Y, X * Y * Z, X * Y, 1};
+    int X = d->X, Y = d->Y, Z = d->Z, DC = d->D * d->cp;
+    int size[AX_PG_N] = {X, Y, Z, DC, DC * Z, X * Y * Z, d->cp};
+    int stride[AX_PG_N] = {1, X, X * Y, X * Y * Z, X * Y, 1, X * Y * Z};
     for (int i = 0; i < AX_PG_N; i++) c->place[i] = ax_machine_place(m, stride[i], size[i], d->P);
 }
 
@@ -222,13 +232,40 @@ static void fc_time(ax_acc *a, const ax_plan_job *j, const ax_dims *d, const ax_
     if (Z > 1) a->elem += a->scale * 12.0 * cdiv((int64_t)wblk, Z); /* chunk accumulation */
 }
 
+/* The ring attention's transfers in one pass over the layers (nn/ring_attention.h; C > 1):
+ * n per layer of a rank's key/value chunks (or their gradients, as many floats) to the
+ * next rank of the C group, in fp32 (the ring's buffers). A transfer is one step of a
+ * ring all-gather: charged as a 2-rank all-gather of its bytes at the C group's placement.
+ * The ring keeps them in flight behind the attention of the chunks in hand: they hide up
+ * to `window`, the attention seconds of the steps that run with a transfer in flight. */
+static void ring_time(ax_acc *a, const ax_dims *d, int n, double window) {
+    if (d->cp <= 1) return;
+    ax_plan_cost *c = a->c;
+    double bytes = 4.0 * d->kvc, t = a->scale * n * ax_machine_coll(a->m, AX_COLL_AG, 2, c->place[AX_PG_C], bytes);
+    c->comm_s[AX_PG_C] += t;
+    c->comm_bytes[AX_PG_C] += a->scale * n * bytes;
+    c->n_coll[AX_PG_C] += a->scale * n;
+    a->hidden += fmin2(t, window);
+}
+
+/* A pass's attention seconds `att` (forward only when fwd_only) and its ring: forward
+ * C - 1 transfers of key/value chunks behind C - 1 of the C steps; backward the key/value
+ * chunks again and their gradients' lap back to their owners (C - 1 + C) behind all of it */
+static void attention_time(ax_acc *a, const ax_dims *d, double att, int fwd_only) {
+    int cp = d->cp;
+    a->c->attn_s += att;
+    double fwd = fwd_only ? att : att * 2 / 7; /* 2 of the 7 T^2 hd FLOPs (plan/model.h) */
+    ring_time(a, d, cp - 1, fwd * (cp - 1) / cp);
+    if (!fwd_only) ring_time(a, d, 2 * cp - 1, att - fwd);
+}
+
 /* The transformer blocks of a micro-batch, grad_accum times: pass 0 forward and backward of
- * every layer; pass 1 the forward rerun of block recomputation (L - 1 layers) */
+ * every layer; pass 1 the forward rerun of block recomputation (L - 1 layers). Attention:
+ * a rank's 1/C of the causal total (the load-balanced chunks), at the rate for its T/C rows */
 static void layers_time(ax_acc *a, const ax_plan_job *j, const ax_dims *d) {
     const ax_machine *m = a->m;
-    ax_plan_cost *c = a->c;
     int64_t L = d->L, M = d->M, T = d->T, hd = d->hd, Bl = d->Bl, Hl = d->Hl, Cx = d->Cx, Cy = d->Cy;
-    double ab = d->ab, attn_rate = ax_machine_attn_rate(m, (int)T, (int)hd);
+    double ab = d->ab, attn_rate = ax_machine_attn_rate(m, (int)(T / d->cp), (int)hd);
     int act = m->act_fwd_s > 0 && m->act_bwd_s > 0, ln = m->ln_fwd_s > 0 && m->ln_bwd_s > 0;
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1 && !d->block) break;
@@ -236,7 +273,7 @@ static void layers_time(ax_acc *a, const ax_plan_job *j, const ax_dims *d) {
         for (int i = 0; i < 4; i++) fc_time(a, j, d, &d->fcs[i], pass);
         /* LayerNorm statistics: two per row, over X; twice per layer (backward again) */
         for (int k = 0; k < (pass ? 2 : 4); k++) coll(a, AX_PG_X, AX_COLL_AR, d->X, 2.0 * M, 4);
-        c->attn_s += a->scale * Bl * Hl * (pass ? 2.0 : 7.0) * T * T * hd / attn_rate;
+        attention_time(a, d, a->scale * Bl * Hl * (pass ? 2.0 : 7.0) * T * T * hd / attn_rate / d->cp, pass);
         a->elem += a->scale * ab * M * (pass ? 14.0 * Cx + 22.0 * Cy : 24.0 * Cx + 41.0 * Cy);
         /* the activation's elements at their measured cost, instead of its bytes (2 forward, 3 backward) */
         if (act) {
@@ -247,7 +284,10 @@ static void layers_time(ax_acc *a, const ax_plan_job *j, const ax_dims *d) {
         if (ln) /* the two LayerNorms' M x Cx elements likewise (their bytes: x, y forward; dy, x, dx backward) */
             a->kern += layernorm(a->scale * 2.0 * M * Cx, !pass, m, ab, &a->elem);
     }
-    if (d->attn && !d->block) c->attn_s += j->grad_accum * (double)(L - 1) * Bl * Hl * 2.0 * T * T * hd / attn_rate;
+    if (d->attn && !d->block) { /* attention recomputed: its forward rerun in L - 1 layers' backward */
+        a->scale = j->grad_accum * (double)(L - 1);
+        attention_time(a, d, a->scale * Bl * Hl * 2.0 * T * T * hd / attn_rate / d->cp, 1);
+    }
 }
 
 /* Embedding, final norm, LM head (the token table, and an untied head, gathered once per
@@ -285,7 +325,7 @@ static void head_time(ax_acc *a, const ax_plan_job *j, const ax_dims *d) {
 /* Once per step: token count and loss over data x Z, the gradients' reductions (DP: behind
  * the backward of the layers still to run, the last bucket waiting), the norm */
 static void reductions_time(ax_acc *a, const ax_plan_job *j, const ax_dims *d) {
-    int D = d->D, Z = d->Z;
+    int D = d->D * d->cp, Z = d->Z; /* C holds the same weights, other tokens: like data */
     int64_t L = d->L;
     a->scale = 1;
     coll(a, AX_PG_DZ, AX_COLL_AR, D * Z, 2, 8);
@@ -317,6 +357,7 @@ static void estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, 
                      ax_shapes *rec) {
     memset(c, 0, sizeof *c);
     memcpy(c->grid, g, sizeof c->grid);
+    c->cp = job_cp(j);
     if (illegal(j, g, c->why, sizeof c->why)) return;
     c->legal = 1;
     ax_dims d;

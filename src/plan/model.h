@@ -1,7 +1,7 @@
 /* The performance model (docs/algorithm.md §6): for a GPT model, a job (global batch,
- * sequence, micro-batches, recompute mode, activation dtype), a grid
- * (D, X, Y, Z) and a machine description, the predicted step time, its parts
- * and the memory per rank. Pure arithmetic: nothing is allocated or run.
+ * sequence, micro-batches, recompute mode, activation dtype, context split C),
+ * a grid (D, X, Y, Z) and a machine description, the predicted step time, its
+ * parts and the memory per rank. Pure arithmetic: nothing is allocated or run.
  *
  * Step time = accum x (GEMMs + attention + elementwise + communication of one
  * micro-batch) + data-parallel reductions + optimizer, where
@@ -11,7 +11,12 @@
  *    alpha_gemm + FLOPs / gemm_flops;
  *  - attention counts 7 T^2 hd FLOPs per (sequence, local head) for forward and
  *    backward (2 + 5 causal half-products), at the machine's attention rate
- *    (measured at the job's T and head size where listed);
+ *    (measured at the job's T and head size where listed); with C > 1 a rank
+ *    does 1/C of it (the causal load balance) at the rate for its T/C rows;
+ *  - C > 1: every per-token op on B T / C rows; the ring's transfers of key/value
+ *    chunks (and their gradients) between neighbours of the C group, each
+ *    charged as one step of a ring all-gather, hidden behind the attention
+ *    steps they run with; the gradients reduced over data x C (C like data);
  *  - elementwise kernels (LayerNorm, GELU, bias, residual, cross-entropy)
  *    are bytes moved at the machine's elementwise bandwidth, except the
  *    activation, LayerNorm and cross-entropy where the machine has their
@@ -40,14 +45,16 @@ typedef struct {
     double overlap;              /* share of communication hidden behind compute (0..1) */
     int ov_flags, keep_gathered; /* the trainer's --overlap (AX_OV_*, default all) and --keep-gathered: their buffers */
     double mem_reserve;          /* share of memory kept free for the runtime (default 0.1) */
+    int cp; /* the context split C (default 1, as the trainer); ax_plan_run: 0 tries every C (ax_cp_fits) */
 } ax_plan_job;
 
-/* groups: X, Y, Z (gathers and reduce-scatters), data, data x Z, X x Y x Z */
-enum { AX_PG_X, AX_PG_Y, AX_PG_Z, AX_PG_DATA, AX_PG_DZ, AX_PG_TP, AX_PG_N };
+/* groups: X, Y, Z (gathers and reduce-scatters), data (x C), data x C x Z, X x Y x Z, C (the ring's transfers) */
+enum { AX_PG_X, AX_PG_Y, AX_PG_Z, AX_PG_DATA, AX_PG_DZ, AX_PG_TP, AX_PG_C, AX_PG_N };
 extern const char *const ax_plan_group_names[AX_PG_N];
 
 typedef struct {
-    int grid[4];
+    int grid[4];   /* D, X, Y, Z */
+    int cp;        /* C: the job's (ax_plan_run: the one this grid was estimated with) */
     int legal;     /* the grid divides the model and the batch */
     int fits;      /* and its memory fits */
     char why[200]; /* why not, when !legal or !fits */
@@ -61,7 +68,7 @@ typedef struct {
 } ax_plan_cost;
 
 void ax_plan_job_defaults(ax_plan_job *j);
-/* Fills c for grid (D, X, Y, Z); returns 0 (c->legal and c->fits say the rest). */
+/* Fills c for grid (D, X, Y, Z) and the job's C (0 taken as 1); c->legal and c->fits say the rest. */
 void ax_plan_estimate(const ax_plan_job *j, const int grid[4], const ax_machine *m, ax_plan_cost *c);
 /* with_time 0: legality and memory only (the minimum-rank search) */
 void ax_plan_estimate_part(const ax_plan_job *j, const int grid[4], const ax_machine *m, ax_plan_cost *c,

@@ -1,4 +1,5 @@
 #include "plan/plan.h"
+#include "grid/grid.h"
 #include "util/err.h"
 #include <stdint.h>
 #include <stdlib.h>
@@ -10,12 +11,13 @@ static int by_rank(const void *pa, const void *pb) {
     if (ga != gb) return gb - ga;
     if (ga && a->step_s != b->step_s) return a->step_s < b->step_s ? -1 : 1;
     if (!ga && a->legal != b->legal) return b->legal - a->legal; /* the ones too large first: closest to fitting */
-    return memcmp(a->grid, b->grid, sizeof a->grid);             /* a stable order for ties */
+    int g = memcmp(a->grid, b->grid, sizeof a->grid);            /* a stable order for ties */
+    return g ? g : a->cp - b->cp;
 }
 
 /* the divisors of P, ascending; returns their count */
 static int divisors(int P, int *d) {
-    int n = 0, hi = 0, top[64];
+    int n = 0, hi = 0, top[256]; /* at most 120 above the root below 2^20 (720720 has 240 divisors) */
     for (int i = 1; (int64_t)i * i <= P; i++)
         if (P % i == 0) {
             d[n++] = i;
@@ -44,7 +46,7 @@ static int each_grid(int P, grid_fn f, void *ctx) {
 }
 
 typedef struct {
-    const ax_plan_job *j;
+    ax_plan_job j; /* its cp: the C of the grids enumerated now */
     const ax_machine *m;
     ax_plan *p;
     int found;
@@ -53,7 +55,7 @@ typedef struct {
 static void add_grid(void *ctx, const int g[4]) {
     plan_ctx *x = ctx;
     ax_plan_cost *c = &x->p->c[x->p->n++];
-    ax_plan_estimate(x->j, g, x->m, c);
+    ax_plan_estimate(&x->j, g, x->m, c);
     x->p->nfit += c->legal && c->fits;
 }
 
@@ -61,16 +63,30 @@ static void check_fit(void *ctx, const int g[4]) {
     plan_ctx *x = ctx;
     if (x->found) return;
     ax_plan_cost c;
-    ax_plan_estimate_part(x->j, g, x->m, &c, 0);
+    ax_plan_estimate_part(&x->j, g, x->m, &c, 0);
     x->found = c.legal && c.fits;
+}
+
+/* calls f for every (D, X, Y, Z) of P / C ranks with x->j.cp = C, for the job's C or (0)
+ * every C that divides P and the sequence (ax_cp_fits); returns the count */
+static int each_grid_cp(int P, grid_fn f, plan_ctx *x) {
+    int dv[2048], n = divisors(P, dv), count = 0, want = x->j.cp;
+    for (int i = 0; i < n; i++) {
+        int cp = dv[i];
+        if ((want && cp != want) || !ax_cp_fits(x->j.seq, cp)) continue;
+        x->j.cp = cp;
+        count += each_grid(P / cp, f, x);
+        x->j.cp = want;
+    }
+    return count;
 }
 
 void ax_plan_run(const ax_plan_job *j, int P, const ax_machine *m, ax_plan *out) {
     memset(out, 0, sizeof *out);
     out->P = P;
-    out->c = ax_calloc(each_grid(P, NULL, NULL), sizeof(ax_plan_cost));
-    plan_ctx x = {j, m, out, 0};
-    each_grid(P, add_grid, &x);
+    plan_ctx x = {*j, m, out, 0};
+    out->c = ax_calloc(each_grid_cp(P, NULL, &x), sizeof(ax_plan_cost));
+    each_grid_cp(P, add_grid, &x);
     qsort(out->c, out->n, sizeof *out->c, by_rank);
 }
 
@@ -81,8 +97,8 @@ void ax_plan_free(ax_plan *p) {
 
 int ax_plan_min_ranks(const ax_plan_job *j, const ax_machine *m, int limit) {
     for (int P = 1; P <= limit; P++) {
-        plan_ctx x = {j, m, NULL, 0};
-        each_grid(P, check_fit, &x);
+        plan_ctx x = {*j, m, NULL, 0};
+        each_grid_cp(P, check_fit, &x);
         if (x.found) return P;
     }
     return 0;

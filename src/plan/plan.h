@@ -1,10 +1,11 @@
-/* The planner (docs/algorithm.md §6): every (D, X, Y, Z) with D X Y Z = P — any
- * factorisation — estimated by plan/model.h and ranked: the grids that divide
+/* The planner (docs/algorithm.md §6): every (D, X, Y, Z) and context split C with
+ * D X Y Z C = P — any factorisation; C the job's, or with job.cp = 0 every C
+ * that the sequence allows (ax_cp_fits) — estimated by plan/model.h and ranked: the grids that divide
  * the model and fit in memory by predicted step time, then those that fit
  * nothing, with the reason.
  *
  *   ax_plan p;
- *   ax_plan_run(&job, 8, &machine, &p);   // p.c[0] the first choice when p.nfit > 0
+ *   ax_plan_run(&job, 8, &machine, &p);   // p.c[0] the first choice when p.nfit > 0 (its grid, its cp)
  *   ax_plan_free(&p); */
 #ifndef AX_PLAN_PLAN_H
 #define AX_PLAN_PLAN_H
@@ -17,6 +18,6 @@ typedef struct {
 
 void ax_plan_run(const ax_plan_job *j, int P, const ax_machine *m, ax_plan *out);
 void ax_plan_free(ax_plan *p);
-/* The smallest rank count <= limit with a grid that is legal and fits; 0 if none. */
+/* The smallest rank count <= limit with a grid (and C, as ax_plan_run) that is legal and fits; 0 if none. */
 int ax_plan_min_ranks(const ax_plan_job *j, const ax_machine *m, int limit);
 #endif

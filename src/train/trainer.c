@@ -103,7 +103,7 @@ static int check_options(const ax_train_opts *o, const ax_gpt_config *c, const a
                       mb, g->gd * g->gz);
     if (o->seq < 1 || o->seq > c->block_size)
         return AX_ERR("--seq %d: expected 1..%d (the model's n_positions)", o->seq, c->block_size);
-    AX_TRY(ax_grid_check_seq(g, o->seq));
+    AX_TRY(ax_cp_check(o->seq, g->gc));
     if (g->gc > 1 && !ax_be()->attention_block_forward)
         return AX_ERR("--cp %d: backend %s has no block attention (ring attention's kernels)", g->gc, ax_be()->name);
     /* written so that NaN fails every test: callers of the library skip the CLI's ranges */
