@@ -136,7 +136,7 @@ then ok "plan --top 2 --run: measured beside predicted"; else bad "plan --run"; 
 
 # --grid auto: the planner's choice, said in one line
 if "${MPI[@]}" -np 2 "$BIN" train --synthetic "${TINY[@]}" --steps 2 --grid auto --machine m.json --quiet --out o >t.out 2>&1 \
-   && grep -q "^grid auto: D=. X=. Y=. Z=., the planner's first" t.out && grep -q "model written" t.out
+   && grep -q "^grid auto: D=. X=. Y=. Z=. C=., the planner's first" t.out && grep -q "model written" t.out
 then ok "train --grid auto"; else bad "train --grid auto"; cat t.out; fi
 if "${MPI[@]}" -np 2 "$BIN" bench "${TINY[@]}" --iters 3 --grid auto >ba.out 2>&1 && grep -q "^grid auto:" ba.out \
    && grep -q "ms/iteration" ba.out; then ok "bench --grid auto (built-in estimate)"; else bad "bench --grid auto"; cat ba.out; fi

@@ -321,6 +321,7 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
     m->scratch = ONE(AX_ACT_SCRATCH);
     float *ring = ONE(AX_ACT_RING);
     m->ring_ws = b[AX_ACT_RING].floats ? ring : NULL;
+    m->cp_pos = (int32_t *)ONE(AX_ACT_CP_POS);
     for (int l = 0; base && l < m->cfg.n_layer; l++) { /* the fp32 working copies (gpt.h) */
         ax_layer_acts *a = &m->L[l];
         int h = m->dtype == AX_BF16;
@@ -328,9 +329,8 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
         a->atty32 = h ? atty32 : (float *)a->atty;
         a->fcy = h ? m->s1 : (float *)a->fch; /* s1: forward does not use it */
     }
-    /* the attention's rows: the sequence, or under the ring a chunk (nn/ring_attention.h) */
-    m->att_scratch = TAKE((int64_t)m->att_threads * ax_attention_scratch(g->gc > 1 ? T / (2 * g->gc) : T));
-    if (g->gc > 1) m->cp_pos = (int32_t *)TAKE(M); /* the rows' global positions */
+    /* the attention's rows: the sequence, or under the ring the rank's two chunks (nn/ring_attention.h) */
+    m->att_scratch = TAKE((int64_t)m->att_threads * ax_attention_scratch(T / g->gc));
     if (!ax_be()->host_memory) {                   /* the micro-batch, sent where the kernels read */
         m->dev_inputs = (int32_t *)TAKE(M);
         m->dev_targets = (int32_t *)TAKE(M);

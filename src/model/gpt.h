@@ -233,7 +233,8 @@ enum {
     AX_ACT_S1,
     AX_ACT_S2,
     AX_ACT_SCRATCH,
-    AX_ACT_RING, /* the ring attention's buffers (C > 1; nn/ring_attention.h) */
+    AX_ACT_RING,   /* the ring attention's buffers (C > 1; nn/ring_attention.h) */
+    AX_ACT_CP_POS, /* the rows' global positions (C > 1; int32) */
     AX_ACT_N
 };
 typedef struct {

@@ -71,6 +71,7 @@ void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int cp, int B,
         .buf[AX_ACT_SCRATCH] = F32(4 * M, 0),
         /* the key/value chunks in flight and their gradients, shared by all layers */
         .buf[AX_ACT_RING] = F32(cp > 1 ? (int64_t)ax_ring_workspace_floats(B, T / (2 * cp), m.KVl, m.hd) : 0, 0),
+        .buf[AX_ACT_CP_POS] = F32(cp > 1 ? M : 0, 0),
     };
 #undef ACT
 #undef BF16
