@@ -89,6 +89,5 @@ const ax_backend ax_cpu_backend = {
     .attention_block_forward = ax_cpu_attention_block_forward,
     .attention_block_backward = ax_cpu_attention_block_backward,
     .attention_decode = ax_cpu_attention_decode,
-    .adamw = ax_cpu_adamw,
     .adamw_all = ax_cpu_adamw_all,
 };

@@ -46,6 +46,5 @@ const ax_backend ax_cuda_backend = {
     .attention_forward = ax_cuda_attention_forward,
     .attention_backward = ax_cuda_attention_backward,
     .attention_decode = ax_cuda_attention_decode,
-    .adamw = ax_cuda_adamw,
     .adamw_all = ax_cuda_adamw_all,
 };
