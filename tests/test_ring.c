@@ -53,9 +53,21 @@ static float *filled(size_t n, float v) {
 /* query chunk [q0, q0+nq) against key chunk [k0, k0+nk) of the whole sequences */
 static ax_attn_block block_of(shape s, const float *qkv, int T, int q0, int nq, int k0, int nk) {
     int ld = (s.Hl + 2 * s.KVl) * s.hd;
-    return (ax_attn_block){.B = s.B, .Hl = s.Hl, .KVl = s.KVl, .hd = s.hd, .Tq = nq, .Tk = nk, .Sq = T, .Sk = T,
-                           .causal = q0 == k0, .q = qkv + (size_t)q0 * ld, .k = qkv + (size_t)k0 * ld + s.Hl * s.hd,
-                           .v = qkv + (size_t)k0 * ld + (s.Hl + s.KVl) * s.hd, .ldq = ld, .ldk = ld, .dt = AX_F32};
+    return (ax_attn_block){.B = s.B,
+                           .Hl = s.Hl,
+                           .KVl = s.KVl,
+                           .hd = s.hd,
+                           .Tq = nq,
+                           .Tk = nk,
+                           .Sq = T,
+                           .Sk = T,
+                           .causal = q0 == k0,
+                           .q = qkv + (size_t)q0 * ld,
+                           .k = qkv + (size_t)k0 * ld + s.Hl * s.hd,
+                           .v = qkv + (size_t)k0 * ld + (s.Hl + s.KVl) * s.hd,
+                           .ldq = ld,
+                           .ldk = ld,
+                           .dt = AX_F32};
 }
 
 /* out, lse and dqkv of the chunked attention: query chunk i merges key chunks
@@ -71,12 +83,13 @@ static void chunked(shape s, const int *len, int nch, const float *qkv, const fl
             for (int j = i; j >= 0; j--) {
                 if (j < i) k0 -= len[j];
                 ax_attn_block a = block_of(s, qkv, T, q0, len[i], k0, len[j]);
-                if (pass == 0) ax_be()->attention_block_forward(&a, out + (size_t)q0 * Cl, lse + q0, j < i, scratch, nt);
+                if (pass == 0)
+                    ax_be()->attention_block_forward(&a, out + (size_t)q0 * Cl, lse + q0, j < i, scratch, nt);
                 else
                     ax_be()->attention_block_backward(&a, dqkv + (size_t)q0 * ld, dqkv + (size_t)k0 * ld + Cl,
                                                       dqkv + (size_t)k0 * ld + Cl + s.KVl * s.hd,
-                                                      dout + (size_t)q0 * Cl, out + (size_t)q0 * Cl, lse + q0,
-                                                      scratch, nt);
+                                                      dout + (size_t)q0 * Cl, out + (size_t)q0 * Cl, lse + q0, scratch,
+                                                      nt);
             }
         }
 }
@@ -94,8 +107,8 @@ static void test_blocks(shape s) {
         chunked(s, len, nch, qkv, dout, o[t], l[t], d[t], scratch, t + 1);
     }
     double eo = ax_t_reldiff(o[0], out, no), el = ax_t_reldiff(l[0], lse, nl), ed = ax_t_reldiff(d[0], dqkv, nq);
-    printf("blocks B=%d T=%d Hl=%d KVl=%d hd=%d: out %.2g lse %.2g dqkv %.2g relative to the whole attention\n",
-           s.B, T, s.Hl, s.KVl, s.hd, eo, el, ed);
+    printf("blocks B=%d T=%d Hl=%d KVl=%d hd=%d: out %.2g lse %.2g dqkv %.2g relative to the whole attention\n", s.B, T,
+           s.Hl, s.KVl, s.hd, eo, el, ed);
     CHECK(eo < TOL && el < TOL && ed < TOL, "chunked attention differs: out %.3g lse %.3g dqkv %.3g", eo, el, ed);
     CHECK(!memcmp(o[0], o[1], no * 4) && !memcmp(l[0], l[1], nl * 4) && !memcmp(d[0], d[1], nq * 4),
           "blocks with 2 threads differ from 1 thread");
@@ -127,8 +140,8 @@ static result ring_run(shape s, int Tc, const float *qkv, const float *dout, flo
     size_t ld = (s.Hl + 2 * s.KVl) * s.hd, M = (size_t)s.B * 2 * Tc, Cl = s.Hl * s.hd;
     result r = {filled(M * Cl, 1e30f), filled((size_t)s.B * s.Hl * 2 * Tc, 1e30f), filled(M * ld, 1e30f)};
     ax_ring_attention_forward(&g.C, r.out, r.lse, qkv, s.B, Tc, s.Hl, s.KVl, s.hd, AX_F32, ws, scratch, nthr);
-    ax_ring_attention_backward(&g.C, r.dqkv, dout, r.out, r.lse, qkv, s.B, Tc, s.Hl, s.KVl, s.hd, AX_F32, ws,
-                               scratch, nthr);
+    ax_ring_attention_backward(&g.C, r.dqkv, dout, r.out, r.lse, qkv, s.B, Tc, s.Hl, s.KVl, s.hd, AX_F32, ws, scratch,
+                               nthr);
     return r;
 }
 
@@ -159,8 +172,7 @@ static void test_ring(shape s, int Tc) {
     if (g.C.rank == 0)
         printf("ring C=%d (%d threads) B=%d Tc=%d Hl=%d KVl=%d hd=%d: out %.2g lse %.2g dqkv %.2g (worst rank)\n", C,
                nthr, s.B, Tc, s.Hl, s.KVl, s.hd, mx[0], mx[1], mx[2]);
-    CHECK(xo < TOL && xl < TOL && xd < TOL, "rank %d: ring differs: out %.3g lse %.3g dqkv %.3g", g.C.rank, xo, xl,
-          xd);
+    CHECK(xo < TOL && xl < TOL && xd < TOL, "rank %d: ring differs: out %.3g lse %.3g dqkv %.3g", g.C.rank, xo, xl, xd);
     if (C == 1)
         CHECK(!memcmp(r.out, eo, M * Cl * 4) && !memcmp(r.lse, el, (size_t)s.B * s.Hl * 2 * Tc * 4) &&
                   !memcmp(r.dqkv, ed, M * ld * 4),
@@ -170,8 +182,8 @@ static void test_ring(shape s, int Tc) {
     ax_comm_set_chunk(0);
     CHECK(!memcmp(p.out, r.out, M * Cl * 4) && !memcmp(p.dqkv, r.dqkv, M * ld * 4),
           "rank %d: ring with transfers in parts differs", g.C.rank);
-    float *all[] = {qkv, dout, scratch, out, lse, dqkv, lq, ld_, eo, el, ed, ws, rs, r.out, r.lse, r.dqkv, p.out, p.lse,
-                    p.dqkv};
+    float *all[] = {qkv, dout, scratch, out,   lse,   dqkv,   lq,    ld_,   eo,    el,
+                    ed,  ws,   rs,      r.out, r.lse, r.dqkv, p.out, p.lse, p.dqkv};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
 }
 
