@@ -299,6 +299,62 @@ void ax_iallgather_bf16(ax_comm *c, const ax_bf16 *send, ax_bf16 *recv, size_t n
     coll(c, &gather_bf16, send, recv, n, r);
 }
 
+/* ---- point to point (a ring's step) ---- */
+
+/* MPI on the buffers as given: the receive and the send of each part, at most
+ * AX_REQ_PARTS requests. The host path; its owner may refine it. */
+static void mpi_sendrecv(ax_comm *c, const float *send, int dst, float *recv, int src, size_t n, ax_req *r) {
+    size_t chunk = chunk_max, half = AX_REQ_PARTS / 2;
+    if (chunk < (n + half - 1) / half) chunk = (n + half - 1) / half;
+    if (chunk > INT_MAX) ax_fatal(__FILE__, __LINE__, "non-blocking send of %zu floats is too large", n);
+    for (size_t o = 0; o < n; o += chunk) {
+        int len = (int)(n - o < chunk ? n - o : chunk);
+        AX_CHECK_MPI(MPI_Irecv(recv + o, len, MPI_FLOAT, src, 0, c->comm, &r->r[r->n++]));
+        AX_CHECK_MPI(MPI_Isend(send + o, len, MPI_FLOAT, dst, 0, c->comm, &r->r[r->n++]));
+    }
+    inflight_add(r);
+}
+
+/* A device backend's buffers through a host buffer [send | recv] of the
+ * group's: the send copied there now, the receive copied back at completion
+ * (ax_wait, ax_test: stage_finish), as staged collectives do. */
+static void staged_sendrecv(ax_comm *c, const float *send, int dst, float *recv, int src, size_t n, ax_req *r) {
+    int slot = stage_get(c, 2 * n * sizeof(float));
+    float *h = c->stage->buf[slot].p;
+    ax_be()->copy(h, send, n * sizeof(float));
+    mpi_sendrecv(c, h, dst, h + n, src, n, r);
+    r->from = h + n;
+    r->to = recv;
+    r->bytes = n * sizeof(float);
+    r->slot = slot;
+}
+
+void ax_isendrecv_f32(ax_comm *c, const float *send, int dst, float *recv, int src, size_t n, ax_req *r) {
+    r->c = c;
+    r->n = 0;
+    r->queued = 0;
+    r->from = NULL;
+    if (c->size == 1) { /* to and from itself */
+        if (recv != send) ax_be()->copy(recv, send, n * sizeof(float));
+        return;
+    }
+    if (n == 0) return;
+    c->bytes += (double)sizeof(float) * n;
+#ifdef AX_HAVE_CUDA
+    if (c->nccl) { /* queued on the device, joined by ax_wait like a collective */
+        ax_nccl_sendrecv(c, send, dst, recv, src, n);
+        r->queued = 1;
+        return;
+    }
+#endif
+    int staged = !ax_be()->host_memory;
+    if (staged) ax_backend_sync(); /* as in coll: the wait for the kernels is compute, not blocked time */
+    double t = MPI_Wtime();
+    if (staged) staged_sendrecv(c, send, dst, recv, src, n, r);
+    else mpi_sendrecv(c, send, dst, recv, src, n, r);
+    c->seconds += MPI_Wtime() - t;
+}
+
 void ax_wait(ax_req *r) {
 #ifdef AX_HAVE_CUDA
     if (r->queued) {
