@@ -42,7 +42,7 @@ case "${1:-}" in
 pack)
   set -e
   nice -n 5 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DAXONN_CUDA=ON -DAXONN_DNNL=OFF -DAXONN_NATIVE=OFF >/dev/null
-  t="test_backend_cmp test_nccl tool_gemm_rate"   # lib.sh: gpu_test_targets
+  t="test_backend_cmp test_nccl tool_gemm_rate"   # the test binaries: lib.sh's build() lists the same
   [ -f tests/test_ring.c ] && t="$t test_ring"
   # shellcheck disable=SC2086
   nice -n 5 cmake --build build-gpu -j 2 --target axonn_cli $t

@@ -471,7 +471,7 @@ static void attention(int B, int T, int Hl, int KVl, int hd, ax_dtype dt) {
 }
 
 /* ring attention's blocks (backend.h: ax_attn_block) of a sequence of nch
- * chunks of Tc rows, on the backend be: the queries of chunk c against their
+ * chunks of Tc rows, on the GPU: the queries of chunk c against their
  * own chunk (causal, out and lse written), then against chunks c-1 .. 0 (full,
  * merged into them), whose keys and values come from packed [k | v] copies kv[d]
  * (row stride 2 KVl hd, Tc rows a sequence: the ring's buffers). The backward

@@ -83,18 +83,12 @@ env_info() {
   nproc; free -g || true
 }
 
-# the GPU check's test binaries (gpu_check.sh pack lists the same): test_ring
-# (ring attention, context parallelism) where this tree has it
-gpu_test_targets() {
-  echo test_backend_cmp test_nccl tool_gemm_rate
-  if [ -f "$ROOT/tests/test_ring.c" ]; then echo test_ring; fi
-}
-
 # the binaries: a build here when the libraries are there, else the pack
 build() {
   if [ -z "${AX_USE_PACK:-}" ] && command -v mpicc >/dev/null && pkg-config --exists jansson libpcre2-8 libxxhash 2>/dev/null && command -v nvcc >/dev/null; then
     cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DAXONN_CUDA=ON || return 1
-    local t; t=$(gpu_test_targets | tr '\n' ' ')
+    local t="test_backend_cmp test_nccl tool_gemm_rate"   # the test binaries: gpu_check.sh pack lists the same
+    if [ -f tests/test_ring.c ]; then t="$t test_ring"; fi  # ring attention, where this tree has it
     # shellcheck disable=SC2086
     cmake --build build-gpu -j "$(nproc)" --target axonn_cli $t || return 1
     mkdir -p "$OUTD/bin"; cp build-gpu/axonn "$OUTD/bin/"
