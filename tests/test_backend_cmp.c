@@ -313,9 +313,17 @@ static void pointwise(void) {
     drop(yl);
     drop(dbl);
     pair w = randf(n, -1, 1), gr = randf(n, -1, 1), m = randf(n, -0.1f, 0.1f), v = randf(n, 0, 0.01f);
-    for (int s = 0; s < 3; s++) {
-        C_->adamw(F(w), F(gr), F(m), F(v), (int64_t)n, 0.5f, 0.9f, 0.95f, 0.5f, 0.3f, 1e-3f, 1e-8f, 0.999f);
-        G_->adamw(G(w), G(gr), G(m), G(v), (int64_t)n, 0.5f, 0.9f, 0.95f, 0.5f, 0.3f, 1e-3f, 1e-8f, 0.999f);
+    { /* three steps, every element decayed (one range over the buffer), no bf16 copy */
+        int64_t whole[2] = {0, (int64_t)n};
+        pair r1 = mk(sizeof whole);
+        memcpy(r1.c, whole, sizeof whole);
+        put(r1);
+        ax_adamw_step st = {0.5f, 0.9f, 0.95f, 0.5f, 0.3f, 1e-3f, 1e-8f, 0.999f};
+        for (int s = 0; s < 3; s++) {
+            C_->adamw_all(F(w), F(gr), F(m), F(v), (int64_t)n, (const int64_t *)r1.c, 1, NULL, 0, st);
+            G_->adamw_all(G(w), G(gr), G(m), G(v), (int64_t)n, (const int64_t *)r1.g, 1, NULL, 0, st);
+        }
+        drop(r1);
     }
     row("adamw w (3 steps)", "300007", w, 0, 1e-6);
     row("adamw v", "300007", v, 0, 1e-6);
@@ -379,8 +387,13 @@ static void vocab(void) {
     int Mx = 64, V = 4000, Vx = 4096; /* the last 96 columns are padding */
     pair logits = randf((size_t)Mx * Vx, -8, 8), tg = randi(Mx, 0, V), wt = randf(Mx, 0, 1), loss = mk(Mx * 4),
          sc = mk(3 * Mx * 4);
-    C_->xent(F(logits), F(loss), tg.c, F(wt), Mx, Vx, 0, V, 1.0f / Mx, F(sc), &solo);
-    G_->xent(G(logits), G(loss), tg.g, G(wt), Mx, Vx, 0, V, 1.0f / Mx, G(sc), &solo);
+    pair dh = mk((size_t)Mx * Vx * 2); /* bf16 first, out of place: the logits stay for the fp32 call */
+    C_->xent(F(logits), F(loss), tg.c, F(wt), Mx, Vx, 0, V, 1.0f / Mx, dh.c, AX_BF16, F(sc), &solo);
+    G_->xent(G(logits), G(loss), tg.g, G(wt), Mx, Vx, 0, V, 1.0f / Mx, dh.g, AX_BF16, G(sc), &solo);
+    row("xent dlogits bf16", "64 x 4000 (4096)", dh, 1, 8e-3); /* a gradient 1 ulp off may round apart */
+    drop(dh);
+    C_->xent(F(logits), F(loss), tg.c, F(wt), Mx, Vx, 0, V, 1.0f / Mx, F(logits), AX_F32, F(sc), &solo);
+    G_->xent(G(logits), G(loss), tg.g, G(wt), Mx, Vx, 0, V, 1.0f / Mx, G(logits), AX_F32, G(sc), &solo);
     row("xent loss", "64 x 4000 (4096)", loss, 0, 1e-5);
     row("xent dlogits", "64 x 4000 (4096)", logits, 0, 1e-5);
     drop(tok);

@@ -179,9 +179,9 @@ WRAP(embedding_backward,
       int Cl),
      (dwte, dwpe, d, t, pos, M, T, v0, Vl, Cl))
 WRAP(xent,
-     (float *lg, float *ls, const int32_t *tg, const float *w, int M, int Vl, int v0, int V, float ds, float *sc,
-      const ax_reducer *Y),
-     (lg, ls, tg, w, M, Vl, v0, V, ds, sc, Y))
+     (const float *lg, float *ls, const int32_t *tg, const float *w, int M, int Vl, int v0, int V, float ds, void *dg,
+      ax_dtype dt, float *sc, const ax_reducer *Y),
+     (lg, ls, tg, w, M, Vl, v0, V, ds, dg, dt, sc, Y))
 WRAP(attention_forward,
      (float *o, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *sc, int nt),
      (o, lse, qkv, B, T, Hl, KVl, hd, dt, sc, nt))
@@ -192,10 +192,6 @@ WRAP(attention_backward,
 WRAP(attention_decode,
      (float *o, const float *qkv, float *kc, float *vc, const int *len, int nb, int Hl, int KVl, int hd, int Tmax),
      (o, qkv, kc, vc, len, nb, Hl, KVl, hd, Tmax))
-WRAP(adamw,
-     (float *w, const float *g, float *m, float *v, int64_t n, float gs, float b1, float b2, float c1, float c2,
-      float lr, float eps, float dec),
-     (w, g, m, v, n, gs, b1, b2, c1, c2, lr, eps, dec))
 WRAP(adamw_all,
      (float *w, const float *g, float *m, float *v, int64_t n, const int64_t *r, int nr, ax_bf16 *wh, int64_t nh,
       ax_adamw_step s),
@@ -250,7 +246,6 @@ static ax_backend guarded(void) {
     E(attention_forward);
     E(attention_backward);
     E(attention_decode);
-    E(adamw);
     E(adamw_all);
 #undef E
     return b;

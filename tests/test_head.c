@@ -17,12 +17,14 @@
  * the (tokens x vocabulary) array.
  *
  * Optimizer: one adamw_all call over the flat buffer gives, bit for bit,
- * the per-parameter adamw calls (each with its decay) and the cast of the
- * zchunk region to bf16, on GPT-2 (tied) and Llama (untied head) tables;
+ * ax_adamw_elem (kmath.h) on each parameter's elements with its decay and
+ * the cast of the zchunk region to bf16, on GPT-2 (tied) and Llama (untied
+ * head) tables;
  * in training under bf16 the copy it leaves is params rounded, so the next
  * forward need not round them. */
 #include "test.h"
 #include "train_steps.h"
+#include "backend/kmath.h"
 #include "model/gpt.h"
 #include "train/optim.h"
 #include "util/err.h"
@@ -108,20 +110,20 @@ static void check_adamw(ax_grid *g, int arch) {
                        .eps = 1e-8f,
                        .decay = 0.999f};
     int ndecay = 0;
-    for (int i = 0; i < m.np; i++) { /* the per-parameter calls and the cast, as the optimizer made them before */
+    for (int i = 0; i < m.np; i++) { /* parameter by parameter, each with its decay, then the cast */
         const ax_param *p = &m.p[i];
         if (!p->present) continue;
         ndecay += p->decay;
-        int64_t o = p->offset;
-        ax_be()->adamw(w[0] + o, gr + o, mo[0] + o, v[0] + o, p->numel, s.gscale, s.b1, s.b2, s.c1, s.c2, s.lr, s.eps,
-                       p->decay ? s.decay : 1.0f);
+        float d = p->decay ? s.decay : 1.0f;
+        for (int64_t k = p->offset; k < p->offset + p->numel; k++)
+            ax_adamw_elem(&w[0][k], gr[k], &mo[0][k], &v[0][k], s.gscale, s.b1, s.b2, s.c1, s.c2, s.lr, s.eps, d);
     }
     ax_be()->cast(h[0], AX_BF16, w[0], AX_F32, nz);
     ax_be()->adamw_all(w[1], gr, mo[1], v[1], n, m.decay_ranges, m.n_decay_ranges, h[1], nz, s);
     CHECK(ndecay > 1 && m.n_decay_ranges >= 1 && m.n_decay_ranges < ndecay, "%d decayed tensors in %d ranges", ndecay,
           m.n_decay_ranges);
     CHECK(!memcmp(w[0], w[1], n * 4) && !memcmp(mo[0], mo[1], n * 4) && !memcmp(v[0], v[1], n * 4),
-          "arch %d: adamw_all differs from the per-parameter adamw calls", arch);
+          "arch %d: adamw_all differs from ax_adamw_elem parameter by parameter", arch);
     CHECK(!memcmp(h[0], h[1], (nz + 1) * sizeof(ax_bf16)), "arch %d: adamw_all's bf16 copy differs from the cast",
           arch);
     for (int k = 0; k < 2; k++) {

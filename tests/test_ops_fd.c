@@ -623,7 +623,8 @@ typedef struct {
 static double xent_loss(void *v) {
     xent_ctx *c = v;
     memcpy(c->tmp, c->logits, sizeof(float) * c->M * c->Vl);
-    ax_xent_forward_backward(&g.Y, c->tmp, c->losses, c->targets, c->weight, c->M, c->Vl, 0, c->V, 0.0f, c->scratch);
+    ax_xent_forward_backward(&g.Y, c->tmp, c->losses, c->targets, c->weight, c->M, c->Vl, 0, c->V, 0.0f, c->tmp, AX_F32,
+                             c->scratch);
     double s = 0;
     for (int i = 0; i < c->M; i++) s += (double)c->dscale * c->weight[i] * c->losses[i];
     return s;
@@ -656,8 +657,23 @@ static void test_xent(void) {
 
     float *fwd_losses = copy_of(c.losses, M);
     float *d = copy_of(c.logits, M * Vl);
-    ax_xent_forward_backward(&g.Y, d, c.losses, targets, c.weight, M, Vl, 0, V, c.dscale, c.scratch);
+    ax_xent_forward_backward(&g.Y, d, c.losses, targets, c.weight, M, Vl, 0, V, c.dscale, d, AX_F32, c.scratch);
     CHECK(memcmp(fwd_losses, c.losses, sizeof(float) * M) == 0, "xent losses differ with and without backward");
+    /* out of place, the logits kept: fp32 the in-place bits, bf16 those bits rounded once */
+    float *d32 = filled(M * Vl, 7.0f);
+    ax_bf16 *d16 = ax_malloc(sizeof(ax_bf16) * M * Vl);
+    memset(d16, 0x7f, sizeof(ax_bf16) * M * Vl);
+    ax_xent_forward_backward(&g.Y, c.logits, c.losses, targets, c.weight, M, Vl, 0, V, c.dscale, d32, AX_F32,
+                             c.scratch);
+    CHECK(memcmp(d32, d, sizeof(float) * M * Vl) == 0, "xent: the gradient out of place differs from in place");
+    ax_xent_forward_backward(&g.Y, c.logits, c.losses, targets, c.weight, M, Vl, 0, V, c.dscale, d16, AX_BF16,
+                             c.scratch);
+    int bf16_ok = 1;
+    for (int i = 0; i < M * Vl; i++) bf16_ok &= d16[i] == ax_bf16_round(d[i]);
+    CHECK(bf16_ok, "xent: the bf16 gradient is not the fp32 one rounded");
+    CHECK(memcmp(c.tmp, c.logits, sizeof(float) * M * Vl) == 0, "xent out of place modified the logits");
+    free(d32);
+    free(d16);
     int pad_zero = 1;
     for (int i = 0; i < M; i++) pad_zero &= all_zero(d + i * Vl + V, Vl - V);
     CHECK(pad_zero, "xent: padded vocabulary columns got a nonzero gradient");

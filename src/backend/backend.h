@@ -208,9 +208,12 @@ typedef struct ax_backend {
                               int M, int T, int v0, int Vl, int Cl, const ax_reducer *Y);
     void (*embedding_backward)(float *dwte, float *dwpe, const float *dout, const int32_t *tokens, const int32_t *pos,
                                int M, int T, int v0, int Vl, int Cl);
-    /* vocabulary-parallel cross-entropy; logits become their gradient when dscale != 0 */
-    void (*xent)(float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
-                 int V, float dscale, float *scratch /* 3*M */, const ax_reducer *Y);
+    /* vocabulary-parallel cross-entropy; when dscale != 0 the logits' gradient
+     * is written to dgrad (M, Vl) in dt, the dtype of the GEMMs that read it:
+     * a bf16 one has the bits of the fp32 gradient cast; dgrad may be logits
+     * itself when fp32 (in place) */
+    void (*xent)(const float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
+                 int V, float dscale, void *dgrad, ax_dtype dt, float *scratch /* 3*M */, const ax_reducer *Y);
     /* causal attention of Hl query heads over KVl key/value heads (Hl a multiple):
      * qkv (B*T, (Hl + 2 KVl) hd) rows [q | k | v], out (B*T, Hl*hd), lse (B, Hl, T).
      * dt is the model's GEMM input precision: with AX_BF16 a backend may multiply
@@ -236,9 +239,6 @@ typedef struct ax_backend {
      * of this layer); the row's new key and value are appended at len[b] */
     void (*attention_decode)(float *out, const float *qkv, float *kc, float *vc, const int *len, int nb, int Hl,
                              int KVl, int hd, int Tmax);
-    /* AdamW on n elements: m, v moments; w = w*decay - lr*mhat/(sqrt(vhat)+eps) */
-    void (*adamw)(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2, float c1,
-                  float c2, float lr, float eps, float decay);
     /* AdamW over a whole flat buffer of n elements in one call: s.decay
      * applies on the nr ranges [ranges[2i], ranges[2i+1]) (sorted, disjoint,
      * the backend's memory; ax_adamw_decay_at), 1 elsewhere; wh (may be NULL):

@@ -164,6 +164,11 @@ static inline AX_HD float ax_softmax_ds(float p, float dp, float d, float scale)
 /* cross-entropy of one row: loss = lse - target logit; d loss / d logit = w (softmax - onehot) */
 static inline AX_HD float ax_xent_loss(float lse, float target_logit) { return lse - target_logit; }
 static inline AX_HD float ax_xent_grad(float logit, float lse, float w) { return w * ax_expf(logit - lse); }
+/* the gradient of one valid column, onehot included: w subtracted at the
+ * target (elsewhere 0, which leaves the softmax term's bits as they are) */
+static inline AX_HD float ax_xent_dlogit(float logit, float lse, float w, int is_target) {
+    return ax_xent_grad(logit, lse, w) - (is_target ? w : 0.0f);
+}
 
 /* ---- AdamW, one element ---------------------------------------------------- */
 static inline AX_HD void ax_adamw_elem(float *w, float g, float *m, float *v, float gscale, float b1, float b2,

@@ -433,12 +433,6 @@ ax_mat ax_gpt_lm_weight(const ax_gpt *m) {
     return ax_mat_of(w, m->dtype, m->lmhead.out_l, m->lmhead.in_l);
 }
 
-ax_mat ax_gpt_gemm_input(const ax_gpt *m, const float *x, ax_bf16 *h, int rows, int cols) {
-    if (m->dtype == AX_F32) return ax_mat_f32(x, rows, cols);
-    ax_be()->cast(h, AX_BF16, x, AX_F32, (size_t)rows * cols);
-    return ax_mat_of(h, AX_BF16, rows, cols);
-}
-
 /* The weight after FC i of layer l in this phase's order: forward order, or
  * reversed in backward, where under block recomputation each layer's
  * forward runs again first. 0: none. */
@@ -593,10 +587,12 @@ static void classifier(ax_gpt *m, const int32_t *targets, const float *weights, 
         int n = M - r0 < R ? M - r0 : R;
         ax_mat x = lnf_rows(m, r0, n);
         ax_linear_forward(&m->lmhead, head, NULL, x, m->logits);
+        /* the logits' gradient as the GEMMs read it: in place (fp32), or into dy_h (bf16) */
+        void *dlogits = m->dtype == AX_BF16 ? (void *)m->dy_h : (void *)m->logits;
         ax_xent_forward_backward(&g->Y, m->logits, m->losses + r0, targets + r0, weights ? weights + r0 : NULL, n, Vl,
-                                 m->v0, m->cfg.vocab_size, dscale, m->scratch);
+                                 m->v0, m->cfg.vocab_size, dscale, dlogits, m->dtype, m->scratch);
         if (!train) continue;
-        ax_mat dl = ax_gpt_gemm_input(m, m->logits, m->dy_h, n, Vl); /* the logits' gradient */
+        ax_mat dl = ax_mat_of(dlogits, m->dtype, n, Vl);
         ax_gemm(1.0f, dl, 0, head, 0, 0.0f, ax_mat_f32(m->s1 + (size_t)r0 * Cx, n, Cx));
         ax_gemm(1.0f, dl, 1, x, 0, 1.0f, ax_mat_f32(dhead, Vl, Cx));
     }

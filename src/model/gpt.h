@@ -323,8 +323,6 @@ const float *ax_gpt_gather_wte(ax_gpt *m);
 void ax_gpt_logits(ax_gpt *m, float *out, int r0, int n);
 /* the LM head's weight as its GEMMs read it, after ax_gpt_gather_wte */
 ax_mat ax_gpt_lm_weight(const ax_gpt *m);
-/* x (rows, cols) as a GEMM input: itself under fp32, rounded into h under bf16 */
-ax_mat ax_gpt_gemm_input(const ax_gpt *m, const float *x, ax_bf16 *h, int rows, int cols);
 /* an activation a kernel wrote in the model's dtype, as a GEMM input */
 static inline ax_mat ax_gpt_act(const ax_gpt *m, const void *x, int rows, int cols) {
     return ax_mat_of(x, m->dtype, rows, cols);

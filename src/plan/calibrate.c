@@ -207,7 +207,7 @@ static void run_ln_bwd(void *p) {
 }
 static void run_xent(void *p) { /* C: the local vocabulary; out: the logits, made their gradient */
     row_ctx *a = p;
-    ax_be()->xent(a->out, a->mean, a->tgt, NULL, a->M, a->C, 0, a->C, 1.0f, a->scr, &solo);
+    ax_be()->xent(a->out, a->mean, a->tgt, NULL, a->M, a->C, 0, a->C, 1.0f, a->out, AX_F32, a->scr, &solo);
 }
 
 static void fill(float *x, size_t n) { put(x, n, wave); }
@@ -260,15 +260,19 @@ static void row_kernels(ax_machine *m, const ax_calib_opts *o, int M, int C, siz
     for (int i = 0; i < 12; i++) operand_free(all[i]);
 }
 
-/* the optimizer's per-parameter work: AdamW, plus the gradient norm's pass */
+/* the optimizer's per-parameter work: AdamW as the trainer calls it (one adamw_all over
+ * the buffer; here one decay range covering it, every element decayed), plus the gradient
+ * norm's pass. No bf16 copy: fp32's work, the cost per parameter the planner charges. */
 typedef struct {
     float *w, *g, *m, *v;
     int64_t n;
+    const int64_t *ranges; /* {0, n}, the backend's memory */
     double norm2;
 } adam_ctx;
 static void run_adam(void *p) {
     adam_ctx *a = p;
-    ax_be()->adamw(a->w, a->g, a->m, a->v, a->n, 1.0f, 0.9f, 0.95f, 0.1f, 0.05f, 1e-4f, 1e-8f, 0.9999f);
+    ax_adamw_step s = {1.0f, 0.9f, 0.95f, 0.1f, 0.05f, 1e-4f, 1e-8f, 0.9999f};
+    ax_be()->adamw_all(a->w, a->g, a->m, a->v, a->n, a->ranges, 1, NULL, 0, s);
     const float *g = a->g;
     size_t n = (size_t)a->n;
     a->norm2 = ax_be()->sumsq(1, &g, &n); /* the backend's pass, as the trainer takes the norm */
@@ -634,14 +638,17 @@ static void measure_optimizer(ax_machine *m, const ax_calib_opts *o, const job_s
     int64_t np = z->params > 0 ? (int64_t)z->params : 4 << 20;
     int asets = ax_operand_sets(span, 16 * (size_t)np, 16);
     float *st = operand(4 * (size_t)np * asets); /* every set's w, g, m, v */
+    int64_t whole[2] = {0, np}, *ranges = ax_be()->alloc(sizeof whole);
+    ax_be()->copy(ranges, whole, sizeof whole);
     for (int s = 0; s < asets; s++) {
         float *b = st + 4 * (size_t)np * s;
-        ac[s] = (adam_ctx){b, b + np, b + 2 * np, b + 3 * np, np, 0};
+        ac[s] = (adam_ctx){b, b + np, b + 2 * np, b + 3 * np, np, ranges, 0};
         ax_be()->zero(b, 4 * (size_t)np * sizeof(float)); /* w, m, v zero */
         put(b + np, (size_t)np, small_grad);
     }
     m->optim_s_per_param = ax_time_sets(run_adam, ac, sizeof *ac, asets, o->min_s, w) / np;
     operand_free(st);
+    operand_free(ranges);
 }
 
 static void print_summary(const ax_machine *m) {

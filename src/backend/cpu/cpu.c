@@ -87,6 +87,5 @@ const ax_backend ax_cpu_backend = {
     .attention_forward = ax_cpu_attention_forward,
     .attention_backward = ax_cpu_attention_backward,
     .attention_decode = ax_cpu_attention_decode,
-    .adamw = ax_cpu_adamw,
     .adamw_all = ax_cpu_adamw_all,
 };

@@ -55,8 +55,8 @@ void ax_cpu_embedding_forward(float *out, const int32_t *tokens, const int32_t *
                               int M, int T, int v0, int Vl, int Cl, const ax_reducer *Y);
 void ax_cpu_embedding_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens, const int32_t *pos,
                                int M, int T, int v0, int Vl, int Cl);
-void ax_cpu_xent(float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
-                 int V, float dscale, float *scratch, const ax_reducer *Y);
+void ax_cpu_xent(const float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
+                 int V, float dscale, void *dgrad, ax_dtype dt, float *scratch, const ax_reducer *Y);
 size_t ax_cpu_attention_scratch(int T);
 void ax_cpu_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
                               ax_dtype dt, float *scratch, int nthr);
@@ -66,6 +66,4 @@ void ax_cpu_attention_decode(float *out, const float *qkv, float *kc, float *vc,
                              int KVl, int hd, int Tmax);
 void ax_cpu_adamw_all(float *w, const float *g, float *m, float *v, int64_t n, const int64_t *ranges, int nr,
                       ax_bf16 *wh, int64_t nh, ax_adamw_step s);
-void ax_cpu_adamw(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2, float c1,
-                  float c2, float lr, float eps, float decay);
 #endif

@@ -147,9 +147,3 @@ void ax_cpu_adamw_all(float *w, const float *g, float *m, float *v, int64_t n, c
         at = hi;
     }
 }
-
-void ax_cpu_adamw(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2, float c1,
-                  float c2, float lr, float eps, float decay) {
-#pragma omp parallel for schedule(static)
-    for (int64_t k = 0; k < n; k++) ax_adamw_elem(&w[k], g[k], &m[k], &v[k], gscale, b1, b2, c1, c2, lr, eps, decay);
-}

@@ -64,8 +64,8 @@ void ax_cuda_embedding_forward(float *out, const int32_t *tokens, const int32_t 
                                const float *wpe, int M, int T, int v0, int Vl, int Cl, const ax_reducer *Y);
 void ax_cuda_embedding_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens, const int32_t *pos,
                                 int M, int T, int v0, int Vl, int Cl);
-void ax_cuda_xent(float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
-                  int V, float dscale, float *scratch, const ax_reducer *Y);
+void ax_cuda_xent(const float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl,
+                  int v0, int V, float dscale, void *dgrad, ax_dtype dt, float *scratch, const ax_reducer *Y);
 size_t ax_cuda_attention_scratch(int T);
 /* the attention path (AX_CUDA_ATTN_*) for models of GEMM precision dt and
  * head dimension hd on this rank's device: attn_plan.h's rules for what
@@ -97,8 +97,6 @@ void ax_cuda_attention_block_backward(const ax_attn_block *a, float *dq, float *
                                       const float *out, const float *lse, float *scratch, int nthr);
 void ax_cuda_adamw_all(float *w, const float *g, float *m, float *v, int64_t n, const int64_t *ranges, int nr,
                        ax_bf16 *wh, int64_t nh, ax_adamw_step s);
-void ax_cuda_adamw(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2, float c1,
-                   float c2, float lr, float eps, float decay);
 /* from util/err.h, which the .cu files do not include (it brings in mpi.h) */
 void ax_fatal(const char *file, int line, const char *fmt, ...) __attribute__((noreturn, format(printf, 3, 4)));
 int ax_err_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

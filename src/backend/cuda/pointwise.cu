@@ -168,19 +168,6 @@ void ax_cuda_bias_grad(float *db, const float *dy, int M, int n) {
     AX_CUDA_DONE();
 }
 
-__global__ static void adamw_k(float *w, const float *g, float *m, float *v, size_t n, float gscale, float b1, float b2,
-                               float c1, float c2, float lr, float eps, float decay) {
-    EACH(k, n) ax_adamw_elem(&w[k], g[k], &m[k], &v[k], gscale, b1, b2, c1, c2, lr, eps, decay);
-}
-
-void ax_cuda_adamw(float *w, const float *g, float *m, float *v, int64_t n, float gscale, float b1, float b2, float c1,
-                   float c2, float lr, float eps, float decay) {
-    if (n <= 0) return;
-    adamw_k<<<grid_of((size_t)n), NT, 0, ax_cuda_stream()>>>(w, g, m, v, (size_t)n, gscale, b1, b2, c1, c2, lr, eps,
-                                                             decay);
-    AX_CUDA_DONE();
-}
-
 __global__ static void adamw_all_k(float *w, const float *g, float *m, float *v, size_t n, const int64_t *ranges,
                                    int nr, uint16_t *wh, size_t nh, ax_adamw_step s) {
     EACH(k, n) {

@@ -48,6 +48,5 @@ const ax_backend ax_cuda_backend = {
     .attention_block_forward = ax_cuda_attention_block_forward,
     .attention_block_backward = ax_cuda_attention_block_backward,
     .attention_decode = ax_cuda_attention_decode,
-    .adamw = ax_cuda_adamw,
     .adamw_all = ax_cuda_adamw_all,
 };

@@ -1,6 +1,7 @@
 /* Vocabulary-parallel cross-entropy, one block per row: max, then sum of
  * exponentials and target logit, each completed over the vocabulary group by
- * its reducer; then the loss and, when dscale != 0, the gradient in place. */
+ * its reducer; then the loss and, when dscale != 0, the gradient, written in
+ * the dtype of the GEMMs that read it (in place when fp32 and dgrad is logits). */
 #include "backend/cuda/cuda.h"
 #include "backend/kmath.h"
 
@@ -27,19 +28,22 @@ __global__ static void row_sum_exp(float *st, const float *mx, const float *logi
     }
 }
 
-__global__ static void loss_grad(float *logits, float *losses, const float *mx, const float *st, const int32_t *targets,
-                                 const float *weight, int Vl, int v0, int nv, float dscale) {
+__global__ static void loss_grad(const float *logits, float *losses, const float *mx, const float *st,
+                                 const int32_t *targets, const float *weight, int Vl, int v0, int nv, float dscale,
+                                 void *dgrad, ax_dtype dt) {
     int i = blockIdx.x;
     float lse = ax_lse(mx[i], st[2 * i]);
     if (threadIdx.x == 0) losses[i] = ax_xent_loss(lse, st[2 * i + 1]);
     if (dscale == 0.0f) return;
-    float *r = logits + (size_t)i * Vl, w = weight ? weight[i] * dscale : dscale;
-    int t = targets[i] - v0;
-    for (int j = threadIdx.x; j < Vl; j += NT) r[j] = j < nv ? ax_xent_grad(r[j], lse, w) - (j == t ? w : 0.0f) : 0.0f;
+    const float *r = logits + (size_t)i * Vl;
+    float w = weight ? weight[i] * dscale : dscale;
+    int t = targets[i] - v0; /* dgrad may be logits (fp32): each element read before it is written */
+    for (int j = threadIdx.x; j < Vl; j += NT)
+        ax_store(dgrad, dt, (size_t)i * Vl + j, j < nv ? ax_xent_dlogit(r[j], lse, w, j == t) : 0.0f);
 }
 
-void ax_cuda_xent(float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
-                  int V, float dscale, float *scratch, const ax_reducer *Y) {
+void ax_cuda_xent(const float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl,
+                  int v0, int V, float dscale, void *dgrad, ax_dtype dt, float *scratch, const ax_reducer *Y) {
     int nv = V - v0 < Vl ? V - v0 : Vl; /* valid columns here */
     if (nv < 0) nv = 0;
     if (M == 0) return;
@@ -51,6 +55,6 @@ void ax_cuda_xent(float *logits, float *losses, const int32_t *targets, const fl
     row_sum_exp<<<M, NT, 0, s>>>(st, mx, logits, targets, Vl, v0, nv);
     AX_CUDA_DONE();
     Y->sum(Y->ctx, st, 2 * (size_t)M);
-    loss_grad<<<M, NT, 0, s>>>(logits, losses, mx, st, targets, weight, Vl, v0, nv, dscale);
+    loss_grad<<<M, NT, 0, s>>>(logits, losses, mx, st, targets, weight, Vl, v0, nv, dscale, dgrad, dt);
     AX_CUDA_DONE();
 }
