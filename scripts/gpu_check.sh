@@ -42,9 +42,13 @@ case "${1:-}" in
 pack)
   set -e
   nice -n 5 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DAXONN_CUDA=ON -DAXONN_DNNL=OFF -DAXONN_NATIVE=OFF >/dev/null
-  nice -n 5 cmake --build build-gpu -j 2 --target axonn_cli test_backend_cmp test_nccl tool_gemm_rate
+  t="test_backend_cmp test_nccl tool_gemm_rate"   # the test binaries: lib.sh's build() lists the same
+  [ -f tests/test_ring.c ] && t="$t test_ring"
+  # shellcheck disable=SC2086
+  nice -n 5 cmake --build build-gpu -j 2 --target axonn_cli $t
   rm -rf "$PACK"; mkdir -p "$PACK/bin" "$PACK/debs"
-  cp build-gpu/axonn build-gpu/tests/test_backend_cmp build-gpu/tests/test_nccl build-gpu/tests/tool_gemm_rate "$PACK/bin/"
+  cp build-gpu/axonn "$PACK/bin/"
+  for f in $t; do cp "build-gpu/tests/$f" "$PACK/bin/"; done
   strip "$PACK"/bin/*
   # the runtime closure of libmpi, OpenBLAS (OpenMP build), jansson, PCRE2 and
   # xxHash beyond what any glibc system has, and Open MPI's own components' needs

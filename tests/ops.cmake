@@ -19,5 +19,14 @@ ax_test(attn_plan test_attn_plan 1)
 # off the diagonal; flash_emu_t2048: 32 tiles of T = 2048 at hd 128, 8:1 and 4:1
 add_test(NAME flash_emu COMMAND sh ${CMAKE_SOURCE_DIR}/tests/flash_emu/run.sh
   2,100,4,2,64 1,64,2,2,128 2,33,4,4,16 1,130,6,2,32 1,1,2,1,48 1,1024,2,2,64 1,320,8,2,128 2,200,8,1,128)
+# ring attention's blocks (backend.h: ax_attn_block) on the tiled (attention.cu,
+# warp shuffles emulated) and flash kernels, 3 chunks of Tc rows merged by
+# log-sum-exp, forward and backward, against the fp64 unsplit attention:
+# partial tiles (one and several a chunk), chunks of 64 and 128 at hd 64 and
+# 128, groups 2:1, 3:1, 4:1, Tc = 1, hd 8 (tiled only); and the tiled whole
+# attention of the same rows
+add_test(NAME flash_emu_ring COMMAND sh ${CMAKE_SOURCE_DIR}/tests/flash_emu/run.sh --ring
+  2,33,4,2,64 1,64,4,2,64 1,128,8,2,128 2,64,2,2,128 2,80,2,1,32 1,40,6,2,32 1,1,2,1,16 2,17,4,4,8)
+set_tests_properties(flash_emu_ring PROPERTIES TIMEOUT 600)
 add_test(NAME flash_emu_t2048 COMMAND sh ${CMAKE_SOURCE_DIR}/tests/flash_emu/run.sh 1,2048,8,1,128 1,2048,4,1,128)
 set_tests_properties(flash_emu_t2048 PROPERTIES TIMEOUT 1800)

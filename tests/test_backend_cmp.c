@@ -483,6 +483,122 @@ static void attention(int B, int T, int Hl, int KVl, int hd, ax_dtype dt) {
     drop(sc);
 }
 
+/* ring attention's blocks (backend.h: ax_attn_block) of a sequence of nch
+ * chunks of Tc rows, on the GPU: the queries of chunk c against their
+ * own chunk (causal, out and lse written), then against chunks c-1 .. 0 (full,
+ * merged into them), whose keys and values come from packed [k | v] copies kv[d]
+ * (row stride 2 KVl hd, Tc rows a sequence: the ring's buffers). The backward
+ * adds every block's share: dq in place, the off-diagonal blocks' dk, dv to
+ * dkv[d], laid out as kv[d]. */
+typedef struct {
+    int B, nch, Tc, Hl, KVl, hd;
+    ax_dtype dt;
+} ring_shape;
+
+static ax_attn_block ring_block(const ring_shape *r, const float *qkv, const float *kv, int c) {
+    int T = r->nch * r->Tc, ld = (r->Hl + 2 * r->KVl) * r->hd, Cl = r->Hl * r->hd;
+    const float *q = qkv + (size_t)c * r->Tc * ld;
+    ax_attn_block a = {r->B, r->Hl, r->KVl, r->hd, r->Tc, r->Tc, T, T, 1, q, q + Cl, q + Cl + r->KVl * r->hd,
+                       ld,   ld,    r->dt};
+    if (kv) { /* an earlier chunk's packed copy */
+        a.Sk = r->Tc;
+        a.causal = 0;
+        a.k = kv;
+        a.v = kv + r->KVl * r->hd;
+        a.ldk = 2 * r->KVl * r->hd;
+    }
+    return a;
+}
+
+static void ring_forward(const ring_shape *r, float *out, float *lse, const float *qkv, float *const *kv) {
+    int Cl = r->Hl * r->hd;
+    for (int c = 0; c < r->nch; c++) {
+        float *o = out + (size_t)c * r->Tc * Cl, *l = lse + (size_t)c * r->Tc;
+        ax_attn_block a = ring_block(r, qkv, NULL, c);
+        G_->attention_block_forward(&a, o, l, 0, NULL, 1);
+        for (int d = c - 1; d >= 0; d--) {
+            a = ring_block(r, qkv, kv[d], c);
+            G_->attention_block_forward(&a, o, l, 1, NULL, 1);
+        }
+    }
+}
+
+static void ring_backward(const ring_shape *r, float *dqkv, float *const *dkv, const float *dout, const float *out,
+                          const float *lse, const float *qkv, float *const *kv) {
+    int ld = (r->Hl + 2 * r->KVl) * r->hd, Cl = r->Hl * r->hd, KV = r->KVl * r->hd;
+    for (int c = 0; c < r->nch; c++) {
+        size_t qo = (size_t)c * r->Tc * ld, oo = (size_t)c * r->Tc * Cl;
+        float *dq = dqkv + qo;
+        ax_attn_block a = ring_block(r, qkv, NULL, c);
+        G_->attention_block_backward(&a, dq, dq + Cl, dq + Cl + KV, dout + oo, out + oo, lse + c * r->Tc, NULL, 1);
+        for (int d = c - 1; d >= 0; d--) {
+            a = ring_block(r, qkv, kv[d], c);
+            G_->attention_block_backward(&a, dq, dkv[d], dkv[d] + KV, dout + oo, out + oo, lse + c * r->Tc, NULL, 1);
+        }
+    }
+}
+
+/* The blocks on the GPU against the CPU's unsplit causal attention of the
+ * same sequences. Chunk 0's rows check a block alone, the later chunks' the
+ * merges (one and two); the dk, dv of the off-diagonal blocks are added to
+ * the GPU's dqkv on the host before the comparison. Blocks run the tiles,
+ * or flash where the plan picks it (never mm); tolerances as the unsplit
+ * attention's on the path that ran: the merge adds a few fp32 roundings. */
+#define RING_MAXCH 3
+static void attention_ring(ring_shape r) {
+    int T = r.nch * r.Tc, ld = (r.Hl + 2 * r.KVl) * r.hd, Cl = r.Hl * r.hd, lk = 2 * r.KVl * r.hd, nthr = C_->threads();
+    size_t nq = (size_t)r.B * T * ld, no = (size_t)r.B * T * Cl, nkv = (size_t)r.B * r.Tc * lk;
+    pair qkv = randf(nq, -1, 1), out = mk(no * 4), lse = mk((size_t)r.B * r.Hl * T * 4), dout = randf(no, -1, 1);
+    pair dqkv = mk(nq * 4), sc = mk(C_->attention_scratch(T) * nthr * 4 + 4), kv[RING_MAXCH], dkv[RING_MAXCH];
+    float *kvg[RING_MAXCH], *dkvg[RING_MAXCH];
+    for (int d = 0; d < r.nch; d++) {
+        kv[d] = mk(nkv * 4);
+        dkv[d] = mk(nkv * 4);
+        for (int b = 0; b < r.B; b++)
+            for (int i = 0; i < r.Tc; i++)
+                memcpy(F(kv[d]) + ((size_t)b * r.Tc + i) * lk, F(qkv) + ((size_t)b * T + d * r.Tc + i) * ld + Cl,
+                       lk * 4);
+        put(kv[d]);
+        kvg[d] = G(kv[d]);
+        dkvg[d] = G(dkv[d]);
+    }
+    C_->attention_forward(F(out), F(lse), F(qkv), r.B, T, r.Hl, r.KVl, r.hd, r.dt, F(sc), nthr);
+    ring_forward(&r, G(out), G(lse), G(qkv), kvg);
+    int flash = ax_cuda_attention_mode(r.dt, r.hd) == AX_CUDA_ATTN_FLASH, bf = r.dt == AX_BF16;
+    char sh[80];
+    snprintf(sh, sizeof sh, "B%d %dx%d H%d KV%d hd%d%s%s%s", r.B, r.nch, r.Tc, r.Hl, r.KVl, r.hd, bf ? " bf16 " : "",
+             bf ? ask_name : "", bf ? (flash ? "flash" : "tiled") : "");
+    row("attn blocks fwd out", sh, out, 0, flash ? 1e-2 : 1e-5);
+    row("attn blocks fwd lse", sh, lse, 0, flash ? 2e-3 : 1e-5);
+    put(out);
+    put(lse); /* the backward from the same inputs */
+    C_->attention_backward(F(dqkv), F(dout), F(out), F(lse), F(qkv), r.B, T, r.Hl, r.KVl, r.hd, r.dt, F(sc), nthr);
+    G_->zero(G(dqkv), nq * 4);
+    for (int d = 0; d < r.nch; d++) G_->zero(dkvg[d], nkv * 4);
+    ring_backward(&r, G(dqkv), dkvg, G(dout), G(out), G(lse), G(qkv), kvg);
+    got(dqkv);
+    for (int d = 0; d < r.nch; d++) { /* the off-diagonal blocks' dk, dv to chunk d's rows */
+        got(dkv[d]);
+        for (int b = 0; b < r.B; b++)
+            for (int i = 0; i < r.Tc; i++)
+                for (int e = 0; e < lk; e++)
+                    ((float *)dqkv.h)[((size_t)b * T + d * r.Tc + i) * ld + Cl + e] +=
+                        ((float *)dkv[d].h)[((size_t)b * r.Tc + i) * lk + e];
+    }
+    G_->copy(dqkv.g, dqkv.h, dqkv.bytes);
+    row("attn blocks bwd dqkv", sh, dqkv, 0, flash ? 1e-2 : 1e-4);
+    for (int d = 0; d < r.nch; d++) {
+        drop(kv[d]);
+        drop(dkv[d]);
+    }
+    drop(qkv);
+    drop(out);
+    drop(lse);
+    drop(dout);
+    drop(dqkv);
+    drop(sc);
+}
+
 /* the gradient norm's sum of squares over ranges (one long enough for every
  * partial block, one empty): positive doubles summed in another order, so
  * within n u = 3e6 x 1.1e-16 = 3.3e-10 relative (measured 1.15e-12 on an H200) */
@@ -523,8 +639,10 @@ static void decode(void) {
 /* The attention paths: fp32 (the tiles), then bf16 under each ask of
  * AXONN_CUDA_ATTN in turn, on shapes with partial tiles, hd 8 (which flash
  * refuses: mm, with the logged line), a training length, and grouped
- * queries 4:1 and 8:1 at hd 128, the last off the diagonal at T = 2048.
- * small: only the first three shapes (for the sanitizers), under the asks
+ * queries 4:1 and 8:1 at hd 128, the last off the diagonal at T = 2048;
+ * ring attention's blocks of the same (attention_ring) beside them.
+ * small: only the first three shapes and the first blocks (for the
+ * sanitizers), under the asks
  * named (none: all). The device's opt-in shared memory must be attn_plan.h's
  * figure for its architecture. */
 static void attentions(int small, char **only, int nonly) {
@@ -537,6 +655,14 @@ static void attentions(int small, char **only, int nonly) {
     attention(2, 100, 4, 2, 64, AX_F32);
     attention(1, 64, 2, 2, 128, AX_F32);
     attention(2, 33, 4, 4, 8, AX_F32);
+    /* ring attention's blocks: partial tiles, chunks of 64 and 128 at head size 64 and 128, grouped queries */
+    attention_ring((ring_shape){2, 3, 33, 4, 2, 64, AX_F32});
+    if (!small) {
+        attention_ring((ring_shape){2, 2, 64, 4, 2, 64, AX_F32});
+        attention_ring((ring_shape){1, 3, 128, 8, 2, 128, AX_F32});
+        attention_ring((ring_shape){2, 2, 128, 4, 4, 64, AX_F32});
+        attention_ring((ring_shape){1, 3, 64, 2, 1, 128, AX_F32});
+    }
     static const char *names[] = {"tiled:", "mm:", "flash:", "auto:"};
     int asked = c->attn_ask;
     for (int ask = AX_ATTN_ASK_TILED; ask <= AX_ATTN_ASK_AUTO; ask++) {
@@ -548,7 +674,10 @@ static void attentions(int small, char **only, int nonly) {
         attention(2, 100, 4, 2, 64, AX_BF16);
         attention(1, 64, 2, 2, 128, AX_BF16);
         attention(2, 33, 4, 4, 8, AX_BF16);
+        attention_ring((ring_shape){2, 3, 33, 4, 2, 64, AX_BF16});
         if (small) continue;
+        attention_ring((ring_shape){2, 2, 64, 4, 2, 64, AX_BF16});
+        attention_ring((ring_shape){1, 3, 128, 8, 2, 128, AX_BF16});
         attention(1, 1024, 2, 2, 64, AX_BF16); /* a training length: many chunk rows */
         attention(2, 256, 8, 2, 128, AX_BF16);
         attention(1, 2048, 8, 1, 128, AX_BF16);

@@ -468,6 +468,44 @@ static void calibrate(int P) {
           "calibration: gemm %g FLOP/s, %g B/s, %d collective fits", mach.gemm_flops, mach.mem_bw, mach.nfit);
 }
 
+/* A ring's step, ax_isendrecv_f32 on the device paths: buffers of the
+ * guarded backend, so that it must stage them through host buffers (MPI
+ * handed one faults); rank r gets rank r-1's floats, in one part and (chunks
+ * of 700) in several, completed by ax_wait and by ax_test. One rank: a copy. */
+static void check_sendrecv(int P, int rank) {
+    ax_comm c;
+    MPI_Comm w;
+    MPI_Comm_dup(MPI_COMM_WORLD, &w);
+    ax_comm_from(&c, w);
+    size_t n = 3001;
+    float *h = malloc(n * sizeof(float)), *send = gb.alloc(n * sizeof(float)), *recv = gb.alloc(n * sizeof(float));
+    int src = (rank + P - 1) % P;
+    for (int round = 0; round < 2; round++) {
+        for (size_t i = 0; i < n; i++) h[i] = (float)(rank * 10000 + round * 5000) + (float)i;
+        gb.copy(send, h, n * sizeof(float));
+        ax_comm_set_chunk(round ? 700 : 0);
+        ax_req r;
+        guarding = 1;
+        protect_all(PROT_NONE);
+        ax_isendrecv_f32(&c, send, (rank + 1) % P, recv, src, n, &r);
+        if (round) ax_wait(&r);
+        else
+            while (!ax_test(&r)) {}
+        guarding = 0;
+        protect_all(PROT_READ | PROT_WRITE);
+        gb.copy(h, recv, n * sizeof(float));
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++) bad += h[i] != (float)(src * 10000 + round * 5000) + (float)i;
+        CHECK(bad == 0, "isendrecv round %d: %zu of %zu floats not rank %d's", round, bad, n, src);
+    }
+    ax_comm_set_chunk(0);
+    CHECK(P == 1 ? c.bytes == 0 : c.bytes == 2.0 * n * sizeof(float), "isendrecv: %g bytes counted", c.bytes);
+    gb.free(send);
+    gb.free(recv);
+    free(h);
+    ax_comm_free(&c);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int P, rank, ngrids = 0;
@@ -491,6 +529,7 @@ int main(int argc, char **argv) {
     char dir[256];
     ax_backend_install(&gb);
     check_devices(P);
+    check_sendrecv(P, rank);
     ax_backend_install(&ax_cpu_backend);
     snprintf(dir, sizeof dir, "%s/axonn-devmem-%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getppid());
     for (int d = 1; d <= P; d++)

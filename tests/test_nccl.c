@@ -88,6 +88,18 @@ int main(int argc, char **argv) {
     float r0;
     be->copy(&r0, rs + 7, 4);
     CHECK(r0 == (float)P * (7 + g.rank), "ax_ireduce_scatter_f32: %g", r0);
+    /* a ring's step (ax_isendrecv_f32): NCCL's send and receive in one group,
+     * or staged through host buffers; rank r gets rank r-1's floats (one rank: a copy) */
+    int src = (g.rank + P - 1) % P;
+    for (size_t i = 0; i < n; i++) h[i] = (float)(i % 1000) + 1000.0f * g.rank;
+    be->copy(a, h, n * 4);
+    ax_isendrecv_f32(&g.data, a, (g.rank + 1) % P, rs, src, n / P, &q);
+    ax_wait(&q);
+    float got[2];
+    be->copy(got, rs + 5, 4);
+    be->copy(got + 1, rs + n / P - 1, 4);
+    CHECK(got[0] == 5.0f + 1000.0f * src && got[1] == (float)((n / P - 1) % 1000) + 1000.0f * src,
+          "ax_isendrecv_f32 from rank %d: %g, %g", src, got[0], got[1]);
     /* blocked time over data (comm.h): NCCL joins by events, staged ones by the
      * host clock; none counted in a group of one unless NCCL was called directly */
     double s = ax_comm_seconds(&g.data);

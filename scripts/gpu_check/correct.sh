@@ -8,10 +8,12 @@
 # 2026-12-04 where a step existed then):
 #
 #   env 15, build 15 (the pack unpacked), version 5      ~ 10 expected
-#   ops 45: test_backend_cmp, every op, and attention     ~ 10 (4 s in 2026-12)
-#           under tiled, mm, flash and auto
+#   ops 40: test_backend_cmp, every op, and attention     ~ 10 (4 s in 2026-12)
+#           under tiled, mm, flash and auto, ring
+#           attention's blocks beside each
 #   nccl 10, nccl_shared 20                               ~ 8
-#   train 50: tiny model 200 steps, CPU fp32 against GPU  ~ 30 (17 s with 2 runs)
+#   ring 10: test_ring, 2 ranks sharing the GPU           ~ 4 (never run on a GPU)
+#   train 45: tiny model 200 steps, CPU fp32 against GPU  ~ 30 (17 s with 2 runs)
 #             fp32 and bf16 under mm and flash
 #   grids 90: 4 ranks on the GPU, every 4D grid kind      ~ 60 (never run on a GPU)
 #   ckpt 20: save and resume on the GPU, bitwise          ~ 8 (never run on a GPU)
@@ -29,6 +31,15 @@ ops_cmp() {
   [ "$rc" = 77 ] && return 77
   command -v compute-sanitizer >/dev/null && timeout 30 compute-sanitizer --tool memcheck --print-limit 20 "$BIN/test_backend_cmp" attention 2>&1 | tail -40
   return $rc
+}
+
+# ring attention (context parallelism) on the GPU: tests/test_ring on 2
+# ranks of one C group sharing the GPU, so that its point-to-point transfers
+# are staged through host buffers (one GPU cannot host two NCCL ranks) and
+# its blocks run the CUDA kernels; SKIP where this tree has no test_ring
+ring_cmp() {
+  [ -x "$BIN/test_ring" ] || { echo "SKIP: no test_ring in this build"; return 77; }
+  mpirun -np 2 "$BIN/test_ring" --backend cuda
 }
 
 # the tiny model 200 steps (AX_TRAIN_STEPS) on the CPU in fp32 and on the GPU in
@@ -172,13 +183,14 @@ flash_verdict() {
 }
 
 run_correct() {
-  export -f ops_cmp train_cmp grids_cmp ckpt_cmp sanitize_attn
+  export -f ops_cmp ring_cmp train_cmp grids_cmp ckpt_cmp sanitize_attn
   prologue
-  step ops 45 1 ops_cmp
+  step ops 40 1 ops_cmp
   step nccl 10 1 "${BIN}/test_nccl"
   # two ranks on the one GPU: every group staged through the host (NCCL refuses them)
   step nccl_shared 20 1 mpirun -np 2 "${BIN}/test_nccl"
-  step train 50 1 train_cmp
+  step ring 10 1 ring_cmp
+  step train 45 1 train_cmp
   step grids 90 1 grids_cmp
   step ckpt 20 1 ckpt_cmp
   step sanitize 30 1 sanitize_attn memcheck

@@ -87,8 +87,12 @@ env_info() {
 build() {
   if [ -z "${AX_USE_PACK:-}" ] && command -v mpicc >/dev/null && pkg-config --exists jansson libpcre2-8 libxxhash 2>/dev/null && command -v nvcc >/dev/null; then
     cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DAXONN_CUDA=ON || return 1
-    cmake --build build-gpu -j "$(nproc)" --target axonn_cli test_backend_cmp test_nccl tool_gemm_rate || return 1
-    mkdir -p "$OUTD/bin"; cp build-gpu/axonn build-gpu/tests/test_backend_cmp build-gpu/tests/test_nccl build-gpu/tests/tool_gemm_rate "$OUTD/bin/"
+    local t="test_backend_cmp test_nccl tool_gemm_rate"   # the test binaries: gpu_check.sh pack lists the same
+    if [ -f tests/test_ring.c ]; then t="$t test_ring"; fi  # ring attention, where this tree has it
+    # shellcheck disable=SC2086
+    cmake --build build-gpu -j "$(nproc)" --target axonn_cli $t || return 1
+    mkdir -p "$OUTD/bin"; cp build-gpu/axonn "$OUTD/bin/"
+    for f in $t; do cp "build-gpu/tests/$f" "$OUTD/bin/"; done
     echo "built here"; return 0
   fi
   echo "no MPI/jansson/PCRE2/xxHash development files here: the Release binaries of .gpu-pack (commit $(cat "$PACK/commit" 2>/dev/null))"

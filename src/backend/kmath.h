@@ -158,6 +158,18 @@ static inline AX_HD void ax_softmax_resume(float lse, float *m, float *sum) {
     *m = lse;
     *sum = 1.0f;
 }
+
+/* The same merge done after the fact (the CUDA kernels, whose running
+ * output lives in registers and is written once): the softmax of one query over two disjoint key sets, each normalised on its
+ * own with log-sum-exp a and b (ring attention's blocks): the union's
+ * log-sum-exp; the parts' outputs then weigh ax_expf(a - merged) and
+ * ax_expf(b - merged). A part over no keys (-inf) leaves the other's
+ * log-sum-exp; its weight is ax_expf's floor (~1e-38), not 0. */
+static inline AX_HD float ax_lse_merge(float a, float b) {
+    float m = a > b ? a : b;
+    if (m == -INFINITY) return m;
+    return m + logf(ax_expf(a - m) + ax_expf(b - m));
+}
 /* softmax backward through the scores: ds = p (dp - sum_j p_j dp_j) * scale */
 static inline AX_HD float ax_softmax_ds(float p, float dp, float d, float scale) { return p * (dp - d) * scale; }
 

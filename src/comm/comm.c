@@ -316,6 +316,20 @@ static void mpi_sendrecv(ax_comm *c, const float *send, int dst, float *recv, in
     inflight_add(r);
 }
 
+/* A device backend's buffers through a host buffer [send | recv] of the
+ * group's: the send copied there now, the receive copied back at completion
+ * (ax_wait, ax_test: stage_finish), as staged collectives do. */
+static void staged_sendrecv(ax_comm *c, const float *send, int dst, float *recv, int src, size_t n, ax_req *r) {
+    int slot = stage_get(c, 2 * n * sizeof(float));
+    float *h = c->stage->buf[slot].p;
+    ax_be()->copy(h, send, n * sizeof(float));
+    mpi_sendrecv(c, h, dst, h + n, src, n, r);
+    r->from = h + n;
+    r->to = recv;
+    r->bytes = n * sizeof(float);
+    r->slot = slot;
+}
+
 void ax_isendrecv_f32(ax_comm *c, const float *send, int dst, float *recv, int src, size_t n, ax_req *r) {
     r->c = c;
     r->n = 0;
@@ -328,17 +342,19 @@ void ax_isendrecv_f32(ax_comm *c, const float *send, int dst, float *recv, int s
         return;
     }
     if (n == 0) return;
-    c->bytes += 4.0 * n;
-    if (!ax_be()->host_memory) {
-        /* DEVICE PATHS GO HERE: with c->nccl, NCCL's send and receive queued
-         * on the device (r->queued); else staged through host buffers like
-         * staged_coll (copy out, MPI here, the copy back at completion
-         * through r->from / r->to). Until then refused, rather than handing
-         * device pointers to MPI. */
-        ax_fatal(__FILE__, __LINE__, "ax_isendrecv_f32: not implemented for the %s backend yet", ax_be()->name);
+    c->bytes += (double)sizeof(float) * n;
+#ifdef AX_HAVE_CUDA
+    if (c->nccl) { /* queued on the device, joined by ax_wait like a collective */
+        ax_nccl_sendrecv(c, send, dst, recv, src, n);
+        r->queued = 1;
+        return;
     }
+#endif
+    int staged = !ax_be()->host_memory;
+    if (staged) ax_backend_sync(); /* as in coll: the wait for the kernels is compute, not blocked time */
     double t = MPI_Wtime();
-    mpi_sendrecv(c, send, dst, recv, src, n, r);
+    if (staged) staged_sendrecv(c, send, dst, recv, src, n, r);
+    else mpi_sendrecv(c, send, dst, recv, src, n, r);
     c->seconds += MPI_Wtime() - t;
 }
 

@@ -24,10 +24,14 @@ static struct {
     ncclResult_t (*AllReduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
     ncclResult_t (*AllGather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
     ncclResult_t (*ReduceScatter)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+    ncclResult_t (*Send)(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+    ncclResult_t (*Recv)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+    ncclResult_t (*GroupStart)(void);
+    ncclResult_t (*GroupEnd)(void);
 } nccl;
-static const char *const nccl_names[] = {"ncclGetVersion",   "ncclGetErrorString", "ncclGetUniqueId",
-                                         "ncclCommInitRank", "ncclCommDestroy",    "ncclAllReduce",
-                                         "ncclAllGather",    "ncclReduceScatter"};
+static const char *const nccl_names[] = {
+    "ncclGetVersion", "ncclGetErrorString", "ncclGetUniqueId", "ncclCommInitRank", "ncclCommDestroy", "ncclAllReduce",
+    "ncclAllGather",  "ncclReduceScatter",  "ncclSend",        "ncclRecv",         "ncclGroupStart",  "ncclGroupEnd"};
 _Static_assert(sizeof nccl == sizeof nccl_names / sizeof *nccl_names * sizeof(void (*)(void)), "one name an entry");
 
 #define AX_CHECK_NCCL(call)                                                                                  \
@@ -163,6 +167,19 @@ void ax_nccl_coll(ax_comm *c, int op, int bf16, const void *send, void *recv, si
     if (op == AX_NCCL_GATHER) AX_CHECK_NCCL(nccl.AllGather(send, recv, n, t, k->comm, k->stream));
     else if (op == AX_NCCL_SCATTER) AX_CHECK_NCCL(nccl.ReduceScatter(send, recv, n, t, ncclSum, k->comm, k->stream));
     else AX_CHECK_NCCL(nccl.AllReduce(recv, recv, n, t, op == AX_NCCL_MAX ? ncclMax : ncclSum, k->comm, k->stream));
+    AX_CHECK_CUDA(cudaEventRecord(k->done, k->stream));
+}
+
+/* one NCCL group, so that neither call waits for the other: a ring's ranks
+ * all send and receive at once, which separate calls would deadlock */
+void ax_nccl_sendrecv(ax_comm *c, const float *send, int dst, float *recv, int src, size_t n) {
+    struct ax_nccl_comm *k = c->nccl;
+    AX_CHECK_CUDA(cudaEventRecord(k->ready, ax_cuda_stream()));
+    AX_CHECK_CUDA(cudaStreamWaitEvent(k->stream, k->ready, 0));
+    AX_CHECK_NCCL(nccl.GroupStart());
+    AX_CHECK_NCCL(nccl.Send(send, n, ncclFloat32, dst, k->comm, k->stream));
+    AX_CHECK_NCCL(nccl.Recv(recv, n, ncclFloat32, src, k->comm, k->stream));
+    AX_CHECK_NCCL(nccl.GroupEnd());
     AX_CHECK_CUDA(cudaEventRecord(k->done, k->stream));
 }
 

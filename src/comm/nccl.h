@@ -48,6 +48,10 @@ enum { AX_NCCL_SUM, AX_NCCL_MAX, AX_NCCL_GATHER, AX_NCCL_SCATTER };
  * recv, all-gather of n per rank, reduce-scatter to n per rank; float, or
  * bf16 for the gather */
 void ax_nccl_coll(ax_comm *c, int op, int bf16, const void *send, void *recv, size_t n);
+/* queued like a collective: n floats of send to group rank dst and n from
+ * group rank src into recv (NCCL's send and receive in one group); joined
+ * and timed like the collectives (ax_nccl_join) */
+void ax_nccl_sendrecv(ax_comm *c, const float *send, int dst, float *recv, int src, size_t n);
 /* the compute stream waits, on the device, for the group's queued
  * collectives; the wait is timed by events on that stream */
 void ax_nccl_join(ax_comm *c);

@@ -10,7 +10,15 @@
  * states is the kernel's), threads left waiting on a barrier abort, and a
  * warp whose barrier opens runs ahead of the others (EMU_FAIR=1: round
  * robin; EMU_SHUFFLE=1: a random order each round), so a missing
- * __syncthreads shows as NaN. Arguments: shapes B,T,Hl,KVl,hd. */
+ * __syncthreads shows as NaN. Arguments: shapes B,T,Hl,KVl,hd.
+ *
+ * With --ring, each shape is B,Tc,Hl,KVl,hd: sequences of 3 chunks of Tc
+ * rows, attended as ring attention's blocks (backend.h: ax_attn_block; each
+ * chunk's queries against their own chunk, causal, then merged with the
+ * earlier chunks', full, whose keys and values come from packed copies;
+ * the backward's shares added), through the block entries on the tiled path
+ * (attention.cu, its warp shuffles emulated) and, at head sizes flash takes,
+ * on flash; and the tiled path's whole causal attention of the 3 Tc rows. */
 #include <vector>
 #include <string.h>
 #include <stdarg.h>
@@ -125,13 +133,17 @@ void ax_fatal(const char *file, int line, const char *fmt, ...) {
 }
 static std::vector<char> tmp;
 void *ax_cuda_tmp(int, size_t bytes) { if (tmp.size() < bytes) tmp.resize(bytes); return tmp.data(); }
-void ax_cuda_attention_rowdot(float *D, const float *dout, const float *out, int B, int T, int Hl, int hd) {
-    for (int b = 0; b < B; b++) for (int h = 0; h < Hl; h++) for (int i = 0; i < T; i++) {
-        float d = 0; size_t o = ((size_t)b * T + i) * Hl * hd + h * hd;
-        for (int e = 0; e < hd; e++) d += dout[o + e] * out[o + e];
-        D[((size_t)b * Hl + h) * T + i] = d;
-    }
+/* the backward's row term D comes from attention.cu's kernel, emulated too (tiled_emu.cc) */
+int emu_attn_mode = AX_CUDA_ATTN_FLASH;
+static float shfl_slot[1024];
+float emu_shfl(float v, int src) {
+    shfl_slot[cur] = v;
+    emu_syncwarp();
+    float r = shfl_slot[cur / 32 * 32 + (src & 31)];
+    emu_syncwarp(); /* every lane read before a slot is written again */
+    return r;
 }
+float emu_shfl_xor(float v, int m) { return emu_shfl(v, (cur % 32) ^ m); }
 
 static uint64_t rng = 88172645463325252ull;
 static float uni() { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return -1 + 2 * (float)((rng >> 40) / 16777216.0); }
@@ -195,7 +207,91 @@ static int check(const char *shape) {
     fflush(stdout);
     return !ok;
 }
+/* ring attention of nch chunks of Tc rows through the block entries on path
+ * mode, into out, lse, dqkv laid out as the unsplit attention's: the
+ * off-diagonal blocks read packed [k | v] copies of the earlier chunks (Tc
+ * rows a sequence, row stride 2 KVl hd) and add their dk, dv to packed
+ * gradients, summed into dqkv's rows at the end */
+static void ring(int mode, int B, int nch, int Tc, int Hl, int KVl, int hd, const float *qkv, const float *dout,
+                 float *out, float *lse, float *dqkv) {
+    int T = nch * Tc, ld = (Hl + 2 * KVl) * hd, Cl = Hl * hd, lk = 2 * KVl * hd, KV = KVl * hd;
+    std::vector<std::vector<float>> kv(nch, std::vector<float>((size_t)B * Tc * lk)), dkv(kv);
+    for (int d = 0; d < nch; d++)
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < Tc; i++)
+                memcpy(&kv[d][((size_t)b * Tc + i) * lk], qkv + ((size_t)b * T + d * Tc + i) * ld + Cl, lk * 4);
+    emu_attn_mode = mode;
+    auto blk = [&](int c, int d) { /* queries of chunk c against chunk d */
+        const float *q = qkv + (size_t)c * Tc * ld;
+        ax_attn_block a = {B, Hl, KVl, hd, Tc, Tc, T, T, 1, q, q + Cl, q + Cl + KV, ld, ld, AX_BF16};
+        if (d < c) a = {B, Hl, KVl, hd, Tc, Tc, T, Tc, 0, q, kv[d].data(), kv[d].data() + KV, ld, lk, AX_BF16};
+        return a;
+    };
+    for (int c = 0; c < nch; c++)
+        for (int d = c; d >= 0; d--) {
+            ax_attn_block a = blk(c, d);
+            ax_cuda_attention_block_forward(&a, out + (size_t)c * Tc * Cl, lse + c * Tc, d < c, NULL, 1);
+        }
+    for (size_t i = 0; i < (size_t)B * T * ld; i++) dqkv[i] = 0;
+    for (int c = 0; c < nch; c++)
+        for (int d = c; d >= 0; d--) {
+            ax_attn_block a = blk(c, d);
+            float *dq = dqkv + (size_t)c * Tc * ld, *dk = d < c ? dkv[d].data() : dq + Cl;
+            ax_cuda_attention_block_backward(&a, dq, dk, dk + KV, dout + (size_t)c * Tc * Cl, out + (size_t)c * Tc * Cl,
+                                             lse + c * Tc, NULL, 1);
+        }
+    for (int d = 0; d < nch; d++)
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < Tc; i++)
+                for (int e = 0; e < lk; e++)
+                    dqkv[((size_t)b * T + d * Tc + i) * ld + Cl + e] += dkv[d][((size_t)b * Tc + i) * lk + e];
+}
+
+/* one shape B,Tc,Hl,KVl,hd as ring attention of 3 chunks against fp64: the
+ * tiled blocks (fp32: 1e-5, 1e-5, 1e-4), the tiled whole attention, and
+ * flash's blocks where it takes hd (bf16 operands: 1e-2, 2e-3, 1e-2) */
+static int check_ring(const char *shape) {
+    int B, Tc, Hl, KVl, hd, nch = 3;
+    if (sscanf(shape, "%d,%d,%d,%d,%d", &B, &Tc, &Hl, &KVl, &hd) != 5 || B < 1 || Tc < 1 || KVl < 1 || Hl % KVl) {
+        fprintf(stderr, "shape '%s': expected B,Tc,Hl,KVl,hd with KVl dividing Hl\n", shape);
+        exit(2);
+    }
+    int T = nch * Tc, ld = (Hl + 2 * KVl) * hd, Cl = Hl * hd, fail = 0;
+    std::vector<float> qkv((size_t)B * T * ld), dout((size_t)B * T * Cl);
+    for (auto &x : qkv) x = uni();
+    for (auto &x : dout) x = uni();
+    std::vector<double> ro, rl, rd;
+    ref(B, T, Hl, KVl, hd, qkv.data(), dout.data(), ro, rl, rd);
+    for (int run = 0; run < 3; run++) {
+        int flash = run == 2;
+        if (flash && (hd % AX_FLASH_HD_STEP || hd > AX_FLASH_HD_MAX)) continue;
+        std::vector<float> out(dout.size(), NAN), lse((size_t)B * Hl * T, NAN), dq(qkv.size(), NAN);
+        if (run == 1) { /* the whole attention: the block of every row, on the same kernels */
+            emu_attn_mode = AX_CUDA_ATTN_TILED;
+            ax_cuda_attention_forward(out.data(), lse.data(), qkv.data(), B, T, Hl, KVl, hd, AX_F32, NULL, 1);
+            ax_cuda_attention_backward(dq.data(), dout.data(), out.data(), lse.data(), qkv.data(), B, T, Hl, KVl, hd,
+                                       AX_F32, NULL, 1);
+        } else
+            ring(flash ? AX_CUDA_ATTN_FLASH : AX_CUDA_ATTN_TILED, B, nch, Tc, Hl, KVl, hd, qkv.data(), dout.data(),
+                 out.data(), lse.data(), dq.data());
+        double eo = err(out.data(), ro), el = err(lse.data(), rl), ed = err(dq.data(), rd);
+        double to = flash ? 1e-2 : 1e-5, tl = flash ? 2e-3 : 1e-5, td = flash ? 1e-2 : 1e-4;
+        int ok = eo < to && el < tl && ed < td;
+        static const char *what[] = {"tiled blocks", "tiled whole", "flash blocks"};
+        printf("B%d %dx%d H%d KV%d hd%d %s: out %.2e lse %.2e dqkv %.2e: %s\n", B, nch, Tc, Hl, KVl, hd, what[run], eo,
+               el, ed, ok ? "ok" : "FAIL");
+        fflush(stdout);
+        fail |= !ok;
+    }
+    return fail;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "--ring")) {
+        int fail = 0;
+        for (int a = 2; a < argc; a++) fail |= check_ring(argv[a]);
+        return fail;
+    }
     /* without arguments: partial tiles, one tile, hd 16, 16 tiles, 3:1 groups, T = 1 */
     const char *dflt[] = {"2,100,4,2,64", "1,64,2,2,128", "2,33,4,4,16", "1,1024,2,2,64", "1,130,6,2,32", "1,1,2,1,48"};
     int fail = 0;

@@ -1,9 +1,13 @@
-/* Causal attention, tiled flash-style: a warp per query row (forward, dq) or
+/* Causal attention, and one block of it (backend.h: ax_attn_block; ring
+ * attention's query chunk against a key chunk, causal or full, merged by
+ * log-sum-exp), in one code path: the whole attention is the block of every
+ * row against every row. Tiled flash-style: a warp per query row (forward, dq) or
  * per key row (dk, dv), key or query tiles of 32 rows staged in shared memory,
  * one row of a tile per lane for the scores, the head dimension split over
  * the lanes for the accumulators. Online softmax in the forward, which saves
  * the row's log-sum-exp; the backward recomputes the probabilities from it.
- * Every output element is written by one warp that walks its inputs in order:
+ * Every output element is written by one warp that walks its inputs in order
+ * (a block's gradients added to what the buffers hold, still by that warp):
  * no atomics, results independent of the launch. Head dimension at most 128.
  * Softmax pieces from backend/kmath.h. These run fp32 models (and, with
  * AXONN_CUDA_ATTN=tiled, bf16 ones); bf16 models otherwise run on the matrix
@@ -55,31 +59,57 @@ __device__ static void online_tile(float s, int valid, float &m, float &l, float
     }
 }
 
-__global__ static void fwd(float *out, float *lse, const float *qkv, int T, int Hl, int KVl, int hd) {
+typedef ax_cuda_blk blk;
+
+/* keys [0, lim) that query row i sees, and [0, end) those any of rows [i0, i0 + BR) see */
+__device__ static int keys_seen(const blk &a, int i) { return a.causal ? min(i + 1, a.Tk) : a.Tk; }
+__device__ static int keys_seen_by(const blk &a, int i0) { return a.causal ? min(min(i0 + BR, a.Tq), a.Tk) : a.Tk; }
+
+/* a warp per query row: out and lse of the block, or with merge combined with
+ * those already there (the same row over other keys) by their log-sum-exp */
+__global__ static void fwd(float *out, float *lse, blk a, int merge) {
     extern __shared__ float sm[];
+    int hd = a.hd, w = threadIdx.x / 32, lane = threadIdx.x % 32, bh = blockIdx.y, b = bh / a.Hl, h = bh % a.Hl;
     float *Ks = sm, *Vs = Ks + TK * (hd + 1), *Qs = Vs + TK * hd;
-    int w = threadIdx.x / 32, lane = threadIdx.x % 32, bh = blockIdx.y, b = bh / Hl, h = bh % Hl;
-    int Cl = Hl * hd, ld = (Hl + 2 * KVl) * hd, i0 = blockIdx.x * BR, i = i0 + w;
-    const float *base = qkv + (size_t)b * T * ld, *k = base + Cl + (h / (Hl / KVl)) * hd, *v = k + KVl * hd;
+    int Cl = a.Hl * hd, i0 = blockIdx.x * BR, i = i0 + w, kh = h / (a.Hl / a.KVl);
+    const float *k = a.k + (size_t)b * a.Sk * a.ldk + kh * hd, *v = a.v + (size_t)b * a.Sk * a.ldk + kh * hd;
     float scale = ax_attn_scale(hd), m = -INFINITY, l = 0, o[NC] = {0};
-    stage(Qs, hd, base + h * hd, ld, i0, BR, T, hd);
-    int last = min(i0 + BR, T) - 1;
-    for (int j0 = 0; j0 <= last; j0 += TK) {
+    stage(Qs, hd, a.q + (size_t)b * a.Sq * a.ldq + h * hd, a.ldq, i0, BR, a.Tq, hd);
+    int lim = keys_seen(a, i), end = keys_seen_by(a, i0);
+    for (int j0 = 0; j0 < end; j0 += TK) {
         __syncthreads();
-        stage(Ks, hd + 1, k, ld, j0, TK, T, hd);
-        stage(Vs, hd, v, ld, j0, TK, T, hd);
+        stage(Ks, hd + 1, k, a.ldk, j0, TK, a.Tk, hd);
+        stage(Vs, hd, v, a.ldk, j0, TK, a.Tk, hd);
         __syncthreads();
-        if (i >= T || j0 > i) continue; /* warp-uniform */
-        int j = j0 + lane, nk = min(TK, i - j0 + 1);
-        float s = j <= i ? scale * dot(Qs + w * hd, Ks + lane * (hd + 1), hd) : -INFINITY;
-        online_tile(s, j <= i, m, l, o, Vs, nk, hd, lane);
+        if (i >= a.Tq || j0 >= lim) continue; /* warp-uniform */
+        int j = j0 + lane, nk = min(TK, lim - j0);
+        float s = j < lim ? scale * dot(Qs + w * hd, Ks + lane * (hd + 1), hd) : -INFINITY;
+        online_tile(s, j < lim, m, l, o, Vs, nk, hd, lane);
     }
-    if (i >= T) return;
-    float inv = 1.0f / l, *orow = out + ((size_t)b * T + i) * Cl + h * hd;
+    if (i >= a.Tq) return;
+    size_t at = (size_t)bh * a.Sq + i;
+    float inv = 1.0f / l, lb = ax_lse(m, l), *orow = out + ((size_t)b * a.Sq + i) * Cl + h * hd;
+    if (!merge) {
+#pragma unroll
+        for (int q = 0; q < NC; q++)
+            if (lane + 32 * q < hd) orow[lane + 32 * q] = o[q] * inv;
+        if (lane == 0) lse[at] = lb;
+        return;
+    }
+    /* lane 0 reads the old lse before it writes the new one; the shuffle hands it to the warp */
+    float la = __shfl_sync(0xffffffffu, lane == 0 ? lse[at] : 0.0f, 0), ln = ax_lse_merge(la, lb);
+    float wa = ax_expf(la - ln), wb = ax_expf(lb - ln);
 #pragma unroll
     for (int q = 0; q < NC; q++)
-        if (lane + 32 * q < hd) orow[lane + 32 * q] = o[q] * inv;
-    if (lane == 0) lse[(size_t)bh * T + i] = ax_lse(m, l);
+        if (lane + 32 * q < hd) orow[lane + 32 * q] = wa * orow[lane + 32 * q] + wb * (o[q] * inv);
+    if (lane == 0) lse[at] = ln;
+}
+
+static void tiled_forward(const blk &a, int B, float *out, float *lse, int merge) {
+    check_hd(a.hd);
+    dim3 grid((a.Tq + BR - 1) / BR, B * a.Hl);
+    size_t smem = sizeof(float) * (TK * (a.hd + 1) + TK * a.hd + BR * a.hd);
+    fwd<<<grid, 32 * BR, smem, ax_cuda_stream()>>>(out, lse, a, merge);
 }
 
 void ax_cuda_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
@@ -94,51 +124,59 @@ void ax_cuda_attention_forward(float *out, float *lse, const float *qkv, int B, 
         ax_cuda_attention_flash_forward(out, lse, qkv, B, T, Hl, KVl, hd);
         return;
     }
-    check_hd(hd);
-    dim3 grid((T + BR - 1) / BR, B * Hl);
-    size_t smem = sizeof(float) * (TK * (hd + 1) + TK * hd + BR * hd);
-    fwd<<<grid, 32 * BR, smem, ax_cuda_stream()>>>(out, lse, qkv, T, Hl, KVl, hd);
+    tiled_forward(ax_cuda_blk_full(qkv, T, Hl, KVl, hd), B, out, lse, 0);
     AX_CUDA_DONE();
 }
 
-/* D_i = dO_i . O_i, a warp per row */
-__global__ static void row_d(float *D, const float *dout, const float *out, int T, int Hl, int hd) {
+/* D_i = dO_i . O_i, a warp per row i < Tq of Sq per sequence, into D[bh*Tq + i] */
+__global__ static void row_d(float *D, const float *dout, const float *out, int Sq, int Tq, int Hl, int hd) {
     int lane = threadIdx.x % 32, i = blockIdx.x * BR + threadIdx.x / 32, bh = blockIdx.y, b = bh / Hl, h = bh % Hl;
-    if (i >= T) return;
-    size_t o = ((size_t)b * T + i) * Hl * hd + h * hd;
+    if (i >= Tq) return;
+    size_t o = ((size_t)b * Sq + i) * Hl * hd + h * hd;
     float d = 0;
     for (int e = lane; e < hd; e += 32) d += dout[o + e] * out[o + e];
     d = ax_warp_sum(d);
-    if (lane == 0) D[(size_t)bh * T + i] = d;
+    if (lane == 0) D[(size_t)bh * Tq + i] = d;
+}
+
+void ax_cuda_attention_rowdot_rows(float *D, const float *dout, const float *out, int B, int Sq, int Tq, int Hl,
+                                   int hd) {
+    row_d<<<dim3((Tq + BR - 1) / BR, B * Hl), 32 * BR, 0, ax_cuda_stream()>>>(D, dout, out, Sq, Tq, Hl, hd);
 }
 
 void ax_cuda_attention_rowdot(float *D, const float *dout, const float *out, int B, int T, int Hl, int hd) {
-    row_d<<<dim3((T + BR - 1) / BR, B * Hl), 32 * BR, 0, ax_cuda_stream()>>>(D, dout, out, T, Hl, hd);
+    ax_cuda_attention_rowdot_rows(D, dout, out, B, T, T, Hl, hd);
     AX_CUDA_DONE();
 }
 
+/* each gradient element written once, by one warp: stored, or added to what the buffer holds (a block's share) */
+__device__ static void put_row(float *row, const float *g, int acc, int hd, int lane) {
+#pragma unroll
+    for (int q = 0; q < NC; q++)
+        if (lane + 32 * q < hd) row[lane + 32 * q] = acc ? row[lane + 32 * q] + g[q] : g[q];
+}
+
 /* dq of query rows, a warp each, over key tiles */
-__global__ static void bwd_dq(float *dqkv, const float *dout, const float *lse, const float *D, const float *qkv, int T,
-                              int Hl, int KVl, int hd) {
+__global__ static void bwd_dq(float *dq, const float *dout, const float *lse, const float *D, blk a, int acc) {
     extern __shared__ float sm[];
+    int hd = a.hd, w = threadIdx.x / 32, lane = threadIdx.x % 32, bh = blockIdx.y, b = bh / a.Hl, h = bh % a.Hl;
     float *Ks = sm, *Vs = Ks + TK * (hd + 1), *Qs = Vs + TK * (hd + 1), *dOs = Qs + BR * hd;
-    int w = threadIdx.x / 32, lane = threadIdx.x % 32, bh = blockIdx.y, b = bh / Hl, h = bh % Hl;
-    int Cl = Hl * hd, ld = (Hl + 2 * KVl) * hd, i0 = blockIdx.x * BR, i = i0 + w;
-    const float *base = qkv + (size_t)b * T * ld, *k = base + Cl + (h / (Hl / KVl)) * hd, *v = k + KVl * hd;
-    float scale = ax_attn_scale(hd), dq[NC] = {0};
-    stage(Qs, hd, base + h * hd, ld, i0, BR, T, hd);
-    stage(dOs, hd, dout + (size_t)b * T * Cl + h * hd, Cl, i0, BR, T, hd);
-    float li = i < T ? lse[(size_t)bh * T + i] : 0.0f, di = i < T ? D[(size_t)bh * T + i] : 0.0f;
-    int last = min(i0 + BR, T) - 1;
-    for (int j0 = 0; j0 <= last; j0 += TK) {
+    int Cl = a.Hl * hd, i0 = blockIdx.x * BR, i = i0 + w, kh = h / (a.Hl / a.KVl);
+    const float *k = a.k + (size_t)b * a.Sk * a.ldk + kh * hd, *v = a.v + (size_t)b * a.Sk * a.ldk + kh * hd;
+    float scale = ax_attn_scale(hd), g[NC] = {0};
+    stage(Qs, hd, a.q + (size_t)b * a.Sq * a.ldq + h * hd, a.ldq, i0, BR, a.Tq, hd);
+    stage(dOs, hd, dout + (size_t)b * a.Sq * Cl + h * hd, Cl, i0, BR, a.Tq, hd);
+    float li = i < a.Tq ? lse[(size_t)bh * a.Sq + i] : 0.0f, di = i < a.Tq ? D[(size_t)bh * a.Tq + i] : 0.0f;
+    int lim = keys_seen(a, i), end = keys_seen_by(a, i0);
+    for (int j0 = 0; j0 < end; j0 += TK) {
         __syncthreads();
-        stage(Ks, hd + 1, k, ld, j0, TK, T, hd);
-        stage(Vs, hd + 1, v, ld, j0, TK, T, hd);
+        stage(Ks, hd + 1, k, a.ldk, j0, TK, a.Tk, hd);
+        stage(Vs, hd + 1, v, a.ldk, j0, TK, a.Tk, hd);
         __syncthreads();
-        if (i >= T || j0 > i) continue;
-        int j = j0 + lane, nk = min(TK, i - j0 + 1);
+        if (i >= a.Tq || j0 >= lim) continue;
+        int j = j0 + lane, nk = min(TK, lim - j0);
         float ds = 0.0f;
-        if (j <= i) {
+        if (j < lim) {
             float p = ax_softmax_p(scale * dot(Qs + w * hd, Ks + lane * (hd + 1), hd), li);
             ds = ax_softmax_ds(p, dot(dOs + w * hd, Vs + lane * (hd + 1), hd), di, scale);
         }
@@ -146,61 +184,66 @@ __global__ static void bwd_dq(float *dqkv, const float *dout, const float *lse, 
             float sj = __shfl_sync(0xffffffffu, ds, jj);
 #pragma unroll
             for (int q = 0; q < NC; q++)
-                if (lane + 32 * q < hd) dq[q] += sj * Ks[jj * (hd + 1) + lane + 32 * q];
+                if (lane + 32 * q < hd) g[q] += sj * Ks[jj * (hd + 1) + lane + 32 * q];
         }
     }
-    if (i >= T) return;
-    float *row = dqkv + ((size_t)b * T + i) * ld + h * hd;
-#pragma unroll
-    for (int q = 0; q < NC; q++)
-        if (lane + 32 * q < hd) row[lane + 32 * q] = dq[q];
+    if (i >= a.Tq) return;
+    put_row(dq + ((size_t)b * a.Sq + i) * a.ldq + h * hd, g, acc, hd, lane);
 }
 
 /* dk, dv of key rows, a warp each, over every query head of the group and the query tiles that see them */
-__global__ static void bwd_dkv(float *dqkv, const float *dout, const float *lse, const float *D, const float *qkv,
-                               int T, int Hl, int KVl, int hd) {
+__global__ static void bwd_dkv(float *dk, float *dv, const float *dout, const float *lse, const float *D, blk a,
+                               int acc) {
     extern __shared__ float sm[];
+    int hd = a.hd, w = threadIdx.x / 32, lane = threadIdx.x % 32, bk = blockIdx.y, b = bk / a.KVl, kh = bk % a.KVl;
     float *Qs = sm, *dOs = Qs + TK * (hd + 1), *ks = dOs + TK * (hd + 1), *vs = ks + BR * hd;
-    int w = threadIdx.x / 32, lane = threadIdx.x % 32, bk = blockIdx.y, b = bk / KVl, kh = bk % KVl;
-    int Cl = Hl * hd, ld = (Hl + 2 * KVl) * hd, j0 = blockIdx.x * BR, j = j0 + w, grp = Hl / KVl;
-    const float *base = qkv + (size_t)b * T * ld, *k = base + Cl + kh * hd, *v = k + KVl * hd;
-    float scale = ax_attn_scale(hd), dk[NC] = {0}, dv[NC] = {0};
-    stage(ks, hd, k, ld, j0, BR, T, hd);
-    stage(vs, hd, v, ld, j0, BR, T, hd);
+    int Cl = a.Hl * hd, j0 = blockIdx.x * BR, j = j0 + w, grp = a.Hl / a.KVl;
+    float scale = ax_attn_scale(hd), gk[NC] = {0}, gv[NC] = {0};
+    stage(ks, hd, a.k + (size_t)b * a.Sk * a.ldk + kh * hd, a.ldk, j0, BR, a.Tk, hd);
+    stage(vs, hd, a.v + (size_t)b * a.Sk * a.ldk + kh * hd, a.ldk, j0, BR, a.Tk, hd);
     for (int h = kh * grp; h < (kh + 1) * grp; h++) {
-        size_t bh = (size_t)b * Hl + h;
-        for (int i0 = j0; i0 < T; i0 += TK) {
+        size_t bh = (size_t)b * a.Hl + h;
+        const float *q = a.q + (size_t)b * a.Sq * a.ldq + h * hd, *dO = dout + (size_t)b * a.Sq * Cl + h * hd;
+        for (int i0 = a.causal ? j0 : 0; i0 < a.Tq; i0 += TK) { /* causal: the rows from the diagonal down */
             __syncthreads();
-            stage(Qs, hd + 1, base + h * hd, ld, i0, TK, T, hd);
-            stage(dOs, hd + 1, dout + (size_t)b * T * Cl + h * hd, Cl, i0, TK, T, hd);
+            stage(Qs, hd + 1, q, a.ldq, i0, TK, a.Tq, hd);
+            stage(dOs, hd + 1, dO, Cl, i0, TK, a.Tq, hd);
             __syncthreads();
-            if (j >= T) continue;
+            if (j >= a.Tk) continue;
             int i = i0 + lane;
             float p = 0.0f, ds = 0.0f;
-            if (i >= j && i < T) {
-                p = ax_softmax_p(scale * dot(Qs + lane * (hd + 1), ks + w * hd, hd), lse[bh * T + i]);
-                ds = ax_softmax_ds(p, dot(dOs + lane * (hd + 1), vs + w * hd, hd), D[bh * T + i], scale);
+            if (i < a.Tq && (!a.causal || i >= j)) {
+                p = ax_softmax_p(scale * dot(Qs + lane * (hd + 1), ks + w * hd, hd), lse[bh * a.Sq + i]);
+                ds = ax_softmax_ds(p, dot(dOs + lane * (hd + 1), vs + w * hd, hd), D[bh * a.Tq + i], scale);
             }
-            int n = min(TK, T - i0);
+            int n = min(TK, a.Tq - i0);
             for (int ii = 0; ii < n; ii++) {
                 float pi = __shfl_sync(0xffffffffu, p, ii), si = __shfl_sync(0xffffffffu, ds, ii);
 #pragma unroll
                 for (int q = 0; q < NC; q++)
                     if (lane + 32 * q < hd) {
-                        dv[q] += pi * dOs[ii * (hd + 1) + lane + 32 * q];
-                        dk[q] += si * Qs[ii * (hd + 1) + lane + 32 * q];
+                        gv[q] += pi * dOs[ii * (hd + 1) + lane + 32 * q];
+                        gk[q] += si * Qs[ii * (hd + 1) + lane + 32 * q];
                     }
             }
         }
     }
-    if (j >= T) return;
-    float *dkr = dqkv + ((size_t)b * T + j) * ld + Cl + kh * hd, *dvr = dkr + KVl * hd;
-#pragma unroll
-    for (int q = 0; q < NC; q++)
-        if (lane + 32 * q < hd) {
-            dkr[lane + 32 * q] = dk[q];
-            dvr[lane + 32 * q] = dv[q];
-        }
+    if (j >= a.Tk) return;
+    put_row(dk + ((size_t)b * a.Sk + j) * a.ldk + kh * hd, gk, acc, hd, lane);
+    put_row(dv + ((size_t)b * a.Sk + j) * a.ldk + kh * hd, gv, acc, hd, lane);
+}
+
+/* dq into dq, dk, dv into theirs (laid out as q, k, v), stored or added (acc), from out and lse of the whole forward */
+static void tiled_backward(const blk &a, int B, float *dq, float *dk, float *dv, const float *dout, const float *out,
+                           const float *lse, int acc) {
+    check_hd(a.hd);
+    cudaStream_t s = ax_cuda_stream();
+    float *D = (float *)ax_cuda_tmp(AX_CUDA_TMP_ATTN, sizeof(float) * B * a.Hl * a.Tq);
+    dim3 gq((a.Tq + BR - 1) / BR, B * a.Hl), gk((a.Tk + BR - 1) / BR, B * a.KVl);
+    size_t smem = sizeof(float) * (2 * TK * (a.hd + 1) + 2 * BR * a.hd);
+    ax_cuda_attention_rowdot_rows(D, dout, out, B, a.Sq, a.Tq, a.Hl, a.hd);
+    bwd_dq<<<gq, 32 * BR, smem, s>>>(dq, dout, lse, D, a, acc);
+    bwd_dkv<<<gk, 32 * BR, smem, s>>>(dk, dv, dout, lse, D, a, acc);
 }
 
 void ax_cuda_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
@@ -215,14 +258,43 @@ void ax_cuda_attention_backward(float *dqkv, const float *dout, const float *out
         ax_cuda_attention_flash_backward(dqkv, dout, out, lse, qkv, B, T, Hl, KVl, hd);
         return;
     }
-    check_hd(hd);
-    cudaStream_t s = ax_cuda_stream();
-    float *D = (float *)ax_cuda_tmp(AX_CUDA_TMP_ATTN, sizeof(float) * B * Hl * T);
-    dim3 gq((T + BR - 1) / BR, B * Hl), gk((T + BR - 1) / BR, B * KVl);
-    size_t smem = sizeof(float) * (2 * TK * (hd + 1) + 2 * BR * hd);
-    ax_cuda_attention_rowdot(D, dout, out, B, T, Hl, hd);
-    bwd_dq<<<gq, 32 * BR, smem, s>>>(dqkv, dout, lse, D, qkv, T, Hl, KVl, hd);
-    bwd_dkv<<<gk, 32 * BR, smem, s>>>(dqkv, dout, lse, D, qkv, T, Hl, KVl, hd);
+    tiled_backward(ax_cuda_blk_full(qkv, T, Hl, KVl, hd), B, dqkv, dqkv + Hl * hd, dqkv + (Hl + KVl) * hd, dout, out,
+                   lse, 0);
+    AX_CUDA_DONE();
+}
+
+/* A block's causal mask is the diagonal's (j <= i): only a chunk against itself */
+static void check_block(const ax_attn_block *a) {
+    if (a->causal && a->Tq != a->Tk)
+        ax_fatal(__FILE__, __LINE__, "CUDA attention block: causal needs Tq == Tk, got %d and %d", a->Tq, a->Tk);
+    if (a->Tq > a->Sq || a->Tk > a->Sk)
+        ax_fatal(__FILE__, __LINE__, "CUDA attention block: %d of %d query rows, %d of %d key rows", a->Tq, a->Sq,
+                 a->Tk, a->Sk);
+}
+
+/* Blocks take the tiles, or flash where the plan picks it; never mm, whose
+ * (T, T) scores hold one sequence's whole square (attention_mm.cu). */
+void ax_cuda_attention_block_forward(const ax_attn_block *a, float *out, float *lse, int merge, float *scratch,
+                                     int nthr) {
+    (void)scratch;
+    (void)nthr;
+    if (!a->B || !a->Tq || !a->Hl || !a->Tk) return;
+    check_block(a);
+    if (ax_cuda_attention_mode(a->dt, a->hd) == AX_CUDA_ATTN_FLASH)
+        ax_cuda_attention_flash_block_forward(a, out, lse, merge);
+    else tiled_forward(ax_cuda_blk_of(a), a->B, out, lse, merge);
+    AX_CUDA_DONE();
+}
+
+void ax_cuda_attention_block_backward(const ax_attn_block *a, float *dq, float *dk, float *dv, const float *dout,
+                                      const float *out, const float *lse, float *scratch, int nthr) {
+    (void)scratch;
+    (void)nthr;
+    if (!a->B || !a->Tq || !a->Hl || !a->Tk) return;
+    check_block(a);
+    if (ax_cuda_attention_mode(a->dt, a->hd) == AX_CUDA_ATTN_FLASH)
+        ax_cuda_attention_flash_block_backward(a, dq, dk, dv, dout, out, lse);
+    else tiled_backward(ax_cuda_blk_of(a), a->B, dq, dk, dv, dout, out, lse, 1);
     AX_CUDA_DONE();
 }
 

@@ -18,7 +18,13 @@
  * atomics: dk, dv of a key tile over its group's query heads and the query
  * tiles at or below the diagonal, then dq of a query tile over its key tiles;
  * each recomputes P from the saved log-sum-exp. Every output element is
- * written once by one block, in a fixed order: the same bits every run. */
+ * written once by one block, in a fixed order: the same bits every run.
+ *
+ * The kernels take one block of attention (cuda.h: ax_cuda_blk), as the
+ * tiled ones do: the whole causal attention, or ring attention's query chunk
+ * against a key chunk, causal (the diagonal masked as above) or full (every
+ * key tile, the last one's rows past Tk masked), the forward merged into out
+ * and lse by log-sum-exp and the backward's share added to dq, dk, dv. */
 #include "backend/cuda/cuda.h"
 #include "backend/cuda/attn_plan.h"
 #include "backend/kmath.h"
@@ -70,31 +76,41 @@ __device__ static void stage(bf16 *dst, int ldd, const float *src, int ld, int n
     }
 }
 
-/* a block per (query tile, b*Hl + h); the heaviest tiles, the last, first */
-__global__ static void __launch_bounds__(NT)
-    fwd(float *out, float *lse, const float *qkv, int T, int Hl, int KVl, int hd) {
+/* keys [0, n) of the tile from j0 that row i sees (causal: to the diagonal) */
+__device__ static int keys_in(const ax_cuda_blk &a, int i, int j0) {
+    return a.causal ? min(BQ, i - j0 + 1) : min(BQ, a.Tk - j0);
+}
+/* the key tiles a query tile from i0 walks: causal, to the diagonal; else all */
+__device__ static int keys_end(const ax_cuda_blk &a, int i0) { return a.causal ? min(i0 + BQ, a.Tq) : a.Tk; }
+/* 16-wide chunks of the key tile j0 that warp w's rows of the query tile i0
+ * multiply: those right of the diagonal are all masked */
+__device__ static int chunks(const ax_cuda_blk &a, int i0, int j0, int w) { return a.causal && i0 == j0 ? w + 1 : NW; }
+
+/* a block per (query tile, b*Hl + h); the heaviest tiles, the last, first.
+ * merge: out and lse combined with those already there by log-sum-exp. */
+__global__ static void __launch_bounds__(NT) fwd(float *out, float *lse, ax_cuda_blk a, int merge) {
     extern __shared__ __align__(128) unsigned char ax_fsm[];
-    int ldq = hd + 8, ldo = hd + 4, w = threadIdx.x / 32, lane = threadIdx.x % 32;
+    int hd = a.hd, ldq = hd + 8, ldo = hd + 4, w = threadIdx.x / 32, lane = threadIdx.x % 32;
     bf16 *Qs = (bf16 *)ax_fsm, *Ks = Qs + BQ * ldq, *Vs = Ks + BQ * ldq, *Ps = Vs + BQ * ldq;
     float *S = (float *)(Ps + BQ * LDP), *O = S + BQ * LDS, *al = O + BQ * ldo, *ls = al + BQ;
-    int bh = blockIdx.y, b = bh / Hl, h = bh % Hl, i0 = (gridDim.x - 1 - blockIdx.x) * BQ, nq = min(BQ, T - i0);
-    int ld = (Hl + 2 * KVl) * hd, kh = h / (Hl / KVl), r = 16 * w + lane;
-    const float *base = qkv + (size_t)b * T * ld;
+    int bh = blockIdx.y, b = bh / a.Hl, h = bh % a.Hl, i0 = (gridDim.x - 1 - blockIdx.x) * BQ, nq = min(BQ, a.Tq - i0);
+    int kh = h / (a.Hl / a.KVl), r = 16 * w + lane;
+    const float *k = a.k + (size_t)b * a.Sk * a.ldk + kh * hd, *v = a.v + (size_t)b * a.Sk * a.ldk + kh * hd;
     float scale = ax_attn_scale(hd), m = -INFINITY, l = 0.0f; /* row r's running max and sum (lanes < 16) */
-    stage(Qs, ldq, base + (size_t)i0 * ld + h * hd, ld, nq, hd);
+    stage(Qs, ldq, a.q + ((size_t)b * a.Sq + i0) * a.ldq + h * hd, a.ldq, nq, hd);
     for (int t = threadIdx.x; t < BQ * ldo; t += NT) O[t] = 0.0f;
-    for (int j0 = 0; j0 < i0 + nq; j0 += BQ) {
-        int diag = j0 == i0, nc = diag ? w + 1 : NW; /* key chunks right of the diagonal are all masked */
-        __syncthreads();                             /* every warp done with the previous Ks, Vs */
-        stage(Ks, ldq, base + (size_t)j0 * ld + (Hl + kh) * hd, ld, min(BQ, T - j0), hd);
-        stage(Vs, ldq, base + (size_t)j0 * ld + (Hl + KVl + kh) * hd, ld, min(BQ, T - j0), hd);
+    for (int j0 = 0; j0 < keys_end(a, i0); j0 += BQ) {
+        int nc = chunks(a, i0, j0, w);
+        __syncthreads(); /* every warp done with the previous Ks, Vs */
+        stage(Ks, ldq, k + (size_t)j0 * a.ldk, a.ldk, min(BQ, a.Tk - j0), hd);
+        stage(Vs, ldq, v + (size_t)j0 * a.ldk, a.ldk, min(BQ, a.Tk - j0), hd);
         __syncthreads();
         for (int c = 0; c < nc; c++) /* S = Q K^T */
             mma_tile<a_row, b_col>(S + 16 * w * LDS + 16 * c, LDS, 0, Qs + 16 * w * ldq, ldq, 16, Ks + 16 * c * ldq,
                                    ldq, 16, hd / 16);
         __syncwarp();
         if (lane < 16) {
-            int n = min(BQ, i0 + r - j0 + 1); /* keys j0 .. i */
+            int n = keys_in(a, i0 + r, j0);
             const float *s = S + r * LDS;
             float mx = m, sum = 0.0f;
             for (int j = 0; j < n; j++) mx = fmaxf(mx, s[j] * scale);
@@ -114,24 +130,39 @@ __global__ static void __launch_bounds__(NT)
             mma_tile<a_row, b_row>(O + 16 * w * ldo + 16 * c, ldo, 1, Ps + 16 * w * LDP, LDP, 16, Vs + 16 * c, ldq,
                                    16 * ldq, nc);
     }
-    if (lane < 16) ls[r] = l;
+    if (lane < 16) {
+        ls[r] = l;
+        al[r] = m; /* the rescale factors are spent: al holds the rows' maxima */
+    }
     __syncwarp();
-    int Cl = Hl * hd;
+    int Cl = a.Hl * hd;
     for (int t = lane; t < 16 * hd; t += 32) {
         int rr = 16 * w + t / hd, e = t % hd;
-        if (rr < nq) out[((size_t)b * T + i0 + rr) * Cl + h * hd + e] = O[rr * ldo + e] / ls[rr];
+        if (rr >= nq) continue;
+        float *o = out + ((size_t)b * a.Sq + i0 + rr) * Cl + h * hd + e;
+        if (!merge) {
+            *o = O[rr * ldo + e] / ls[rr];
+            continue;
+        }
+        float la = lse[(size_t)bh * a.Sq + i0 + rr], lb = ax_lse(al[rr], ls[rr]), ln = ax_lse_merge(la, lb);
+        *o = ax_expf(la - ln) * *o + ax_expf(lb - ln) * (O[rr * ldo + e] / ls[rr]);
     }
-    if (lane < 16 && r < nq) lse[(size_t)bh * T + i0 + r] = ax_lse(m, l);
+    __syncwarp(); /* every lane read the old lse of its rows */
+    if (lane < 16 && r < nq) {
+        float *at = lse + (size_t)bh * a.Sq + i0 + r;
+        *at = merge ? ax_lse_merge(*at, ax_lse(m, l)) : ax_lse(m, l);
+    }
 }
 
 /* warp w's rows of a score tile, queries i0 + 16w.. against keys j0..: the
  * gradient dS = P (dP - D) scale to bf16 in dSs and, where Ps, P itself.
  * S = Q K^T and dP = dO V^T pass a 16 x 16 chunk at a time through the
  * warp's own fp32 scratch SW (2 x 16 x LDW), so the backward's blocks stay
- * small enough to share an SM; chunks right of the diagonal are zeros */
+ * small enough to share an SM; masked chunks (right of the diagonal) are zeros */
 __device__ static void grad_scores(bf16 *Ps, bf16 *dSs, float *SW, const bf16 *Qs, const bf16 *dOs, const bf16 *Ks,
-                                   const bf16 *Vs, const float *li, const float *di, int i0, int j0, int T, int hd) {
-    int w = threadIdx.x / 32, lane = threadIdx.x % 32, ldq = hd + 8, nc = i0 == j0 ? w + 1 : NW;
+                                   const bf16 *Vs, const float *li, const float *di, int i0, int j0,
+                                   const ax_cuda_blk &a) {
+    int hd = a.hd, w = threadIdx.x / 32, lane = threadIdx.x % 32, ldq = hd + 8, nc = chunks(a, i0, j0, w);
     float scale = ax_attn_scale(hd), *S = SW + 2 * 16 * LDW * w, *dP = S + 16 * LDW;
     for (int c = 0; c < NW; c++) {
         if (c < nc) {
@@ -142,7 +173,7 @@ __device__ static void grad_scores(bf16 *Ps, bf16 *dSs, float *SW, const bf16 *Q
         for (int t = lane; t < 16 * 16; t += 32) {
             int r = 16 * w + t / 16, j = 16 * c + t % 16, i = i0 + r;
             float p = 0.0f, ds = 0.0f;
-            if (i < T && j0 + j <= i) {
+            if (i < a.Tq && j < keys_in(a, i, j0)) {
                 p = ax_softmax_p(S[(t / 16) * LDW + t % 16] * scale, li[r]);
                 ds = ax_softmax_ds(p, dP[(t / 16) * LDW + t % 16], di[r], scale);
             }
@@ -153,72 +184,76 @@ __device__ static void grad_scores(bf16 *Ps, bf16 *dSs, float *SW, const bf16 *Q
     }
 }
 
-/* lse and D of the BQ query rows from i0 of head bh into li, di (zeros past T) */
-__device__ static void stage_rows(float *li, float *di, const float *lse, const float *D, size_t bh, int i0, int T) {
+/* lse and D of the BQ query rows from i0 of head bh into li, di (zeros past Tq) */
+__device__ static void stage_rows(float *li, float *di, const float *lse, const float *D, size_t bh, int i0,
+                                  const ax_cuda_blk &a) {
     for (int r = threadIdx.x; r < BQ; r += NT) {
-        int ok = i0 + r < T;
-        li[r] = ok ? lse[bh * T + i0 + r] : 0.0f;
-        di[r] = ok ? D[bh * T + i0 + r] : 0.0f;
+        int ok = i0 + r < a.Tq;
+        li[r] = ok ? lse[bh * a.Sq + i0 + r] : 0.0f;
+        di[r] = ok ? D[bh * a.Tq + i0 + r] : 0.0f;
     }
 }
 
-/* dq: a block per (query tile, b*Hl + h), heaviest first, over the key tiles to the diagonal */
-__global__ static void __launch_bounds__(NT) bwd_dq(float *dqkv, const float *dout, const float *lse, const float *D,
-                                                    const float *qkv, int T, int Hl, int KVl, int hd) {
+/* each gradient element written once, by one thread: stored, or added to what the buffer holds (a block's share) */
+__device__ static void put(float *p, float g, int acc) { *p = acc ? *p + g : g; }
+
+/* dq: a block per (query tile, b*Hl + h), heaviest first, over the key tiles it sees */
+__global__ static void __launch_bounds__(NT)
+    bwd_dq(float *dq, const float *dout, const float *lse, const float *D, ax_cuda_blk a, int acc) {
     extern __shared__ __align__(128) unsigned char ax_fsm[];
-    int ldq = hd + 8, ldo = hd + 4, w = threadIdx.x / 32, lane = threadIdx.x % 32;
+    int hd = a.hd, ldq = hd + 8, ldo = hd + 4, w = threadIdx.x / 32, lane = threadIdx.x % 32;
     bf16 *Qs = (bf16 *)ax_fsm, *dOs = Qs + BQ * ldq, *Ks = dOs + BQ * ldq, *Vs = Ks + BQ * ldq, *dSs = Vs + BQ * ldq;
     float *SW = (float *)(dSs + BQ * LDP), *dQ = SW + SCRATCH, *li = dQ + BQ * ldo, *di = li + BQ;
-    int bh = blockIdx.y, b = bh / Hl, h = bh % Hl, i0 = (gridDim.x - 1 - blockIdx.x) * BQ, nq = min(BQ, T - i0);
-    int ld = (Hl + 2 * KVl) * hd, Cl = Hl * hd, kh = h / (Hl / KVl);
-    const float *base = qkv + (size_t)b * T * ld;
-    stage(Qs, ldq, base + (size_t)i0 * ld + h * hd, ld, nq, hd);
-    stage(dOs, ldq, dout + ((size_t)b * T + i0) * Cl + h * hd, Cl, nq, hd);
-    stage_rows(li, di, lse, D, bh, i0, T);
+    int bh = blockIdx.y, b = bh / a.Hl, h = bh % a.Hl, i0 = (gridDim.x - 1 - blockIdx.x) * BQ, nq = min(BQ, a.Tq - i0);
+    int Cl = a.Hl * hd, kh = h / (a.Hl / a.KVl);
+    const float *k = a.k + (size_t)b * a.Sk * a.ldk + kh * hd, *v = a.v + (size_t)b * a.Sk * a.ldk + kh * hd;
+    stage(Qs, ldq, a.q + ((size_t)b * a.Sq + i0) * a.ldq + h * hd, a.ldq, nq, hd);
+    stage(dOs, ldq, dout + ((size_t)b * a.Sq + i0) * Cl + h * hd, Cl, nq, hd);
+    stage_rows(li, di, lse, D, bh, i0, a);
     for (int t = threadIdx.x; t < BQ * ldo; t += NT) dQ[t] = 0.0f;
-    for (int j0 = 0; j0 < i0 + nq; j0 += BQ) {
+    for (int j0 = 0; j0 < keys_end(a, i0); j0 += BQ) {
         __syncthreads();
-        stage(Ks, ldq, base + (size_t)j0 * ld + (Hl + kh) * hd, ld, min(BQ, T - j0), hd);
-        stage(Vs, ldq, base + (size_t)j0 * ld + (Hl + KVl + kh) * hd, ld, min(BQ, T - j0), hd);
+        stage(Ks, ldq, k + (size_t)j0 * a.ldk, a.ldk, min(BQ, a.Tk - j0), hd);
+        stage(Vs, ldq, v + (size_t)j0 * a.ldk, a.ldk, min(BQ, a.Tk - j0), hd);
         __syncthreads();
-        grad_scores(NULL, dSs, SW, Qs, dOs, Ks, Vs, li, di, i0, j0, T, hd);
+        grad_scores(NULL, dSs, SW, Qs, dOs, Ks, Vs, li, di, i0, j0, a);
         __syncwarp();
         for (int c = 0; c < hd / 16; c++) /* dQ += dS K */
             mma_tile<a_row, b_row>(dQ + 16 * w * ldo + 16 * c, ldo, 1, dSs + 16 * w * LDP, LDP, 16, Ks + 16 * c, ldq,
-                                   16 * ldq, i0 == j0 ? w + 1 : NW);
+                                   16 * ldq, chunks(a, i0, j0, w));
     }
     __syncwarp();
     for (int t = lane; t < 16 * hd; t += 32) {
         int r = 16 * w + t / hd, e = t % hd;
-        if (r < nq) dqkv[((size_t)b * T + i0 + r) * ld + h * hd + e] = dQ[r * ldo + e];
+        if (r < nq) put(dq + ((size_t)b * a.Sq + i0 + r) * a.ldq + h * hd + e, dQ[r * ldo + e], acc);
     }
 }
 
 /* dk, dv: a block per (key tile, b*KVl + kh), over its group's query heads in
- * order and their query tiles from the diagonal on */
-__global__ static void __launch_bounds__(NT) bwd_dkv(float *dqkv, const float *dout, const float *lse, const float *D,
-                                                     const float *qkv, int T, int Hl, int KVl, int hd) {
+ * order and their query tiles that see it (causal: from the diagonal on) */
+__global__ static void __launch_bounds__(NT)
+    bwd_dkv(float *dk, float *dv, const float *dout, const float *lse, const float *D, ax_cuda_blk a, int acc) {
     extern __shared__ __align__(128) unsigned char ax_fsm[];
-    int ldq = hd + 8, ldo = hd + 4, w = threadIdx.x / 32, lane = threadIdx.x % 32;
+    int hd = a.hd, ldq = hd + 8, ldo = hd + 4, w = threadIdx.x / 32, lane = threadIdx.x % 32;
     bf16 *Ks = (bf16 *)ax_fsm, *Vs = Ks + BQ * ldq, *Qs = Vs + BQ * ldq, *dOs = Qs + BQ * ldq, *Ps = dOs + BQ * ldq;
     bf16 *dSs = Ps + BQ * LDP;
     float *SW = (float *)(dSs + BQ * LDP), *dK = SW + SCRATCH, *dV = dK + BQ * ldo;
     float *li = dV + BQ * ldo, *di = li + BQ;
-    int bk = blockIdx.y, b = bk / KVl, kh = bk % KVl, j0 = blockIdx.x * BQ, nk = min(BQ, T - j0), grp = Hl / KVl;
-    int ld = (Hl + 2 * KVl) * hd, Cl = Hl * hd;
-    const float *base = qkv + (size_t)b * T * ld;
-    stage(Ks, ldq, base + (size_t)j0 * ld + (Hl + kh) * hd, ld, nk, hd);
-    stage(Vs, ldq, base + (size_t)j0 * ld + (Hl + KVl + kh) * hd, ld, nk, hd);
+    int bk = blockIdx.y, b = bk / a.KVl, kh = bk % a.KVl, j0 = blockIdx.x * BQ, nk = min(BQ, a.Tk - j0);
+    int grp = a.Hl / a.KVl, Cl = a.Hl * hd;
+    size_t krow = ((size_t)b * a.Sk + j0) * a.ldk + kh * hd;
+    stage(Ks, ldq, a.k + krow, a.ldk, nk, hd);
+    stage(Vs, ldq, a.v + krow, a.ldk, nk, hd);
     for (int t = threadIdx.x; t < BQ * ldo; t += NT) dK[t] = dV[t] = 0.0f;
     for (int h = kh * grp; h < (kh + 1) * grp; h++)
-        for (int i0 = j0; i0 < T; i0 += BQ) {
-            int nq = min(BQ, T - i0), c0 = i0 == j0 ? w : 0; /* query chunks above the diagonal are masked */
-            __syncthreads();                                 /* every warp done with the previous Qs, dOs, Ps, dSs */
-            stage(Qs, ldq, base + (size_t)i0 * ld + h * hd, ld, nq, hd);
-            stage(dOs, ldq, dout + ((size_t)b * T + i0) * Cl + h * hd, Cl, nq, hd);
-            stage_rows(li, di, lse, D, (size_t)b * Hl + h, i0, T);
+        for (int i0 = a.causal ? j0 : 0; i0 < a.Tq; i0 += BQ) {
+            int nq = min(BQ, a.Tq - i0), c0 = a.causal && i0 == j0 ? w : 0; /* query chunks above the diagonal */
+            __syncthreads(); /* every warp done with the previous Qs, dOs, Ps, dSs */
+            stage(Qs, ldq, a.q + ((size_t)b * a.Sq + i0) * a.ldq + h * hd, a.ldq, nq, hd);
+            stage(dOs, ldq, dout + ((size_t)b * a.Sq + i0) * Cl + h * hd, Cl, nq, hd);
+            stage_rows(li, di, lse, D, (size_t)b * a.Hl + h, i0, a);
             __syncthreads();
-            grad_scores(Ps, dSs, SW, Qs, dOs, Ks, Vs, li, di, i0, j0, T, hd);
+            grad_scores(Ps, dSs, SW, Qs, dOs, Ks, Vs, li, di, i0, j0, a);
             __syncthreads();                    /* warp w's keys need every warp's query rows */
             for (int c = 0; c < hd / 16; c++) { /* dV += P^T dO, dK += dS^T Q */
                 mma_tile<a_col, b_row>(dV + 16 * w * ldo + 16 * c, ldo, 1, Ps + 16 * w + c0 * 16 * LDP, LDP, 16 * LDP,
@@ -231,9 +266,8 @@ __global__ static void __launch_bounds__(NT) bwd_dkv(float *dqkv, const float *d
     for (int t = lane; t < 16 * hd; t += 32) {
         int r = 16 * w + t / hd, e = t % hd;
         if (r < nk) {
-            float *row = dqkv + ((size_t)b * T + j0 + r) * ld;
-            row[(Hl + kh) * hd + e] = dK[r * ldo + e];
-            row[(Hl + KVl + kh) * hd + e] = dV[r * ldo + e];
+            put(dk + krow + (size_t)r * a.ldk + e, dK[r * ldo + e], acc);
+            put(dv + krow + (size_t)r * a.ldk + e, dV[r * ldo + e], acc);
         }
     }
 }
@@ -249,23 +283,43 @@ static void need_hd(int hd) {
         ax_fatal(__FILE__, __LINE__, "flash attention called for head size %d, which its plan refuses", hd);
 }
 
-void ax_cuda_attention_flash_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd) {
-    need_hd(hd);
-    size_t sm = ax_flash_smem(AX_FLASH_FWD, hd);
+static void flash_forward(const ax_cuda_blk &a, int B, float *out, float *lse, int merge) {
+    need_hd(a.hd);
+    size_t sm = ax_flash_smem(AX_FLASH_FWD, a.hd);
     smem_allow((const void *)fwd, sm);
-    fwd<<<dim3((T + BQ - 1) / BQ, B * Hl), NT, sm, ax_cuda_stream()>>>(out, lse, qkv, T, Hl, KVl, hd);
+    fwd<<<dim3((a.Tq + BQ - 1) / BQ, B * a.Hl), NT, sm, ax_cuda_stream()>>>(out, lse, a, merge);
     AX_CUDA_DONE();
+}
+
+/* the gradients stored (acc 0) or added to dq, dk, dv, from out and lse of the whole forward */
+static void flash_backward(const ax_cuda_blk &a, int B, float *dq, float *dk, float *dv, const float *dout,
+                           const float *out, const float *lse, int acc) {
+    float *D = (float *)ax_cuda_tmp(AX_CUDA_TMP_ATTN, sizeof(float) * B * a.Hl * a.Tq);
+    need_hd(a.hd);
+    size_t sq = ax_flash_smem(AX_FLASH_DQ, a.hd), sk = ax_flash_smem(AX_FLASH_DKV, a.hd);
+    smem_allow((const void *)bwd_dq, sq);
+    smem_allow((const void *)bwd_dkv, sk);
+    ax_cuda_attention_rowdot_rows(D, dout, out, B, a.Sq, a.Tq, a.Hl, a.hd); /* D = rowsum(dO o), fp32 */
+    bwd_dq<<<dim3((a.Tq + BQ - 1) / BQ, B * a.Hl), NT, sq, ax_cuda_stream()>>>(dq, dout, lse, D, a, acc);
+    bwd_dkv<<<dim3((a.Tk + BQ - 1) / BQ, B * a.KVl), NT, sk, ax_cuda_stream()>>>(dk, dv, dout, lse, D, a, acc);
+    AX_CUDA_DONE();
+}
+
+void ax_cuda_attention_flash_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd) {
+    flash_forward(ax_cuda_blk_full(qkv, T, Hl, KVl, hd), B, out, lse, 0);
 }
 
 void ax_cuda_attention_flash_backward(float *dqkv, const float *dout, const float *out, const float *lse,
                                       const float *qkv, int B, int T, int Hl, int KVl, int hd) {
-    float *D = (float *)ax_cuda_tmp(AX_CUDA_TMP_ATTN, sizeof(float) * B * Hl * T);
-    need_hd(hd);
-    size_t sq = ax_flash_smem(AX_FLASH_DQ, hd), sk = ax_flash_smem(AX_FLASH_DKV, hd);
-    smem_allow((const void *)bwd_dq, sq);
-    smem_allow((const void *)bwd_dkv, sk);
-    ax_cuda_attention_rowdot(D, dout, out, B, T, Hl, hd); /* D = rowsum(dO o), fp32 */
-    bwd_dq<<<dim3((T + BQ - 1) / BQ, B * Hl), NT, sq, ax_cuda_stream()>>>(dqkv, dout, lse, D, qkv, T, Hl, KVl, hd);
-    bwd_dkv<<<dim3((T + BQ - 1) / BQ, B * KVl), NT, sk, ax_cuda_stream()>>>(dqkv, dout, lse, D, qkv, T, Hl, KVl, hd);
-    AX_CUDA_DONE();
+    flash_backward(ax_cuda_blk_full(qkv, T, Hl, KVl, hd), B, dqkv, dqkv + Hl * hd, dqkv + (Hl + KVl) * hd, dout, out,
+                   lse, 0);
+}
+
+void ax_cuda_attention_flash_block_forward(const ax_attn_block *a, float *out, float *lse, int merge) {
+    flash_forward(ax_cuda_blk_of(a), a->B, out, lse, merge);
+}
+
+void ax_cuda_attention_flash_block_backward(const ax_attn_block *a, float *dq, float *dk, float *dv, const float *dout,
+                                            const float *out, const float *lse) {
+    flash_backward(ax_cuda_blk_of(a), a->B, dq, dk, dv, dout, out, lse, 1);
 }

@@ -8,6 +8,7 @@
 #ifndef AX_BACKEND_CUDA_CUDA_H
 #define AX_BACKEND_CUDA_CUDA_H
 #include "backend/backend.h"
+#include "backend/cuda/attn_block.h"
 #include "backend/cuda/attn_plan.h"
 
 #ifdef __cplusplus
@@ -90,6 +91,10 @@ void ax_cuda_attention_backward(float *dqkv, const float *dout, const float *out
                                 int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr);
 void ax_cuda_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len, int nb, int Hl,
                               int KVl, int hd, int Tmax);
+void ax_cuda_attention_block_forward(const ax_attn_block *a, float *out, float *lse, int merge, float *scratch,
+                                     int nthr);
+void ax_cuda_attention_block_backward(const ax_attn_block *a, float *dq, float *dk, float *dv, const float *dout,
+                                      const float *out, const float *lse, float *scratch, int nthr);
 void ax_cuda_adamw_all(float *w, const float *g, float *m, float *v, int64_t n, const int64_t *ranges, int nr,
                        ax_bf16 *wh, int64_t nh, ax_adamw_step s);
 /* from util/err.h, which the .cu files do not include (it brings in mpi.h) */
@@ -136,8 +141,16 @@ void ax_cuda_attention_mm_backward(float *dqkv, const float *dout, const float *
 void ax_cuda_attention_flash_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd);
 void ax_cuda_attention_flash_backward(float *dqkv, const float *dout, const float *out, const float *lse,
                                       const float *qkv, int B, int T, int Hl, int KVl, int hd);
+/* one block (ax_attn_block) as flash attention: the forward, and the backward's
+ * share added to dq, dk, dv */
+void ax_cuda_attention_flash_block_forward(const ax_attn_block *a, float *out, float *lse, int merge);
+void ax_cuda_attention_flash_block_backward(const ax_attn_block *a, float *dq, float *dk, float *dv, const float *dout,
+                                            const float *out, const float *lse);
 /* D (B, Hl, T) = rowsum(dout o out) per query head, the softmax backward's row term */
 void ax_cuda_attention_rowdot(float *D, const float *dout, const float *out, int B, int T, int Hl, int hd);
+/* D[(b*Hl + h)*Tq + i] = dout_i . out_i over rows i < Tq of Sq per sequence, queued */
+void ax_cuda_attention_rowdot_rows(float *D, const float *dout, const float *out, int B, int Sq, int Tq, int Hl,
+                                   int hd);
 void *ax_cuda_tmp(int slot, size_t bytes);
 
 static inline unsigned ax_cuda_blocks(size_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }

@@ -45,6 +45,8 @@ const ax_backend ax_cuda_backend = {
     .attention_scratch = ax_cuda_attention_scratch,
     .attention_forward = ax_cuda_attention_forward,
     .attention_backward = ax_cuda_attention_backward,
+    .attention_block_forward = ax_cuda_attention_block_forward,
+    .attention_block_backward = ax_cuda_attention_block_backward,
     .attention_decode = ax_cuda_attention_decode,
     .adamw_all = ax_cuda_adamw_all,
 };

@@ -1,4 +1,5 @@
-/* host emulation of the CUDA bits attention_flash.cu uses: threads of a block as ucontext fibers */
+/* host emulation of the CUDA bits attention_flash.cu and attention.cu use:
+ * threads of a block as fibers, warp shuffles through a slot per thread */
 #pragma once
 #include <stdint.h>
 #include <stddef.h>
@@ -7,6 +8,8 @@
 #include <stdlib.h>
 #include <functional>
 #include <algorithm>
+#include "backend/cuda/attn_block.h"
+#include "backend/cuda/attn_plan.h"
 using std::min;
 #define __global__
 #define __device__
@@ -32,9 +35,46 @@ static inline cudaStream_t ax_cuda_stream() { return 0; }
 #define AX_CHECK_CUDA(x) (x)
 enum { cudaFuncAttributeMaxDynamicSharedMemorySize };
 int cudaFuncSetAttribute(const void *f, int attr, int v);
-enum { AX_CUDA_TMP_ATTN };
+enum { AX_CUDA_TMP_ATTN, AX_CUDA_TMP_ATTN_MM };
 [[noreturn]] void ax_fatal(const char *file, int line, const char *fmt, ...);
 void *ax_cuda_tmp(int slot, size_t bytes);
 void ax_cuda_attention_rowdot(float *D, const float *dout, const float *out, int B, int T, int Hl, int hd);
+void ax_cuda_attention_rowdot_rows(float *D, const float *dout, const float *out, int B, int Sq, int Tq, int Hl,
+                                   int hd);
+void ax_cuda_attention_flash_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd);
+void ax_cuda_attention_flash_backward(float *dqkv, const float *dout, const float *out, const float *lse,
+                                      const float *qkv, int B, int T, int Hl, int KVl, int hd);
+void ax_cuda_attention_flash_block_forward(const ax_attn_block *a, float *out, float *lse, int merge);
+void ax_cuda_attention_flash_block_backward(const ax_attn_block *a, float *dq, float *dk, float *dv, const float *dout,
+                                            const float *out, const float *lse);
+/* attention.cu's (tiled) entries, emulated in tiled_emu.cc */
+void ax_cuda_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
+                               ax_dtype dt, float *scratch, int nthr);
+void ax_cuda_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
+                                int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr);
+void ax_cuda_attention_block_forward(const ax_attn_block *a, float *out, float *lse, int merge, float *scratch,
+                                     int nthr);
+void ax_cuda_attention_block_backward(const ax_attn_block *a, float *dq, float *dk, float *dv, const float *dout,
+                                      const float *out, const float *lse, float *scratch, int nthr);
+/* the path the emulated selection returns (AX_CUDA_ATTN_TILED or _FLASH; emu.cc sets it) */
+extern int emu_attn_mode;
+static inline int ax_cuda_attention_mode(ax_dtype, int) { return emu_attn_mode; }
+void ax_cuda_attention_mm_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd);
+void ax_cuda_attention_mm_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
+                                   int B, int T, int Hl, int KVl, int hd);
+static inline unsigned ax_cuda_blocks(size_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }
+/* warp shuffles: each lane leaves its value in its slot, the warp meets, reads, meets again */
+float emu_shfl(float v, int src_lane);
+float emu_shfl_xor(float v, int mask);
+#define __shfl_sync(mask, v, src)   emu_shfl(v, src)
+#define __shfl_xor_sync(mask, v, m) emu_shfl_xor(v, m)
+static inline float ax_warp_sum(float v) {
+    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+static inline float ax_warp_max(float v) {
+    for (int o = 16; o; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
 void emu_launch(dim3 g, int nt, size_t smem, cudaStream_t s, std::function<void()> f);
 extern unsigned char ax_fsm[];
