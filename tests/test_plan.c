@@ -148,9 +148,8 @@ static void test_memory(int llama) {
                     ax_gpt_set_overlap(&m, j.ov_flags, j.keep_gathered, 0);
                     int Bl = j.batch / (g[0] * g[3]);
                     ax_gpt_alloc_acts(&m, Bl, j.seq);
-                    /* the planner leaves out the attention kernel's per-thread scratch (a chunk's under the ring) */
-                    double scratch =
-                        4.0 * m.att_threads * ax_be()->attention_scratch(cp > 1 ? j.seq / (2 * cp) : j.seq);
+                    /* the planner leaves out the attention kernel's per-thread scratch (two chunks' under the ring) */
+                    double scratch = 4.0 * m.att_threads * ax_be()->attention_scratch(j.seq / cp);
                     CHECK((m.ring_ws != NULL) == (cp > 1), "cp %d: ring buffers %p", cp, (void *)m.ring_ws);
                     CHECK(c.n_local == m.n_local, "%s grid %d,%d,%d,%d: %lld parameters, allocated %lld",
                           llama ? "llama" : "gpt2", g[0], g[1], g[2], g[3], (long long)c.n_local, (long long)m.n_local);

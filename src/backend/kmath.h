@@ -160,11 +160,10 @@ static inline AX_HD void ax_softmax_resume(float lse, float *m, float *sum) {
 }
 
 /* The same merge done after the fact (the CUDA kernels, whose running
- * output lives in registers and is written once): the softmax of one query over two disjoint key sets, each normalised on its
- * own with log-sum-exp a and b (ring attention's blocks): the union's
- * log-sum-exp; the parts' outputs then weigh ax_expf(a - merged) and
- * ax_expf(b - merged). A part over no keys (-inf) leaves the other's
- * log-sum-exp; its weight is ax_expf's floor (~1e-38), not 0. */
+ * output lives in registers and is written once): the softmax of one query over two disjoint key sets, each normalised
+ * on its own with log-sum-exp a and b (ring attention's blocks): the union's log-sum-exp; the parts' outputs then weigh
+ * ax_expf(a - merged) and ax_expf(b - merged). A part over no keys (-inf) leaves the other's log-sum-exp; its weight is
+ * ax_expf's floor (~1e-38), not 0. */
 static inline AX_HD float ax_lse_merge(float a, float b) {
     float m = a > b ? a : b;
     if (m == -INFINITY) return m;

@@ -331,7 +331,7 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
     }
     /* the attention's rows: the sequence, or under the ring the rank's two chunks (nn/ring_attention.h) */
     m->att_scratch = TAKE((int64_t)m->att_threads * ax_attention_scratch(T / g->gc));
-    if (!ax_be()->host_memory) {                   /* the micro-batch, sent where the kernels read */
+    if (!ax_be()->host_memory) { /* the micro-batch, sent where the kernels read */
         m->dev_inputs = (int32_t *)TAKE(M);
         m->dev_targets = (int32_t *)TAKE(M);
         m->dev_weights = TAKE(M);
