@@ -18,19 +18,29 @@
  * attention bit for bit (the ring hands it over whole). The transfers cut
  * into parts (ax_comm_set_chunk) give the same bits as whole ones.
  * Shapes: grouped-query heads (Hl = 4 over KVl = 1 and 2), head sizes 16
- * and 64, chunks shorter and longer than the CPU's 64-row tiles. */
+ * and 64, chunks shorter and longer than the CPU's 64-row tiles.
+ *
+ * --backend cuda: the ring runs on the device (its blocks the CUDA kernels,
+ * its transfers NCCL or staged through the host), the references on the CPU
+ * backend; within 1e-5 (backend_cmp's tolerance for the fp32 attention
+ * tiles: another summation order on another machine). SKIP (77) without the
+ * backend or a device. */
 #include "test.h"
 #include "grid/grid.h"
 #include "nn/attention.h"
 #include "nn/ring_attention.h"
 #include "util/err.h"
 #include "util/rng.h"
+#include "comm/devices.h"
 #include <stdint.h>
 
 #define TOL 2e-6
 
 static ax_grid g;
 static int nthr;
+static const char *device; /* --backend NAME: where the ring runs (NULL: the CPU, with the references) */
+static int local_rank;
+#define RING_TOL (device ? 1e-5 : TOL)
 
 typedef struct {
     int B, Hl, KVl, hd;
@@ -136,12 +146,43 @@ typedef struct {
     float *out, *lse, *dqkv;
 } result;
 
+/* n floats of host memory in the device backend's memory, and back (freed) */
+static float *to_dev(const float *h, size_t n) {
+    float *d = ax_be()->alloc(n * sizeof(float));
+    ax_be()->copy(d, h, n * sizeof(float));
+    return d;
+}
+static void from_dev(float *h, float *d, size_t n) {
+    ax_be()->copy(h, d, n * sizeof(float));
+    ax_be()->free(d);
+}
+
+static void ring_fwd_bwd(shape s, int Tc, const float *qkv, const float *dout, result *r, float *ws, float *scratch) {
+    ax_ring_attention_forward(&g.C, r->out, r->lse, qkv, s.B, Tc, s.Hl, s.KVl, s.hd, AX_F32, ws, scratch, nthr);
+    ax_ring_attention_backward(&g.C, r->dqkv, dout, r->out, r->lse, qkv, s.B, Tc, s.Hl, s.KVl, s.hd, AX_F32, ws,
+                               scratch, nthr);
+}
+
+/* the ring on this rank's rows; with a device, there (its own buffers), results brought back */
 static result ring_run(shape s, int Tc, const float *qkv, const float *dout, float *ws, float *scratch) {
-    size_t ld = (s.Hl + 2 * s.KVl) * s.hd, M = (size_t)s.B * 2 * Tc, Cl = s.Hl * s.hd;
-    result r = {filled(M * Cl, 1e30f), filled((size_t)s.B * s.Hl * 2 * Tc, 1e30f), filled(M * ld, 1e30f)};
-    ax_ring_attention_forward(&g.C, r.out, r.lse, qkv, s.B, Tc, s.Hl, s.KVl, s.hd, AX_F32, ws, scratch, nthr);
-    ax_ring_attention_backward(&g.C, r.dqkv, dout, r.out, r.lse, qkv, s.B, Tc, s.Hl, s.KVl, s.hd, AX_F32, ws, scratch,
-                               nthr);
+    size_t ld = (s.Hl + 2 * s.KVl) * s.hd, M = (size_t)s.B * 2 * Tc, Cl = s.Hl * s.hd, nl = (size_t)s.B * s.Hl * 2 * Tc;
+    result r = {filled(M * Cl, 1e30f), filled(nl, 1e30f), filled(M * ld, 1e30f)};
+    if (!device) {
+        ring_fwd_bwd(s, Tc, qkv, dout, &r, ws, scratch);
+        return r;
+    }
+    if (ax_backend_use(device, local_rank)) ax_err_exit(1);
+    size_t nws = ax_ring_workspace_floats(s.B, Tc, s.KVl, s.hd), nsc = nthr * ax_attention_scratch(2 * Tc);
+    float *dq = to_dev(qkv, M * ld), *dd = to_dev(dout, M * Cl), *dw = ax_be()->alloc(nws * 4),
+          *ds = ax_be()->alloc(nsc * 4);
+    result d = {to_dev(r.out, M * Cl), to_dev(r.lse, nl), to_dev(r.dqkv, M * ld)};
+    ring_fwd_bwd(s, Tc, dq, dd, &d, dw, ds);
+    from_dev(r.out, d.out, M * Cl);
+    from_dev(r.lse, d.lse, nl);
+    from_dev(r.dqkv, d.dqkv, M * ld);
+    float *dev[] = {dq, dd, dw, ds};
+    for (int i = 0; i < 4; i++) ax_be()->free(dev[i]);
+    if (ax_backend_use("cpu", 0)) ax_err_exit(1);
     return r;
 }
 
@@ -172,8 +213,9 @@ static void test_ring(shape s, int Tc) {
     if (g.C.rank == 0)
         printf("ring C=%d (%d threads) B=%d Tc=%d Hl=%d KVl=%d hd=%d: out %.2g lse %.2g dqkv %.2g (worst rank)\n", C,
                nthr, s.B, Tc, s.Hl, s.KVl, s.hd, mx[0], mx[1], mx[2]);
-    CHECK(xo < TOL && xl < TOL && xd < TOL, "rank %d: ring differs: out %.3g lse %.3g dqkv %.3g", g.C.rank, xo, xl, xd);
-    if (C == 1)
+    CHECK(xo < RING_TOL && xl < RING_TOL && xd < RING_TOL, "rank %d: ring differs: out %.3g lse %.3g dqkv %.3g",
+          g.C.rank, xo, xl, xd);
+    if (C == 1 && !device)
         CHECK(!memcmp(r.out, eo, M * Cl * 4) && !memcmp(r.lse, el, (size_t)s.B * s.Hl * 2 * Tc * 4) &&
                   !memcmp(r.dqkv, ed, M * ld * 4),
               "C = 1: not the unsplit attention's bits");
@@ -189,8 +231,19 @@ static void test_ring(shape s, int Tc) {
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
-    int size;
+    int size, nlocal;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--backend")) device = argv[i + 1];
+    if (device) { /* opened once here, to SKIP where it cannot; the ring switches to it and back */
+        ax_node_rank(MPI_COMM_WORLD, &local_rank, &nlocal);
+        if (ax_backend_use(device, local_rank) || ax_backend_use("cpu", 0)) {
+            printf("SKIP ring: %s\n", ax_err_msg());
+            MPI_Finalize();
+            return 77;
+        }
+    }
+    /* the grid on the CPU backend: no NCCL, so a device's transfers are staged (ranks may share a GPU) */
     if (ax_grid_init_cp(&g, MPI_COMM_WORLD, 1, 1, 1, 1, size)) ax_err_exit(1);
     nthr = ax_be()->threads();
     if (size == 1) { /* the blocks: one rank is enough */
