@@ -18,6 +18,9 @@
 #      same grid is byte-identical to the one never stopped; saved on 1,1,2,1
 #      and resumed on 1 rank its losses follow the 1-rank bf16 run within 1e-3
 #      (bf16 rounding amplifies reassociation: tests/test_grid_equiv.c).
+#  (f) a signal: SIGTERM (1 rank) or SIGUSR1 through mpirun (2 ranks) stops the
+#      run at a step boundary with a committed checkpoint, exit 128 + signal;
+#      the checkpoint equals --exit-after's at the same step, byte for byte.
 #  (d) --resume auto: with no checkpoint it starts fresh (saying so) and is the
 #      uninterrupted run; it skips partial checkpoints (no manifest.json, *.tmp)
 #      and takes the newest complete one, and the next save removes the partial
@@ -209,6 +212,35 @@ if [ -f "$W/bs1/metrics.jsonl" ] && run bs_cp2 4 "${SIZE[@]}" "${RUN[@]}" "${DAT
   check_losses "b shards+val+accum on D=2 C=2" "$W/bs1/metrics.jsonl" "$W/bs3/metrics.jsonl" loss 1 10 1e-5
   check_losses "b shards+val+accum on D=2 C=2" "$W/bs1/metrics.jsonl" "$W/bs3/metrics.jsonl" val_loss 8 8 1e-5
 fi
+
+# ---------------------------------------------------------------- (f) a signal stops the run
+# SIGTERM to a lone rank, and SIGUSR1 to mpirun (which forwards it to every rank): the run
+# stops at the next step boundary, commits a checkpoint of the steps done and exits 128 +
+# the signal; that checkpoint is byte for byte the one --exit-after leaves at the same step.
+LONG=(--steps 100000 --save-every 100000)
+signal_stop() { # NAME NP SIGNAL SIGNUM
+  local name=$1 np=$2 sig=$3 num=$4 pid rc ck i
+  local args=(train --synthetic "${SIZE[@]}" "${RUN[@]}" "${LONG[@]}" --grid 1,1,"$np",1 --out "$W/$name")
+  if [ "$np" = 1 ]; then "$BIN" "${args[@]}" >"$W/$name.log" 2>&1 &
+  else "${MPI[@]}" -np "$np" "$BIN" "${args[@]}" >"$W/$name.log" 2>&1 & fi
+  pid=$!
+  for i in $(seq 300); do [ "$(grep -c '"step"' "$W/$name/metrics.jsonl" 2>/dev/null)" -ge 5 ] && break; sleep 0.1; done
+  kill -"$sig" "$pid"
+  wait "$pid"; rc=$?
+  ck=$(ls -d "$W/$name"/ckpt-* 2>/dev/null | tail -n 1)
+  if [ "$rc" != $((128 + num)) ] || [ -z "$ck" ] || [ ! -f "$ck/manifest.json" ] || ls "$W/$name" | grep -q tmp; then
+    bad "f $name: SIG$sig: exit $rc (expected $((128 + num))), checkpoint '${ck##*/}', $(ls "$W/$name" | tr '\n' ' ')"
+    tail -n 3 "$W/$name.log" | sed 's/^/       | /'
+    return
+  fi
+  local n=$((10#${ck##*ckpt-}))
+  if run "${name}_ref" "$np" "${SIZE[@]}" "${RUN[@]}" "${LONG[@]}" --grid 1,1,"$np",1 --exit-after "$n" --out "$W/${name}_ref"; then
+    check_same_file "f SIG$sig on $np rank(s), stopped after step $n" "$W/${name}_ref/ckpt-$(printf %06d "$n")/model.safetensors" "$ck/model.safetensors"
+    check_same_file "f SIG$sig on $np rank(s), stopped after step $n" "$W/${name}_ref/ckpt-$(printf %06d "$n")/optim.safetensors" "$ck/optim.safetensors"
+  fi
+}
+signal_stop f_term 1 TERM 15
+signal_stop f_usr1 2 USR1 10
 
 # ---------------------------------------------------------------- (e) bf16
 BF=(--dtype bf16)

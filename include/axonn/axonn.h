@@ -98,6 +98,10 @@ void ax_train_defaults(ax_train_opts *o);
  * ax_error(), or AX_TRAIN_DIVERGED when max_skips consecutive steps had a
  * non-finite loss or gradient norm (the last checkpoint written is the last good one). */
 #define AX_TRAIN_DIVERGED (-3)
+/* SIGTERM or SIGUSR1 stopped the run at a step boundary, after committing a
+ * checkpoint of the steps done (with out); the axonn command exits with
+ * status 128 + the signal's number, as if killed by it (train/stop.h). */
+#define AX_TRAIN_SIGNALED (-4)
 int ax_train(const ax_train_opts *o, MPI_Comm comm);
 /* The last error of this thread: one line naming the input and what was expected. */
 const char *ax_error(void);

@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 #include "backend/backend.h"
 #include "comm/devices.h"
+#include "train/stop.h"
 #include "util/err.h"
 #include <malloc.h>
 #include <stdio.h>
@@ -73,6 +74,10 @@ int main(int argc, char **argv) {
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     int rc = cmd(argc, argv);
     if (rc == AX_TRAIN_DIVERGED) ax_err_exit_status(1, 3);
+    if (rc == AX_TRAIN_SIGNALED) { /* said on stdout: stopped, saved; the status a kill by it would give */
+        MPI_Finalize();
+        return 128 + ax_stop_signal();
+    }
     if (rc < 0) ax_err_exit(1);
     MPI_Finalize();
     return 0;

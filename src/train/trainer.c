@@ -11,6 +11,7 @@
 #include "train/run.h"
 #include "comm/devices.h"
 #include "train/source.h"
+#include "train/stop.h"
 #include "train/flops.h"
 #include "memo/goldfish.h"
 #include "util/err.h"
@@ -379,6 +380,7 @@ int ax_run_setup(ax_run *r) {
     AX_TRY(build_model(r, &s));
     AX_TRY(open_data(r, &s));
     AX_TRY(open_outputs(r));
+    ax_stop_catch(); /* from here a signal stops the run at a step boundary */
     if (r->o->out) {
         const ax_train_opts *o = r->o;
         ax_ckpt_opts co = {
@@ -547,6 +549,18 @@ static int export_model(ax_run *r) {
     return 0;
 }
 
+/* A stop asked by a signal (train/stop.h), the ranks agreed: the save in
+ * flight completes, the state after `done` steps is saved (with --out) and
+ * committed, and the run ends. */
+static int stop_for_signal(ax_run *r, int done, int sig) {
+    ax_stop_agree(sig);
+    if (r->o->out && r->st.step != done) AX_TRY(save(r, done));
+    AX_TRY(poll_save(r, 1));
+    SAY(r, "%sstopped by signal %d (%s) after step %d; last checkpoint: %s%s\n", r->tty ? "\r\033[K" : "", sig,
+        strsignal(sig), done, r->last_ckpt, r->o->out ? " (continue with --resume auto)" : "");
+    return AX_TRAIN_SIGNALED;
+}
+
 static int loop(ax_run *r) {
     const ax_train_opts *o = r->o;
     const ax_gpt_config *c = &r->m.cfg;
@@ -562,8 +576,11 @@ static int loop(ax_run *r) {
         ax_run_load_step(r, step);
         ax_step_stats st;
         ax_train_step(&r->m, &r->opt, &r->h, step, r->seqs, r->weights, o->grad_accum, r->Bl, o->seq, &st, r->scratch);
-        double dt = MPI_Wtime() - t0;
-        MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, r->g.world);
+        /* the slowest rank's time, and a stop any rank was asked for (signals reach ranks at different steps) */
+        double agreed[2] = {MPI_Wtime() - t0, ax_stop_signal()};
+        MPI_Allreduce(MPI_IN_PLACE, agreed, 2, MPI_DOUBLE, MPI_MAX, r->g.world);
+        double dt = agreed[0];
+        int sig = (int)agreed[1];
         if (st.skipped) {
             skips++;
             SAY(r, "%sstep %d: loss %g, gradient norm %g: not finite, update skipped (%d in a row, at most %d)\n",
@@ -580,6 +597,7 @@ static int loop(ax_run *r) {
                 return AX_TRAIN_DIVERGED;
             }
             AX_TRY(poll_save(r, 0));
+            if (sig) return stop_for_signal(r, step + 1, sig);
             continue;
         }
         skips = 0;
@@ -596,6 +614,7 @@ static int loop(ax_run *r) {
         AX_TRY(poll_save(r, 0));
         int last = step + 1 == end;
         if (o->out && ((o->save_every > 0 && (step + 1) % o->save_every == 0) || last)) AX_TRY(save(r, step + 1));
+        if (sig && !last) return stop_for_signal(r, step + 1, sig);
     }
     AX_TRY(poll_save(r, 1)); /* the run ends with its last checkpoint committed */
     if (r->tty) printf("\r\033[K");
@@ -619,6 +638,7 @@ void ax_run_init(ax_run *r, const ax_train_opts *o, MPI_Comm comm) {
 }
 
 void ax_run_teardown(ax_run *r) {
+    ax_stop_release();
     ax_ckpt_writer_free(r->ckw); /* a background write left uncommitted: resume ignores it */
     if (r->metrics) fclose(r->metrics);
     ax_source_close(&r->data);
