@@ -1,6 +1,6 @@
 /* Stopping a run cleanly on a scheduler's notice. SIGTERM (what srun and
  * most schedulers send before the kill) and SIGUSR1 (sbatch
- * --signal=USR1@SECONDS; Open MPI's mpirun forwards it to every rank) only
+ * --signal=USR1@SECONDS; Open MPI's mpirun forwards both to every rank) only
  * set a flag. The trainer reads it at each step boundary, agrees on it over
  * the ranks (a signal may reach them at different steps), and stops there
  * after committing a checkpoint of the steps done (docs/reliability.md).
