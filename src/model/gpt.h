@@ -395,7 +395,10 @@ typedef struct {
     int64_t data_bytes; /* of the whole data section */
 } ax_gpt_share;
 int ax_gpt_share_init(ax_gpt *m, ax_gpt_share *s);
-void ax_gpt_share_fill(const ax_gpt_share *s, const float *local, float *stage);
+/* parallel: over the host's threads (a caller with the cores to itself);
+ * serial: on the calling thread alone (a background thread beside training) */
+typedef enum { AX_FILL_PARALLEL, AX_FILL_SERIAL } ax_fill_mode;
+void ax_gpt_share_fill(const ax_gpt_share *s, const float *local, float *stage, ax_fill_mode mode);
 void ax_gpt_share_free(ax_gpt_share *s);
 /* bytes parameter i takes in a file of dtype t (0: not present) */
 int64_t ax_gpt_file_bytes(const ax_gpt *m, int i, ax_st_dtype t);

@@ -611,9 +611,11 @@ static void fill_groups(void *arg, int64_t lo, int64_t hi) {
     fill_range(arg, a, b < x->s->ncopy ? b : x->s->ncopy);
 }
 
-void ax_gpt_share_fill(const ax_gpt_share *s, const float *local, float *stage) {
+void ax_gpt_share_fill(const ax_gpt_share *s, const float *local, float *stage, ax_fill_mode mode) {
     fill_ctx x = {s, local, stage};
-    ax_host_parallel((s->ncopy + FILL_GROUP - 1) / FILL_GROUP << 16, fill_groups, &x); /* disjoint stage elements */
+    if (mode == AX_FILL_SERIAL) fill_range(&x, 0, s->ncopy);
+    else
+        ax_host_parallel((s->ncopy + FILL_GROUP - 1) / FILL_GROUP << 16, fill_groups, &x); /* disjoint stage elements */
 }
 
 void ax_gpt_share_free(ax_gpt_share *s) {

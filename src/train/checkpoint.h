@@ -33,13 +33,15 @@ int ax_ckpt_save_root(const char *dir, ax_gpt *m, const ax_adamw *o, const ax_ck
  * slices; each byte written by exactly one rank, with pwrite at its offset)
  * and host buffers for it, allocated once (docs/reliability.md).
  *   ax_ckpt_writer *w; ax_ckpt_writer_init(&w, &m, &(ax_ckpt_opts){.async = 1});
- *   ax_ckpt_begin(w, "out/ckpt-000100", &opt, &st);  // state copied; writes in the background
+ *   opt.before_update = fence, opt.before_ctx = w;    // fence calls ax_ckpt_fence(w)
+ *   ax_ckpt_begin(w, "out/ckpt-000100", &opt, &st);  // copies and writes in the background
  *   ... each step: if (ax_ckpt_poll(w, 0) == 1) ...committed: prune...
  *   ax_ckpt_poll(w, 1);                              // the end of the run, or before the next save
  *   ax_ckpt_writer_free(w); */
 typedef struct {
     int root_only; /* ax_ckpt_save_root instead (the reference; bench/ckpt.sh) */
-    int async;     /* begin returns once the state is copied; a thread writes, poll commits */
+    int async;     /* begin returns at once (a device backend: once the state is copied to the host);
+                    * a thread copies and writes, poll commits */
     int64_t chunk; /* bytes per checksum range of the safetensors files (0: AX_CKPT_CHUNK) */
 } ax_ckpt_opts;
 #define AX_CKPT_CHUNK ((int64_t)16 << 20)
@@ -47,17 +49,23 @@ typedef struct ax_ckpt_writer ax_ckpt_writer;
 /* Collective. */
 int ax_ckpt_writer_init(ax_ckpt_writer **w, ax_gpt *m, const ax_ckpt_opts *o);
 /* Collective. Starts writing dir (a save in flight must have been polled to
- * its end). Synchronous writers return with dir committed; async ones once
- * the state is copied to the host buffers. */
+ * its end). Synchronous writers return with dir committed; async ones with
+ * the files created (and a device's state copied to host memory), the state
+ * read in the background until ax_ckpt_fence says it is released. */
 int ax_ckpt_begin(ax_ckpt_writer *w, const char *dir, const ax_adamw *o, const ax_ckpt_state *st);
+/* Rank-local: returns once the save in flight no longer reads the
+ * parameters or the moments (at once when none is, or they were copied in
+ * begin); the optimizer calls it before its update (ax_adamw.before_update).
+ * Its wait counts as training blocked. */
+void ax_ckpt_fence(ax_ckpt_writer *w);
 /* Collective, at a step boundary: advances the save in flight when every
  * rank's background work is done (wait: waits for it, to the commit).
  * 1: the checkpoint is committed now; 0: nothing committed; -1: the write
  * failed on some rank (the same line on every rank; not committed). */
 int ax_ckpt_poll(ax_ckpt_writer *w, int wait);
 int ax_ckpt_pending(const ax_ckpt_writer *w); /* a save in flight */
-/* the last committed save: the directory, ms spent blocking training (the
- * copy, or the whole synchronous save), ms from begin to commit, and the
+/* the last committed save: the directory, ms spent blocking training (begin
+ * and the fence's wait, or the whole synchronous save), ms from begin to commit, and the
  * slowest rank's ms writing and checksumming (0 for the root writer) */
 const char *ax_ckpt_last(const ax_ckpt_writer *w, double *blocking_ms, double *total_ms, double phase_ms[2]);
 /* Waits for a background write (left uncommitted) and frees everything. */

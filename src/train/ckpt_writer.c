@@ -4,18 +4,22 @@
  *
  * A save has three phases. Begin (collective, at a step boundary): rank 0
  * creates <dir>.tmp with config.json, state.json and the two safetensors
- * files, each holding its header; every rank opens
- * them and copies its share of the state (ax_gpt_share) into host buffers.
- * Write: every rank pwrites its segments and fsyncs. Hash: every rank reads
+ * files, each holding its header; every rank opens them. Stage: every rank
+ * copies its share of the state (ax_gpt_share) into host buffers, in file
+ * order. Write: every rank pwrites its segments and fsyncs. Hash: every rank reads
  * back the checksum chunks k with k mod P = its rank (a chunk holds bytes of
  * several ranks, so it is hashed once all have written) and hashes them.
  * Commit (collective): the chunk hashes meet at rank 0, which writes the
  * manifest last and renames the directory. Between phases the ranks agree
  * (ax_agree): a failure anywhere stops the save on every rank, uncommitted.
- * With async the write and hash phases run in a thread that does file I/O
- * only (no MPI: the library is not initialised for MPI_THREAD_MULTIPLE); the
- * step loop polls at step boundaries, one MPI_Allreduce while a save is in
- * flight. */
+ * With async the stage, write and hash phases run in a thread that does
+ * memory copies and file I/O only (no MPI: the library is not initialised for
+ * MPI_THREAD_MULTIPLE); the step loop polls at step boundaries, one
+ * MPI_Allreduce while a save is in flight. On a backend of host memory the
+ * thread stages from the live state while the next step's forward and
+ * backward run, which do not change it; the optimizer waits for the stage
+ * before its update (ax_ckpt_fence). A device backend copies the state to
+ * host mirrors in begin, and the thread stages from them. */
 #include "train/checkpoint.h"
 #include "train/ckpt_impl.h"
 #include "backend/backend.h"
@@ -41,8 +45,13 @@ struct ax_ckpt_writer {
     ax_gpt *m;
     ax_ckpt_opts o;
     ax_gpt_share share;
-    float *stage[3]; /* params, AdamW m and v: this rank's share in file order */
-    float *mirror;   /* device backends: the host copy of one flat vector */
+    float *stage[3];     /* params, AdamW m and v: this rank's share in file order */
+    float *mirror[3];    /* device backends: the host copies of the flat vectors */
+    const float *src[3]; /* what the stage is filled from: the state, or its mirrors */
+    /* src no longer read (under mu): the state may change */
+    int staged, released;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
     unsigned char *head[NF], *rbuf;
     size_t head_len[NF]; /* = where the data section starts */
     int64_t bytes[NF], nchunk[NF];
@@ -83,6 +92,8 @@ int ax_ckpt_writer_init(ax_ckpt_writer **out, ax_gpt *m, const ax_ckpt_opts *o) 
     w->o = *o;
     if (w->o.chunk <= 0) w->o.chunk = AX_CKPT_CHUNK;
     w->fd[0] = w->fd[1] = -1;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
     if (o->root_only) return 0;
     AX_TRY(ax_gpt_share_init(m, &w->share));
     AX_TRY(ax_agree(m->g->world, layout(w)));
@@ -91,10 +102,10 @@ int ax_ckpt_writer_init(ax_ckpt_writer **out, ax_gpt *m, const ax_ckpt_opts *o) 
         size_t b = (size_t)(w->share.owned ? w->share.owned : 1) * sizeof(float);
         memset(w->stage[k] = ax_malloc(b), 0, b);
     }
-    if (!ax_be()->host_memory) { /* page-locked where the backend has it: copies at full speed */
+    for (int k = 0; k < 3 && !ax_be()->host_memory; k++) { /* page-locked where the backend has it: full-speed copies */
         size_t b = (size_t)m->n_local * sizeof(float);
-        w->mirror = ax_be()->host_alloc ? ax_be()->host_alloc(b) : ax_malloc(b);
-        memset(w->mirror, 0, b);
+        w->mirror[k] = ax_be()->host_alloc ? ax_be()->host_alloc(b) : ax_malloc(b);
+        memset(w->mirror[k], 0, b);
     }
     w->rbuf = ax_malloc(READ_BLOCK);
     w->hash = ax_calloc((size_t)(w->nchunk[0] + w->nchunk[1]), sizeof(uint64_t));
@@ -181,9 +192,24 @@ static double now(void) { /* not MPI_Wtime: MPI is not called from this thread *
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+static void release(ax_ckpt_writer *w) {
+    pthread_mutex_lock(&w->mu);
+    w->released = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* the share of each flat vector into its stage buffer, in file order */
+static void stage_state(ax_ckpt_writer *w, ax_fill_mode mode) {
+    for (int k = 0; k < 3; k++) ax_gpt_share_fill(&w->share, w->src[k], w->stage[k], mode);
+    w->staged = 1;
+    release(w);
+}
+
 static void *phase_main(void *arg) {
     ax_ckpt_writer *w = arg;
     double t = now();
+    if (w->phase == WRITING && !w->staged) stage_state(w, AX_FILL_SERIAL); /* beside training: one core */
     w->failed = (w->phase == WRITING ? write_share(w) : hash_chunks(w)) != 0;
     w->phase_s[w->phase == WRITING ? 0 : 1] = now() - t;
     atomic_store(&w->done, 1);
@@ -227,17 +253,28 @@ static int open_files(ax_ckpt_writer *w) {
     return 0;
 }
 
-/* the state into the stage buffers: through one host copy on a device backend */
-static void copy_state(ax_ckpt_writer *w, const ax_adamw *o) {
-    float *flat[3] = {w->m->params, o->m, o->v};
+/* What the stage is filled from: the state itself on a backend of host
+ * memory (released once staged), else its copies in the host mirrors (the
+ * state is released at once). */
+static void snapshot(ax_ckpt_writer *w, const ax_adamw *o) {
+    const float *flat[3] = {w->m->params, o->m, o->v};
+    w->staged = w->released = 0;
     for (int k = 0; k < 3; k++) {
-        const float *h = flat[k];
-        if (w->mirror) {
-            ax_be()->copy(w->mirror, flat[k], (size_t)w->m->n_local * sizeof(float));
-            h = w->mirror;
-        }
-        ax_gpt_share_fill(&w->share, h, w->stage[k]);
+        w->src[k] = flat[k];
+        if (!w->mirror[k]) continue;
+        ax_be()->copy(w->mirror[k], flat[k], (size_t)w->m->n_local * sizeof(float));
+        w->src[k] = w->mirror[k];
     }
+    if (w->mirror[0]) release(w);
+}
+
+void ax_ckpt_fence(ax_ckpt_writer *w) {
+    if (!w || w->phase == IDLE) return;
+    double t = MPI_Wtime();
+    pthread_mutex_lock(&w->mu);
+    while (!w->released) pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+    w->blocking += (MPI_Wtime() - t) * 1e3; /* training waited for the stage */
 }
 
 /* After any phase: the same verdict on every rank; a failed save is removed. */
@@ -324,7 +361,8 @@ int ax_ckpt_begin(ax_ckpt_writer *w, const char *dir, const ax_adamw *o, const a
     w->phase = WRITING;
     AX_TRY(settle(w, m->g->rank == 0 ? create_files(w, st) : 0));
     AX_TRY(settle(w, open_files(w)));
-    copy_state(w, o);
+    snapshot(w, o);
+    if (!w->o.async) stage_state(w, AX_FILL_PARALLEL); /* the cores are this thread's */
     w->blocking = (MPI_Wtime() - w->t0) * 1e3;
     if (w->o.async) return start_background(w);
     int rc = ax_ckpt_poll(w, 1);
@@ -365,9 +403,13 @@ void ax_ckpt_writer_free(ax_ckpt_writer *w) {
         if (w->fd[f] >= 0) close(w->fd[f]);
         free(w->head[f]);
     }
-    for (int k = 0; k < 3; k++) free(w->stage[k]);
-    if (w->mirror && ax_be()->host_free) ax_be()->host_free(w->mirror);
-    else free(w->mirror);
+    for (int k = 0; k < 3; k++) {
+        free(w->stage[k]);
+        if (w->mirror[k] && ax_be()->host_free) ax_be()->host_free(w->mirror[k]);
+        else free(w->mirror[k]);
+    }
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
     free(w->rbuf);
     free(w->hash);
     ax_gpt_share_free(&w->share);

@@ -6,9 +6,7 @@
 #include <string.h>
 
 void ax_adamw_init(ax_adamw *o, int64_t n) {
-    o->n = n;
-    o->m = ax_be()->alloc(n * sizeof(float));
-    o->v = ax_be()->alloc(n * sizeof(float));
+    *o = (ax_adamw){.n = n, .m = ax_be()->alloc(n * sizeof(float)), .v = ax_be()->alloc(n * sizeof(float))};
 }
 
 void ax_adamw_free(ax_adamw *o) {
@@ -28,6 +26,7 @@ void ax_adamw_update(ax_adamw *o, ax_gpt *m, const ax_hparams *h, double lr, int
         .eps = (float)h->eps,
         .decay = (float)(1.0 - lr * h->weight_decay),
     };
+    if (o->before_update) o->before_update(o->before_ctx);
     /* one call over the flat buffer; under bf16 it also writes the rounded
      * copy the next forward's GEMMs read, which then need not round it */
     int bf16 = m->dtype == AX_BF16 && m->params_h;

@@ -14,6 +14,10 @@ typedef struct {
 typedef struct {
     float *m, *v;
     int64_t n;
+    /* called before an update changes m, v or the parameters (NULL: none): a
+     * reader of the state (a checkpoint's background copy) finishes first */
+    void (*before_update)(void *ctx);
+    void *before_ctx;
 } ax_adamw;
 
 void ax_adamw_init(ax_adamw *o, int64_t n);

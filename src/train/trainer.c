@@ -323,6 +323,9 @@ static int open_data(ax_run *r, const setup_ctx *s) {
     return 0;
 }
 
+/* the optimizer's wait for a save's background copy of the state */
+static void fence(void *w) { ax_ckpt_fence(w); }
+
 /* the output directory and the metrics file (a resumed run's trimmed and appended to) */
 static int open_outputs(ax_run *r) {
     const ax_train_opts *o = r->o;
@@ -386,6 +389,7 @@ int ax_run_setup(ax_run *r) {
         ax_ckpt_opts co = {
             .root_only = !strcmp(o->ckpt_writer, "root"), .async = o->async_save, .chunk = o->ckpt_chunk};
         AX_TRY(ax_ckpt_writer_init(&r->ckw, &r->m, &co));
+        r->opt.before_update = fence, r->opt.before_ctx = r->ckw; /* a save's background copy, done first */
     }
     snprintf(r->last_ckpt, sizeof r->last_ckpt, "none written by this run");
     say_setup(r, &s);
