@@ -35,6 +35,7 @@
 #define _GNU_SOURCE
 #include "test.h"
 #include "train_steps.h"
+#include "grids.h"
 #include "backend/cpu/cpu.h"
 #include "model/gpt.h"
 #include "model/gpt_decode.h"
@@ -532,63 +533,55 @@ int main(int argc, char **argv) {
     check_sendrecv(P, rank);
     ax_backend_install(&ax_cpu_backend);
     snprintf(dir, sizeof dir, "%s/axonn-devmem-%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getppid());
-    for (int d = 1; d <= P; d++)
-        for (int x = 1; x <= P; x++)
-            for (int y = 1; y <= P; y++)
-                for (int z = 1; z <= P; z++) {
-                    if (d * x * y * z != P) continue;
-                    ax_grid g;
-                    if (ax_grid_init(&g, MPI_COMM_WORLD, d, x, y, z)) ax_err_exit(1);
-                    if (ax_gpt_check_grid(&cfg, &g)) {
-                        ax_grid_free(&g);
-                        continue;
-                    }
-                    result plain, dev;
-                    decoded dplain, ddev;
-                    ax_backend_install(&gb);
-                    ax_comm *groups[] = {&g.X, &g.Y, &g.Z, &g.data, &g.dz, &g.tp};
-                    for (int k = 0; k < 6; k++)
-                        CHECK(ax_comm_shares_device(groups[k]) == (groups[k]->size > 1),
-                              "grid %d,%d,%d,%d: group %d of %d ranks shares the device", d, x, y, z, k,
-                              groups[k]->size);
-                    ax_backend_install(&ax_cpu_backend);
-                    run(&g, t, dir, &plain);
-                    decode(&g, t, &dplain);
-                    ax_backend_install(&gb);
-                    check_seconds(&g, 1);
-                    guarding = 1;
-                    run(&g, t, dir, &dev);
-                    decode(&g, t, &ddev);
-                    guarding = 0;
-                    check_seconds(&g, 0);
-                    protect_all(PROT_READ | PROT_WRITE);
-                    ax_backend_install(&ax_cpu_backend);
-                    CHECK(nblocks == 0, "grid %d,%d,%d,%d: %d backend allocations left after free", d, x, y, z,
-                          nblocks);
-                    CHECK(!memcmp(plain.loss, dev.loss, sizeof plain.loss) &&
-                              !memcmp(plain.gnorm, dev.gnorm, sizeof plain.gnorm),
-                          "grid %d,%d,%d,%d: losses or gradient norms differ (%.9g vs %.9g)", d, x, y, z,
-                          plain.loss[STEPS - 1], dev.loss[STEPS - 1]);
-                    size_t bytes = plain.n * sizeof(float);
-                    CHECK(!memcmp(plain.params, dev.params, bytes) && !memcmp(plain.moment, dev.moment, bytes),
-                          "grid %d,%d,%d,%d: parameters or moments differ", d, x, y, z);
-                    CHECK(!memcmp(dev.params, dev.loaded, bytes) && !memcmp(dev.moment, dev.loaded_moment, bytes),
-                          "grid %d,%d,%d,%d: the checkpoint read back differs from what was written", d, x, y, z);
-                    CHECK(!memcmp(dplain.tok, ddev.tok, sizeof dplain.tok) &&
-                              !memcmp(dplain.logits, ddev.logits, dplain.bytes),
-                          "grid %d,%d,%d,%d: KV-cache decoding differs (tokens %d %d vs %d %d)", d, x, y, z,
-                          dplain.tok[0][2], dplain.tok[1][2], ddev.tok[0][2], ddev.tok[1][2]);
-                    free(dplain.logits);
-                    free(ddev.logits);
-                    if (rank == 0)
-                        printf("grid %d,%d,%d,%d: guarded device memory = host memory, checkpoint round trip, "
-                               "decoding\n",
-                               d, x, y, z);
-                    result_free(&plain);
-                    result_free(&dev);
-                    ax_grid_free(&g);
-                    ngrids++;
-                }
+    for (ax_t_grids q = {.P = P}; ax_t_grids_next(&q);) {
+        int d = q.d, x = q.x, y = q.y, z = q.z;
+        ax_grid g;
+        if (ax_grid_init(&g, MPI_COMM_WORLD, d, x, y, z)) ax_err_exit(1);
+        if (ax_gpt_check_grid(&cfg, &g)) {
+            ax_grid_free(&g);
+            continue;
+        }
+        result plain, dev;
+        decoded dplain, ddev;
+        ax_backend_install(&gb);
+        ax_comm *groups[] = {&g.X, &g.Y, &g.Z, &g.data, &g.dz, &g.tp};
+        for (int k = 0; k < 6; k++)
+            CHECK(ax_comm_shares_device(groups[k]) == (groups[k]->size > 1),
+                  "grid %d,%d,%d,%d: group %d of %d ranks shares the device", d, x, y, z, k, groups[k]->size);
+        ax_backend_install(&ax_cpu_backend);
+        run(&g, t, dir, &plain);
+        decode(&g, t, &dplain);
+        ax_backend_install(&gb);
+        check_seconds(&g, 1);
+        guarding = 1;
+        run(&g, t, dir, &dev);
+        decode(&g, t, &ddev);
+        guarding = 0;
+        check_seconds(&g, 0);
+        protect_all(PROT_READ | PROT_WRITE);
+        ax_backend_install(&ax_cpu_backend);
+        CHECK(nblocks == 0, "grid %d,%d,%d,%d: %d backend allocations left after free", d, x, y, z, nblocks);
+        CHECK(!memcmp(plain.loss, dev.loss, sizeof plain.loss) && !memcmp(plain.gnorm, dev.gnorm, sizeof plain.gnorm),
+              "grid %d,%d,%d,%d: losses or gradient norms differ (%.9g vs %.9g)", d, x, y, z, plain.loss[STEPS - 1],
+              dev.loss[STEPS - 1]);
+        size_t bytes = plain.n * sizeof(float);
+        CHECK(!memcmp(plain.params, dev.params, bytes) && !memcmp(plain.moment, dev.moment, bytes),
+              "grid %d,%d,%d,%d: parameters or moments differ", d, x, y, z);
+        CHECK(!memcmp(dev.params, dev.loaded, bytes) && !memcmp(dev.moment, dev.loaded_moment, bytes),
+              "grid %d,%d,%d,%d: the checkpoint read back differs from what was written", d, x, y, z);
+        CHECK(!memcmp(dplain.tok, ddev.tok, sizeof dplain.tok) && !memcmp(dplain.logits, ddev.logits, dplain.bytes),
+              "grid %d,%d,%d,%d: KV-cache decoding differs (tokens %d %d vs %d %d)", d, x, y, z, dplain.tok[0][2],
+              dplain.tok[1][2], ddev.tok[0][2], ddev.tok[1][2]);
+        free(dplain.logits);
+        free(ddev.logits);
+        if (rank == 0)
+            printf("grid %d,%d,%d,%d: guarded device memory = host memory, checkpoint round trip, decoding\n", d, x, y,
+                   z);
+        result_free(&plain);
+        result_free(&dev);
+        ax_grid_free(&g);
+        ngrids++;
+    }
     CHECK(ngrids > 0, "no grid of %d ranks fits the model", P);
     check_waits(t, &gb);
     /* the trainer around the step: evaluation, checkpoints, the final model */

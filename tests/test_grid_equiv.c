@@ -27,6 +27,7 @@
  * order). --seq T sets the sequence length (default 8; C must divide T / 2). */
 #include "test.h"
 #include "train_steps.h"
+#include "grids.h"
 #include "model/gpt.h"
 #include "train/optim.h"
 #include "train/source.h"
@@ -127,79 +128,67 @@ int main(int argc, char **argv) {
     }
 
     int ngrids = 0;
-    for (int c = cp ? 2 : 1; c <= (cp ? P : 1); c++)
-        for (int d = 1; d <= P; d++)
-            for (int x = 1; x <= P; x++)
-                for (int y = 1; y <= P; y++)
-                    for (int z = 1; z <= P; z++) {
-                        if (d * x * y * z * c != P || T % (2 * c)) continue;
-                        ax_grid g;
-                        ax_gpt m;
-                        double got[STEPS], gnorm[STEPS];
-                        if (ax_grid_init_cp(&g, MPI_COMM_WORLD, d, x, y, z, c)) ax_err_exit(0);
-                        if (ax_gpt_check_grid(&cfg,
-                                              &g)) { /* e.g. Llama's 12 key/value heads on G_y = 8, 2 on G_y = 3 */
-                            if (rank == 0) printf("grid %d,%d,%d,%d cp %d: skipped: %s\n", d, x, y, z, c, ax_err_msg());
-                            ax_grid_free(&g);
-                            continue;
-                        }
-                        run(&m, &g, got, gnorm, AX_RECOMPUTE_NONE, dt);
-                        double wl = 0, wn = 0,
-                               w0 = fmax(fabs(got[0] - ref[0]) / ref[0], fabs(gnorm[0] - rnorm[0]) / rnorm[0]);
-                        CHECK(w0 < TOL0, "grid %d,%d,%d,%d cp %d: first step's loss or gradient norm differs by %.3g",
-                              d, x, y, z, c, w0);
-                        for (int s = 0; s < STEPS; s++) {
-                            wl = fmax(wl, fabs(got[s] - ref[s]) / ref[s]);
-                            wn = fmax(wn, fabs(gnorm[s] - rnorm[s]) / rnorm[s]);
-                        }
-                        /* parameters: this rank's shards against the serial tensors' shards */
-                        float *want = ax_malloc(m.n_local * sizeof(float)),
-                              *diff = ax_malloc(m.n_local * sizeof(float));
-                        for (int i = 0; i < m.np; i++)
-                            ax_shard_extract(&m.p[i].shard, &g, logical[i], want + m.p[i].offset);
-                        for (int64_t k = 0; k < m.n_local; k++) diff[k] = m.params[k] - want[k];
-                        double wp = sqrt(ax_gpt_sumsq(&m, diff) / ax_gpt_sumsq(&m, want));
-                        CHECK(wl < TOL, "grid %d,%d,%d,%d cp %d: losses differ by %.3g", d, x, y, z, c, wl);
-                        CHECK(wn < TOL, "grid %d,%d,%d,%d cp %d: gradient norms differ by %.3g", d, x, y, z, c, wn);
-                        CHECK(wp < TOL, "grid %d,%d,%d,%d cp %d: parameters differ by %.3g", d, x, y, z, c, wp);
-                        if (rank == 0)
-                            printf("grid %d,%d,%d,%d cp %d%s: first step %.2g; loss %.2g, gradient norm %.2g, "
-                                   "parameters %.2g\n",
-                                   d, x, y, z, c, m.kv_copies > 1 ? " (key/value heads replicated)" : "", w0, wl, wn,
-                                   wp);
-                        /* saved and loaded back: every rank's parameters, bit for bit */
-                        ax_gpt ml;
-                        CHECK(ax_model_save(dir, &m, 0, AX_ST_F32) == 0, "grid %d,%d,%d,%d cp %d: save: %s", d, x, y, z,
-                              c, ax_err_msg());
-                        ax_gpt_init(&ml, &cfg, &g);
-                        CHECK(ax_gpt_load(&ml, dir) == 0, "grid %d,%d,%d,%d cp %d: load: %s", d, x, y, z, c,
-                              ax_err_msg());
-                        CHECK(!memcmp(ml.params, m.params, m.n_local * sizeof(float)),
-                              "grid %d,%d,%d,%d cp %d: saved and loaded parameters differ", d, x, y, z, c);
-                        ax_gpt_free(&ml);
-                        MPI_Barrier(MPI_COMM_WORLD);
-                        if (rank == 0) ax_remove_tree(dir);
-                        /* activation recomputation, attn and block by turns: the same bits */
-                        ax_recompute mode = ngrids % 2 ? AX_RECOMPUTE_BLOCK : AX_RECOMPUTE_ATTN;
-                        ax_gpt mr;
-                        double rl[STEPS], rn[STEPS];
-                        run(&mr, &g, rl, rn, mode, dt);
-                        CHECK(!memcmp(rl, got, sizeof rl) && !memcmp(rn, gnorm, sizeof rn) &&
-                                  !memcmp(mr.params, m.params, m.n_local * sizeof(float)),
-                              "grid %d,%d,%d,%d cp %d: recompute %s changes the results", d, x, y, z, c,
-                              mode == AX_RECOMPUTE_BLOCK ? "block" : "attn");
-                        CHECK(mr.act_bytes < m.act_bytes, "grid %d,%d,%d,%d cp %d: recompute keeps no less memory", d,
-                              x, y, z, c);
-                        if (rank == 0)
-                            printf("  recompute %s: identical, activations %.0f%% of none\n",
-                                   mode == AX_RECOMPUTE_BLOCK ? "block" : "attn", 100 * mr.act_bytes / m.act_bytes);
-                        ax_gpt_free(&mr);
-                        free(want);
-                        free(diff);
-                        ax_gpt_free(&m);
-                        ax_grid_free(&g);
-                        ngrids++;
-                    }
+    for (ax_t_grids q = {.P = P, .cp = cp, .T = T}; ax_t_grids_next(&q);) {
+        int d = q.d, x = q.x, y = q.y, z = q.z, c = q.c;
+        ax_grid g;
+        ax_gpt m;
+        double got[STEPS], gnorm[STEPS];
+        if (ax_grid_init_cp(&g, MPI_COMM_WORLD, d, x, y, z, c)) ax_err_exit(0);
+        if (ax_gpt_check_grid(&cfg, &g)) { /* e.g. Llama's 12 key/value heads on G_y = 8, 2 on G_y = 3 */
+            if (rank == 0) printf("grid %d,%d,%d,%d cp %d: skipped: %s\n", d, x, y, z, c, ax_err_msg());
+            ax_grid_free(&g);
+            continue;
+        }
+        run(&m, &g, got, gnorm, AX_RECOMPUTE_NONE, dt);
+        double wl = 0, wn = 0, w0 = fmax(fabs(got[0] - ref[0]) / ref[0], fabs(gnorm[0] - rnorm[0]) / rnorm[0]);
+        CHECK(w0 < TOL0, "grid %d,%d,%d,%d cp %d: first step's loss or gradient norm differs by %.3g", d, x, y, z, c,
+              w0);
+        for (int s = 0; s < STEPS; s++) {
+            wl = fmax(wl, fabs(got[s] - ref[s]) / ref[s]);
+            wn = fmax(wn, fabs(gnorm[s] - rnorm[s]) / rnorm[s]);
+        }
+        /* parameters: this rank's shards against the serial tensors' shards */
+        float *want = ax_malloc(m.n_local * sizeof(float)), *diff = ax_malloc(m.n_local * sizeof(float));
+        for (int i = 0; i < m.np; i++) ax_shard_extract(&m.p[i].shard, &g, logical[i], want + m.p[i].offset);
+        for (int64_t k = 0; k < m.n_local; k++) diff[k] = m.params[k] - want[k];
+        double wp = sqrt(ax_gpt_sumsq(&m, diff) / ax_gpt_sumsq(&m, want));
+        CHECK(wl < TOL, "grid %d,%d,%d,%d cp %d: losses differ by %.3g", d, x, y, z, c, wl);
+        CHECK(wn < TOL, "grid %d,%d,%d,%d cp %d: gradient norms differ by %.3g", d, x, y, z, c, wn);
+        CHECK(wp < TOL, "grid %d,%d,%d,%d cp %d: parameters differ by %.3g", d, x, y, z, c, wp);
+        if (rank == 0)
+            printf("grid %d,%d,%d,%d cp %d%s: first step %.2g; loss %.2g, gradient norm %.2g, parameters %.2g\n", d, x,
+                   y, z, c, m.kv_copies > 1 ? " (key/value heads replicated)" : "", w0, wl, wn, wp);
+        /* saved and loaded back: every rank's parameters, bit for bit */
+        ax_gpt ml;
+        CHECK(ax_model_save(dir, &m, 0, AX_ST_F32) == 0, "grid %d,%d,%d,%d cp %d: save: %s", d, x, y, z, c,
+              ax_err_msg());
+        ax_gpt_init(&ml, &cfg, &g);
+        CHECK(ax_gpt_load(&ml, dir) == 0, "grid %d,%d,%d,%d cp %d: load: %s", d, x, y, z, c, ax_err_msg());
+        CHECK(!memcmp(ml.params, m.params, m.n_local * sizeof(float)),
+              "grid %d,%d,%d,%d cp %d: saved and loaded parameters differ", d, x, y, z, c);
+        ax_gpt_free(&ml);
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) ax_remove_tree(dir);
+        /* activation recomputation, attn and block by turns: the same bits */
+        ax_recompute mode = ngrids % 2 ? AX_RECOMPUTE_BLOCK : AX_RECOMPUTE_ATTN;
+        ax_gpt mr;
+        double rl[STEPS], rn[STEPS];
+        run(&mr, &g, rl, rn, mode, dt);
+        CHECK(!memcmp(rl, got, sizeof rl) && !memcmp(rn, gnorm, sizeof rn) &&
+                  !memcmp(mr.params, m.params, m.n_local * sizeof(float)),
+              "grid %d,%d,%d,%d cp %d: recompute %s changes the results", d, x, y, z, c,
+              mode == AX_RECOMPUTE_BLOCK ? "block" : "attn");
+        CHECK(mr.act_bytes < m.act_bytes, "grid %d,%d,%d,%d cp %d: recompute keeps no less memory", d, x, y, z, c);
+        if (rank == 0)
+            printf("  recompute %s: identical, activations %.0f%% of none\n",
+                   mode == AX_RECOMPUTE_BLOCK ? "block" : "attn", 100 * mr.act_bytes / m.act_bytes);
+        ax_gpt_free(&mr);
+        free(want);
+        free(diff);
+        ax_gpt_free(&m);
+        ax_grid_free(&g);
+        ngrids++;
+    }
     if (rank == 0) printf("%d grids of %d ranks, serial losses %.6f %.6f %.6f\n", ngrids, P, ref[0], ref[1], ref[2]);
     int rc = ax_test_done("grid_equiv");
     MPI_Finalize();

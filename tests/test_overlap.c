@@ -23,6 +23,7 @@
  * attention's transfers run beside the overlapped collectives. */
 #include "test.h"
 #include "train_steps.h"
+#include "grids.h"
 #include "model/gpt.h"
 #include "train/optim.h"
 #include "train/source.h"
@@ -95,52 +96,46 @@ int main(int argc, char **argv) {
         {"all, kept, block recompute", AX_OV_ALL, 1, AX_RECOMPUTE_BLOCK, AX_F32},
         {"all, bf16", AX_OV_ALL, 0, AX_RECOMPUTE_NONE, AX_BF16},
     };
-    for (int c = cp ? 2 : 1; c <= (cp ? P : 1); c++)
-        for (int d = 1; d <= P; d++)
-            for (int x = 1; x <= P; x++)
-                for (int y = 1; y <= P; y++)
-                    for (int z = 1; z <= P; z++) {
-                        if (d * x * y * z * c != P || T % (2 * c)) continue;
-                        ax_grid g;
-                        if (ax_grid_init_cp(&g, MPI_COMM_WORLD, d, x, y, z, c)) ax_err_exit(1);
-                        if (ax_gpt_check_grid(&cfg, &g)) {
-                            ax_grid_free(&g);
-                            continue;
-                        }
-                        result ref[3] = {0}; /* none: fp32, fp32 with block recompute, bf16 */
-                        run(&g, AX_OV_NONE, 0, AX_RECOMPUTE_NONE, AX_F32, &ref[0]);
-                        run(&g, AX_OV_NONE, 0, AX_RECOMPUTE_BLOCK, AX_F32, &ref[1]);
-                        run(&g, AX_OV_NONE, 0, AX_RECOMPUTE_NONE, AX_BF16, &ref[2]);
-                        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-                            result r;
-                            run(&g, cases[k].flags, cases[k].keep, cases[k].mode, cases[k].t, &r);
-                            const result *want = &ref[cases[k].t == AX_BF16 ? 2 : cases[k].mode == AX_RECOMPUTE_BLOCK];
-                            CHECK(same(&r, want), "grid %d,%d,%d,%d cp %d, overlap %s: results differ from no overlap",
-                                  d, x, y, z, c, cases[k].name);
-                            int f = cases[k].flags;
-                            if (z > 1 && (f & AX_OV_OAG))
-                                CHECK(r.prefetched > want->prefetched,
-                                      "grid %d,%d,%d,%d cp %d, overlap %s: no gather was prefetched (%lld)", d, x, y, z,
-                                      c, cases[k].name, (long long)r.prefetched);
-                            if (z > 1 && (f & AX_OV_ORS))
-                                CHECK(r.deferred > 0,
-                                      "grid %d,%d,%d,%d cp %d, overlap %s: no reduce-scatter was left in flight", d, x,
-                                      y, z, c, cases[k].name);
-                            if (f & AX_OV_DP)
-                                CHECK(r.early > 0,
-                                      "grid %d,%d,%d,%d cp %d, overlap %s: no bucket started inside backward", d, x, y,
-                                      z, c, cases[k].name);
-                            CHECK(want->deferred == 0 && want->early == 0,
-                                  "grid %d,%d,%d,%d cp %d: overlap none left communication in flight", d, x, y, z, c);
-                            free(r.params);
-                        }
-                        if (rank == 0)
-                            printf("grid %d,%d,%d,%d cp %d: %zu overlap settings identical to none\n", d, x, y, z, c,
-                                   sizeof cases / sizeof *cases);
-                        for (int i = 0; i < 3; i++) free(ref[i].params);
-                        ax_grid_free(&g);
-                        ngrids++;
-                    }
+    for (ax_t_grids q = {.P = P, .cp = cp, .T = T}; ax_t_grids_next(&q);) {
+        int d = q.d, x = q.x, y = q.y, z = q.z, c = q.c;
+        ax_grid g;
+        if (ax_grid_init_cp(&g, MPI_COMM_WORLD, d, x, y, z, c)) ax_err_exit(1);
+        if (ax_gpt_check_grid(&cfg, &g)) {
+            ax_grid_free(&g);
+            continue;
+        }
+        result ref[3] = {0}; /* none: fp32, fp32 with block recompute, bf16 */
+        run(&g, AX_OV_NONE, 0, AX_RECOMPUTE_NONE, AX_F32, &ref[0]);
+        run(&g, AX_OV_NONE, 0, AX_RECOMPUTE_BLOCK, AX_F32, &ref[1]);
+        run(&g, AX_OV_NONE, 0, AX_RECOMPUTE_NONE, AX_BF16, &ref[2]);
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+            result r;
+            run(&g, cases[k].flags, cases[k].keep, cases[k].mode, cases[k].t, &r);
+            const result *want = &ref[cases[k].t == AX_BF16 ? 2 : cases[k].mode == AX_RECOMPUTE_BLOCK];
+            CHECK(same(&r, want), "grid %d,%d,%d,%d cp %d, overlap %s: results differ from no overlap", d, x, y, z, c,
+                  cases[k].name);
+            int f = cases[k].flags;
+            if (z > 1 && (f & AX_OV_OAG))
+                CHECK(r.prefetched > want->prefetched,
+                      "grid %d,%d,%d,%d cp %d, overlap %s: no gather was prefetched (%lld)", d, x, y, z, c,
+                      cases[k].name, (long long)r.prefetched);
+            if (z > 1 && (f & AX_OV_ORS))
+                CHECK(r.deferred > 0, "grid %d,%d,%d,%d cp %d, overlap %s: no reduce-scatter was left in flight", d, x,
+                      y, z, c, cases[k].name);
+            if (f & AX_OV_DP)
+                CHECK(r.early > 0, "grid %d,%d,%d,%d cp %d, overlap %s: no bucket started inside backward", d, x, y, z,
+                      c, cases[k].name);
+            CHECK(want->deferred == 0 && want->early == 0,
+                  "grid %d,%d,%d,%d cp %d: overlap none left communication in flight", d, x, y, z, c);
+            free(r.params);
+        }
+        if (rank == 0)
+            printf("grid %d,%d,%d,%d cp %d: %zu overlap settings identical to none\n", d, x, y, z, c,
+                   sizeof cases / sizeof *cases);
+        for (int i = 0; i < 3; i++) free(ref[i].params);
+        ax_grid_free(&g);
+        ngrids++;
+    }
     CHECK(ngrids > 0, "no grid of %d ranks fits the model", P);
     int rc = ax_test_done("overlap");
     MPI_Finalize();
