@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <mpi.h>
 
 static int ax_t_pass, ax_t_fail;
@@ -39,6 +42,23 @@ static inline const char *ax_t_join(const char *dir, const char *name) {
     k = (k + 1) % 4;
     snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
     return buf[k];
+}
+
+/* Removes dir and everything under it: a test's scratch (the library's
+ * ax_remove_tree takes only a directory of plain files, on purpose). */
+static inline void ax_t_rmtree(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char p[4096];
+        struct stat sb;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) ax_t_rmtree(p);
+        else unlink(p);
+    }
+    if (d) closedir(d);
+    rmdir(dir);
 }
 
 static inline const char *ax_t_data(void) {

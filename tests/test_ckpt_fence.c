@@ -103,7 +103,7 @@ int main(int argc, char **argv) {
         CHECK(!memcmp(flat[k], want[k], bytes), "flat vector %d loaded from the async save is not the saved state", k);
 
     MPI_Barrier(MPI_COMM_WORLD);
-    if (g.rank == 0) ax_remove_tree(dir);
+    if (g.rank == 0) ax_t_rmtree(dir);
     for (int k = 0; k < 3; k++) free(want[k]);
     ax_adamw_free(&o);
     ax_gpt_free(&m);

@@ -605,9 +605,9 @@ int main(int argc, char **argv) {
         CHECK(same_file(ax_t_join(plain_dir, "ckpt-000004/optim.safetensors"),
                         ax_t_join(dev_dir, "ckpt-000004/optim.safetensors")),
               "ax_train on 1,1,1,%d: the checkpoints' optimizer states differ", P);
-        ax_remove_tree(plain_dir);
-        ax_remove_tree(dev_dir);
-        ax_remove_tree(dir);
+        ax_t_rmtree(plain_dir);
+        ax_t_rmtree(dev_dir);
+        ax_t_rmtree(dir);
     }
     int rc = ax_test_done("devmem");
     MPI_Finalize();
