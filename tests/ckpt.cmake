@@ -2,3 +2,7 @@
 # comes at once (the optimizer's fence; tests/test_ckpt_fence.c).
 ax_test(ckpt_fence test_ckpt_fence 1)
 ax_test(ckpt_fence_x2y2 test_ckpt_fence 4 --grid 1,2,2,1)
+# Each rank verifies and reads only its part of a checkpoint; a flipped bit
+# only one rank reads still stops every rank (tests/test_ckpt_read.c).
+ax_test(ckpt_read_x2y2 test_ckpt_read 4 --grid 1,2,2,1)
+ax_test(ckpt_read_d2z2 test_ckpt_read 4 --grid 2,1,1,2)

@@ -367,6 +367,11 @@ int ax_gpt_read_flat(ax_gpt *m, const ax_st_file *f, const char *prefix, float *
 /* The same from a checkpoint of one file or shards. Each rank reads only the
  * bytes of its own shards of each tensor (F32, F16 or BF16). */
 int ax_gpt_read_set(ax_gpt *m, const ax_st_set *set, const char *prefix, float *flat);
+/* The byte spans of f (file offsets) that ax_gpt_read_flat(m, f, prefix, ..)
+ * reads on this rank, each given to fn, reading nothing: what a checkpoint's
+ * verification hashes before the read (train/checkpoint.c). */
+typedef void (*ax_span_fn)(void *ctx, int64_t off, int64_t len);
+int ax_gpt_read_spans(ax_gpt *m, const ax_st_file *f, const char *prefix, ax_span_fn fn, void *ctx);
 /* Parameters i0 .. i1-1 (table order) as file tensors of dtype t (F32 or
  * BF16), declared on any rank; write is collective, gathering to world
  * rank 0, which writes. */

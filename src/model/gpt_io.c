@@ -99,17 +99,34 @@ static int64_t local_run(const ax_shard *sh, const ax_grid *g, int64_t i, int64_
     return k;
 }
 
+/* Where the readers below send each read: into memory (sp NULL), or, for
+ * ax_gpt_read_spans, only its byte span of the file to sp->fn, reading
+ * nothing and writing nothing to local. */
+typedef struct {
+    ax_span_fn fn;
+    void *ctx;
+} spans;
+
+/* elements [first, first + n) of t into dst + at */
+static int read_at(const spans *sp, const ax_st_file *f, const ax_st_tensor *t, int64_t first, int64_t n, float *dst,
+                   int64_t at) {
+    if (!sp) return ax_st_read_f32_at(f, t, first, n, dst + at);
+    int64_t es = (int64_t)ax_st_dtype_size(t->dtype);
+    sp->fn(sp->ctx, (int64_t)(f->data_start + t->begin) + first * es, n * es);
+    return 0;
+}
+
 /* Row-major file tensors ([out, in] or vectors): each local run is one byte
  * range of a file; runs that continue each other in both the local shard
  * and the file become one read. */
-static int read_rows(const ax_param *p, const ax_grid *g, const src_tensors *src, float *local) {
+static int read_rows(const ax_param *p, const ax_grid *g, const src_tensors *src, float *local, const spans *sp) {
     const ax_shard *sh = &p->shard;
     int64_t n = ax_shard_numel(sh, g), pi = 0, pn = 0, pe = 0; /* pending: local [pi, pi+pn) = file [pe, pe+pn) */
     int ps = 0;
     for (int64_t i = 0, k, j; i < n; i += k) {
         k = local_run(sh, g, i, n, &j);
         if (j < 0) {
-            memset(local + i, 0, (size_t)k * sizeof(float));
+            if (!sp) memset(local + i, 0, (size_t)k * sizeof(float));
             continue;
         }
         int64_t r = j / sh->cols;
@@ -119,13 +136,13 @@ static int read_rows(const ax_param *p, const ax_grid *g, const src_tensors *src
             pn += k;
             continue;
         }
-        if (pn) AX_TRY(ax_st_read_f32_at(src->f[ps], src->t[ps], pe, pn, local + pi));
+        if (pn) AX_TRY(read_at(sp, src->f[ps], src->t[ps], pe, pn, local, pi));
         pi = i;
         pn = k;
         pe = e;
         ps = s;
     }
-    return pn ? ax_st_read_f32_at(src->f[ps], src->t[ps], pe, pn, local + pi) : 0;
+    return pn ? read_at(sp, src->f[ps], src->t[ps], pe, pn, local, pi) : 0;
 }
 
 /* GPT-2 Conv1D weights are stored [in, out]: a local run along a logical row
@@ -133,7 +150,7 @@ static int read_rows(const ax_param *p, const ax_grid *g, const src_tensors *src
  * [cmin, cmax) are read instead as, for each file row c in the span, the
  * intervals of R (contiguous there): a buffer the size of the local block
  * (plus the partial rows of a Z chunk), never the whole tensor. */
-static int read_transposed(const ax_param *p, const ax_grid *g, const src_tensors *src, float *local) {
+static int read_transposed(const ax_param *p, const ax_grid *g, const src_tensors *src, float *local, const spans *sp) {
     const ax_shard *sh = &p->shard;
     int64_t n = ax_shard_numel(sh, g), rows = sh->rows, cmin = sh->cols, cmax = 0, nq = 0;
     int64_t *q = ax_malloc((size_t)rows * sizeof(int64_t)); /* logical row -> its place in the buffer, or -1 */
@@ -159,10 +176,9 @@ static int read_transposed(const ax_param *p, const ax_grid *g, const src_tensor
             int s = src_of_row(p, src, r);
             for (end = r; end < rows && q[end] >= 0 && end < src->row0[s + 1]; end++) {}
             int64_t srows = src->row0[s + 1] - src->row0[s];
-            rc = ax_st_read_f32_at(src->f[s], src->t[s], c * srows + (r - src->row0[s]), end - r,
-                                   b + (c - cmin) * nq + q[r]);
+            rc = read_at(sp, src->f[s], src->t[s], c * srows + (r - src->row0[s]), end - r, b, (c - cmin) * nq + q[r]);
         }
-    for (int64_t i = 0, k, j; i < n && rc == 0; i += k) {
+    for (int64_t i = 0, k, j; i < n && rc == 0 && !sp; i += k) {
         k = local_run(sh, g, i, n, &j);
         for (int64_t t = 0; t < k; t++)
             local[i + t] = j < 0 ? 0.0f : b[(j % sh->cols + t - cmin) * nq + q[j / sh->cols]];
@@ -172,20 +188,34 @@ static int read_transposed(const ax_param *p, const ax_grid *g, const src_tensor
     return rc;
 }
 
-int ax_gpt_read_set(ax_gpt *m, const ax_st_set *set, const char *prefix, float *flat) {
+/* every present parameter into h (a host view of the flat vector), or only
+ * its spans to sp */
+static int read_params(ax_gpt *m, const ax_st_set *set, const char *prefix, float *h, const spans *sp) {
     const char *arch = m->cfg.arch == AX_ARCH_LLAMA ? "Llama" : "GPT-2";
-    size_t bytes = m->n_local * sizeof(float);
-    float *h = ax_host_view(flat, bytes, 0); /* every element is read from the file */
     int rc = 0;
     for (int i = 0; i < m->np && rc == 0; i++) {
         const ax_param *p = &m->p[i];
         if (!p->present) continue;
         src_tensors src;
         rc = find_sources(p, set, prefix, arch, &src);
-        if (rc == 0) rc = (p->hf_transposed ? read_transposed : read_rows)(p, m->g, &src, h + p->offset);
+        if (rc == 0) rc = (p->hf_transposed ? read_transposed : read_rows)(p, m->g, &src, h ? h + p->offset : NULL, sp);
     }
+    return rc;
+}
+
+int ax_gpt_read_set(ax_gpt *m, const ax_st_set *set, const char *prefix, float *flat) {
+    size_t bytes = m->n_local * sizeof(float);
+    float *h = ax_host_view(flat, bytes, 0); /* every element is read from the file */
+    int rc = read_params(m, set, prefix, h, NULL);
     ax_host_release(h, flat, bytes, rc == 0); /* a failed read leaves flat as it was */
     return rc;
+}
+
+int ax_gpt_read_spans(ax_gpt *m, const ax_st_file *f, const char *prefix, ax_span_fn fn, void *ctx) {
+    ax_st_set s;
+    ax_st_set_view(&s, (ax_st_file *)f);
+    spans sp = {fn, ctx};
+    return read_params(m, &s, prefix, NULL, &sp);
 }
 
 int ax_gpt_read_flat(ax_gpt *m, const ax_st_file *f, const char *prefix, float *flat) {

@@ -237,7 +237,10 @@ static int hex_u64(const char *s, uint64_t *v) {
     return *end ? -1 : 0;
 }
 
-int ax_ckpt_verify(const char *dir) {
+/* Every file of dir against the manifest; of the safetensors files' ranges
+ * those holding what this rank reads (reads[0]: the model file, reads[1]:
+ * the optimizer's) and the headers are hashed. */
+static int verify(const char *dir, const ax_ckpt_spans *reads) {
     char path[4200];
     snprintf(path, sizeof path, "%s/" AX_CKPT_MANIFEST, dir);
     if (!ax_file_exists(path))
@@ -254,7 +257,7 @@ int ax_ckpt_verify(const char *dir) {
             snprintf(path, sizeof path, "%s/%s", dir, ckpt_files[i]);
             char mpath[4200];
             snprintf(mpath, sizeof mpath, "%s/" AX_CKPT_MANIFEST, dir);
-            rc = ax_ckpt_verify_ranges(path, mpath, x);
+            rc = ax_ckpt_verify_ranges(path, mpath, x, reads + !!strcmp(ckpt_files[i], AX_CKPT_MODEL));
             snprintf(path, sizeof path, "%s/" AX_CKPT_MANIFEST, dir);
             continue;
         }
@@ -285,7 +288,8 @@ static int get_int(json_t *j, const char *key, const char *path, int64_t *v) {
 
 int ax_ckpt_peek(const char *dir, ax_gpt_config *cfg, ax_ckpt_state *st) {
     char path[4200];
-    AX_TRY(ax_ckpt_verify(dir));
+    ax_ckpt_spans none[2] = {{0}, {0}};
+    AX_TRY(verify(dir, none)); /* the layout and the small files; the data's ranges in ax_ckpt_load */
     snprintf(path, sizeof path, "%s/config.json", dir);
     AX_TRY(ax_gpt_config_read(cfg, path));
     snprintf(path, sizeof path, "%s/state.json", dir);
@@ -309,16 +313,29 @@ int ax_ckpt_peek(const char *dir, ax_gpt_config *cfg, ax_ckpt_state *st) {
     return 0;
 }
 
+/* Verifies the ranges of both files that hold what this rank reads (the
+ * headers, and its slices of every tensor), then reads its slices. */
 int ax_ckpt_load(const char *dir, ax_gpt *m, ax_adamw *o) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    AX_TRY(ax_gpt_load(m, path));
-    snprintf(path, sizeof path, "%s/optim.safetensors", dir);
-    ax_st_file f;
-    AX_TRY(ax_st_open(&f, path));
-    int rc = ax_gpt_read_flat(m, &f, "opt.m.", o->m);
-    if (rc == 0) rc = ax_gpt_read_flat(m, &f, "opt.v.", o->v);
-    ax_st_close(&f);
+    char path[2][4200];
+    const char *prefix[2][2] = {{"", NULL}, {"opt.m.", "opt.v."}};
+    ax_st_file f[2];
+    ax_ckpt_spans reads[2] = {{0}, {0}};
+    int rc = 0, open = 0;
+    for (; open < 2 && rc == 0; open++) {
+        snprintf(path[open], sizeof path[open], "%s/%s", dir, open ? AX_CKPT_OPTIM : AX_CKPT_MODEL);
+        if ((rc = ax_st_open(&f[open], path[open])) != 0) break;
+        ax_ckpt_spans_add(&reads[open], 0, (int64_t)f[open].data_start);
+        for (int k = 0; k < 2 && prefix[open][k] && rc == 0; k++)
+            rc = ax_gpt_read_spans(m, &f[open], prefix[open][k], ax_ckpt_spans_add, &reads[open]);
+        ax_ckpt_spans_sort(&reads[open]);
+    }
+    if (rc == 0) rc = verify(dir, reads);
+    if (rc == 0) rc = ax_gpt_read_flat(m, &f[0], "", m->params);
+    m->params_h_current = 0;
+    if (rc == 0) rc = ax_gpt_read_flat(m, &f[1], "opt.m.", o->m);
+    if (rc == 0) rc = ax_gpt_read_flat(m, &f[1], "opt.v.", o->v);
+    for (int k = 0; k < open; k++) ax_st_close(&f[k]);
+    for (int k = 0; k < 2; k++) free(reads[k].span);
     return rc;
 }
 

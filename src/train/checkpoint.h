@@ -70,10 +70,13 @@ int ax_ckpt_pending(const ax_ckpt_writer *w); /* a save in flight */
 const char *ax_ckpt_last(const ax_ckpt_writer *w, double *blocking_ms, double *total_ms, double phase_ms[2]);
 /* Waits for a background write (left uncommitted) and frees everything. */
 void ax_ckpt_writer_free(ax_ckpt_writer *w);
-/* Rank-local: every file of dir against its manifest (one line naming the file). */
-int ax_ckpt_verify(const char *dir);
-/* Rank-local. Verifies, then reads config and state; ax_ckpt_load reads the tensors. */
+/* Rank-local. Checks every file of dir against its manifest (sizes, the
+ * headers' layout and checksum ranges, the small files' checksums; one line
+ * naming the file and tensor), then reads config and state. */
 int ax_ckpt_peek(const char *dir, ax_gpt_config *cfg, ax_ckpt_state *st);
+/* Rank-local. Hashes the checksum ranges that hold what this rank reads
+ * (its slices and the headers), then reads its slices of the tensors; on a
+ * failure nothing is read. */
 int ax_ckpt_load(const char *dir, ax_gpt *m, ax_adamw *o);
 /* The newest complete ckpt-N in dir into out: 1, or 0 when there is none. */
 int ax_ckpt_latest(const char *dir, char *out, size_t n);

@@ -21,8 +21,18 @@ typedef struct {
  * the safetensors files by r's ranges, or whole when r is NULL. */
 int ax_ckpt_write_manifest(const char *dir, const ax_ckpt_ranges *r);
 int ax_ckpt_write_state(const char *path, const ax_ckpt_state *st);
-/* path against its manifest entry {bytes, ranges} (ckpt_verify.c); manifest names the manifest */
-int ax_ckpt_verify_ranges(const char *path, const char *manifest, json_t *entry);
+/* The byte spans of one file a rank reads: n pairs (offset, length) in span,
+ * sorted by offset once complete (ax_ckpt_spans_sort). */
+typedef struct {
+    int64_t *span;
+    int n, cap;
+} ax_ckpt_spans;
+void ax_ckpt_spans_add(void *spans, int64_t off, int64_t len); /* an ax_span_fn */
+void ax_ckpt_spans_sort(ax_ckpt_spans *s);
+/* path against its manifest entry {bytes, ranges} (ckpt_verify.c; manifest
+ * names the manifest): the layout, and the checksums of the ranges that
+ * hold a byte of the header or of reads. */
+int ax_ckpt_verify_ranges(const char *path, const char *manifest, json_t *entry, const ax_ckpt_spans *reads);
 /* Removes a checkpoint directory, its manifest first. */
 void ax_ckpt_remove(const char *dir);
 #endif

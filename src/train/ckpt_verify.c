@@ -3,8 +3,11 @@
  * {"bytes": n, "ranges": [[offset, length, xxh3_64], ...]} (written by every
  * rank in parallel: ckpt_writer.c). Before any tensor is read: the ranges
  * must tile [0, n) (no overlap, no gap), the file must hold n bytes, its
- * header must end its data at n, and every range must hash to its entry.
- * Each failure is one line naming the file and the tensor at the place. */
+ * header must end its data at n, and every range that holds a byte of the
+ * header or a byte this rank reads must hash to its entry (the ranges of what each rank reads together
+ * cover the file: every byte belongs to a tensor some rank loads, and every
+ * rank reads the header). Each failure is one line naming the file and the
+ * tensor at the place. */
 #include "train/ckpt_impl.h"
 #include "util/err.h"
 #include <errno.h>
@@ -109,12 +112,40 @@ static int check_tiling(const char *path, const range *r, int n, int64_t bytes, 
     return 0;
 }
 
-static int hash_ranges(const char *path, int fd, const range *r, int n, const header *hd) {
+void ax_ckpt_spans_add(void *spans, int64_t off, int64_t len) {
+    ax_ckpt_spans *s = spans;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 64;
+        s->span = ax_realloc(s->span, (size_t)s->cap * 2 * sizeof(int64_t));
+    }
+    s->span[2 * s->n] = off;
+    s->span[2 * s->n + 1] = len;
+    s->n++;
+}
+
+static int span_cmp(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+void ax_ckpt_spans_sort(ax_ckpt_spans *s) { qsort(s->span, (size_t)s->n, 2 * sizeof(int64_t), span_cmp); }
+
+/* does [off, off + len) hold a byte of a span? (*k: the first span that may, advanced) */
+static int holds_read(const ax_ckpt_spans *s, int *k, int64_t off, int64_t len) {
+    while (*k < s->n && s->span[2 * *k] + s->span[2 * *k + 1] <= off) ++*k;
+    for (int j = *k; j < s->n && s->span[2 * j] < off + len; j++)
+        if (s->span[2 * j + 1] > 0) return 1;
+    return 0;
+}
+
+static int hash_ranges(const char *path, int fd, const range *r, int n, const header *hd, const ax_ckpt_spans *reads) {
     XXH3_state_t *st = XXH3_createState();
     if (!st) ax_fatal(__FILE__, __LINE__, "out of memory for a hash state");
     static _Thread_local char buf[1 << 16];
     int rc = 0;
-    for (int i = 0; i < n && rc == 0; i++) {
+    for (int i = 0, k = 0; i < n && rc == 0; i++) {
+        /* the header's ranges always: it is parsed before the reads are known */
+        if (r[i].off >= hd->data_start && !holds_read(reads, &k, r[i].off, r[i].len)) continue;
         XXH3_64bits_reset(st);
         for (int64_t off = r[i].off, end = off + r[i].len; off < end && rc == 0;) {
             ssize_t got = pread(fd, buf, end - off < (int64_t)sizeof buf ? (size_t)(end - off) : sizeof buf, off);
@@ -134,7 +165,7 @@ static int hash_ranges(const char *path, int fd, const range *r, int n, const he
     return rc;
 }
 
-int ax_ckpt_verify_ranges(const char *path, const char *manifest, json_t *entry) {
+int ax_ckpt_verify_ranges(const char *path, const char *manifest, json_t *entry, const ax_ckpt_spans *reads) {
     json_t *nb = json_object_get(entry, "bytes");
     range *r = NULL;
     int n = 0, rc = 0;
@@ -167,7 +198,7 @@ int ax_ckpt_verify_ranges(const char *path, const char *manifest, json_t *entry)
                     "(corrupt checkpoint)",
                     path, (long long)hd.data_end, what_at(&hd, hd.data_end - 1, w, sizeof w), (long long)bytes);
     if (rc == 0) rc = check_tiling(path, r, n, bytes, &hd);
-    if (rc == 0) rc = hash_ranges(path, fd, r, n, &hd);
+    if (rc == 0) rc = hash_ranges(path, fd, r, n, &hd, reads);
     json_decref(hd.h);
     close(fd);
     free(r);

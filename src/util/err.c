@@ -81,6 +81,11 @@ void *ax_calloc(size_t n, size_t sz) {
     if (!p) ax_fatal(__FILE__, __LINE__, "out of memory allocating %zu x %zu bytes", n, sz);
     return p;
 }
+void *ax_realloc(void *p, size_t n) {
+    void *q = realloc(p, n ? n : 1);
+    if (!q) ax_fatal(__FILE__, __LINE__, "out of memory allocating %zu bytes", n);
+    return q;
+}
 char *ax_strdup(const char *s) {
     size_t n = strlen(s) + 1;
     char *d = ax_malloc(n);

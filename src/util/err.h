@@ -46,5 +46,6 @@ void ax_fatal(const char *file, int line, const char *fmt, ...) __attribute__((n
 
 void *ax_malloc(size_t n); /* aborts on failure (memory is not user input) */
 void *ax_calloc(size_t n, size_t sz);
+void *ax_realloc(void *p, size_t n);
 char *ax_strdup(const char *s);
 #endif
