@@ -210,9 +210,8 @@ int ax_ckpt_save_root(const char *dir, ax_gpt *m, const ax_adamw *o, const ax_ck
     AX_TRY(ax_agree(m->g->world, rc));
     rc = ax_model_save(tmp, m, 0, AX_ST_F32); /* one file, fp32: resumes exactly */
     const float *f[] = {o->m, o->v};
-    const char *p[] = {"opt.m.", "opt.v."};
     snprintf(path, sizeof path, "%s/optim.safetensors", tmp);
-    if (rc == 0) rc = write_tensors(path, m, f, p, 2, AX_ST_F32, 0, m->np, NULL);
+    if (rc == 0) rc = write_tensors(path, m, f, ax_ckpt_prefix[1], 2, AX_ST_F32, 0, m->np, NULL);
     if (root && rc == 0) {
         snprintf(path, sizeof path, "%s/state.json", tmp);
         rc = ax_ckpt_write_state(path, st);
@@ -317,24 +316,23 @@ int ax_ckpt_peek(const char *dir, ax_gpt_config *cfg, ax_ckpt_state *st) {
  * headers, and its slices of every tensor), then reads its slices. */
 int ax_ckpt_load(const char *dir, ax_gpt *m, ax_adamw *o) {
     char path[2][4200];
-    const char *prefix[2][2] = {{"", NULL}, {"opt.m.", "opt.v."}};
     ax_st_file f[2];
     ax_ckpt_spans reads[2] = {{0}, {0}};
-    int rc = 0, open = 0;
-    for (; open < 2 && rc == 0; open++) {
-        snprintf(path[open], sizeof path[open], "%s/%s", dir, open ? AX_CKPT_OPTIM : AX_CKPT_MODEL);
-        if ((rc = ax_st_open(&f[open], path[open])) != 0) break;
-        ax_ckpt_spans_add(&reads[open], 0, (int64_t)f[open].data_start);
-        for (int k = 0; k < 2 && prefix[open][k] && rc == 0; k++)
-            rc = ax_gpt_read_spans(m, &f[open], prefix[open][k], ax_ckpt_spans_add, &reads[open]);
-        ax_ckpt_spans_sort(&reads[open]);
+    int rc = 0, nopen = 0;
+    for (; nopen < 2 && rc == 0; nopen++) {
+        snprintf(path[nopen], sizeof path[nopen], "%s/%s", dir, nopen ? AX_CKPT_OPTIM : AX_CKPT_MODEL);
+        if ((rc = ax_st_open(&f[nopen], path[nopen])) != 0) break;
+        ax_ckpt_spans_add(&reads[nopen], 0, (int64_t)f[nopen].data_start);
+        for (int k = 0; k < 2 && ax_ckpt_prefix[nopen][k] && rc == 0; k++)
+            rc = ax_gpt_read_spans(m, &f[nopen], ax_ckpt_prefix[nopen][k], ax_ckpt_spans_add, &reads[nopen]);
+        ax_ckpt_spans_sort(&reads[nopen]);
     }
     if (rc == 0) rc = verify(dir, reads);
-    if (rc == 0) rc = ax_gpt_read_flat(m, &f[0], "", m->params);
+    float *flat[2][2] = {{m->params, NULL}, {o->m, o->v}};
+    for (int k = 0; k < 4 && rc == 0; k++)
+        if (flat[k / 2][k % 2]) rc = ax_gpt_read_flat(m, &f[k / 2], ax_ckpt_prefix[k / 2][k % 2], flat[k / 2][k % 2]);
     m->params_h_current = 0;
-    if (rc == 0) rc = ax_gpt_read_flat(m, &f[1], "opt.m.", o->m);
-    if (rc == 0) rc = ax_gpt_read_flat(m, &f[1], "opt.v.", o->v);
-    for (int k = 0; k < open; k++) ax_st_close(&f[k]);
+    for (int k = 0; k < nopen; k++) ax_st_close(&f[k]);
     for (int k = 0; k < 2; k++) free(reads[k].span);
     return rc;
 }

@@ -9,6 +9,9 @@
 
 #define AX_CKPT_MODEL "model.safetensors"
 #define AX_CKPT_OPTIM "optim.safetensors"
+/* the tensor-name prefixes of the model file and of the optimizer's (AdamW's
+ * first and second moments), each naming every parameter */
+static const char *const ax_ckpt_prefix[2][2] = {{"", NULL}, {"opt.m.", "opt.v."}};
 
 /* Checksums of the two safetensors files by ranges of `chunk` bytes (the
  * last one shorter): file f's chunk k has hash[first[f] + k]. */

@@ -70,12 +70,12 @@ struct ax_ckpt_writer {
 /* The layout of both files on every rank (declared as the root writer does,
  * so the headers are its bytes); rank 0 keeps the headers to write. */
 static int layout(ax_ckpt_writer *w) {
-    const char *pre[NF][2] = {{"", NULL}, {"opt.m.", "opt.v."}};
     for (int f = 0; f < NF; f++) {
         ax_st_writer sw;
         ax_st_writer_init(&sw, NULL);
         ax_st_writer_meta(&sw, "format", "pt");
-        for (int k = 0; k < 2 && pre[f][k]; k++) ax_gpt_declare(w->m, &sw, pre[f][k], AX_ST_F32, 0, w->m->np);
+        for (int k = 0; k < 2 && ax_ckpt_prefix[f][k]; k++)
+            ax_gpt_declare(w->m, &sw, ax_ckpt_prefix[f][k], AX_ST_F32, 0, w->m->np);
         int rc = ax_st_writer_header(&sw, st_name[f], &w->head[f], &w->head_len[f]);
         ax_st_writer_abort(&sw);
         AX_TRY(rc);
