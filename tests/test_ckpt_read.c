@@ -80,7 +80,9 @@ int main(int argc, char **argv) {
         }
         CHECK(all == size - start, "%s: the ranks' reads cover %lld of the %lld data bytes", files[f], (long long)all,
               (long long)(size - start));
-        if (split) CHECK(mine < size - start, "%s: a rank reads all %lld data bytes on a split grid", files[f], (long long)mine);
+        if (split)
+            CHECK(mine < size - start, "%s: a rank reads all %lld data bytes on a split grid", files[f],
+                  (long long)mine);
         if (f == 1) flip_at = last_not_first;
         free(map);
         free(cnt);

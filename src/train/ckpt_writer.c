@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +58,7 @@ struct ax_ckpt_writer {
     int64_t bytes[NF], nchunk[NF];
     uint64_t *hash;
     /* the save in flight */
-    int phase, fd[NF], thread_live;
+    int phase, fd[NF], thread_live, background;
     char dir[4096], tmp[4200], last[4096];
     pthread_t th;
     atomic_int done;
@@ -206,10 +207,22 @@ static void stage_state(ax_ckpt_writer *w, ax_fill_mode mode) {
     release(w);
 }
 
+/* The thread's writes and checksums run only on cores training leaves idle
+ * (SCHED_IDLE; where that is refused, the lowest nice): nothing waits for
+ * them but the commit, while a core they took would hold up a whole
+ * parallel region of the step. The copy before them keeps its priority: the
+ * optimizer waits for it. */
+static void yield_to_training(void) {
+    struct sched_param sp = {0};
+    if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) != 0 && nice(19) == -1) { /* best effort */
+    }
+}
+
 static void *phase_main(void *arg) {
     ax_ckpt_writer *w = arg;
     double t = now();
     if (w->phase == WRITING && !w->staged) stage_state(w, AX_FILL_SERIAL); /* beside training: one core */
+    if (w->background) yield_to_training();
     w->failed = (w->phase == WRITING ? write_share(w) : hash_chunks(w)) != 0;
     w->phase_s[w->phase == WRITING ? 0 : 1] = now() - t;
     atomic_store(&w->done, 1);
@@ -331,6 +344,7 @@ static int commit(ax_ckpt_writer *w) {
 static int run_phase(ax_ckpt_writer *w, int background) {
     atomic_store(&w->done, 0);
     w->failed = 0;
+    w->background = background;
     if (!background) {
         phase_main(w);
         return w->failed ? ax_err_set("%s", w->err) : 0;
