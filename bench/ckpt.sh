@@ -11,18 +11,22 @@
 # of the steps that ran while the save was in flight (against the median step
 # of the same run without one), in ms and in steps.
 #
-#   bash bench/ckpt.sh [--axonn build/axonn] [--reps 2] [--ranks "1 2 4 8"] [--out DIR] [--keep]
+#   bash bench/ckpt.sh [--axonn build/axonn] [--reps 2] [--ranks "1 2 4 8"] [--threads T] [--out DIR] [--keep]
 #
-# Writes DIR/README.md's table to stdout and DIR/points.tsv (one line per run:
+# Threads per rank: 2 for 1 rank, else 1 (every core busy), or T: --ranks 1
+# --threads 1 leaves a core to the writer, as a GPU node's idle host cores do.
+#
+# Writes the disk's floor (dd) to DIR/disk.txt, DIR/README.md's table to stdout and DIR/points.tsv (one line per run:
 # ranks, grid, mode, rep, save_ms, blocked_ms, cost_ms, step_ms, write_ms,
 # checksum_ms, load average at its start). Medians of the saves at steps 2 and 4.
 set -u
-AXONN=build/axonn REPS=2 RANKS="1 2 4 8" OUT="" KEEP=0
+AXONN=build/axonn REPS=2 RANKS="1 2 4 8" THREADS="" OUT="" KEEP=0
 while [ $# -gt 0 ]; do
   case $1 in
     --axonn) AXONN=$2; shift 2 ;;
     --reps) REPS=$2; shift 2 ;;
     --ranks) RANKS=$2; shift 2 ;;
+    --threads) THREADS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     *) echo "bench/ckpt.sh: unknown option $1" >&2; exit 2 ;;
@@ -45,13 +49,30 @@ mark_pending() {
   awk -v e="$EVERY" -v n="$STEPS" '/step +[0-9]+\// { match($0, /step +[0-9]+/); s = substr($0, RSTART + 5) + 0; print; if (s % e == 0 && s < n) print "BEGIN " s; next } { print }' "$1"
 }
 
+# The disk's floor for any writer: the checkpoint's bytes (0.97 GB) written
+# and fsync'd by dd, by 1 writer and by 4 writers into quarters of one file
+# (what the parallel writer does), twice each; a writer cannot beat it.
+disk_floor() {
+  local f="$SCR/dd" n=232 k t0 t1 r one=() four=()   # 232 blocks of 4 MiB = 0.97 GB
+  for r in 1 2; do
+    t0=$(date +%s%N); dd if=/dev/zero of="$f" bs=4M count=$n conv=fdatasync status=none; t1=$(date +%s%N)
+    one+=($(( (t1 - t0) / 1000000 ))); rm -f "$f"; sync
+    t0=$(date +%s%N)
+    for k in 0 1 2 3; do
+      dd if=/dev/zero of="$f" bs=4M count=$((n / 4)) seek=$((k * n / 4)) conv=notrunc,fdatasync status=none &
+    done; wait; t1=$(date +%s%N)
+    four+=($(( (t1 - t0) / 1000000 ))); rm -f "$f"; sync
+  done
+  echo "disk floor (dd, 0.97 GB + fdatasync, twice): 1 writer ${one[*]} ms, 4 writers into one file ${four[*]} ms" | tee "$OUT/disk.txt"
+}
+disk_floor
 : >"$OUT/points.tsv"
 declare -A base_of
 echo "| ranks | grid | mode | save ms | write / checksums ms (slowest rank) | training blocked ms | step-time cost ms | cost in steps | step ms | load |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for rep in $(seq 1 "$REPS"); do
   for P in $RANKS; do
-    G=$(grid_of "$P"); T=$([ "$P" = 1 ] && echo 2 || echo 1)
+    G=$(grid_of "$P"); T=${THREADS:-$([ "$P" = 1 ] && echo 2 || echo 1)}
     for mode in root sync async; do
       case $mode in
         root) extra=(--ckpt-writer root --async-save=false) ;;
