@@ -8,6 +8,18 @@
  * every grid for an odd T, c = 1 included); T = 0 places no such rule. */
 #ifndef AX_TESTS_GRIDS_H
 #define AX_TESTS_GRIDS_H
+#include <string.h>
+#include "grid/grid.h"
+#include "util/err.h"
+
+/* The grid a test's arguments "--grid D,X,Y,Z" name (1,1,1,1 without them),
+ * on MPI_COMM_WORLD, its sizes into dims; bad input exits.
+ *   ax_grid g; int dims[4]; ax_t_grid_args(argc, argv, &g, dims); */
+static inline void ax_t_grid_args(int argc, char **argv, ax_grid *g, int dims[4]) {
+    dims[0] = dims[1] = dims[2] = dims[3] = 1;
+    if (argc > 2 && strcmp(argv[1], "--grid") == 0 && ax_grid_parse(argv[2], dims)) ax_err_exit(1);
+    if (ax_grid_init(g, MPI_COMM_WORLD, dims[0], dims[1], dims[2], dims[3])) ax_err_exit(1);
+}
 
 typedef struct {
     int P, cp, T;      /* what to enumerate: ranks, context parallel (0/1), sequence length (0: any) */

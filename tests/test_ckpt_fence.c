@@ -13,6 +13,7 @@
  * in flight the fence returns at once, and a fence after the stage does not
  * wait again. Arguments: --grid D,X,Y,Z. */
 #include "test.h"
+#include "grids.h"
 #include "grid/grid.h"
 #include "model/gpt.h"
 #include "train/checkpoint.h"
@@ -44,10 +45,9 @@ static void fill(float *p, int64_t n, float base) {
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
-    int dims[4] = {1, 1, 1, 1};
-    if (argc > 2 && strcmp(argv[1], "--grid") == 0 && ax_grid_parse(argv[2], dims)) ax_err_exit(1);
+    int dims[4];
     ax_grid g;
-    if (ax_grid_init(&g, MPI_COMM_WORLD, dims[0], dims[1], dims[2], dims[3])) ax_err_exit(1);
+    ax_t_grid_args(argc, argv, &g, dims);
     char dir[300], async_dir[400], sync_dir[400];
     int ppid = (int)getppid();
     MPI_Bcast(&ppid, 1, MPI_INT, 0, MPI_COMM_WORLD); /* one directory for all ranks */

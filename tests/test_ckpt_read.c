@@ -10,6 +10,7 @@
  * line naming optim.safetensors and its checksum, and leave the state as it
  * was. */
 #include "test.h"
+#include "grids.h"
 #include "grid/grid.h"
 #include "io/safetensors.h"
 #include "model/gpt.h"
@@ -38,10 +39,9 @@ static unsigned char *read_map(ax_gpt *m, const char *path, const char *const p[
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
-    int dims[4] = {1, 1, 1, 1};
-    if (argc > 2 && strcmp(argv[1], "--grid") == 0 && ax_grid_parse(argv[2], dims)) ax_err_exit(1);
+    int dims[4];
     ax_grid g;
-    if (ax_grid_init(&g, MPI_COMM_WORLD, dims[0], dims[1], dims[2], dims[3])) ax_err_exit(1);
+    ax_t_grid_args(argc, argv, &g, dims);
     int P = g.size, split = dims[1] * dims[2] * dims[3] > 1, ppid = (int)getppid();
     MPI_Bcast(&ppid, 1, MPI_INT, 0, MPI_COMM_WORLD);
     char dir[300], ck[400], bad[400];

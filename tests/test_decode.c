@@ -12,6 +12,7 @@
  * cached unrounded q|k|v, or the prefill's stale working copy, measured
  * 0.05 and 0.26. */
 #include "test.h"
+#include "grids.h"
 #include "model/gpt_decode.h"
 #include "util/err.h"
 #include "util/rng.h"
@@ -69,11 +70,10 @@ static double decode_vs_full(ax_gpt *m, ax_grid *g, int *argmax_ok) {
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
-    int dims[4] = {1, 1, 1, 1};
-    if (argc > 2 && strcmp(argv[1], "--grid") == 0 && ax_grid_parse(argv[2], dims)) ax_err_exit(1);
+    int dims[4];
     ax_grid g;
     ax_gpt m;
-    if (ax_grid_init(&g, MPI_COMM_WORLD, dims[0], dims[1], dims[2], dims[3])) ax_err_exit(1);
+    ax_t_grid_args(argc, argv, &g, dims);
     char path[1024];
     ax_gpt_config cfg;
     snprintf(path, sizeof path, "%s/gpt_tiny/config.json", ax_t_data());

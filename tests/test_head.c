@@ -23,6 +23,7 @@
  * in training under bf16 the copy it leaves is params rounded, so the next
  * forward need not round them. */
 #include "test.h"
+#include "grids.h"
 #include "train_steps.h"
 #include "backend/kmath.h"
 #include "model/gpt.h"
@@ -174,10 +175,9 @@ static void check_sizes(void) {
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
-    int dims[4] = {1, 1, 1, 1};
-    if (argc > 2 && strcmp(argv[1], "--grid") == 0 && ax_grid_parse(argv[2], dims)) ax_err_exit(1);
+    int dims[4];
     ax_grid g;
-    if (ax_grid_init(&g, MPI_COMM_WORLD, dims[0], dims[1], dims[2], dims[3])) ax_err_exit(1);
+    ax_t_grid_args(argc, argv, &g, dims);
     check_sizes();
     check_adamw(&g, AX_ARCH_GPT2);
     check_adamw(&g, AX_ARCH_LLAMA);

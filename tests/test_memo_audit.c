@@ -3,6 +3,7 @@
  * lowers the match share by 1/suffix; batched cached decoding equals a naive
  * full-forward greedy decode; short documents are skipped. */
 #include "test.h"
+#include "grids.h"
 #include "memo/audit.h"
 #include "util/err.h"
 #include "util/rng.h"
@@ -30,9 +31,8 @@ static void naive_greedy(const int32_t *prompt, int n, int k, int32_t *out) {
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
-    int dims[4] = {1, 1, 1, 1};
-    if (argc > 2 && strcmp(argv[1], "--grid") == 0 && ax_grid_parse(argv[2], dims)) ax_err_exit(1);
-    if (ax_grid_init(&g, MPI_COMM_WORLD, dims[0], dims[1], dims[2], dims[3])) ax_err_exit(1);
+    int dims[4];
+    ax_t_grid_args(argc, argv, &g, dims);
     int32_t a[] = {1, 2, 3, 4, 5}, b[] = {1, 9, 3, 9, 5}, c[] = {7, 8};
     CHECK(fabs(ax_rouge_l(a, 5, a, 5) - 1.0) < 1e-12, "ROUGE-L of identical sequences");
     CHECK(fabs(ax_rouge_l(a, 5, b, 5) - 0.6) < 1e-12, "ROUGE-L LCS 3 of 5: %g", ax_rouge_l(a, 5, b, 5));

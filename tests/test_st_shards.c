@@ -14,6 +14,7 @@
  * shard or index and the earlier model in place. */
 #define _GNU_SOURCE 1
 #include "test.h"
+#include "grids.h"
 #include "model/gpt.h"
 #include "train/checkpoint.h"
 #include "backend/bf16.h"
@@ -257,9 +258,8 @@ static void test_bad(void) {
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
-    int dims[4] = {1, 1, 1, 1};
-    if (argc > 2 && strcmp(argv[1], "--grid") == 0 && ax_grid_parse(argv[2], dims)) ax_err_exit(1);
-    if (ax_grid_init(&g, MPI_COMM_WORLD, dims[0], dims[1], dims[2], dims[3])) ax_err_exit(1);
+    int dims[4];
+    ax_t_grid_args(argc, argv, &g, dims);
     test_ranges("llama_tiny");
     test_ranges("gpt_tiny");
     test_shards();
