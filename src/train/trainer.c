@@ -458,12 +458,23 @@ static int poll_save(ax_run *r, int wait) {
     return rc < 0 ? -1 : rc == 1 ? committed(r) : 0;
 }
 
-static int save(ax_run *r, int next_step) {
+/* step_ms: a step's time, to say when training waited longer than one for the
+ * save before (0: say nothing) */
+static int save(ax_run *r, int next_step, double step_ms) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/ckpt-%06d", r->o->out, next_step);
     r->st.step = next_step;
     r->st.data_pos = (int64_t)next_step * r->o->batch;
-    AX_TRY(poll_save(r, 1)); /* one save in flight at a time */
+    /* one save in flight at a time: training waits for the last one to commit */
+    int pending = r->ckw && ax_ckpt_pending(r->ckw);
+    double t0 = MPI_Wtime();
+    AX_TRY(poll_save(r, 1));
+    double waited = (MPI_Wtime() - t0) * 1e3;
+    if (pending && step_ms > 0 && waited > step_ms)
+        SAY(r,
+            "%swaited %.0f ms for the previous checkpoint to commit before saving %s (saves overlap: a larger "
+            "--save-every, or --async-save=false)\n",
+            r->tty ? "\r\033[K" : "", waited, dir);
     AX_TRY(ax_ckpt_begin(r->ckw, dir, &r->opt, &r->st));
     return ax_ckpt_pending(r->ckw) ? 0 : committed(r);
 }
@@ -558,7 +569,7 @@ static int export_model(ax_run *r) {
  * committed, and the run ends. */
 static int stop_for_signal(ax_run *r, int done, int sig) {
     ax_stop_agree(sig);
-    if (r->o->out && r->st.step != done) AX_TRY(save(r, done));
+    if (r->o->out && r->st.step != done) AX_TRY(save(r, done, 0));
     AX_TRY(poll_save(r, 1));
     SAY(r, "%sstopped by signal %d (%s) after step %d; last checkpoint: %s%s\n", r->tty ? "\r\033[K" : "", sig,
         strsignal(sig), done, r->last_ckpt, r->o->out ? " (continue with --resume auto)" : "");
@@ -617,7 +628,8 @@ static int loop(ax_run *r) {
             log_val_loss(r, step);
         AX_TRY(poll_save(r, 0));
         int last = step + 1 == end;
-        if (o->out && ((o->save_every > 0 && (step + 1) % o->save_every == 0) || last)) AX_TRY(save(r, step + 1));
+        if (o->out && ((o->save_every > 0 && (step + 1) % o->save_every == 0) || last))
+            AX_TRY(save(r, step + 1, ms_avg));
         if (sig && !last) return stop_for_signal(r, step + 1, sig);
     }
     AX_TRY(poll_save(r, 1)); /* the run ends with its last checkpoint committed */
