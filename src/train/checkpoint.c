@@ -312,6 +312,34 @@ int ax_ckpt_peek(const char *dir, ax_gpt_config *cfg, ax_ckpt_state *st) {
     return 0;
 }
 
+/* The optimizer file's spans from the model file's: every file tensor is
+ * fp32 and opt.m.N and opt.v.N have N's shape, so a span of N's bytes stands
+ * at the same place in each (the reader's enumeration, one pass, not three). */
+static int optim_spans(const ax_st_file *fm, const ax_st_file *fo, const ax_ckpt_spans *ms, ax_ckpt_spans *os) {
+    const ax_st_tensor **mo = ax_calloc((size_t)fm->n * 2, sizeof *mo); /* model tensor i: its opt.m, opt.v */
+    int rc = 0;
+    for (int i = 0; i < fm->n && rc == 0; i++)
+        for (int k = 0; k < 2 && rc == 0; k++) {
+            char name[300];
+            snprintf(name, sizeof name, "%s%s", ax_ckpt_prefix[1][k], fm->t[i].name);
+            mo[2 * i + k] = ax_st_find(fo, name);
+            if (!mo[2 * i + k] || mo[2 * i + k]->end - mo[2 * i + k]->begin != fm->t[i].end - fm->t[i].begin)
+                rc = AX_ERR("%s: tensor '%s' missing or not the shape of '%s' in %s", fo->path, name, fm->t[i].name,
+                            fm->path);
+        }
+    for (int s = 0, i = 0; s < ms->n && rc == 0; s++) {
+        int64_t off = ms->span[2 * s] - (int64_t)fm->data_start, len = ms->span[2 * s + 1];
+        if (off < 0) continue; /* the header's */
+        /* the tensor holding it: spans sorted, tensors in file order */
+        while (i + 1 < fm->n && (int64_t)fm->t[i].end <= off) i++;
+        for (int k = 0; k < 2; k++)
+            ax_ckpt_spans_add(os, (int64_t)(fo->data_start + mo[2 * i + k]->begin) + off - (int64_t)fm->t[i].begin,
+                              len);
+    }
+    free(mo);
+    return rc;
+}
+
 /* Verifies the ranges of both files that hold what this rank reads (the
  * headers, and its slices of every tensor), then reads its slices. */
 int ax_ckpt_load(const char *dir, ax_gpt *m, ax_adamw *o) {
@@ -323,10 +351,11 @@ int ax_ckpt_load(const char *dir, ax_gpt *m, ax_adamw *o) {
         snprintf(path[nopen], sizeof path[nopen], "%s/%s", dir, nopen ? AX_CKPT_OPTIM : AX_CKPT_MODEL);
         if ((rc = ax_st_open(&f[nopen], path[nopen])) != 0) break;
         ax_ckpt_spans_add(&reads[nopen], 0, (int64_t)f[nopen].data_start);
-        for (int k = 0; k < 2 && ax_ckpt_prefix[nopen][k] && rc == 0; k++)
-            rc = ax_gpt_read_spans(m, &f[nopen], ax_ckpt_prefix[nopen][k], ax_ckpt_spans_add, &reads[nopen]);
-        ax_ckpt_spans_sort(&reads[nopen]);
     }
+    if (rc == 0) rc = ax_gpt_read_spans(m, &f[0], ax_ckpt_prefix[0][0], ax_ckpt_spans_add, &reads[0]);
+    ax_ckpt_spans_sort(&reads[0]);
+    if (rc == 0) rc = optim_spans(&f[0], &f[1], &reads[0], &reads[1]);
+    ax_ckpt_spans_sort(&reads[1]);
     if (rc == 0) rc = verify(dir, reads);
     float *flat[2][2] = {{m->params, NULL}, {o->m, o->v}};
     for (int k = 0; k < 4 && rc == 0; k++)
