@@ -8,7 +8,7 @@
  * must be less than all of it. Then one bit is flipped in a byte the last
  * rank reads and rank 0 does not: loading must fail on every rank with the
  * line naming optim.safetensors and its checksum, and leave the state as it
- * was. */
+ * was; so must an optimizer file that lacks the moments. */
 #include "test.h"
 #include "grids.h"
 #include "grid/grid.h"
@@ -107,6 +107,16 @@ int main(int argc, char **argv) {
         int rc = ax_agree(MPI_COMM_WORLD, ax_ckpt_load(bad, &m, &o));
         CHECK(rc != 0 && strstr(ax_err_msg(), "flipped/optim.safetensors: checksum"),
               "a flipped bit the last rank reads and rank 0 does not: %s", rc ? ax_err_msg() : "loaded");
+        CHECK(o.v[0] == before, "a failed load changed the moments");
+        /* an optimizer file without the moments (the model file in its place): one line, nothing read */
+        char nomom[400], cmd[1200];
+        snprintf(nomom, sizeof nomom, "%s/nomom", dir);
+        snprintf(cmd, sizeof cmd, "cp -r %s %s && cp %s/model.safetensors %s/optim.safetensors", ck, nomom, ck, nomom);
+        if (g.rank == 0 && system(cmd) != 0) ax_err_exit(1);
+        MPI_Barrier(MPI_COMM_WORLD);
+        rc = ax_agree(MPI_COMM_WORLD, ax_ckpt_load(nomom, &m, &o));
+        CHECK(rc != 0 && strstr(ax_err_msg(), "nomom/optim.safetensors: tensor 'opt.m."),
+              "an optimizer file without moments: %s", rc ? ax_err_msg() : "loaded");
         CHECK(o.v[0] == before, "a failed load changed the moments");
     }
     MPI_Barrier(MPI_COMM_WORLD);

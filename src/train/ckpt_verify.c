@@ -4,10 +4,10 @@
  * rank in parallel: ckpt_writer.c). Before any tensor is read: the ranges
  * must tile [0, n) (no overlap, no gap), the file must hold n bytes, its
  * header must end its data at n, and every range that holds a byte of the
- * header or a byte this rank reads must hash to its entry (the ranges of what each rank reads together
- * cover the file: every byte belongs to a tensor some rank loads, and every
- * rank reads the header). Each failure is one line naming the file and the
- * tensor at the place. */
+ * header or a byte this rank reads must hash to its entry (the ranks' reads
+ * together cover the file: every byte belongs to a tensor some rank loads,
+ * and every rank reads the header). Each failure is one line naming the file
+ * and the tensor at the place. */
 #include "train/ckpt_impl.h"
 #include "util/err.h"
 #include <errno.h>

@@ -214,8 +214,9 @@ static void stage_state(ax_ckpt_writer *w, ax_fill_mode mode) {
  * optimizer waits for it. */
 static void yield_to_training(void) {
     struct sched_param sp = {0};
-    if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) != 0 && nice(19) == -1) { /* best effort */
-    }
+    if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) == 0) return;
+    int unused = nice(19); /* best effort: refused too, the writes share the cores */
+    (void)unused;
 }
 
 static void *phase_main(void *arg) {
