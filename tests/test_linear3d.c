@@ -111,6 +111,22 @@ static int padding_zero(const ax_shard *s, const float *local) {
     return 1;
 }
 
+/* ax_shard_run's promise, from every local element: the run is logical
+ * j .. j+k-1 in one logical row, or all padding (the readers and the
+ * parallel writer copy whole runs) */
+static int runs_hold(const ax_shard *s) {
+    int64_t n = ax_shard_numel(s, &g);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t j = ax_shard_logical_index(s, &g, g.x, g.y, g.z, i), k = ax_shard_run(s, &g, g.x, g.y, g.z, i);
+        if (k < 1 || i + k > n || (j >= 0 && j / s->cols != (j + k - 1) / s->cols)) return 0;
+        for (int64_t t = 1; t < k; t++) {
+            int64_t jt = ax_shard_logical_index(s, &g, g.x, g.y, g.z, i + t);
+            if (j < 0 ? jt >= 0 : jt != j + t) return 0;
+        }
+    }
+    return 1;
+}
+
 /* ---- the serial layer, in double ---- */
 
 typedef struct {
@@ -229,6 +245,7 @@ static void run_case(const lcase *c, const char *grid) {
               ax_dtype_name(dt), overlap ? " overlapped" : "", c->name, c->in, c->out, c->out_pad, c->nparts, c->mloc,
               what[k], e[k]);
     CHECK(padding_zero(&L.w, dw), "grid %s, %s: dW chunk padding is not zero", grid, c->name);
+    CHECK(runs_hold(&L.w) && runs_hold(&L.b), "grid %s, %s: a local run is not one logical run", grid, c->name);
 
     float *all[] = {chunk, bias, wblock, x, dy, y, ey, dx, edx, dw, db, fW, fb};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);

@@ -87,16 +87,10 @@ static int src_of_row(const ax_param *p, const src_tensors *src, int64_t r) {
 }
 
 /* Local elements i .. i+k-1 of this rank are the logical elements *j ..
- * *j+k-1, all in one logical row (*j = -1: all padding). Found element by
- * element from ax_shard_logical_index, so it holds for every layout. */
-static int64_t local_run(const ax_shard *sh, const ax_grid *g, int64_t i, int64_t n, int64_t *j) {
+ * *j+k-1, all in one logical row (*j = -1: all padding). */
+static int64_t local_run(const ax_shard *sh, const ax_grid *g, int64_t i, int64_t *j) {
     *j = ax_shard_logical_index(sh, g, g->x, g->y, g->z, i);
-    int64_t k = 1, row_end = *j < 0 ? INT64_MAX : (*j / sh->cols + 1) * sh->cols;
-    for (; i + k < n && (*j < 0 || *j + k < row_end); k++) {
-        int64_t jk = ax_shard_logical_index(sh, g, g->x, g->y, g->z, i + k);
-        if (*j < 0 ? jk >= 0 : jk != *j + k) break;
-    }
-    return k;
+    return ax_shard_run(sh, g, g->x, g->y, g->z, i);
 }
 
 /* Where the readers below send each read: into memory (sp NULL), or, for
@@ -124,7 +118,7 @@ static int read_rows(const ax_param *p, const ax_grid *g, const src_tensors *src
     int64_t n = ax_shard_numel(sh, g), pi = 0, pn = 0, pe = 0; /* pending: local [pi, pi+pn) = file [pe, pe+pn) */
     int ps = 0;
     for (int64_t i = 0, k, j; i < n; i += k) {
-        k = local_run(sh, g, i, n, &j);
+        k = local_run(sh, g, i, &j);
         if (j < 0) {
             if (!sp) memset(local + i, 0, (size_t)k * sizeof(float));
             continue;
@@ -156,7 +150,7 @@ static int read_transposed(const ax_param *p, const ax_grid *g, const src_tensor
     int64_t *q = ax_malloc((size_t)rows * sizeof(int64_t)); /* logical row -> its place in the buffer, or -1 */
     for (int64_t r = 0; r < rows; r++) q[r] = -1;
     for (int64_t i = 0, k, j; i < n; i += k) {
-        k = local_run(sh, g, i, n, &j);
+        k = local_run(sh, g, i, &j);
         if (j < 0) continue;
         q[j / sh->cols] = 0;
         if (j % sh->cols < cmin) cmin = j % sh->cols;
@@ -179,7 +173,7 @@ static int read_transposed(const ax_param *p, const ax_grid *g, const src_tensor
             rc = read_at(sp, src->f[s], src->t[s], c * srows + (r - src->row0[s]), end - r, b, (c - cmin) * nq + q[r]);
         }
     for (int64_t i = 0, k, j; i < n && rc == 0 && !sp; i += k) {
-        k = local_run(sh, g, i, n, &j);
+        k = local_run(sh, g, i, &j);
         for (int64_t t = 0; t < k; t++)
             local[i + t] = j < 0 ? 0.0f : b[(j % sh->cols + t - cmin) * nq + q[j / sh->cols]];
     }
@@ -483,12 +477,11 @@ static int64_t owned_runs(const ax_gpt *m, int i, own_run **out) {
     int c = ax_shard_copies(&p->shard, g, g->z, &lo, &hi);
     own_run *r = ax_malloc((size_t)cap * sizeof *r);
     for (int64_t a = 0, k, j; writes_whole(m, i) && a < n; a += k) {
-        k = local_run(&p->shard, g, a, n, &j);
+        k = local_run(&p->shard, g, a, &j);
         for (int64_t s = a, e; j >= 0 && s < a + k; s = e) { /* cut at lo and hi */
             e = s < lo && a + k > lo ? lo : s < hi && a + k > hi ? hi : a + k;
             if (s >= lo && s < hi && g->y % c != i % c) continue;
-            if (cnt == cap) r = realloc(r, (size_t)(cap *= 2) * sizeof *r);
-            if (!r) ax_fatal(__FILE__, __LINE__, "out of memory");
+            if (cnt == cap) r = ax_realloc(r, (size_t)(cap *= 2) * sizeof *r);
             r[cnt++] = (own_run){p->offset + s, e - s, j + (s - a)}; /* in the flat vector */
         }
     }
@@ -501,10 +494,13 @@ static void push_seg(ax_gpt_share *s, int64_t off, int64_t bytes) {
         s->seg[s->nseg - 1].n += bytes; /* file-contiguous, and the stage is too: it is filled in this order */
         return;
     }
-    if (s->nseg == s->cap_seg &&
-        !(s->seg = realloc(s->seg, (size_t)(s->cap_seg = 2 * s->cap_seg + 64) * sizeof *s->seg)))
-        ax_fatal(__FILE__, __LINE__, "out of memory");
+    if (s->nseg == s->cap_seg) s->seg = ax_realloc(s->seg, (size_t)(s->cap_seg = 2 * s->cap_seg + 64) * sizeof *s->seg);
     s->seg[s->nseg++] = (ax_gpt_seg){off, bytes};
+}
+
+static void grow_copy(ax_gpt_share *s) {
+    if (s->ncopy == s->cap_copy)
+        s->copy = ax_realloc(s->copy, (size_t)(s->cap_copy = 2 * s->cap_copy + 64) * sizeof *s->copy);
 }
 
 static void push_copy(ax_gpt_share *s, int64_t local, int64_t stage, int64_t stride) {
@@ -514,9 +510,7 @@ static void push_copy(ax_gpt_share *s, int64_t local, int64_t stage, int64_t str
         c->n++;
         return;
     }
-    if (s->ncopy == s->cap_copy &&
-        !(s->copy = realloc(s->copy, (size_t)(s->cap_copy = 2 * s->cap_copy + 64) * sizeof *s->copy)))
-        ax_fatal(__FILE__, __LINE__, "out of memory");
+    grow_copy(s);
     s->copy[s->ncopy++] = (ax_gpt_copy){local, stage, 1, 1};
 }
 
@@ -530,10 +524,7 @@ static int run_cmp(const void *a, const void *b) {
 static void share_rows(ax_gpt_share *s, own_run *r, int64_t nr, int64_t base) {
     qsort(r, (size_t)nr, sizeof *r, run_cmp);
     for (int64_t q = 0; q < nr; q++) {
-        s->copy = s->ncopy == s->cap_copy
-                      ? realloc(s->copy, (size_t)(s->cap_copy = 2 * s->cap_copy + 64) * sizeof *s->copy)
-                      : s->copy;
-        if (!s->copy) ax_fatal(__FILE__, __LINE__, "out of memory");
+        grow_copy(s);
         s->copy[s->ncopy++] = (ax_gpt_copy){r[q].local, s->owned, r[q].n, 1};
         push_seg(s, (base + r[q].e) * 4, r[q].n * 4);
         s->owned += r[q].n;

@@ -123,10 +123,10 @@ int64_t ax_shard_logical_index(const ax_shard *s, const ax_grid *g, int x, int y
     return r * s->cols + c;
 }
 
-/* Local elements i .. i+run-1 map to consecutive logical elements (or are all
- * padding): they stay in one block row, one Z chunk and one permuted segment. */
-static int64_t run_length(const ax_shard *s, const ax_grid *g, int x, int y, int z, int64_t i, int64_t n) {
-    int64_t bc = ax_shard_block_cols(s, g), ie = s->zchunk ? i + z * n : i;
+/* A run stays in one block row, one Z chunk and one permuted segment: the
+ * logical index moves by one with the local index inside it. */
+int64_t ax_shard_run(const ax_shard *s, const ax_grid *g, int x, int y, int z, int64_t i) {
+    int64_t n = ax_shard_numel(s, g), bc = ax_shard_block_cols(s, g), ie = s->zchunk ? i + z * n : i;
     if (s->zchunk && ie >= ax_shard_block_numel(s, g)) return n - i;
     int64_t run = bc - ie % bc;
     if (s->parts_axis == AX_PARTS_COLS) {
@@ -140,7 +140,7 @@ static int64_t run_length(const ax_shard *s, const ax_grid *g, int x, int y, int
 void ax_shard_extract(const ax_shard *s, const ax_grid *g, const float *logical, float *local) {
     int64_t n = ax_shard_numel(s, g);
     for (int64_t i = 0, k; i < n; i += k) {
-        k = run_length(s, g, g->x, g->y, g->z, i, n);
+        k = ax_shard_run(s, g, g->x, g->y, g->z, i);
         int64_t j = ax_shard_logical_index(s, g, g->x, g->y, g->z, i);
         if (j < 0) memset(local + i, 0, k * sizeof(float));
         else memcpy(local + i, logical + j, k * sizeof(float));
@@ -150,7 +150,7 @@ void ax_shard_extract(const ax_shard *s, const ax_grid *g, const float *logical,
 void ax_shard_insert(const ax_shard *s, const ax_grid *g, int x, int y, int z, const float *local, float *logical) {
     int64_t n = ax_shard_numel(s, g);
     for (int64_t i = 0, k; i < n; i += k) {
-        k = run_length(s, g, x, y, z, i, n);
+        k = ax_shard_run(s, g, x, y, z, i);
         int64_t j = ax_shard_logical_index(s, g, x, y, z, i);
         if (j >= 0) memcpy(logical + j, local + i, k * sizeof(float));
     }

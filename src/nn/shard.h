@@ -62,6 +62,10 @@ int ax_shard_sumsq_ranges(const ax_shard *s, const ax_grid *g, const float *loca
 
 /* Logical flat index of local element i on the rank at (x, y, z), or -1 for padding. */
 int64_t ax_shard_logical_index(const ax_shard *s, const ax_grid *g, int x, int y, int z, int64_t i);
+/* Length of the run of local elements from i that are consecutive logical
+ * elements (all within one logical row), or all padding: elements i .. i+k-1
+ * are logical j .. j+k-1 for j = ax_shard_logical_index(.., i) >= 0. */
+int64_t ax_shard_run(const ax_shard *s, const ax_grid *g, int x, int y, int z, int64_t i);
 void ax_shard_extract(const ax_shard *s, const ax_grid *g, const float *logical, float *local);
 /* Places a local tensor of the rank at (x, y, z) into the logical tensor. */
 void ax_shard_insert(const ax_shard *s, const ax_grid *g, int x, int y, int z, const float *local, float *logical);

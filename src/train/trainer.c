@@ -190,6 +190,7 @@ typedef struct {
     char ckdir[4096];
     int overlap, emulated;
     const char *kernel; /* the GEMM kernel of the dtype */
+    double load_s;      /* the checkpoint's verification and reads, slowest rank */
 } setup_ctx;
 
 /* G_data as given, or (0) the ranks left after X*Y*Z*C */
@@ -281,8 +282,11 @@ static int build_model(ax_run *r, setup_ctx *s) {
     ax_gpt_set_overlap(&r->m, s->overlap, o->keep_gathered, (int64_t)(o->bucket_mb * (1 << 20)));
     ax_adamw_init(&r->opt, r->m.n_local);
     MPI_Comm w = r->g.world;
-    if (r->resumed) AX_TRY(ax_agree(w, ax_ckpt_load(s->ckdir, &r->m, &r->opt)));
-    else if (o->init) AX_TRY(ax_agree(w, ax_gpt_load(&r->m, o->init)));
+    if (r->resumed) {
+        double t0 = MPI_Wtime();
+        AX_TRY(ax_agree(w, ax_ckpt_load(s->ckdir, &r->m, &r->opt)));
+        s->load_s = MPI_Wtime() - t0; /* ax_agree's all-reduce: every rank has finished */
+    } else if (o->init) AX_TRY(ax_agree(w, ax_gpt_load(&r->m, o->init)));
     else ax_gpt_init_random(&r->m, r->st.seed);
     return 0;
 }
@@ -372,7 +376,8 @@ static void say_setup(ax_run *r, const setup_ctx *s) {
     SAY(r, "data: %s; batch %d x %d tokens (%d micro-batches of %d per data x Z rank)%s\n",
         o->data ? o->data : "synthetic Markov stream", o->batch, o->seq, o->grad_accum, r->Bl,
         r->resumed ? "; resuming" : "");
-    if (r->resumed) SAY(r, "resumed from %s at step %d\n", s->ckdir, r->st.step);
+    if (r->resumed)
+        SAY(r, "resumed from %s at step %d (verified and read in %.1f s)\n", s->ckdir, r->st.step, s->load_s);
     print_memory(r);
 }
 
