@@ -150,15 +150,6 @@ void ax_nccl_group(ax_comm *c) {
     if (wanted() && !ax_comm_shares_device(c)) ax_nccl_attach(c);
 }
 
-int ax_nccl_init(ax_grid *g) {
-    AX_TRY(ax_nccl_ready(g->world));
-    /* every group whose ranks drive distinct GPUs, size 1 included, so that one GPU runs the same path;
-     * the others stage their collectives through the host (comm.h) */
-    ax_comm *groups[] = {&g->X, &g->Y, &g->Z, &g->Zg, &g->C, &g->data, &g->dz, &g->tp};
-    for (size_t i = 0; i < sizeof groups / sizeof *groups; i++) ax_nccl_group(groups[i]);
-    return 0;
-}
-
 void ax_nccl_coll(ax_comm *c, int op, int bf16, const void *send, void *recv, size_t n) {
     struct ax_nccl_comm *k = c->nccl;
     AX_CHECK_CUDA(cudaEventRecord(k->ready, ax_cuda_stream()));

@@ -20,7 +20,6 @@
 #ifndef AX_COMM_NCCL_H
 #define AX_COMM_NCCL_H
 #include "comm/comm.h"
-#include "grid/grid.h"
 
 /* NCCL's library, opened on the first call (dlopen; the binary does not
  * link it): the file named in $AXONN_NCCL_LIB when set, else libnccl.so.2 by
@@ -37,8 +36,6 @@ int ax_nccl_ready(MPI_Comm comm);
 /* attaches c when NCCL is wanted (as above) and c's ranks drive distinct
  * GPUs (collective over c; after ax_nccl_ready) */
 void ax_nccl_group(ax_comm *c);
-/* ax_nccl_ready over g->world, then ax_nccl_group on every group of g */
-int ax_nccl_init(ax_grid *g);
 /* a communicator for c (collective over c); ax_comm_free detaches it */
 void ax_nccl_attach(ax_comm *c);
 void ax_nccl_detach(ax_comm *c);

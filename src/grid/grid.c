@@ -8,6 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* every group of the grid, in the order ax_grid_comm_line names them */
+enum { N_GROUPS = 8 };
+static void groups(ax_grid *g, ax_comm *all[N_GROUPS]) {
+    ax_comm *list[N_GROUPS] = {&g->X, &g->Y, &g->Z, &g->Zg, &g->C, &g->data, &g->dz, &g->tp};
+    memcpy(all, list, sizeof list);
+}
+
 static void split(ax_grid *g, ax_comm *c, int color, int key) {
     MPI_Comm m;
     AX_CHECK_MPI(MPI_Comm_split(g->world, color, key, &m));
@@ -74,7 +81,15 @@ int ax_grid_init_cp(ax_grid *g, MPI_Comm user, int gd, int gx, int gy, int gz, i
     split(g, &g->dz, xy, dcz);
     split(g, &g->tp, d * gc + c, (z * gy + y) * gx + x);
 #ifdef AX_HAVE_CUDA
-    if (!ax_be()->host_memory) return ax_nccl_init(g); /* a GPU backend: NCCL beside the MPI groups */
+    /* a GPU backend: NCCL beside the MPI groups, on every group whose ranks
+     * drive distinct GPUs, size 1 included so that one GPU runs the same
+     * path; the others stage their collectives through the host (comm.h) */
+    if (!ax_be()->host_memory) {
+        AX_TRY(ax_nccl_ready(g->world));
+        ax_comm *all[N_GROUPS];
+        groups(g, all);
+        for (int i = 0; i < N_GROUPS; i++) ax_nccl_group(all[i]);
+    }
 #endif
     return 0;
 }
@@ -82,16 +97,16 @@ int ax_grid_init_cp(ax_grid *g, MPI_Comm user, int gd, int gx, int gy, int gz, i
 int ax_grid_comm_line(ax_grid *g, char *line, size_t cap) {
     line[0] = 0;
     if (ax_be()->host_memory) return 0;
-    ax_comm *all[] = {&g->X, &g->Y, &g->Z, &g->Zg, &g->C, &g->data, &g->dz, &g->tp};
-    static const char *const names[] = {"X", "Y", "Z", "Z gathers", "C", "data", "data x Z", "X x Y x Z"};
-    enum { N = sizeof all / sizeof *all };
-    int how[N]; /* per kind of group, over every group of the kind: 1 some on NCCL, 2 some staged */
-    for (int i = 0; i < N; i++) how[i] = all[i]->size < 2 ? 0 : all[i]->nccl ? 1 : 2;
-    AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, how, N, MPI_INT, MPI_BOR, g->world));
+    ax_comm *all[N_GROUPS];
+    groups(g, all);
+    static const char *const names[N_GROUPS] = {"X", "Y", "Z", "Z gathers", "C", "data", "data x Z", "X x Y x Z"};
+    int how[N_GROUPS]; /* per kind of group, over every group of the kind: 1 some on NCCL, 2 some staged */
+    for (int i = 0; i < N_GROUPS; i++) how[i] = all[i]->size < 2 ? 0 : all[i]->nccl ? 1 : 2;
+    AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, how, N_GROUPS, MPI_INT, MPI_BOR, g->world));
     size_t k = (size_t)snprintf(line, cap, "collectives:");
     for (int pass = 1; pass <= 2; pass++) {
         int first = 1;
-        for (int i = 0; i < N && k < cap; i++) {
+        for (int i = 0; i < N_GROUPS && k < cap; i++) {
             if (!(how[i] & pass)) continue;
             k += (size_t)snprintf(line + k, cap - k, "%s%s",
                                   first ? (pass == 1 ? " NCCL for " : " host-staged MPI for ") : ", ", names[i]);
@@ -108,8 +123,9 @@ int ax_grid_comm_line(ax_grid *g, char *line, size_t cap) {
 }
 
 void ax_grid_free(ax_grid *g) {
-    ax_comm *all[] = {&g->X, &g->Y, &g->Z, &g->Zg, &g->C, &g->data, &g->dz, &g->tp};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++) ax_comm_free(all[i]);
+    ax_comm *all[N_GROUPS];
+    groups(g, all);
+    for (int i = 0; i < N_GROUPS; i++) ax_comm_free(all[i]);
     if (g->world != MPI_COMM_NULL && g->world) MPI_Comm_free(&g->world);
 }
 
