@@ -169,8 +169,18 @@ static void check_sizes(void) {
     ax_gpt_config c = {.n_layer = 12, .n_head = 12, .n_embd = 768, .block_size = 1024, .vocab_size = 50257};
     ax_gpt_acts s;
     ax_gpt_act_sizes(&c, (int[]){1, 1, 1, 1}, 1, 8, 1024, AX_RECOMPUTE_NONE, AX_F32, &s);
-    CHECK(s.buf[AX_ACT_LOGITS].floats == (int64_t)ax_gpt_logit_rows(8192, 50304) * 50304,
-          "logits buffer: %lld floats, expected one chunk", (long long)s.buf[AX_ACT_LOGITS].floats);
+    int64_t chunk = (int64_t)ax_gpt_logit_rows(8192, 50304) * 50304;
+    CHECK(s.buf[AX_ACT_LOGITS].floats == chunk, "logits buffer: %lld floats, expected one chunk",
+          (long long)s.buf[AX_ACT_LOGITS].floats);
+    /* bf16: the chunk's logits in dy_h (two to a float); an fp32 chunk only
+     * for the X all-reduce's sum */
+    for (int gx = 1; gx <= 2; gx++) {
+        ax_gpt_act_sizes(&c, (int[]){1, gx, 1, 1}, 1, 8, 1024, AX_RECOMPUTE_NONE, AX_BF16, &s);
+        CHECK(s.buf[AX_ACT_DY_H].floats >= chunk / 2 && s.buf[AX_ACT_LOGITS].floats == (gx == 1 ? 0 : chunk),
+              "bf16, X = %d: dy_h %lld floats, fp32 logits %lld (expected >= %lld and %lld)", gx,
+              (long long)s.buf[AX_ACT_DY_H].floats, (long long)s.buf[AX_ACT_LOGITS].floats, (long long)chunk / 2,
+              (long long)(gx == 1 ? 0 : chunk));
+    }
 }
 
 int main(int argc, char **argv) {

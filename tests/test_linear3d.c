@@ -23,6 +23,7 @@
  * backward's collectives left in flight (OAR, ORS), completed afterwards. */
 #include "test.h"
 #include "backend/bf16.h"
+#include "backend/kmath.h"
 #include "grid/grid.h"
 #include "nn/linear.h"
 #include "nn/shard.h"
@@ -127,6 +128,25 @@ static int runs_hold(const ax_shard *s) {
     return 1;
 }
 
+/* ax_linear_forward_to into bf16 (the LM head's logits): ax_linear_forward's
+ * y rounded, to within one bf16 rounding (a native bf16-output GEMM may
+ * accumulate in another order than the fp32-output one) */
+static int forward_to_holds(const ax_linear *L, ax_mat W, ax_mat X) {
+    int64_t n = (int64_t)X.rows * L->out_l;
+    float *y = ax_calloc(n + 1, sizeof(float)), *y32 = ax_calloc(n + 1, sizeof(float));
+    ax_bf16 *yh = ax_calloc(n + 1, sizeof(ax_bf16));
+    ax_linear_forward(L, W, NULL, X, y);
+    ax_linear_forward_to(L, W, X, ax_mat_of(yh, AX_BF16, X.rows, L->out_l), y32);
+    double scale = 0;
+    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(y[i]));
+    int ok = 1;
+    for (int64_t i = 0; i < n; i++) ok &= fabs(ax_bf16_widen(yh[i]) - y[i]) <= 0x1p-8 * fabs(y[i]) + 1e-6 * scale;
+    free(y);
+    free(y32);
+    free(yh);
+    return ok;
+}
+
 /* ---- the serial layer, in double ---- */
 
 typedef struct {
@@ -221,6 +241,8 @@ static void run_case(const lcase *c, const char *grid) {
     ax_mat W = ax_linear_weight(&L, &g, dt == AX_BF16 ? (void *)chunk_h : (void *)chunk, dt, wblock);
     ax_mat X = ax_mat_of(dt == AX_BF16 ? (void *)x_h : (void *)x, dt, c->mloc, in_l);
     ax_linear_forward(&L, W, c->bias ? bias : NULL, X, y);
+    if (dt == AX_BF16)
+        CHECK(forward_to_holds(&L, W, X), "grid %s, %s: ax_linear_forward_to's bf16 y is not y rounded", grid, c->name);
     float *dw = zeros(nw), *db = zeros(nb);
     ax_linear_backward(&L, &g, W, X, ax_mat_f32(dy, c->mloc, out_l), dx, dw, c->bias ? db : NULL, &ws, dy_cast);
     ax_zscatter_drain(&ws.rs);

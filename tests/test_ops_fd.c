@@ -659,21 +659,38 @@ static void test_xent(void) {
     float *d = copy_of(c.logits, M * Vl);
     ax_xent_forward_backward(&g.Y, d, c.losses, targets, c.weight, M, Vl, 0, V, c.dscale, d, AX_F32, c.scratch);
     CHECK(memcmp(fwd_losses, c.losses, sizeof(float) * M) == 0, "xent losses differ with and without backward");
-    /* out of place, the logits kept: fp32 the in-place bits, bf16 those bits rounded once */
+    /* out of place, the logits kept: the in-place bits */
     float *d32 = filled(M * Vl, 7.0f);
-    ax_bf16 *d16 = ax_malloc(sizeof(ax_bf16) * M * Vl);
-    memset(d16, 0x7f, sizeof(ax_bf16) * M * Vl);
     ax_xent_forward_backward(&g.Y, c.logits, c.losses, targets, c.weight, M, Vl, 0, V, c.dscale, d32, AX_F32,
                              c.scratch);
     CHECK(memcmp(d32, d, sizeof(float) * M * Vl) == 0, "xent: the gradient out of place differs from in place");
-    ax_xent_forward_backward(&g.Y, c.logits, c.losses, targets, c.weight, M, Vl, 0, V, c.dscale, d16, AX_BF16,
-                             c.scratch);
-    int bf16_ok = 1;
-    for (int i = 0; i < M * Vl; i++) bf16_ok &= d16[i] == ax_bf16_round(d[i]);
-    CHECK(bf16_ok, "xent: the bf16 gradient is not the fp32 one rounded");
     CHECK(memcmp(c.tmp, c.logits, sizeof(float) * M * Vl) == 0, "xent out of place modified the logits");
+    /* bf16 logits (as the LM head's bf16 GEMM writes them): the fp32 op's
+     * losses on the same values widened, bit for bit, and its gradient
+     * rounded once, in place over the logits and out of place alike */
+    ax_bf16 *h16 = ax_malloc(sizeof(ax_bf16) * M * Vl), *d16 = ax_malloc(sizeof(ax_bf16) * M * Vl);
+    float *wide = filled(M * Vl, 0), *want_losses = filled(M, 0);
+    for (int i = 0; i < M * Vl; i++) wide[i] = ax_bf16_widen(h16[i] = ax_bf16_round(c.logits[i]));
+    ax_xent_forward_backward(&g.Y, wide, want_losses, targets, c.weight, M, Vl, 0, V, c.dscale, wide, AX_F32,
+                             c.scratch);
+    for (int in_place = 0; in_place < 2; in_place++) {
+        ax_bf16 *out = in_place ? h16 : d16;
+        if (!in_place) memset(d16, 0x7f, sizeof(ax_bf16) * M * Vl);
+        ax_xent_forward_backward(&g.Y, h16, c.losses, targets, c.weight, M, Vl, 0, V, c.dscale, out, AX_BF16,
+                                 c.scratch);
+        int bf16_ok = 1;
+        for (int i = 0; i < M * Vl; i++) bf16_ok &= out[i] == ax_bf16_round(wide[i]);
+        CHECK(bf16_ok, "xent bf16 (%s): the gradient is not the fp32 one rounded",
+              in_place ? "in place" : "out of place");
+        CHECK(memcmp(c.losses, want_losses, sizeof(float) * M) == 0,
+              "xent bf16 (%s): the losses differ from fp32's on the widened logits",
+              in_place ? "in place" : "out of place");
+    }
     free(d32);
+    free(h16);
     free(d16);
+    free(wide);
+    free(want_losses);
     int pad_zero = 1;
     for (int i = 0; i < M; i++) pad_zero &= all_zero(d + i * Vl + V, Vl - V);
     CHECK(pad_zero, "xent: padded vocabulary columns got a nonzero gradient");

@@ -208,11 +208,12 @@ typedef struct ax_backend {
                               int M, int T, int v0, int Vl, int Cl, const ax_reducer *Y);
     void (*embedding_backward)(float *dwte, float *dwpe, const float *dout, const int32_t *tokens, const int32_t *pos,
                                int M, int T, int v0, int Vl, int Cl);
-    /* vocabulary-parallel cross-entropy; when dscale != 0 the logits' gradient
-     * is written to dgrad (M, Vl) in dt, the dtype of the GEMMs that read it:
-     * a bf16 one has the bits of the fp32 gradient cast; dgrad may be logits
-     * itself when fp32 (in place) */
-    void (*xent)(const float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
+    /* vocabulary-parallel cross-entropy of logits (M, Vl) in dt, the dtype of
+     * the LM head's GEMMs (softmax, loss and gradient computed in fp32); when
+     * dscale != 0 the logits' gradient is written to dgrad (M, Vl) in dt, a
+     * bf16 one with the bits of the fp32 gradient cast; dgrad may be logits
+     * (in place: each element is read before it is written) */
+    void (*xent)(const void *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
                  int V, float dscale, void *dgrad, ax_dtype dt, float *scratch /* 3*M */, const ax_reducer *Y);
     /* causal attention of Hl query heads over KVl key/value heads (Hl a multiple):
      * qkv (B*T, (Hl + 2 KVl) hd) rows [q | k | v], out (B*T, Hl*hd), lse (B, Hl, T).

@@ -631,13 +631,13 @@ static void classifier(ax_gpt *m, const int32_t *targets, const float *weights, 
     for (int r0 = 0; r0 < M; r0 += R) {
         int n = M - r0 < R ? M - r0 : R;
         ax_mat x = lnf_rows(m, r0, n);
-        ax_linear_forward(&m->lmhead, head, NULL, x, m->logits);
-        /* the logits' gradient as the GEMMs read it: in place (fp32), or into dy_h (bf16) */
-        void *dlogits = m->dtype == AX_BF16 ? (void *)m->dy_h : (void *)m->logits;
-        ax_xent_forward_backward(&g->Y, m->logits, m->losses + r0, targets + r0, weights ? weights + r0 : NULL, n, Vl,
-                                 m->v0, m->cfg.vocab_size, dscale, dlogits, m->dtype, m->scratch);
+        /* the logits in the GEMMs' dtype (bf16: in dy_h, from an fp32 sum in
+         * m->logits where G_x > 1 reduces one), then their gradient in place */
+        ax_mat dl = ax_mat_of(m->dtype == AX_BF16 ? (void *)m->dy_h : (void *)m->logits, m->dtype, n, Vl);
+        ax_linear_forward_to(&m->lmhead, head, x, dl, m->logits);
+        ax_xent_forward_backward(&g->Y, dl.data, m->losses + r0, targets + r0, weights ? weights + r0 : NULL, n, Vl,
+                                 m->v0, m->cfg.vocab_size, dscale, dl.data, m->dtype, m->scratch);
         if (!train) continue;
-        ax_mat dl = ax_mat_of(dlogits, m->dtype, n, Vl);
         ax_gemm(1.0f, dl, 0, head, 0, 0.0f, ax_mat_f32(m->s1 + (size_t)r0 * Cx, n, Cx));
         ax_gemm(1.0f, dl, 1, x, 0, 1.0f, ax_mat_f32(dhead, Vl, Cx));
     }

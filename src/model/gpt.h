@@ -157,12 +157,13 @@ typedef struct {
     double act_bytes;
     float *encoded, *lnf_mean, *lnf_rstd, *losses;
     void *lnf;          /* the final norm's output, in the model's dtype (the LM head's input) */
-    float *logits;      /* one row chunk of the classifier (ax_gpt_logit_rows), reused chunk after chunk */
+    float *logits;      /* one row chunk of the classifier (ax_gpt_logit_rows), reused chunk after chunk:
+                           fp32, its logits and their gradient; bf16, the X all-reduce's sum (G_x > 1) */
     int logit_rows_max; /* tests: fewer rows per classifier chunk than the rule gives (0: the rule) */
     ax_layer_acts *L;
     float *dres, *s1, *s2, *scratch, *att_scratch;
     float *ring_ws; /* the ring attention's buffers (Gc > 1: ax_ring_workspace_floats; else NULL) */
-    ax_bf16 *dy_h;  /* bf16: a backward GEMM's fp32 dy rounded */
+    ax_bf16 *dy_h;  /* bf16: a backward GEMM's fp32 dy rounded; a classifier chunk's logits, then their gradient */
     /* a backend of its own memory (a GPU): the micro-batch's tokens, targets
      * and weights sent there (asynchronously where the backend can) */
     int32_t *dev_inputs, *dev_targets;

@@ -30,7 +30,7 @@ void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int cp, int B,
     if (Q > wide) wide = Q;
     if (Fc > wide) wide = Fc;
     int64_t R = ax_gpt_logit_rows(M, Vl);               /* the classifier's chunk of rows */
-    int64_t dy = M * wide > R * Vl ? M * wide : R * Vl; /* a backward GEMM's dy, or a chunk's dlogits, rounded */
+    int64_t dy = M * wide > R * Vl ? M * wide : R * Vl; /* a backward GEMM's dy, or a chunk's bf16 logits */
     int block = recompute == AX_RECOMPUTE_BLOCK, attn = recompute != AX_RECOMPUTE_NONE, h = dtype == AX_BF16;
     /* S2 holds the fp32 q|k|v gradient, or the MLP hidden's in the GEMMs' dtype */
     int64_t s2 = M * (Q > Cx ? Q : Cx), dfc = h ? (M * Fc + 1) / 2 : M * Fc;
@@ -63,7 +63,7 @@ void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int cp, int B,
         .buf[AX_ACT_LNF] = ACT(M * Cx, 0),
         .buf[AX_ACT_LNF_MEAN] = F32(M, 0),
         .buf[AX_ACT_LNF_RSTD] = F32(M, 0),
-        .buf[AX_ACT_LOGITS] = F32(R * Vl, 0),
+        .buf[AX_ACT_LOGITS] = F32(h && g[1] == 1 ? 0 : R * Vl, 0), /* bf16: the X all-reduce's fp32 sum only */
         .buf[AX_ACT_LOSSES] = F32(M, 0),
         .buf[AX_ACT_DRES] = F32(M * Cx, 0),
         .buf[AX_ACT_S1] = F32(M * wide, 0),

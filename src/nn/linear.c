@@ -48,6 +48,17 @@ void ax_linear_forward(const ax_linear *L, ax_mat W, const float *bias, ax_mat x
     if (bias) ax_be()->bias_add(y, bias, M, L->out_l);
 }
 
+void ax_linear_forward_to(const ax_linear *L, ax_mat W, ax_mat x, ax_mat y, float *y32) {
+    if (y.dtype == AX_F32) {
+        ax_linear_forward(L, W, NULL, x, y.data);
+    } else if (L->fwd->size == 1) {
+        ax_gemm(1.0f, x, 0, W, 1, 0.0f, y);
+    } else {
+        ax_linear_forward(L, W, NULL, x, y32);
+        ax_be()->cast(y.data, y.dtype, y32, AX_F32, (size_t)y.rows * y.cols);
+    }
+}
+
 void ax_linear_ws_init(ax_linear_ws *ws, ax_grid *g, const ax_linear *const *layers, int nl, int slots,
                        int64_t chunk_min) {
     size_t cap = 0, chunk = (size_t)chunk_min;

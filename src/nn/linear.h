@@ -9,7 +9,8 @@
  * GEMMs read x, the weight and dy in one dtype (fp32, or bf16 under mixed
  * precision: the weight chunk is then its bf16 copy and gathered as such; x
  * and dy as the kernels before wrote them, an fp32 dy rounded here);
- * outputs, reductions and gradients stay fp32.
+ * outputs, reductions and gradients stay fp32, except where a caller asks
+ * for y in the GEMM dtype (ax_linear_forward_to: the LM head's logits).
  *
  *   ax_linear fc; ax_linear_init(&fc, g, C, 4*C, (ax_linear_opts){0});
  *   ax_linear_ws ws; ax_linear_ws_init(&ws, g, (const ax_linear *[]){&fc}, 1, 1, 0);
@@ -69,6 +70,11 @@ void ax_linear_ws_free(ax_linear_ws *ws);
 ax_mat ax_linear_weight(const ax_linear *L, ax_grid *g, const void *chunk, ax_dtype t, void *wblock);
 /* y (M, out_l) = x (M, in_l) W^T, all-reduced, + bias (NULL: none); M = x.rows */
 void ax_linear_forward(const ax_linear *L, ax_mat W, const float *bias, ax_mat x, float *y);
+/* The same without bias into y's dtype: bf16 y is the fp32 result rounded
+ * once, by the GEMM itself where the forward group is one rank (no
+ * all-reduce), else after an fp32 all-reduce in y32 (M, out_l floats; unused
+ * otherwise, may be NULL then). Every grid rounds the same fp32 sum. */
+void ax_linear_forward_to(const ax_linear *L, ax_mat W, ax_mat x, ax_mat y, float *y32);
 /* dx (M, in_l) = dy W (all-reduced; NULL: not needed); dw_chunk += this rank's
  * chunk of the Z-reduced dy^T x (final after the reduce-scatter completes,
  * see ax_linear_ws); dbias += column sums of dy (fp32 dy only; a bf16 dy's

@@ -3,16 +3,18 @@
  * max, the sum of exponentials and the target logit are all-reduced over Y.
  *   logits (M, Vl); targets (M); weight (M): 1 for tokens that count, 0 not
  *   losses (M): per-row -log p(target), replicated over Y
- * With dscale != 0 their gradient
+ * The logits are in dt, the dtype of the LM head's GEMMs; the max, the
+ * softmax, the loss and the gradient are fp32 arithmetic. With dscale != 0
+ * the gradient
  *   dlogits = weight * dscale * (softmax - onehot(target))
- * is written to dgrad (M, Vl) in dt, the dtype of the GEMMs that read it (a
- * bf16 one rounded once from fp32); dgrad may be logits when fp32: in place. */
+ * is written to dgrad (M, Vl) in dt (a bf16 one rounded once from fp32);
+ * dgrad may be logits: in place. */
 #ifndef AX_NN_LOSS_H
 #define AX_NN_LOSS_H
 #include <stdint.h>
 #include "comm/comm.h"
 
-void ax_xent_forward_backward(ax_comm *Y, const float *logits, float *losses, const int32_t *targets,
+void ax_xent_forward_backward(ax_comm *Y, const void *logits, float *losses, const int32_t *targets,
                               const float *weight, int M, int Vl, int v0, int V, float dscale, void *dgrad, ax_dtype dt,
                               float *scratch /* 3*M */);
 #endif

@@ -55,7 +55,7 @@ void ax_cpu_embedding_forward(float *out, const int32_t *tokens, const int32_t *
                               int M, int T, int v0, int Vl, int Cl, const ax_reducer *Y);
 void ax_cpu_embedding_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens, const int32_t *pos,
                                int M, int T, int v0, int Vl, int Cl);
-void ax_cpu_xent(const float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
+void ax_cpu_xent(const void *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
                  int V, float dscale, void *dgrad, ax_dtype dt, float *scratch, const ax_reducer *Y);
 size_t ax_cpu_attention_scratch(int T);
 void ax_cpu_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,

@@ -64,8 +64,8 @@ void ax_cuda_embedding_forward(float *out, const int32_t *tokens, const int32_t 
                                const float *wpe, int M, int T, int v0, int Vl, int Cl, const ax_reducer *Y);
 void ax_cuda_embedding_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens, const int32_t *pos,
                                 int M, int T, int v0, int Vl, int Cl);
-void ax_cuda_xent(const float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl,
-                  int v0, int V, float dscale, void *dgrad, ax_dtype dt, float *scratch, const ax_reducer *Y);
+void ax_cuda_xent(const void *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
+                  int V, float dscale, void *dgrad, ax_dtype dt, float *scratch, const ax_reducer *Y);
 size_t ax_cuda_attention_scratch(int T);
 /* the attention path (AX_CUDA_ATTN_*) for models of GEMM precision dt and
  * head dimension hd on this rank's device: attn_plan.h's rules for what

@@ -1,58 +1,60 @@
 /* Vocabulary-parallel cross-entropy, one block per row: max, then sum of
  * exponentials and target logit, each completed over the vocabulary group by
- * its reducer; then the loss and, when dscale != 0, the gradient, written in
- * the dtype of the GEMMs that read it (in place when fp32 and dgrad is logits). */
+ * its reducer; then the loss and, when dscale != 0, the gradient. Logits and
+ * gradient are in the dtype of the LM head's GEMMs (fp32 arithmetic either
+ * way); the gradient may overwrite the logits (each thread reads an element
+ * before it writes it). */
 #include "backend/cuda/cuda.h"
 #include "backend/kmath.h"
 
 #define NT 512
 
-__global__ static void row_max(float *mx, const float *logits, int Vl, int nv) {
-    const float *r = logits + (size_t)blockIdx.x * Vl;
+__global__ static void row_max(float *mx, const void *logits, ax_dtype dt, int Vl, int nv) {
+    size_t r = (size_t)blockIdx.x * Vl;
     float m = -INFINITY;
-    for (int j = threadIdx.x; j < nv; j += NT) m = fmaxf(m, r[j]);
+    for (int j = threadIdx.x; j < nv; j += NT) m = fmaxf(m, ax_load(logits, dt, r + j));
     m = ax_block_max(m);
     if (threadIdx.x == 0) mx[blockIdx.x] = m;
 }
 
-__global__ static void row_sum_exp(float *st, const float *mx, const float *logits, const int32_t *targets, int Vl,
-                                   int v0, int nv) {
-    const float *r = logits + (size_t)blockIdx.x * Vl;
+__global__ static void row_sum_exp(float *st, const float *mx, const void *logits, ax_dtype dt, const int32_t *targets,
+                                   int Vl, int v0, int nv) {
+    size_t r = (size_t)blockIdx.x * Vl;
     float m = mx[blockIdx.x], s = 0;
-    for (int j = threadIdx.x; j < nv; j += NT) s += ax_expf(r[j] - m);
+    for (int j = threadIdx.x; j < nv; j += NT) s += ax_expf(ax_load(logits, dt, r + j) - m);
     s = ax_block_sum(s);
     if (threadIdx.x == 0) {
         int t = targets[blockIdx.x] - v0;
         st[2 * blockIdx.x] = s;
-        st[2 * blockIdx.x + 1] = t >= 0 && t < nv ? r[t] : 0.0f;
+        st[2 * blockIdx.x + 1] = t >= 0 && t < nv ? ax_load(logits, dt, r + t) : 0.0f;
     }
 }
 
-__global__ static void loss_grad(const float *logits, float *losses, const float *mx, const float *st,
+__global__ static void loss_grad(const void *logits, float *losses, const float *mx, const float *st,
                                  const int32_t *targets, const float *weight, int Vl, int v0, int nv, float dscale,
                                  void *dgrad, ax_dtype dt) {
     int i = blockIdx.x;
     float lse = ax_lse(mx[i], st[2 * i]);
     if (threadIdx.x == 0) losses[i] = ax_xent_loss(lse, st[2 * i + 1]);
     if (dscale == 0.0f) return;
-    const float *r = logits + (size_t)i * Vl;
+    size_t r = (size_t)i * Vl;
     float w = weight ? weight[i] * dscale : dscale;
-    int t = targets[i] - v0; /* dgrad may be logits (fp32): each element read before it is written */
+    int t = targets[i] - v0; /* dgrad may be logits: each element read before it is written */
     for (int j = threadIdx.x; j < Vl; j += NT)
-        ax_store(dgrad, dt, (size_t)i * Vl + j, j < nv ? ax_xent_dlogit(r[j], lse, w, j == t) : 0.0f);
+        ax_store(dgrad, dt, r + j, j < nv ? ax_xent_dlogit(ax_load(logits, dt, r + j), lse, w, j == t) : 0.0f);
 }
 
-void ax_cuda_xent(const float *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl,
-                  int v0, int V, float dscale, void *dgrad, ax_dtype dt, float *scratch, const ax_reducer *Y) {
+void ax_cuda_xent(const void *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
+                  int V, float dscale, void *dgrad, ax_dtype dt, float *scratch, const ax_reducer *Y) {
     int nv = V - v0 < Vl ? V - v0 : Vl; /* valid columns here */
     if (nv < 0) nv = 0;
     if (M == 0) return;
     float *mx = scratch, *st = scratch + M;
     cudaStream_t s = ax_cuda_stream();
-    row_max<<<M, NT, 0, s>>>(mx, logits, Vl, nv);
+    row_max<<<M, NT, 0, s>>>(mx, logits, dt, Vl, nv);
     AX_CUDA_DONE();
     Y->max(Y->ctx, mx, M);
-    row_sum_exp<<<M, NT, 0, s>>>(st, mx, logits, targets, Vl, v0, nv);
+    row_sum_exp<<<M, NT, 0, s>>>(st, mx, logits, dt, targets, Vl, v0, nv);
     AX_CUDA_DONE();
     Y->sum(Y->ctx, st, 2 * (size_t)M);
     loss_grad<<<M, NT, 0, s>>>(logits, losses, mx, st, targets, weight, Vl, v0, nv, dscale, dgrad, dt);
