@@ -12,7 +12,11 @@
 # of the same run without one), in ms and in steps.
 #
 #   bash bench/ckpt.sh [--axonn build/axonn] [--reps 2] [--ranks "1 2 4 8"] [--threads T] [--out DIR] [--keep]
+#                      [--scratch DIR]
 #
+# The checkpoints go to a fresh directory under --scratch (default /var/tmp, on
+# the disk); /dev/shm takes the disk out, leaving what the writers themselves
+# cost (gathers, copies, checksums) and how they share the cores.
 # Threads per rank: 2 for 1 rank, else 1 (every core busy), or T: --ranks 1
 # --threads 1 leaves a core to the writer, as a GPU node's idle host cores do.
 #
@@ -20,7 +24,7 @@
 # ranks, grid, mode, rep, save_ms, blocked_ms, cost_ms, step_ms, write_ms,
 # checksum_ms, load average at its start). Medians of the saves at steps 2 and 4.
 set -u
-AXONN=build/axonn REPS=2 RANKS="1 2 4 8" THREADS="" OUT="" KEEP=0
+AXONN=build/axonn REPS=2 RANKS="1 2 4 8" THREADS="" OUT="" KEEP=0 SCRATCH=/var/tmp
 while [ $# -gt 0 ]; do
   case $1 in
     --axonn) AXONN=$2; shift 2 ;;
@@ -29,13 +33,14 @@ while [ $# -gt 0 ]; do
     --threads) THREADS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
+    --scratch) SCRATCH=$2; shift 2 ;;
     *) echo "bench/ckpt.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 AXONN=$(realpath "$AXONN")
 OUT=${OUT:-bench/results/$(date +%F)-ckpt}
 mkdir -p "$OUT"
-SCR=$(mktemp -d /var/tmp/axonn-ckpt.XXXXXX)   # on the disk, not tmpfs
+SCR=$(mktemp -d "$SCRATCH/axonn-ckpt.XXXXXX")
 [ "$KEEP" = 1 ] || trap 'rm -rf "$SCR"' EXIT
 STEPS=5 EVERY=2   # the saves at steps EVERY and 2*EVERY are measured (the last one ends the run)
 MODEL=(--synthetic --vocab-size 50257 --block-size 64 --seq 64 --n-layer 6 --n-head 12 --n-embd 768 --batch 2)

@@ -63,7 +63,8 @@ void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int cp, int B,
         .buf[AX_ACT_LNF] = ACT(M * Cx, 0),
         .buf[AX_ACT_LNF_MEAN] = F32(M, 0),
         .buf[AX_ACT_LNF_RSTD] = F32(M, 0),
-        .buf[AX_ACT_LOGITS] = F32(h && g[1] == 1 ? 0 : R * Vl, 0), /* bf16: the X all-reduce's fp32 sum only */
+        /* bf16: only the fp32 sum of the LM head's all-reduce, over X (ax_linear_forward_to) */
+        .buf[AX_ACT_LOGITS] = F32(h && g[1] == 1 ? 0 : R * Vl, 0),
         .buf[AX_ACT_LOSSES] = F32(M, 0),
         .buf[AX_ACT_DRES] = F32(M * Cx, 0),
         .buf[AX_ACT_S1] = F32(M * wide, 0),
