@@ -1,0 +1,204 @@
+/* A rank's share of the checkpoint's parallel write (model/gpt.h,
+ * ax_gpt_share): which bytes of each file it writes, and the copies that
+ * stage them from its local parameters in file order. */
+#include "model/gpt.h"
+#include "backend/backend.h"
+#include "util/err.h"
+#include <stdlib.h>
+#include <string.h>
+
+/* Copies of parameter i held whole on several ranks (the data replicas and
+ * the axes over which the block is replicated) are written by one of them:
+ * replica i mod count (mixed radix over the data group's rank, d then c,
+ * then x, y, z), so consecutive
+ * parameters fall to different ranks. */
+static int writes_whole(const ax_gpt *m, int i) {
+    const ax_grid *g = m->g;
+    int rep = ax_shard_replicated(&m->p[i].shard, g), n = g->data.size, me = g->data.rank;
+    if (rep & 1) me = me * g->gx + g->x, n *= g->gx;
+    if (rep & 2) me = me * g->gy + g->y, n *= g->gy;
+    if (rep & 4) me = me * g->gz + g->z, n *= g->gz;
+    return me == i % n;
+}
+
+typedef struct {
+    int64_t local, n, e; /* local elements [local, local+n) = logical [e, e+n) */
+} own_run;
+
+/* The local runs of parameter i this rank writes (a part replicated over c
+ * consecutive Y shards, local [lo, hi): by the shard with y mod c = i mod c). */
+static int64_t owned_runs(const ax_gpt *m, int i, own_run **out) {
+    const ax_param *p = &m->p[i];
+    const ax_grid *g = m->g;
+    int64_t n = ax_shard_numel(&p->shard, g), lo, hi, cnt = 0, cap = 64;
+    int c = ax_shard_copies(&p->shard, g, g->z, &lo, &hi);
+    own_run *r = ax_malloc((size_t)cap * sizeof *r);
+    for (int64_t a = 0, k, j; writes_whole(m, i) && a < n; a += k) {
+        j = ax_shard_logical_index(&p->shard, g, g->x, g->y, g->z, a);
+        k = ax_shard_run(&p->shard, g, g->x, g->y, g->z, a);
+        for (int64_t s = a, e; j >= 0 && s < a + k; s = e) { /* cut at lo and hi */
+            e = s < lo && a + k > lo ? lo : s < hi && a + k > hi ? hi : a + k;
+            if (s >= lo && s < hi && g->y % c != i % c) continue;
+            if (cnt == cap) r = ax_realloc(r, (size_t)(cap *= 2) * sizeof *r);
+            r[cnt++] = (own_run){p->offset + s, e - s, j + (s - a)}; /* in the flat vector */
+        }
+    }
+    *out = r;
+    return cnt;
+}
+
+static void push_seg(ax_gpt_share *s, int64_t off, int64_t bytes) {
+    if (s->nseg && s->seg[s->nseg - 1].off + s->seg[s->nseg - 1].n == off) {
+        s->seg[s->nseg - 1].n += bytes; /* file-contiguous, and the stage is too: it is filled in this order */
+        return;
+    }
+    if (s->nseg == s->cap_seg) s->seg = ax_realloc(s->seg, (size_t)(s->cap_seg = 2 * s->cap_seg + 64) * sizeof *s->seg);
+    s->seg[s->nseg++] = (ax_gpt_seg){off, bytes};
+}
+
+static void grow_copy(ax_gpt_share *s) {
+    if (s->ncopy == s->cap_copy)
+        s->copy = ax_realloc(s->copy, (size_t)(s->cap_copy = 2 * s->cap_copy + 64) * sizeof *s->copy);
+}
+
+static void push_copy(ax_gpt_share *s, int64_t local, int64_t stage, int64_t stride) {
+    ax_gpt_copy *c = s->ncopy ? &s->copy[s->ncopy - 1] : NULL;
+    if (c && c->local + c->n == local && (c->n == 1 || c->stride == stride) && c->stage + c->n * stride == stage) {
+        c->stride = stride; /* extends the last run */
+        c->n++;
+        return;
+    }
+    grow_copy(s);
+    s->copy[s->ncopy++] = (ax_gpt_copy){local, stage, 1, 1};
+}
+
+static int run_cmp(const void *a, const void *b) {
+    const own_run *x = a, *y = b;
+    return x->e < y->e ? -1 : x->e > y->e;
+}
+
+/* Row-major file tensors: each owned run is file-contiguous; sorted by file
+ * position they fill the stage in file order. */
+static void share_rows(ax_gpt_share *s, own_run *r, int64_t nr, int64_t base) {
+    qsort(r, (size_t)nr, sizeof *r, run_cmp);
+    for (int64_t q = 0; q < nr; q++) {
+        grow_copy(s);
+        s->copy[s->ncopy++] = (ax_gpt_copy){r[q].local, s->owned, r[q].n, 1};
+        push_seg(s, (base + r[q].e) * 4, r[q].n * 4);
+        s->owned += r[q].n;
+    }
+}
+
+/* GPT-2 Conv1D weights, stored [in, out]: logical (r, c) is file element
+ * c * rows + r. The owned elements are placed on the rectangle of their rows
+ * x column span, numbered in file order (column, then row), and each local
+ * run becomes a strided copy into the stage. */
+static void share_transposed(ax_gpt_share *s, const ax_param *p, const own_run *r, int64_t nr, int64_t base) {
+    int64_t rows = p->shard.rows, cols = p->shard.cols, cmin = cols, cmax = 0, nq = 0;
+    int64_t *q = ax_malloc((size_t)rows * sizeof(int64_t)), *rowof = ax_malloc((size_t)rows * sizeof(int64_t));
+    for (int64_t k = 0; k < rows; k++) q[k] = -1;
+    for (int64_t k = 0; k < nr; k++) {
+        q[r[k].e / cols] = 0;
+        cmin = r[k].e % cols < cmin ? r[k].e % cols : cmin;
+        cmax = r[k].e % cols + r[k].n > cmax ? r[k].e % cols + r[k].n : cmax;
+    }
+    for (int64_t k = 0; k < rows; k++)
+        if (q[k] == 0) rowof[nq] = k, q[k] = nq++;
+    int64_t w = cmax > cmin ? cmax - cmin : 0, *pos = ax_malloc((size_t)(w * nq > 0 ? w * nq : 1) * sizeof(int64_t));
+    for (int64_t k = 0; k < w * nq; k++) pos[k] = -1;
+    for (int64_t k = 0; k < nr; k++)
+        for (int64_t t = 0; t < r[k].n; t++) pos[(r[k].e % cols + t - cmin) * nq + q[r[k].e / cols]] = 0;
+    for (int64_t k = 0; k < w * nq; k++)
+        if (pos[k] == 0) {
+            pos[k] = s->owned++;
+            push_seg(s, (base + (cmin + k / nq) * rows + rowof[k % nq]) * 4, 4);
+        }
+    for (int64_t k = 0; k < nr; k++)
+        for (int64_t t = 0; t < r[k].n; t++) {
+            int64_t st = pos[(r[k].e % cols + t - cmin) * nq + q[r[k].e / cols]];
+            int64_t prev = t ? pos[(r[k].e % cols + t - 1 - cmin) * nq + q[r[k].e / cols]] : -1;
+            push_copy(s, r[k].local + t, st, t ? st - prev : 1);
+        }
+    free(q);
+    free(rowof);
+    free(pos);
+}
+
+int ax_gpt_share_init(ax_gpt *m, ax_gpt_share *s) {
+    memset(s, 0, sizeof *s);
+    int64_t base = 0; /* file elements before parameter i: the tensors are declared contiguously */
+    for (int i = 0; i < m->np; i++) {
+        const ax_param *p = &m->p[i];
+        if (!p->present) continue;
+        own_run *r;
+        int64_t nr = owned_runs(m, i, &r);
+        if (p->hf_transposed) share_transposed(s, p, r, nr, base);
+        else share_rows(s, r, nr, base);
+        free(r);
+        base += p->shard.rows * p->shard.cols;
+    }
+    s->data_bytes = base * 4;
+    int64_t sum = s->owned * 4;
+    AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_INT64_T, MPI_SUM, m->g->world));
+    if (sum != s->data_bytes) /* a layout rule and this partition disagree: a bug, caught before any write */
+        return AX_ERR("checkpoint write: the ranks' shares sum to %lld bytes, the tensors hold %lld", (long long)sum,
+                      (long long)s->data_bytes);
+    return 0;
+}
+
+typedef struct {
+    const ax_gpt_share *s;
+    const float *local;
+    float *stage;
+} fill_ctx;
+
+/* Copies [lo, hi). Strided copies are a transposition (a local row into a
+ * file column); up to 32 of them that fill neighbouring stage columns go
+ * together in 32 x 32 tiles, so each cache line of the stage is written
+ * whole rather than one float of it per copy. */
+static void fill_range(void *arg, int64_t lo, int64_t hi) {
+    const fill_ctx *x = arg;
+    const ax_gpt_copy *cp = x->s->copy;
+    for (int64_t k = lo, g; k < hi; k += g) {
+        const ax_gpt_copy *c = &cp[k];
+        g = 1;
+        if (c->stride == 1) {
+            memcpy(x->stage + c->stage, x->local + c->local, (size_t)c->n * sizeof(float));
+            continue;
+        }
+        while (k + g < hi && g < 32 && cp[k + g].stride == c->stride && cp[k + g].n == c->n &&
+               cp[k + g].stage == c->stage + g)
+            g++;
+        for (int64_t t0 = 0; t0 < c->n; t0 += 32) {
+            int64_t tn = c->n - t0 < 32 ? c->n - t0 : 32;
+            for (int64_t j = 0; j < g; j++) {
+                const float *src = x->local + cp[k + j].local + t0;
+                float *dst = x->stage + c->stage + j + t0 * c->stride;
+                for (int64_t t = 0; t < tn; t++) dst[t * c->stride] = src[t];
+            }
+        }
+    }
+}
+
+/* ax_host_parallel hands out chunks of 2^16 indices: one index per copy
+ * would leave a model's few thousand copies to one thread, so each chunk
+ * stands for FILL_GROUP copies */
+#define FILL_GROUP 32
+static void fill_groups(void *arg, int64_t lo, int64_t hi) {
+    const fill_ctx *x = arg;
+    int64_t a = (lo >> 16) * FILL_GROUP, b = ((hi + 65535) >> 16) * FILL_GROUP;
+    fill_range(arg, a, b < x->s->ncopy ? b : x->s->ncopy);
+}
+
+void ax_gpt_share_fill(const ax_gpt_share *s, const float *local, float *stage, ax_fill_mode mode) {
+    fill_ctx x = {s, local, stage};
+    if (mode == AX_FILL_SERIAL) fill_range(&x, 0, s->ncopy);
+    else
+        ax_host_parallel((s->ncopy + FILL_GROUP - 1) / FILL_GROUP << 16, fill_groups, &x); /* disjoint stage elements */
+}
+
+void ax_gpt_share_free(ax_gpt_share *s) {
+    free(s->seg);
+    free(s->copy);
+    memset(s, 0, sizeof *s);
+}
