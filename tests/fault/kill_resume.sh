@@ -15,8 +15,10 @@
 # default) runs in the background while training goes on. Every launch is bounded by `timeout` (a hang fails the
 # trial); a trial fails unless the final model.safetensors is byte-identical to
 # the uninterrupted run's. Results: one line per trial, then a summary.
-# Needs AXONN_BIN (and AXONN_MPIEXEC, as CTest sets them); runs by hand too:
-#   AXONN_BIN=build/axonn bash tests/fault/kill_resume.sh 10 2
+# Needs AXONN_BIN (and AXONN_MPIEXEC, as CTest sets them); runs by hand too
+# (8 ranks: on a machine of fewer cores Open MPI wants --oversubscribe):
+#   AXONN_BIN=build/axonn AXONN_MPIEXEC="mpiexec --oversubscribe --bind-to none" OMP_NUM_THREADS=1 \
+#     bash tests/fault/kill_resume.sh 10 2
 . "$(dirname "$0")/../cli_lib.sh"
 TRIALS=${1:-2}; SAVE_KILLS=${2:-1}
 RANDOM=${SEED:-1}
