@@ -7,7 +7,8 @@
 # batch held at 2,048 (the preset's); on Alps also the 60B model from 1,024
 # to 6,144 GPUs, batch growing (the published 76.5% point). Each point is
 # `axonn plan`'s first choice (bf16, block recomputation, the published
-# runs' settings; overlap all). Writes data.tsv, efficiency.tsv,
+# runs' settings; overlap all) at the fewest micro-batches (--grad-accum 1, 2,
+# 4 ... 64) with which some grid fits in memory. Writes data.tsv, efficiency.tsv,
 # weak_scaling.png (gnuplot) and report.md into the directory given.
 #
 #   bash bench/weak_scaling.sh [OUT_DIR]     (default bench/results/<date>-weak-scaling)
@@ -19,17 +20,23 @@ mkdir -p "$OUT"
 command -v gnuplot >/dev/null || { echo "weak_scaling.sh: gnuplot not found (apt-get install gnuplot-nox)" >&2; exit 2; }
 
 point() {   # machine ranks preset batch peak_flops series
-  "$AXONN" plan --ranks "$2" --machine "$1" --preset "$3" --batch "$4" --dtype bf16 --json --top 1 |
-    "$PY" -c '
+  local ga json
+  for ga in 1 2 4 8 16 32 64; do
+    json=$("$AXONN" plan --ranks "$2" --machine "$1" --preset "$3" --batch "$4" --grad-accum "$ga" --dtype bf16 \
+             --json --top 1 2>/dev/null) && break
+  done
+  [ -n "$json" ] || { echo "weak_scaling.sh: $3 on $2 ranks of $1: no grid fits at --grad-accum 64" >&2; return; }
+  printf '%s' "$json" | "$PY" -c '
 import json, sys
 p = json.load(sys.stdin); r = p["ranked"][0]; P = int(sys.argv[1]); peak = float(sys.argv[2])
 hw = p["hardware_flops_per_step"] / (r["step_ms"] / 1e3)
-print("%s\t%d\t%s\t%d\t%s\t%.1f\t%.4g\t%.4f\t%.1f\t%.1f" % (sys.argv[3], P, sys.argv[4], p["batch"], ",".join(map(str, r["grid"])),
-      r["step_ms"], hw, hw / P / peak, r["comm_exposed_ms"], r["memory_bytes"] / 2**30))' "$2" "$5" "$6" "$3"
+print("%s\t%d\t%s\t%d\t%s\t%s\t%.1f\t%.4g\t%.4f\t%.1f\t%.1f" % (sys.argv[3], P, sys.argv[4], p["batch"], sys.argv[5],
+      ",".join(map(str, r["grid"])), r["step_ms"], hw, hw / P / peak, r["comm_exposed_ms"], r["memory_bytes"] / 2**30))' \
+    "$2" "$5" "$6" "$3" "$ga"
 }
 
 {
-  printf 'series\tranks\tmodel\tbatch\tgrid\tstep_ms\thw_flops\tshare_of_peak\texposed_ms\tgib_per_rank\n'
+  printf 'series\tranks\tmodel\tbatch\tgrad_accum\tgrid\tstep_ms\thw_flops\tshare_of_peak\texposed_ms\tgib_per_rank\n'
   sizes=(5b 10b 20b 40b 80b 160b 320b)
   for m in perlmutter:312e12:4:scaled frontier:191.5e12:6:scaled alps:989e12:4:scaled frontier:191.5e12:6:fixed; do
     IFS=: read -r name peak n batch <<<"$m"
@@ -57,14 +64,14 @@ with open(out + "/efficiency.tsv", "w") as f:
             f.write("%s\t%.4f\n" % (r["ranks"], float(r["hw_flops"]) / int(r["ranks"]) / base))
         f.write("\n\n")
 with open(out + "/report.md", "w") as f:
-    f.write("| series | ranks | model | batch | first choice D,X,Y,Z | step ms | hardware FLOP/s | share of peak | "
-            "weak-scaling efficiency | exposed comm ms | GiB/rank |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+    f.write("| series | ranks | model | batch | micro-batches | first choice D,X,Y,Z | step ms | hardware FLOP/s | share of peak | "
+            "weak-scaling efficiency | exposed comm ms | GiB/rank |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     for name, rs in series.items():
         base = float(rs[0]["hw_flops"]) / int(rs[0]["ranks"])
         for r in rs:
             eff = float(r["hw_flops"]) / int(r["ranks"]) / base
-            f.write("| %s | %s | %s | %s | %s | %s | %.3g | %.1f%% | %.1f%% | %s | %s |\n" % (name, r["ranks"], r["model"],
-                    r["batch"], r["grid"], r["step_ms"], float(r["hw_flops"]), 100 * float(r["share_of_peak"]), 100 * eff,
+            f.write("| %s | %s | %s | %s | %s | %s | %s | %.3g | %.1f%% | %.1f%% | %s | %s |\n" % (name, r["ranks"], r["model"],
+                    r["batch"], r["grad_accum"], r["grid"], r["step_ms"], float(r["hw_flops"]), 100 * float(r["share_of_peak"]), 100 * eff,
                     r["exposed_ms"], r["gib_per_rank"]))
 EOF
 

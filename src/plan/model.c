@@ -59,7 +59,7 @@ typedef struct {
     double kvc;               /* the ring's transfer: a rank's key/value chunks, Bl x T/cp rows of k|v */
     int64_t Vl, Cx, Cy, Hl;   /* local vocabulary, hidden per X and Y shard, local heads */
     int block, attn;          /* recomputed: whole blocks; attention (also under block) */
-    double ab;                /* bytes per activation element */
+    double ab;                /* bytes per activation element, and per FC weight element gathered over Z */
     ax_fc fcs[4];             /* qkv, proj, fc, fcproj */
     int64_t zchunk, repl, nw; /* parameters per rank: Z-chunked, replicated; a token table's chunk */
 } ax_dims;
@@ -217,7 +217,7 @@ static void fc_time(ax_acc *a, const ax_plan_job *j, const ax_dims *d, const ax_
         double tg = coll(a, AX_PG_Z, AX_COLL_AG, Z, wblk, ab); /* gather the weight */
         if (ov & AX_OV_OAG) a->hidden += fmin2(tg, tf);
     }
-    coll(a, fx, AX_COLL_AR, pf, M * out_l, ab); /* forward partial sums */
+    coll(a, fx, AX_COLL_AR, pf, M * out_l, 4); /* forward partial sums: fp32 in either dtype */
     if (pass) return;
     double tdx = gemm(a, M, in_l, out_l, 0, 0), tdw = gemm(a, out_l, in_l, M, 1, 0); /* dX, dW */
     a->bwd += tdx + tdw;
@@ -225,7 +225,7 @@ static void fc_time(ax_acc *a, const ax_plan_job *j, const ax_dims *d, const ax_
         double tg = coll(a, AX_PG_Z, AX_COLL_AG, Z, wblk, ab); /* gathered again */
         if (ov & AX_OV_OAG) a->hidden += fmin2(tg, tdx + tdw);
     }
-    double tar = coll(a, bx, AX_COLL_AR, pb, M * in_l, ab); /* dX partial sums */
+    double tar = coll(a, bx, AX_COLL_AR, pb, M * in_l, 4); /* dX partial sums (fp32) */
     if (ov & AX_OV_OAR) a->hidden += fmin2(tar, tdw);
     double trs = coll(a, AX_PG_Z, AX_COLL_RS, Z, wblk, 4); /* dW to its chunk owner */
     if (ov & AX_OV_ORS) a->hidden += fmin2(trs, tdx + tdw);
@@ -291,15 +291,16 @@ static void layers_time(ax_acc *a, const ax_plan_job *j, const ax_dims *d) {
 }
 
 /* Embedding, final norm, LM head (the token table, and an untied head, gathered once per
- * forward) and loss of a micro-batch, grad_accum times */
+ * forward, in fp32: the embedding reads it so) and loss of a micro-batch, grad_accum times;
+ * every collective here moves fp32 */
 static void head_time(ax_acc *a, const ax_plan_job *j, const ax_dims *d) {
     const ax_machine *m = a->m;
     int X = d->X, Y = d->Y, Z = d->Z, tables = d->tables;
     int64_t M = d->M, Vl = d->Vl, Cx = d->Cx;
     double ab = d->ab;
     a->scale = j->grad_accum;
-    for (int t = 0; t < tables; t++) coll(a, AX_PG_Z, AX_COLL_AG, Z, (double)Vl * Cx, ab);
-    coll(a, AX_PG_Y, AX_COLL_AR, Y, (double)M * Cx, ab); /* embedding rows over the vocabulary */
+    for (int t = 0; t < tables; t++) coll(a, AX_PG_Z, AX_COLL_AG, Z, (double)Vl * Cx, 4);
+    coll(a, AX_PG_Y, AX_COLL_AR, Y, (double)M * Cx, 4); /* embedding rows over the vocabulary */
     for (int k = 0; k < 2; k++) coll(a, AX_PG_X, AX_COLL_AR, X, 2.0 * M, 4);
     gemm(a, M, Vl, Cx, 0, 1);
     gemm(a, M, Cx, Vl, 0, 0);
@@ -307,11 +308,11 @@ static void head_time(ax_acc *a, const ax_plan_job *j, const ax_dims *d) {
     int64_t R = ax_gpt_logit_rows(M, Vl); /* the classifier's chunks of rows, each with its collectives */
     for (int64_t r0 = 0; r0 < M; r0 += R) {
         double n = (double)(M - r0 < R ? M - r0 : R);
-        coll(a, AX_PG_X, AX_COLL_AR, X, n * Vl, ab); /* logits' partial sums */
+        coll(a, AX_PG_X, AX_COLL_AR, X, n * Vl, 4);  /* logits' partial sums */
         coll(a, AX_PG_Y, AX_COLL_AR, Y, n, 4);       /* loss: row max */
         coll(a, AX_PG_Y, AX_COLL_AR, Y, 2.0 * n, 4); /* sum of exponentials, target logit */
     }
-    coll(a, AX_PG_Y, AX_COLL_AR, Y, (double)M * Cx, ab); /* LM head dX */
+    coll(a, AX_PG_Y, AX_COLL_AR, Y, (double)M * Cx, 4); /* LM head dX */
     for (int t = 0; t < tables; t++) coll(a, AX_PG_Z, AX_COLL_RS, Z, (double)Vl * Cx, 4);
     a->elem += a->scale * (ab * (4.0 * M * Vl + 17.0 * M * Cx) + (Z > 1 ? 12.0 * tables * d->nw : 0));
     if (m->ln_fwd_s > 0 && m->ln_bwd_s > 0) /* the final LayerNorm */

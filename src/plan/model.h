@@ -41,7 +41,8 @@ typedef struct {
     ax_gpt_config cfg;
     int batch, seq, grad_accum;  /* global batch in sequences, tokens per sequence, micro-batches */
     int recompute;               /* ax_recompute (model/gpt.h): AX_RECOMPUTE_NONE, _ATTN, _BLOCK */
-    int act_bytes;               /* bytes per activation element (and per communicated one): 4 fp32, 2 bf16 */
+    int act_bytes;               /* bytes per activation element and per gathered FC weight one: 4 fp32,
+                                    2 bf16 (activations' all-reduces and the token table stay fp32) */
     double overlap;              /* share of communication hidden behind compute (0..1) */
     int ov_flags, keep_gathered; /* the trainer's --overlap (AX_OV_*, default all) and --keep-gathered: their buffers */
     double mem_reserve;          /* share of memory kept free for the runtime (default 0.1) */
