@@ -112,19 +112,25 @@ static int padding_zero(const ax_shard *s, const float *local) {
     return 1;
 }
 
-/* ax_shard_run's promise, from every local element: the run is logical
- * j .. j+k-1 in one logical row, or all padding (the readers and the
- * parallel writer copy whole runs) */
+/* ax_shard_run's promise: the run is logical j .. j+k-1 in one logical row,
+ * or all padding. Walked as the readers and the parallel writer walk it (run
+ * after run, every element checked), and from every element its last one. */
+static int run_holds(const ax_shard *s, int64_t i, int64_t n, int every) {
+    int64_t j = ax_shard_logical_index(s, &g, g.x, g.y, g.z, i), k = ax_shard_run(s, &g, g.x, g.y, g.z, i);
+    if (k < 1 || i + k > n || (j >= 0 && j / s->cols != (j + k - 1) / s->cols)) return 0;
+    for (int64_t t = every ? 1 : k - 1; t < k; t++) {
+        int64_t jt = ax_shard_logical_index(s, &g, g.x, g.y, g.z, i + t);
+        if (j < 0 ? jt >= 0 : jt != j + t) return 0;
+    }
+    return 1;
+}
+
 static int runs_hold(const ax_shard *s) {
     int64_t n = ax_shard_numel(s, &g);
-    for (int64_t i = 0; i < n; i++) {
-        int64_t j = ax_shard_logical_index(s, &g, g.x, g.y, g.z, i), k = ax_shard_run(s, &g, g.x, g.y, g.z, i);
-        if (k < 1 || i + k > n || (j >= 0 && j / s->cols != (j + k - 1) / s->cols)) return 0;
-        for (int64_t t = 1; t < k; t++) {
-            int64_t jt = ax_shard_logical_index(s, &g, g.x, g.y, g.z, i + t);
-            if (j < 0 ? jt >= 0 : jt != j + t) return 0;
-        }
-    }
+    for (int64_t i = 0; i < n; i += ax_shard_run(s, &g, g.x, g.y, g.z, i))
+        if (!run_holds(s, i, n, 1)) return 0;
+    for (int64_t i = 0; i < n; i++)
+        if (!run_holds(s, i, n, 0)) return 0;
     return 1;
 }
 

@@ -40,10 +40,9 @@ static inline __attribute__((always_inline)) void xent(const void *logits, float
         float lse = ax_lse(mx[i], st[2 * i]);
         losses[i] = ax_xent_loss(lse, st[2 * i + 1]);
         if (dscale == 0.0f) continue;
-        size_t r = (size_t)i * Vl;
+        size_t r = (size_t)i * Vl; /* dgrad may be logits: each element is read before it is written */
         float w = weight ? weight[i] * dscale : dscale;
         int t = targets[i] - v0; /* out of [0, nv): no column of this rank */
-                                 /* dgrad may be logits: each element read before it is written */
 #pragma omp simd
         for (int j = 0; j < nv; j++)
             ax_store(dgrad, dt, r + j, ax_xent_dlogit(ax_load(logits, dt, r + j), lse, w, j == t));
