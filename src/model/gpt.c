@@ -261,12 +261,17 @@ typedef struct {
 static void init_range(void *ctx, int64_t lo, int64_t hi) {
     const init_ctx *c = ctx;
     const ax_param *p = c->p;
-    for (int64_t k = lo; k < hi; k++) {
-        int64_t j = ax_shard_logical_index(&p->shard, c->g, c->g->x, c->g->y, c->g->z, k);
-        if (j < 0) c->dst[k] = 0;
-        else if (p->init_std > 0)
-            c->dst[k] = (float)(p->init_std * ax_rng_normal(c->seed, (uint64_t)c->i, (uint64_t)j));
-        else c->dst[k] = p->init_one ? 1.0f : 0.0f;
+    const ax_grid *g = c->g;
+    for (int64_t k = lo, n; k < hi; k += n) { /* a run of consecutive logical elements at a time */
+        int64_t j = ax_shard_logical_index(&p->shard, g, g->x, g->y, g->z, k);
+        n = ax_shard_run(&p->shard, g, g->x, g->y, g->z, k);
+        n = n < hi - k ? n : hi - k;
+        for (int64_t t = 0; t < n; t++) {
+            if (j < 0) c->dst[k + t] = 0;
+            else if (p->init_std > 0)
+                c->dst[k + t] = (float)(p->init_std * ax_rng_normal(c->seed, (uint64_t)c->i, (uint64_t)(j + t)));
+            else c->dst[k + t] = p->init_one ? 1.0f : 0.0f;
+        }
     }
 }
 
