@@ -89,11 +89,31 @@ static void share_rows(ax_gpt_share *s, own_run *r, int64_t nr, int64_t base) {
     }
 }
 
+/* The owned elements are rows rowof[0..nq) x columns [cmin, cmin + w), all of
+ * them: stage element (c - cmin) * nq + q[row], file order. Each file column's
+ * consecutive rows are one segment (push_seg joins columns that continue
+ * each other), each local run one copy of stride nq. */
+static void share_rectangle(ax_gpt_share *s, const own_run *r, int64_t nr, int64_t base, int64_t rows, int64_t cols,
+                            int64_t cmin, int64_t w, const int64_t *q, const int64_t *rowof, int64_t nq) {
+    for (int64_t c = cmin; c < cmin + w; c++)
+        for (int64_t a = 0, b; a < nq; a = b) {
+            for (b = a + 1; b < nq && rowof[b] == rowof[b - 1] + 1; b++) {}
+            push_seg(s, (base + c * rows + rowof[a]) * 4, (b - a) * 4);
+        }
+    for (int64_t k = 0; k < nr; k++) {
+        grow_copy(s);
+        int64_t st = s->owned + (r[k].e % cols - cmin) * nq + q[r[k].e / cols];
+        s->copy[s->ncopy++] = (ax_gpt_copy){r[k].local, st, r[k].n, r[k].n > 1 ? nq : 1};
+    }
+    s->owned += w * nq;
+}
+
 /* GPT-2 Conv1D weights, stored [in, out]: logical (r, c) is file element
  * c * rows + r. The owned elements are placed on the rectangle of their rows
  * x column span, numbered in file order (column, then row), and each local
  * run becomes a strided copy into the stage. */
-static void share_transposed(ax_gpt_share *s, const ax_param *p, const own_run *r, int64_t nr, int64_t base) {
+static void share_transposed(ax_gpt_share *s, const ax_param *p, const own_run *r, int64_t nr, int64_t base,
+                             int64_t **posbuf, int64_t *poscap) {
     int64_t rows = p->shard.rows, cols = p->shard.cols, cmin = cols, cmax = 0, nq = 0;
     int64_t *q = ax_malloc((size_t)rows * sizeof(int64_t)), *rowof = ax_malloc((size_t)rows * sizeof(int64_t));
     for (int64_t k = 0; k < rows; k++) q[k] = -1;
@@ -104,7 +124,17 @@ static void share_transposed(ax_gpt_share *s, const ax_param *p, const own_run *
     }
     for (int64_t k = 0; k < rows; k++)
         if (q[k] == 0) rowof[nq] = k, q[k] = nq++;
-    int64_t w = cmax > cmin ? cmax - cmin : 0, *pos = ax_malloc((size_t)(w * nq > 0 ? w * nq : 1) * sizeof(int64_t));
+    int64_t w = cmax > cmin ? cmax - cmin : 0, owned = 0;
+    for (int64_t k = 0; k < nr; k++) owned += r[k].n;
+    if (owned == w * nq) { /* the whole rectangle (every grid's blocks): no per-element map */
+        share_rectangle(s, r, nr, base, rows, cols, cmin, w, q, rowof, nq);
+        free(q);
+        free(rowof);
+        return;
+    }
+    if (w * nq > *poscap) /* one buffer for every tensor: its pages are touched once, not per tensor */
+        *posbuf = ax_realloc(*posbuf, (size_t)(*poscap = w * nq) * sizeof(int64_t));
+    int64_t *pos = *posbuf;
     for (int64_t k = 0; k < w * nq; k++) pos[k] = -1;
     for (int64_t k = 0; k < nr; k++)
         for (int64_t t = 0; t < r[k].n; t++) pos[(r[k].e % cols + t - cmin) * nq + q[r[k].e / cols]] = 0;
@@ -121,22 +151,22 @@ static void share_transposed(ax_gpt_share *s, const ax_param *p, const own_run *
         }
     free(q);
     free(rowof);
-    free(pos);
 }
 
 int ax_gpt_share_init(ax_gpt *m, ax_gpt_share *s) {
     memset(s, 0, sizeof *s);
-    int64_t base = 0; /* file elements before parameter i: the tensors are declared contiguously */
+    int64_t base = 0, *pos = NULL, poscap = 0; /* base: file elements before parameter i (declared contiguously) */
     for (int i = 0; i < m->np; i++) {
         const ax_param *p = &m->p[i];
         if (!p->present) continue;
         own_run *r;
         int64_t nr = owned_runs(m, i, &r);
-        if (p->hf_transposed) share_transposed(s, p, r, nr, base);
+        if (p->hf_transposed) share_transposed(s, p, r, nr, base, &pos, &poscap);
         else share_rows(s, r, nr, base);
         free(r);
         base += p->shard.rows * p->shard.cols;
     }
+    free(pos);
     s->data_bytes = base * 4;
     int64_t sum = s->owned * 4;
     AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_INT64_T, MPI_SUM, m->g->world));
