@@ -43,7 +43,9 @@ mkdir -p "$OUT"
 SCR=$(mktemp -d "$SCRATCH/axonn-ckpt.XXXXXX")
 [ "$KEEP" = 1 ] || trap 'rm -rf "$SCR"' EXIT
 STEPS=5 EVERY=2   # the saves at steps EVERY and 2*EVERY are measured (the last one ends the run)
-MODEL=(--synthetic --vocab-size 50257 --block-size 64 --seq 64 --n-layer 6 --n-head 12 --n-embd 768 --batch 2)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_config ckpt
+MODEL=(--synthetic "${MODEL[@]}")
 RUN=(train "${MODEL[@]}" --steps "$STEPS" --save-every "$EVERY" --keep 1 --log-every 1 --lr 1e-4 --warmup 2)
 MPI=(mpirun --allow-run-as-root --oversubscribe)
 grid_of() { case $1 in 1) echo 1,1,1,1 ;; 2) echo 1,1,1,2 ;; 4) echo 1,2,1,2 ;; 8) echo 1,2,2,2 ;; *) echo "?" ;; esac; }

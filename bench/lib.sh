@@ -1,12 +1,15 @@
 # Shared by the bench scripts (sourced): the named model configs.
 #
-# bench_config NAME: sets V T L H C B of config NAME (tiny, small) and MODEL,
-# the axonn model and batch flags for it; exits 2 naming the accepted ones.
+# bench_config NAME: sets V T L H C B of config NAME (tiny, small, ckpt) and
+# MODEL, the axonn model and batch flags for it; exits 2 naming the accepted
+# ones. ckpt: the checkpoint benches' GPT-2 shape, 81M parameters (0.97 GB of
+# checkpoint files), 128 tokens a step.
 bench_config() {
   case $1 in
     tiny)  set -- 256 128 4 4 128 8 ;;
     small) set -- 50257 256 12 12 768 4 ;;
-    *) echo "$(basename "$0"): --config $1: expected tiny or small" >&2; exit 2 ;;
+    ckpt)  set -- 50257 64 6 12 768 2 ;;
+    *) echo "$(basename "$0"): --config $1: expected tiny, small or ckpt" >&2; exit 2 ;;
   esac
   V=$1 T=$2 L=$3 H=$4 C=$5 B=$6
   MODEL=(--vocab-size "$V" --block-size "$T" --n-layer "$L" --n-head "$H" --n-embd "$C" --batch "$B" --seq "$T")

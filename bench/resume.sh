@@ -30,7 +30,9 @@ mkdir -p "$OUT"
 P=$(echo "$GRID" | tr ',' '\n' | awk '{ p *= $1 } BEGIN { p = 1 } END { print p }')
 SCR=$(mktemp -d /var/tmp/axonn-resume.XXXXXX) # on the disk, not tmpfs
 trap 'rm -rf "$SCR"' EXIT
-MODEL=(--synthetic --vocab-size 50257 --block-size 64 --seq 64 --n-layer 6 --n-head 12 --n-embd 768 --batch 2)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_config ckpt
+MODEL=(--synthetic "${MODEL[@]}")
 RUN=(train "${MODEL[@]}" --keep 1 --log-every 1 --lr 1e-4 --warmup 2 --grid "$GRID" --threads 1)
 MPI=(mpirun --allow-run-as-root --oversubscribe -np "$P")
 
