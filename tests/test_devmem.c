@@ -184,10 +184,10 @@ WRAP(xent,
       ax_dtype dt, float *sc, const ax_reducer *Y),
      (lg, ls, tg, w, M, Vl, v0, V, ds, dg, dt, sc, Y))
 WRAP(attention_forward,
-     (float *o, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *sc, int nt),
+     (void *o, float *lse, const void *qkv, int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *sc, int nt),
      (o, lse, qkv, B, T, Hl, KVl, hd, dt, sc, nt))
 WRAP(attention_backward,
-     (float *dq, const float *d, const float *o, const float *lse, const float *qkv, int B, int T, int Hl, int KVl,
+     (float *dq, const float *d, const void *o, const float *lse, const void *qkv, int B, int T, int Hl, int KVl,
       int hd, ax_dtype dt, float *sc, int nt),
      (dq, d, o, lse, qkv, B, T, Hl, KVl, hd, dt, sc, nt))
 WRAP(attention_decode,

@@ -539,6 +539,43 @@ static double reldiff_d(const float *a, const double *b, long n) {
     return sqrt(num / den);
 }
 
+/* q|k|v and out stored in bf16 (attention_forward's dt): the kernels widen
+ * them tile by tile, so the results must be the fp32 path's bits on the same
+ * values: out that output rounded once, lse and dqkv equal (the fp32
+ * backward given the bf16 output widened); with 1 and 2 threads */
+static void attention_stored_bf16(const float *x, const float *dout, int B, int T, int H, int KV, int hd,
+                                  float *scratch) {
+    long nq = (long)B * T * (H + 2 * KV) * hd, no = (long)B * T * H * hd, nl = (long)B * H * T;
+    ax_bf16 *qh = malloc(nq * sizeof *qh), *oh = malloc(no * sizeof *oh);
+    float *qw = filled(nq, 0), *ow = filled(no, 0), *o32 = filled(no, GARBAGE), *l32 = filled(nl, GARBAGE),
+          *lh = filled(nl, GARBAGE), *d32 = filled(nq, GARBAGE), *dh = filled(nq, GARBAGE);
+    for (long i = 0; i < nq; i++) qw[i] = ax_bf16_widen(qh[i] = ax_bf16_round(x[i]));
+    ax_attention_forward(o32, l32, qw, B, T, H, KV, hd, AX_F32, scratch, 1);
+    for (int nthr = 1; nthr <= 2; nthr++) {
+        ax_attention_forward(oh, lh, qh, B, T, H, KV, hd, AX_BF16, scratch, nthr);
+        long bad_o = 0;
+        for (long i = 0; i < no; i++) bad_o += oh[i] != ax_bf16_round(o32[i]);
+        for (long i = 0; i < no; i++) ow[i] = ax_bf16_widen(oh[i]);
+        ax_attention_backward(d32, dout, ow, l32, qw, B, T, H, KV, hd, AX_F32, scratch, 1);
+        ax_attention_backward(dh, dout, oh, lh, qh, B, T, H, KV, hd, AX_BF16, scratch, nthr);
+        CHECK(!bad_o && !memcmp(lh, l32, nl * sizeof(float)) && !memcmp(dh, d32, nq * sizeof(float)),
+              "attention on bf16-stored q|k|v, %d threads: %ld outputs differ from the fp32 path's rounded, lse %s, "
+              "dqkv %s",
+              nthr, bad_o, memcmp(lh, l32, nl * sizeof(float)) ? "differs" : "equal",
+              memcmp(dh, d32, nq * sizeof(float)) ? "differs" : "equal");
+    }
+    printf("attention on bf16-stored q|k|v and output: the fp32 path's bits, 1 and 2 threads\n");
+    free(qh);
+    free(oh);
+    free(qw);
+    free(ow);
+    free(o32);
+    free(l32);
+    free(lh);
+    free(d32);
+    free(dh);
+}
+
 /* KV < H: grouped-query attention */
 static void test_attention(int KV) {
     for (int kv1 = KV; kv1 == KV; kv1++) { /* one tile: finite differences */
@@ -553,7 +590,7 @@ static void test_attention(int KV) {
                      randn(B * T * C, 1.0),
                      filled(B * T * C, 0),
                      filled(B * H * T, 0),
-                     filled(ax_attention_scratch(T), GARBAGE)};
+                     filled(ax_attention_scratch(T, hd), GARBAGE)};
         att_loss(&c);
         float *dqkv = filled(nq, GARBAGE);
         ax_attention_backward(dqkv, c.R, c.out, c.lse, c.qkv, B, T, H, kv1, hd, AX_F32, c.scratch, 1);
@@ -574,7 +611,7 @@ static void test_attention(int KV) {
     float *qkv = randn(nq, 1.5), *dout = randn(no, 1.0), *lse = filled(B * H * T, GARBAGE);
     float *out1 = filled(no, GARBAGE), *out2 = filled(no, GARBAGE), *dq1 = filled(nq, GARBAGE),
           *dq2 = filled(nq, GARBAGE);
-    float *scratch = filled(2 * ax_attention_scratch(T), GARBAGE);
+    float *scratch = filled(2 * ax_attention_scratch(T, hd), GARBAGE);
     double *rout = malloc(sizeof(double) * no), *rdq = malloc(sizeof(double) * nq);
     naive_attention(qkv, dout, B, T, H, KV, hd, rout, rdq);
     ax_attention_forward(out1, lse, qkv, B, T, H, KV, hd, AX_F32, scratch, 1);
@@ -590,6 +627,7 @@ static void test_attention(int KV) {
     ax_attention_backward(dq2, dout, out2, lse, qkv, B, T, H, KV, hd, AX_F32, scratch, 2);
     CHECK(!memcmp(out1, out2, no * sizeof(float)) && !memcmp(dq1, dq2, nq * sizeof(float)),
           "attention with 2 threads differs from 1 thread");
+    attention_stored_bf16(qkv, dout, B, T, H, KV, hd, scratch);
     /* causal: changing the last query's k and v (and all later rows of the
      * first sequence's second half) leaves the earlier outputs unchanged */
     int cut = 64 + 3;

@@ -158,7 +158,8 @@ static void test_memory(int llama) {
                     int Bl = j.batch / (g[0] * g[3]);
                     ax_gpt_alloc_acts(&m, Bl, j.seq);
                     /* the planner leaves out the attention kernel's per-thread scratch (two chunks' under the ring) */
-                    double scratch = 4.0 * m.att_threads * ax_be()->attention_scratch(j.seq / cp);
+                    double scratch =
+                        4.0 * m.att_threads * ax_be()->attention_scratch(j.seq / cp, j.cfg.n_embd / j.cfg.n_head);
                     CHECK((m.ring_ws != NULL) == (cp > 1), "cp %d: ring buffers %p", cp, (void *)m.ring_ws);
                     CHECK(c.n_local == m.n_local, "%s grid %d,%d,%d,%d: %lld parameters, allocated %lld",
                           llama ? "llama" : "gpt2", g[0], g[1], g[2], g[3], (long long)c.n_local, (long long)m.n_local);
@@ -672,18 +673,21 @@ static void test_time_sets(void) {
 
 /* The context split C (docs/planner.md, "Context parallelism"), against sums by hand on the
  * small job: a rank's rows T/C, its attention 1/C of the causal total, the ring's transfers
- * (per layer forward C - 1 of a rank's key/value chunks, backward 2C - 1 with their gradients,
- * the forward rerun of recomputation C - 1 again) of Bl x T/C rows of k|v in fp32, hidden
- * behind the attention steps they run with; the gradients over data x C. */
+ * (per layer forward C - 1 of a rank's key/value chunks, backward C - 1 again and C of their
+ * gradients, the forward rerun of recomputation C - 1 again) of Bl x T/C rows of k|v, the
+ * chunks in the activations' dtype and the gradients in fp32, hidden behind the attention
+ * steps they run with; the gradients over data x C. */
 static void test_cp(void) {
     ax_machine mc;
     unit_machine(&mc);
     ax_plan_job j = small_job();
     j.ov_flags = 0; /* only the ring hides anything */
     int grids[][4] = {{1, 1, 1, 1}, {2, 1, 2, 1}, {1, 2, 1, 2}};
-    for (int t = 0; t < 3; t++)
+    for (int t = 0; t < 6; t++)
         for (int rc = 0; rc < 3; rc++) {
-            const int *g = grids[t];
+            const int *g = grids[t % 3];
+            int ab = t < 3 ? 4 : 2; /* fp32, then bf16 */
+            j.act_bytes = ab;
             int D = g[0], Y = g[2], Z = g[3], L = 2, hd = 8, KVl = 4 / Y;
             j.recompute = rc;
             j.cp = 1;
@@ -692,8 +696,9 @@ static void test_cp(void) {
             for (int cp = 2; cp <= 4; cp *= 2) {
                 j.cp = cp;
                 ax_plan_estimate(&j, g, &mc, &c);
-                double Bl = 8.0 / (D * Z), kv = 4 * Bl * (16 / cp) * 2 * KVl * hd;
-                double n = L * (3.0 * cp - 2) + (rc ? (L - 1) * (cp - 1.0) : 0);
+                double Bl = 8.0 / (D * Z), kvc = Bl * (16 / cp) * 2 * KVl * hd;
+                double nkv = L * (2.0 * cp - 2) + (rc ? (L - 1) * (cp - 1.0) : 0), ng = L * cp, n = nkv + ng;
+                double bytes = (ab * nkv + 4 * ng) * kvc;
                 /* the windows: forward (2 of the 7 parts) but its last step, all of backward (5); recomputed
                  * (attention or block), the forward rerun of L - 1 layers (2 parts each) but its last step */
                 double win = c.attn_s * (2.0 / 7 * (cp - 1) / cp + 5.0 / 7);
@@ -706,10 +711,11 @@ static void test_cp(void) {
                 CHECK(ax_gpt_init(&m, &j.cfg, &fg) == 0, "init: %s", ax_err_msg());
                 double data = 4 * ring(D * cp, 1) * m.n_zchunk;
                 ax_gpt_free(&m);
-                CHECK(c.legal && c.cp == cp && fabs(c.comm_bytes[AX_PG_C] - n * kv) < 1e-9 * n * kv &&
+                CHECK(c.legal && c.cp == cp && fabs(c.comm_bytes[AX_PG_C] - bytes) < 1e-9 * bytes &&
                           c.n_coll[AX_PG_C] == n,
-                      "grid %d,%d,%d,%d cp %d recompute %d: ring %g bytes in %g transfers, by hand %g in %g", g[0],
-                      g[1], g[2], g[3], cp, rc, c.comm_bytes[AX_PG_C], c.n_coll[AX_PG_C], n * kv, n);
+                      "grid %d,%d,%d,%d cp %d recompute %d, %d-byte activations: ring %g bytes in %g transfers, "
+                      "by hand %g in %g",
+                      g[0], g[1], g[2], g[3], cp, rc, ab, c.comm_bytes[AX_PG_C], c.n_coll[AX_PG_C], bytes, n);
                 CHECK(fabs(c.attn_s * cp / one.attn_s - 1) < 1e-12 && fabs(c.comm_bytes[AX_PG_DATA] - data) < 1e-6,
                       "cp %d: attention %g of %g at C = 1; data bytes %g, by hand %g", cp, c.attn_s, one.attn_s,
                       c.comm_bytes[AX_PG_DATA], data);

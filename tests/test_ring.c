@@ -20,12 +20,17 @@
  * Shapes: grouped-query heads (Hl = 4 over KVl = 1 and 2), head sizes 16
  * and 64, chunks shorter and longer than the CPU's 64-row tiles.
  *
+ * bf16 (CPU): q|k|v stored in bf16, so the key/value chunks travel in bf16,
+ * against the ring on fp32 copies of the same values: the CPU's products
+ * are fp32 either way, so out, lse and dqkv must be the same bits.
+ *
  * --backend cuda: the ring runs on the device (its blocks the CUDA kernels,
  * its transfers NCCL or staged through the host), the references on the CPU
  * backend; within 1e-5 (backend_cmp's tolerance for the fp32 attention
  * tiles: another summation order on another machine). SKIP (77) without the
  * backend or a device. */
 #include "test.h"
+#include "backend/bf16.h"
 #include "grid/grid.h"
 #include "nn/attention.h"
 #include "nn/ring_attention.h"
@@ -107,7 +112,7 @@ static void chunked(shape s, const int *len, int nch, const float *qkv, const fl
 static void test_blocks(shape s) {
     int len[] = {50, 80, 70, 13}, nch = 4, T = 213, ld = (s.Hl + 2 * s.KVl) * s.hd;
     size_t nq = (size_t)s.B * T * ld, no = (size_t)s.B * T * s.Hl * s.hd, nl = (size_t)s.B * s.Hl * T;
-    float *qkv = randn(nq, 1), *dout = randn(no, 2), *scratch = filled(2 * ax_attention_scratch(T), 1e30f);
+    float *qkv = randn(nq, 1), *dout = randn(no, 2), *scratch = filled(2 * ax_attention_scratch(T, s.hd), 1e30f);
     float *out = filled(no, 1e30f), *lse = filled(nl, 1e30f), *dqkv = filled(nq, 1e30f);
     ax_attention_forward(out, lse, qkv, s.B, T, s.Hl, s.KVl, s.hd, AX_F32, scratch, 1);
     ax_attention_backward(dqkv, dout, out, lse, qkv, s.B, T, s.Hl, s.KVl, s.hd, AX_F32, scratch, 1);
@@ -172,7 +177,7 @@ static result ring_run(shape s, int Tc, const float *qkv, const float *dout, flo
         return r;
     }
     if (ax_backend_use(device, local_rank)) ax_err_exit(1);
-    size_t nws = ax_ring_workspace_floats(s.B, Tc, s.KVl, s.hd), nsc = nthr * ax_attention_scratch(2 * Tc);
+    size_t nws = ax_ring_workspace_floats(s.B, Tc, s.KVl, s.hd), nsc = nthr * ax_attention_scratch(2 * Tc, s.hd);
     float *dq = to_dev(qkv, M * ld), *dd = to_dev(dout, M * Cl), *dw = ax_be()->alloc(nws * 4),
           *ds = ax_be()->alloc(nsc * 4);
     result d = {to_dev(r.out, M * Cl), to_dev(r.lse, nl), to_dev(r.dqkv, M * ld)};
@@ -190,7 +195,7 @@ static void test_ring(shape s, int Tc) {
     int C = g.C.size, T = 2 * C * Tc;
     size_t ld = (s.Hl + 2 * s.KVl) * s.hd, Cl = s.Hl * s.hd, M = (size_t)s.B * 2 * Tc;
     size_t nq = (size_t)s.B * T * ld, no = (size_t)s.B * T * Cl, nl = (size_t)s.B * s.Hl * T;
-    float *qkv = randn(nq, 3), *dout = randn(no, 4), *scratch = filled(nthr * ax_attention_scratch(T), 1e30f);
+    float *qkv = randn(nq, 3), *dout = randn(no, 4), *scratch = filled(nthr * ax_attention_scratch(T, s.hd), 1e30f);
     float *out = filled(no, 1e30f), *lse = filled(nl, 1e30f), *dqkv = filled(nq, 1e30f);
     ax_attention_forward(out, lse, qkv, s.B, T, s.Hl, s.KVl, s.hd, AX_F32, scratch, nthr);
     ax_attention_backward(dqkv, dout, out, lse, qkv, s.B, T, s.Hl, s.KVl, s.hd, AX_F32, scratch, nthr);
@@ -204,7 +209,7 @@ static void test_ring(shape s, int Tc) {
     my_rows(ed, dqkv, s.B, Tc, ld, 0);
     /* the ring's buffers at the sizes ring_attention.h states */
     float *ws = filled(ax_ring_workspace_floats(s.B, Tc, s.KVl, s.hd), 1e30f),
-          *rs = filled(nthr * ax_attention_scratch(2 * Tc), 1e30f);
+          *rs = filled(nthr * ax_attention_scratch(2 * Tc, s.hd), 1e30f);
     result r = ring_run(s, Tc, lq, ld_, ws, rs);
     double xo = ax_t_reldiff(r.out, eo, M * Cl), xl = ax_t_reldiff(r.lse, el, (size_t)s.B * s.Hl * 2 * Tc),
            xd = ax_t_reldiff(r.dqkv, ed, M * ld);
@@ -227,6 +232,33 @@ static void test_ring(shape s, int Tc) {
     float *all[] = {qkv, dout, scratch, out,   lse,   dqkv,   lq,    ld_,   eo,    el,
                     ed,  ws,   rs,      r.out, r.lse, r.dqkv, p.out, p.lse, p.dqkv};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+}
+
+static void test_ring_bf16(shape s, int Tc) {
+    size_t ld = (s.Hl + 2 * s.KVl) * s.hd, Cl = s.Hl * s.hd, M = (size_t)s.B * 2 * Tc, nl = (size_t)s.B * s.Hl * 2 * Tc;
+    float *qw = randn(M * ld, 5), *dout = randn(M * Cl, 6);
+    ax_bf16 *qh = ax_malloc(M * ld * sizeof *qh);
+    for (size_t i = 0; i < M * ld; i++) qw[i] = ax_bf16_widen(qh[i] = ax_bf16_round(qw[i]));
+    float *ws = filled(ax_ring_workspace_floats(s.B, Tc, s.KVl, s.hd), 1e30f),
+          *rs = filled(nthr * ax_attention_scratch(2 * Tc, s.hd), 1e30f);
+    result r[2];
+    for (int h = 0; h < 2; h++) {
+        r[h] = (result){filled(M * Cl, 1e30f), filled(nl, 1e30f), filled(M * ld, 1e30f)};
+        const void *q = h ? (const void *)qh : qw;
+        ax_dtype dt = h ? AX_BF16 : AX_F32;
+        ax_ring_attention_forward(&g.C, r[h].out, r[h].lse, q, s.B, Tc, s.Hl, s.KVl, s.hd, dt, ws, rs, nthr);
+        ax_ring_attention_backward(&g.C, r[h].dqkv, dout, r[h].out, r[h].lse, q, s.B, Tc, s.Hl, s.KVl, s.hd, dt, ws, rs,
+                                   nthr);
+    }
+    int same = !memcmp(r[0].out, r[1].out, M * Cl * 4) && !memcmp(r[0].lse, r[1].lse, nl * 4) &&
+               !memcmp(r[0].dqkv, r[1].dqkv, M * ld * 4);
+    CHECK(same, "rank %d: the ring on bf16-stored q|k|v differs from the same values in fp32", g.C.rank);
+    if (g.C.rank == 0)
+        printf("ring C=%d (%d threads) B=%d Tc=%d Hl=%d KVl=%d hd=%d, bf16-stored: %s\n", g.C.size, nthr, s.B, Tc, s.Hl,
+               s.KVl, s.hd, same ? "the fp32 run's bits" : "DIFFERENT");
+    float *all[] = {qw, dout, ws, rs, r[0].out, r[0].lse, r[0].dqkv, r[1].out, r[1].lse, r[1].dqkv};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+    free(qh);
 }
 
 int main(int argc, char **argv) {
@@ -253,6 +285,10 @@ int main(int argc, char **argv) {
     }
     test_ring((shape){2, 4, 2, 16}, 40);
     test_ring((shape){1, 4, 1, 64}, 70);
+    if (!device) {
+        test_ring_bf16((shape){2, 4, 2, 16}, 40);
+        test_ring_bf16((shape){1, 4, 1, 64}, 70);
+    }
     ax_grid_free(&g);
     int rc = ax_test_done("ring");
     MPI_Finalize();

@@ -65,14 +65,17 @@ typedef struct {
  *   out, dout (.., Hl*hd); lse[(b*Hl + h)*Sq + i]
  * causal: key j visible to query i iff j <= i (a chunk against itself,
  * Tq == Tk); else every key is visible. The whole causal attention of
- * sequences of T rows is the one block q = k = v = qkv, Tq = Tk = Sq = Sk = T. */
+ * sequences of T rows is the one block q = k = v = qkv, Tq = Tk = Sq = Sk = T.
+ * q, k, v hold st values (fp32 unless set; bf16 ones are widened as they are
+ * loaded); out, dout, lse and the gradients are fp32, as blocks merge. */
 typedef struct {
     int B, Hl, KVl, hd;
     int Tq, Tk, Sq, Sk;
     int causal;
-    const float *q, *k, *v;
+    const void *q, *k, *v;
     int ldq, ldk;
     ax_dtype dt; /* the model's GEMM input precision, as attention_forward's */
+    ax_dtype st; /* how q, k, v are stored */
 } ax_attn_block;
 
 typedef struct {
@@ -217,16 +220,19 @@ typedef struct ax_backend {
                  int V, float dscale, void *dgrad, ax_dtype dt, float *scratch /* 3*M */, const ax_reducer *Y);
     /* causal attention of Hl query heads over KVl key/value heads (Hl a multiple):
      * qkv (B*T, (Hl + 2 KVl) hd) rows [q | k | v], out (B*T, Hl*hd), lse (B, Hl, T).
-     * dt is the model's GEMM input precision: with AX_BF16 a backend may multiply
-     * bf16-rounded q, k, v and probabilities (fp32 accumulation, fp32 softmax),
-     * as the layers' GEMMs do; the CPU backend computes in fp32 either way. */
-    size_t (*attention_scratch)(int T); /* floats per thread */
-    void (*attention_forward)(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
+     * dt is the model's GEMM input dtype, and qkv and out are stored in it:
+     * under AX_BF16 the kernels widen q, k, v as they load them and round
+     * out once as they store it (kmath.h: ax_load, ax_store), so neither has
+     * an fp32 copy; lse, dout and dqkv are fp32. With AX_BF16 a backend may
+     * also multiply bf16 q, k, v and probabilities (fp32 accumulation, fp32
+     * softmax), as the layers' GEMMs do; the CPU backend computes in fp32. */
+    size_t (*attention_scratch)(int T, int hd); /* floats per thread */
+    void (*attention_forward)(void *out, float *lse, const void *qkv, int B, int T, int Hl, int KVl, int hd,
                               ax_dtype dt, float *scratch, int nthr);
-    void (*attention_backward)(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
+    void (*attention_backward)(float *dqkv, const float *dout, const void *out, const float *lse, const void *qkv,
                                int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr);
     /* (optional: without them no context parallelism) the same arithmetic
-     * on one block (ax_attn_block); scratch: nthr * attention_scratch(Tq).
+     * on one block (ax_attn_block); scratch: nthr * attention_scratch(Tq, hd).
      * Forward: the block's out and lse; with merge, combined with what out
      * and lse hold (the same queries over other keys) by their log-sum-exp
      * (kmath.h: ax_softmax_resume), else overwritten. Backward: the block's share

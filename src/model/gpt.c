@@ -313,7 +313,7 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
     LAYERS(fch, AX_ACT_FCH, ONE);
     LAYERS(fch_act, AX_ACT_FCH_ACT, ONE);
     LAYERS(res3, AX_ACT_RES3, ONE);
-    float *qkv32 = ONE(AX_ACT_QKV32), *atty32 = ONE(AX_ACT_ATTY32);
+    float *atty32 = ONE(AX_ACT_ATTY32);
     if (m->dtype == AX_BF16) m->dy_h = ONE_H(AX_ACT_DY_H);
     m->lnf = ONE(AX_ACT_LNF);
     m->lnf_mean = ONE(AX_ACT_LNF_MEAN);
@@ -329,13 +329,13 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
     m->cp_pos = (int32_t *)ONE(AX_ACT_CP_POS);
     for (int l = 0; base && l < m->cfg.n_layer; l++) { /* the fp32 working copies (gpt.h) */
         ax_layer_acts *a = &m->L[l];
-        int h = m->dtype == AX_BF16;
-        a->qkv32 = h ? qkv32 : (float *)a->qkv;
-        a->atty32 = h ? atty32 : (float *)a->atty;
-        a->fcy = h ? m->s1 : (float *)a->fch; /* s1: forward does not use it */
+        int h = m->dtype == AX_BF16, ring = g->gc > 1;
+        a->qkv32 = h ? m->s1 : (float *)a->qkv; /* s1: forward does not use it */
+        a->atty32 = !h ? (float *)a->atty : ring ? atty32 : NULL;
+        a->fcy = h ? m->s1 : (float *)a->fch;
     }
     /* the attention's rows: the sequence, or under the ring the rank's two chunks (nn/ring_attention.h) */
-    m->att_scratch = TAKE((int64_t)m->att_threads * ax_attention_scratch(T / g->gc));
+    m->att_scratch = TAKE((int64_t)m->att_threads * ax_attention_scratch(T / g->gc, m->hd));
     if (!ax_be()->host_memory) { /* the micro-batch, sent where the kernels read */
         m->dev_inputs = (int32_t *)TAKE(M);
         m->dev_targets = (int32_t *)TAKE(M);
@@ -527,26 +527,30 @@ void ax_gpt_final_norm(ax_gpt *m, void *out, float *mean, float *rstd, const flo
                  ax_gpt_param(m, AX_PID_LNFB(m)), M, scratch); /* no residual: x only read */
 }
 
-/* Causal attention over Bl sequences of T rows on this rank, a->qkv32 into
- * a->atty32 and a->lse: whole sequences, or under context parallelism the
- * rank's two chunks of each, the other chunks' keys and values coming
- * around the C ring (nn/ring_attention.h). */
+/* Causal attention over Bl sequences of T rows on this rank, from the kept
+ * q|k|v into a->atty and a->lse. Whole sequences: the kernels write atty in
+ * the model's dtype. Under context parallelism the rank's two chunks of
+ * each, the other chunks' keys and values coming around the C ring
+ * (nn/ring_attention.h), whose chunks merge in fp32: into a->atty32, then
+ * kept in dt as a GEMM output would be. */
 static void attention_forward(ax_gpt *m, ax_layer_acts *a, int Bl, int T) {
-    if (m->g->gc > 1)
-        ax_ring_attention_forward(&m->g->C, a->atty32, a->lse, a->qkv32, Bl, T / 2, m->Hl, m->KVl, m->hd, m->dtype,
-                                  m->ring_ws, m->att_scratch, m->att_threads);
-    else
-        ax_attention_forward(a->atty32, a->lse, a->qkv32, Bl, T, m->Hl, m->KVl, m->hd, m->dtype, m->att_scratch,
+    if (m->g->gc == 1) {
+        ax_attention_forward(a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->dtype, m->att_scratch,
                              m->att_threads);
+        return;
+    }
+    ax_ring_attention_forward(&m->g->C, a->atty32, a->lse, a->qkv, Bl, T / 2, m->Hl, m->KVl, m->hd, m->dtype,
+                              m->ring_ws, m->att_scratch, m->att_threads);
+    ax_bias_round(a->atty32, a->atty, m->dtype, NULL, Bl * T, m->proj.in_l);
 }
 
 /* its backward: dout (Bl*T, Cl) into dqkv (Bl*T, qkv width) */
 static void attention_backward(ax_gpt *m, ax_layer_acts *a, float *dqkv, const float *dout, int Bl, int T) {
     if (m->g->gc > 1)
-        ax_ring_attention_backward(&m->g->C, dqkv, dout, a->atty32, a->lse, a->qkv32, Bl, T / 2, m->Hl, m->KVl, m->hd,
+        ax_ring_attention_backward(&m->g->C, dqkv, dout, a->atty32, a->lse, a->qkv, Bl, T / 2, m->Hl, m->KVl, m->hd,
                                    m->dtype, m->ring_ws, m->att_scratch, m->att_threads);
     else
-        ax_attention_backward(dqkv, dout, a->atty32, a->lse, a->qkv32, Bl, T, m->Hl, m->KVl, m->hd, m->dtype,
+        ax_attention_backward(dqkv, dout, a->atty, a->lse, a->qkv, Bl, T, m->Hl, m->KVl, m->hd, m->dtype,
                               m->att_scratch, m->att_threads);
 }
 
@@ -557,8 +561,7 @@ void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, in
 #define P(k) ax_gpt_param(m, AX_PID(l, k))
     norm_forward(m, a->ln1, a->ln1_mean, a->ln1_rstd, (float *)h, NULL, NULL, P(AX_P_LN1W), P(AX_P_LN1B), M, scratch);
     /* q|k|v: the GEMM's fp32 output, its bias, rotary embedding, then kept in
-     * dt; the attention reads the kept values (widened) and writes its output
-     * in fp32, kept in dt the same way */
+     * dt; the attention reads the kept values and writes its output in dt */
     const float *qb = P(AX_P_QKVB);
     ax_linear_forward(&m->qkv, layer_weight(m, l, 0), NULL, ax_gpt_act(m, a->ln1, M, m->qkv.in_l), a->qkv32);
     if (m->rope_on) {
@@ -567,9 +570,10 @@ void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, in
         ax_rope_forward(&m->rope, a->qkv32, m->qkv.out_l, M, T, pos, m->Hl + m->KVl); /* q and k heads */
     }
     ax_bias_round(a->qkv32, a->qkv, dt, qb, M, m->qkv.out_l);
-    if (attend) attend(ctx, m, l, a);
-    else attention_forward(m, a, Bl, T);
-    ax_bias_round(a->atty32, a->atty, dt, NULL, M, m->proj.in_l);
+    if (attend) { /* it writes fp32 into atty32 */
+        attend(ctx, m, l, a);
+        ax_bias_round(a->atty32, a->atty, dt, NULL, M, m->proj.in_l);
+    } else attention_forward(m, a, Bl, T);
     /* res2 = (proj + bias) + h and ln2 = norm(res2) in one kernel */
     ax_linear_forward(&m->proj, layer_weight(m, l, 1), NULL, ax_gpt_act(m, a->atty, M, m->proj.in_l), a->res2);
     norm_forward(m, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(AX_P_PROJB), h, P(AX_P_LN2W), P(AX_P_LN2B), M,
@@ -710,14 +714,11 @@ static void layer_backward(ax_gpt *m, int l, int Bl, int T, const int32_t *pos) 
         ax_gpt_layer_forward(m, l, a, h, Bl, T, pos, m->scratch, NULL, NULL);
     }
     m->phase = AX_PHASE_BWD;
-    /* under bf16 the attention's fp32 inputs are one buffer for all layers:
-     * this layer's kept q|k|v and output widened into them, unless its
-     * forward just ran (fp32: they are the kept buffers) */
-    if (m->dtype == AX_BF16 && !fresh) ax_be()->cast(a->qkv32, AX_F32, a->qkv, AX_BF16, (size_t)M * m->qkv.out_l);
-    if (m->recompute == AX_RECOMPUTE_ATTN && !last) {
-        attention_forward(m, a, Bl, T);
-        ax_bias_round(a->atty32, a->atty, m->dtype, NULL, M, m->proj.in_l);
-    } else if (m->dtype == AX_BF16 && !fresh)
+    /* under bf16 the ring's fp32 output is one buffer for all layers: this
+     * layer's kept output widened into it, unless its forward just ran
+     * (whole sequences read the kept output itself) */
+    if (m->recompute == AX_RECOMPUTE_ATTN && !last) attention_forward(m, a, Bl, T);
+    else if (m->dtype == AX_BF16 && g->gc > 1 && !fresh)
         ax_be()->cast(a->atty32, AX_F32, a->atty, AX_BF16, (size_t)M * m->proj.in_l);
 #define P(k) ax_gpt_param(m, AX_PID(l, k))
 #define G(k) ax_gpt_grad(m, AX_PID(l, k))

@@ -70,9 +70,12 @@ typedef struct {
      * attention output, the MLP hidden before (fch) and after (fch_act) its
      * activation, GELU or SwiGLU */
     void *ln1, *qkv, *atty, *ln2, *fch, *fch_act;
-    /* fp32 working copies, for the kernels that read fp32 (attention) and for
-     * the GEMMs' fp32 outputs: the buffers above themselves under fp32,
-     * shared scratch under bf16 (holding the bf16 values, widened) */
+    /* fp32 working copies: the buffers above themselves under fp32; under
+     * bf16 shared scratch. qkv32 and fcy: the GEMMs' fp32 outputs (bias,
+     * rotary embedding and activation applied before they are kept in dt);
+     * atty32: the attention output of ring attention, whose chunks merge in
+     * fp32, and of KV-cache decoding, which reads qkv32 too (NULL under bf16
+     * without a ring: the attention kernels write the bf16 atty) */
     float *qkv32, *atty32, *fcy;
 } ax_layer_acts;
 
@@ -222,8 +225,7 @@ enum {
     AX_ACT_FCH,
     AX_ACT_FCH_ACT,
     AX_ACT_RES3,
-    AX_ACT_QKV32,
-    AX_ACT_ATTY32,
+    AX_ACT_ATTY32, /* the ring's fp32 output (bf16, C > 1) */
     AX_ACT_DY_H,
     AX_ACT_LNF,
     AX_ACT_LNF_MEAN,

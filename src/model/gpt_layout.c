@@ -56,9 +56,11 @@ void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int cp, int B,
         .buf[AX_ACT_FCH] = ACT(M * Fc, !block),
         .buf[AX_ACT_FCH_ACT] = ACT(M * Fa, !block),
         .buf[AX_ACT_RES3] = F32(M * Cx, 1), /* the next layer's input: always kept */
-        /* bf16: what the attention kernels read and write, fp32, one for all layers */
-        .buf[AX_ACT_QKV32] = F32(h ? M * Q : 0, 0),
-        .buf[AX_ACT_ATTY32] = F32(h ? M * Cy : 0, 0),
+        /* bf16 under context parallelism: ring attention's output, fp32 as
+         * its chunks merge, one for all layers (the attention reads the kept
+         * bf16 q|k|v, and without a ring writes the bf16 output itself; the
+         * q|k|v GEMM's fp32 output goes to S1) */
+        .buf[AX_ACT_ATTY32] = F32(h && cp > 1 ? M * Cy : 0, 0),
         .buf[AX_ACT_DY_H] = BF16(h ? dy : 0, 0),
         .buf[AX_ACT_LNF] = ACT(M * Cx, 0),
         .buf[AX_ACT_LNF_MEAN] = F32(M, 0),

@@ -16,14 +16,16 @@
 #include "backend/backend.h"
 #include <stddef.h>
 
-/* floats of scratch per thread for sequences of T tokens */
-size_t ax_attention_scratch(int T);
-/* scratch: nthr * ax_attention_scratch(T) floats; at most nthr threads run;
- * dt: the model's GEMM input precision (backend.h: bf16 may run the products in bf16) */
-void ax_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd, ax_dtype dt,
+/* floats of scratch per thread for sequences of T tokens, head size hd */
+size_t ax_attention_scratch(int T, int hd);
+/* scratch: nthr * ax_attention_scratch(T, hd) floats; at most nthr threads run.
+ * dt: the model's GEMM input dtype, in which qkv and out are stored (bf16:
+ * widened as loaded, out rounded once as stored; backend.h); bf16 may also
+ * run the products in bf16 */
+void ax_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int Hl, int KVl, int hd, ax_dtype dt,
                           float *scratch, int nthr);
-/* dqkv like qkv, overwritten; out and lse as the forward left them */
-void ax_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv, int B,
+/* dqkv (fp32) like qkv, overwritten; out and lse as the forward left them */
+void ax_attention_backward(float *dqkv, const float *dout, const void *out, const float *lse, const void *qkv, int B,
                            int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr);
 /* KV-cache decoding: one new query per row (qkv (nb, (Hl + 2 KVl) hd)) over a
  * cache of this layer laid out (nb, KVl, Tmax, hd); the new key and value go to len[b] */

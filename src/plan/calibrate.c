@@ -400,7 +400,7 @@ static double attn_rate(int T, int hd, size_t span, double min_s, MPI_Comm w) {
     int sets = ax_operand_sets(span, (2 * nq + 2 * no + nl) * sizeof(float), 64);
     float *qkv = operand(nq * sets), *dqkv = operand(nq * sets), *out = operand(no * sets);
     float *dout = operand(no * sets), *lse = operand(nl * sets);
-    a.scr = operand(ax_be()->attention_scratch(a.T) * a.nthr); /* per thread: hot in a step too */
+    a.scr = operand(ax_be()->attention_scratch(a.T, a.hd) * a.nthr); /* per thread: hot in a step too */
     put(qkv, nq * sets, hashed);
     put(dout, no * sets, thirteenths);
     ax_be()->zero(dqkv, nq * sets * sizeof(float)); /* every page touched before the timing */

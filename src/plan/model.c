@@ -233,18 +233,22 @@ static void fc_time(ax_acc *a, const ax_plan_job *j, const ax_dims *d, const ax_
 }
 
 /* The ring attention's transfers in one pass over the layers (nn/ring_attention.h; C > 1):
- * n per layer of a rank's key/value chunks (or their gradients, as many floats) to the
- * next rank of the C group, in fp32 (the ring's buffers). A transfer is one step of a
- * ring all-gather: charged as a 2-rank all-gather of its bytes at the C group's placement.
- * The ring keeps them in flight behind the attention of the chunks in hand: they hide up
- * to `window`, the attention seconds of the steps that run with a transfer in flight. */
-static void ring_time(ax_acc *a, const ax_dims *d, int n, double window) {
+ * per layer nkv of a rank's key/value chunks, stored as q|k|v is (ab bytes an element),
+ * and ngrad of their gradients (fp32), to the next rank of the C group. A transfer is one
+ * step of a ring all-gather: charged as a 2-rank all-gather of its bytes at the C group's
+ * placement. The ring keeps them in flight behind the attention of the chunks in hand:
+ * they hide up to `window`, the attention seconds of the steps that run with a transfer
+ * in flight. */
+static void ring_time(ax_acc *a, const ax_dims *d, int nkv, int ngrad, double window) {
     if (d->cp <= 1) return;
     ax_plan_cost *c = a->c;
-    double bytes = 4.0 * d->kvc, t = a->scale * n * ax_machine_coll(a->m, AX_COLL_AG, 2, c->place[AX_PG_C], bytes);
+    int at = c->place[AX_PG_C];
+    double kv = d->ab * d->kvc, g = 4.0 * d->kvc;
+    double t = a->scale * (nkv * ax_machine_coll(a->m, AX_COLL_AG, 2, at, kv) +
+                           ngrad * ax_machine_coll(a->m, AX_COLL_AG, 2, at, g));
     c->comm_s[AX_PG_C] += t;
-    c->comm_bytes[AX_PG_C] += a->scale * n * bytes;
-    c->n_coll[AX_PG_C] += a->scale * n;
+    c->comm_bytes[AX_PG_C] += a->scale * (nkv * kv + ngrad * g);
+    c->n_coll[AX_PG_C] += a->scale * (nkv + ngrad);
     a->hidden += fmin2(t, window);
 }
 
@@ -255,8 +259,8 @@ static void attention_time(ax_acc *a, const ax_dims *d, double att, int fwd_only
     int cp = d->cp;
     a->c->attn_s += att;
     double fwd = fwd_only ? att : att * 2 / 7; /* 2 of the 7 T^2 hd FLOPs (plan/model.h) */
-    ring_time(a, d, cp - 1, fwd * (cp - 1) / cp);
-    if (!fwd_only) ring_time(a, d, 2 * cp - 1, att - fwd);
+    ring_time(a, d, cp - 1, 0, fwd * (cp - 1) / cp);
+    if (!fwd_only) ring_time(a, d, cp - 1, cp, att - fwd);
 }
 
 /* The transformer blocks of a micro-batch, grad_accum times: pass 0 forward and backward of

@@ -5,7 +5,11 @@
  * arithmetic. Each (sequence, head) pair, and in the forward each query tile,
  * is one unit of work for one thread; in the backward a unit is a (sequence,
  * key/value head) pair with its query heads in order, so that it alone writes
- * its dk, dv and dq rows. Results do not depend on the thread count. */
+ * its dk, dv and dq rows. Results do not depend on the thread count.
+ * q, k, v stored in bf16 are widened a tile at a time into fp32 tiles of the
+ * thread's scratch, and a bf16 output is accumulated in one and rounded as it
+ * is stored: the products see the values an fp32 copy would hold, so the
+ * results are those of the fp32 path on the widened inputs. */
 #include "backend/cpu/cpu.h"
 #include "backend/kmath.h"
 #include <math.h>
@@ -14,15 +18,35 @@
 
 #define TL 64
 
-size_t ax_cpu_attention_scratch(int T) { return 2 * (size_t)TL * TL + (size_t)T + 2 * TL; }
+/* per thread: two score tiles, the rows' D (backward) or max and sum
+ * (forward), then four fp32 tiles (q, k, v, out) of TL rows for bf16 storage */
+size_t ax_cpu_attention_scratch(int T, int hd) {
+    return 2 * (size_t)TL * TL + (size_t)T + 2 * TL + 4 * (size_t)TL * hd;
+}
+static float *tiles(float *scratch, const ax_attn_block *a) { return scratch + 2 * (size_t)TL * TL + a->Tq + 2 * TL; }
+
+/* n rows of one head's hd values at element off of p (stored in st, row
+ * stride ld) as fp32 rows: fp32 ones where they are, bf16 ones widened into
+ * buf (row stride hd); *ldr: the rows' stride */
+static const float *rows_f32(const void *p, ax_dtype st, size_t off, int ld, int n, int hd, float *buf, int *ldr) {
+    if (st == AX_F32) {
+        *ldr = ld;
+        return (const float *)p + off;
+    }
+    const uint16_t *h = (const uint16_t *)p + off;
+    for (int r = 0; r < n; r++)
+        for (int e = 0; e < hd; e++) buf[(size_t)r * hd + e] = ax_bf16_widen(h[(size_t)r * ld + e]);
+    *ldr = hd;
+    return buf;
+}
 
 /* keys of tile j0 (nk of them) that query i may see */
 static inline int visible(int i, int j0, int nk) { return i - j0 + 1 < nk ? i - j0 + 1 : nk; }
 
-/* One query tile (nq rows of o, row stride Cl) before its first key tile: a
+/* One query tile (nq rows of o, row stride ldo) before its first key tile: a
  * fresh online softmax, or with ls (merge) one resumed from the result over
  * other keys (kmath.h: ax_softmax_resume). */
-static void tile_start(float *o, int Cl, int hd, int nq, const float *ls, float *mx, float *sum) {
+static void tile_start(float *o, int ldo, int hd, int nq, const float *ls, float *mx, float *sum) {
     for (int r = 0; r < nq; r++) {
         if (ls) {
             ax_softmax_resume(ls[r], &mx[r], &sum[r]);
@@ -30,25 +54,29 @@ static void tile_start(float *o, int Cl, int hd, int nq, const float *ls, float 
         }
         mx[r] = -INFINITY;
         sum[r] = 0;
-        memset(o + (size_t)r * Cl, 0, hd * sizeof(float));
+        memset(o + (size_t)r * ldo, 0, hd * sizeof(float));
     }
 }
 
 /* Query tile i0 (nq rows) of head h of sequence b over every visible key tile:
- * o (nq, hd) of out, and the rows' log-sum-exp. S, mx, sum: scratch. */
-static void forward_tile(const ax_attn_block *a, int b, int h, int i0, int nq, float *out, float *lse, int merge,
-                         float *S) {
-    int hd = a->hd, Cl = a->Hl * hd, kh = h / (a->Hl / a->KVl);
-    float scale = ax_attn_scale(hd), *mx = S + TL * TL, *sum = mx + TL;
-    const float *q = a->q + ((size_t)b * a->Sq + i0) * a->ldq + h * hd;
-    const float *k = a->k + (size_t)b * a->Sk * a->ldk + kh * hd, *v = a->v + (size_t)b * a->Sk * a->ldk + kh * hd;
-    float *o = out + ((size_t)b * a->Sq + i0) * Cl + h * hd, *ls = lse + ((size_t)b * a->Hl + h) * a->Sq + i0;
-    tile_start(o, Cl, hd, nq, merge ? ls : NULL, mx, sum);
+ * its rows of out (stored in ot; merged only in fp32) and their log-sum-exp.
+ * S: the thread's scratch. */
+static void forward_tile(const ax_attn_block *a, int b, int h, int i0, int nq, void *out, ax_dtype ot, float *lse,
+                         int merge, float *S) {
+    int hd = a->hd, Cl = a->Hl * hd, kh = h / (a->Hl / a->KVl), ldq, ldk, ldv, ldo = Cl;
+    float scale = ax_attn_scale(hd), *mx = S + TL * TL, *sum = mx + TL, *W = tiles(S, a);
+    size_t kb = (size_t)b * a->Sk * a->ldk + kh * hd, ob = ((size_t)b * a->Sq + i0) * Cl + h * hd;
+    const float *q = rows_f32(a->q, a->st, ((size_t)b * a->Sq + i0) * a->ldq + h * hd, a->ldq, nq, hd, W, &ldq);
+    float *o = ot == AX_F32 ? (float *)out + ob : W + 3 * TL * hd, *ls = lse + ((size_t)b * a->Hl + h) * a->Sq + i0;
+    if (ot != AX_F32) ldo = hd;
+    tile_start(o, ldo, hd, nq, merge ? ls : NULL, mx, sum);
     int jend = a->causal ? i0 + nq : a->Tk;
     for (int j0 = 0; j0 < jend; j0 += TL) {
         int nk = a->Tk - j0 < TL ? a->Tk - j0 : TL;
-        ax_cpu_sgemm(0, 1, nq, nk, hd, scale, q, a->ldq, k + (size_t)j0 * a->ldk, a->ldk, 0.0f, S,
-                     TL);              /* scores (nq, nk) */
+        size_t kj = kb + (size_t)j0 * a->ldk;
+        const float *k = rows_f32(a->k, a->st, kj, a->ldk, nk, hd, W + TL * hd, &ldk);
+        const float *v = rows_f32(a->v, a->st, kj, a->ldk, nk, hd, W + 2 * TL * hd, &ldv);
+        ax_cpu_sgemm(0, 1, nq, nk, hd, scale, q, ldq, k, ldk, 0.0f, S, TL); /* scores (nq, nk) */
         for (int r = 0; r < nq; r++) { /* online softmax: rescale what came before */
             float *s = S + (size_t)r * TL, m = mx[r], add = 0;
             int lim = a->causal ? visible(i0 + r, j0, nk) : nk;
@@ -60,59 +88,70 @@ static void forward_tile(const ax_attn_block *a, int b, int h, int i0, int nq, f
             }
             for (int j = lim; j < nk; j++) s[j] = 0.0f;
             if (m > mx[r] && mx[r] != -INFINITY) {
-                float c = ax_softmax_rescale(mx[r], m), *orow = o + (size_t)r * Cl;
+                float c = ax_softmax_rescale(mx[r], m), *orow = o + (size_t)r * ldo;
                 sum[r] *= c;
                 for (int e = 0; e < hd; e++) orow[e] *= c;
             }
             mx[r] = m;
             sum[r] += add;
         }
-        ax_cpu_sgemm(0, 0, nq, hd, nk, 1.0f, S, TL, v + (size_t)j0 * a->ldk, a->ldk, 1.0f, o, Cl); /* o += p v */
+        ax_cpu_sgemm(0, 0, nq, hd, nk, 1.0f, S, TL, v, ldv, 1.0f, o, ldo); /* o += p v */
     }
     for (int r = 0; r < nq; r++) {
-        float inv = 1.0f / sum[r], *orow = o + (size_t)r * Cl;
+        float inv = 1.0f / sum[r], *orow = o + (size_t)r * ldo;
         for (int e = 0; e < hd; e++) orow[e] *= inv;
+        if (ot != AX_F32)
+            for (int e = 0; e < hd; e++) ax_store(out, ot, ob + (size_t)r * Cl + e, orow[e]);
         ls[r] = ax_lse(mx[r], sum[r]);
+    }
+}
+
+/* the block's forward with out stored in ot */
+static void block_forward(const ax_attn_block *a, void *out, ax_dtype ot, float *lse, int merge, float *scratch,
+                          int nthr) {
+    int nt = (a->Tq + TL - 1) / TL;
+    size_t per = ax_cpu_attention_scratch(a->Tq, a->hd);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nthr)
+    for (int u = 0; u < a->B * a->Hl * nt; u++) {
+        int bh = u / nt, i0 = (u % nt) * TL, nq = a->Tq - i0 < TL ? a->Tq - i0 : TL;
+        forward_tile(a, bh / a->Hl, bh % a->Hl, i0, nq, out, ot, lse, merge,
+                     scratch + (size_t)omp_get_thread_num() * per);
     }
 }
 
 void ax_cpu_attention_block_forward(const ax_attn_block *a, float *out, float *lse, int merge, float *scratch,
                                     int nthr) {
-    int nt = (a->Tq + TL - 1) / TL;
-    size_t per = ax_cpu_attention_scratch(a->Tq);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nthr)
-    for (int u = 0; u < a->B * a->Hl * nt; u++) {
-        int bh = u / nt, i0 = (u % nt) * TL, nq = a->Tq - i0 < TL ? a->Tq - i0 : TL;
-        forward_tile(a, bh / a->Hl, bh % a->Hl, i0, nq, out, lse, merge, scratch + (size_t)omp_get_thread_num() * per);
-    }
+    block_forward(a, out, AX_F32, lse, merge, scratch, nthr);
 }
 
 /* Query head h of sequence b against the block's keys: its dq, and the shares
- * of dk, dv (of its key/value head) added. P: scratch. */
+ * of dk, dv (of its key/value head) added; out stored in ot. P: scratch. */
 static void backward_head(const ax_attn_block *a, int b, int h, float *dq, float *dk, float *dv, const float *dout,
-                          const float *out, const float *lse, float *P) {
-    int hd = a->hd, Cl = a->Hl * hd, kh = h / (a->Hl / a->KVl), ldq = a->ldq, ldk = a->ldk;
-    float scale = ax_attn_scale(hd), *dP = P + TL * TL, *D = dP + TL * TL;
+                          const void *out, ax_dtype ot, const float *lse, float *P) {
+    int hd = a->hd, Cl = a->Hl * hd, kh = h / (a->Hl / a->KVl), ldq = a->ldq, ldk = a->ldk, ldqi, ldkj, ldvj;
+    float scale = ax_attn_scale(hd), *dP = P + TL * TL, *D = dP + TL * TL, *W = tiles(P, a);
     size_t qb = (size_t)b * a->Sq * ldq + h * hd, kb = (size_t)b * a->Sk * ldk + kh * hd,
            ob = (size_t)b * a->Sq * Cl + h * hd;
-    const float *q = a->q + qb, *k = a->k + kb, *v = a->v + kb, *ls = lse + ((size_t)b * a->Hl + h) * a->Sq;
+    const float *ls = lse + ((size_t)b * a->Hl + h) * a->Sq;
     dq += qb;
     dk += kb;
     dv += kb;
     for (int i = 0; i < a->Tq; i++) { /* D_i = dO_i . O_i */
-        const float *dO = dout + ob + (size_t)i * Cl, *O = out + ob + (size_t)i * Cl;
+        const float *dO = dout + ob + (size_t)i * Cl;
         float d = 0;
-        for (int e = 0; e < hd; e++) d += dO[e] * O[e];
+        for (int e = 0; e < hd; e++) d += dO[e] * ax_load(out, ot, ob + (size_t)i * Cl + e);
         D[i] = d;
     }
     for (int j0 = 0; j0 < a->Tk; j0 += TL) {
         int nk = a->Tk - j0 < TL ? a->Tk - j0 : TL;
-        const float *kj = k + (size_t)j0 * ldk, *vj = v + (size_t)j0 * ldk;
+        const float *kj = rows_f32(a->k, a->st, kb + (size_t)j0 * ldk, ldk, nk, hd, W + TL * hd, &ldkj);
+        const float *vj = rows_f32(a->v, a->st, kb + (size_t)j0 * ldk, ldk, nk, hd, W + 2 * TL * hd, &ldvj);
         for (int i0 = a->causal ? j0 : 0; i0 < a->Tq; i0 += TL) {
             int nq = a->Tq - i0 < TL ? a->Tq - i0 : TL;
-            const float *qi = q + (size_t)i0 * ldq, *dOi = dout + ob + (size_t)i0 * Cl;
-            ax_cpu_sgemm(0, 1, nq, nk, hd, scale, qi, ldq, kj, ldk, 0.0f, P, TL); /* scores */
-            for (int r = 0; r < nq; r++) {                                        /* probabilities again */
+            const float *qi = rows_f32(a->q, a->st, qb + (size_t)i0 * ldq, ldq, nq, hd, W, &ldqi);
+            const float *dOi = dout + ob + (size_t)i0 * Cl;
+            ax_cpu_sgemm(0, 1, nq, nk, hd, scale, qi, ldqi, kj, ldkj, 0.0f, P, TL); /* scores */
+            for (int r = 0; r < nq; r++) {                                          /* probabilities again */
                 float *p = P + (size_t)r * TL, l = ls[i0 + r];
                 int lim = a->causal ? visible(i0 + r, j0, nk) : nk;
 #pragma omp simd
@@ -120,33 +159,41 @@ static void backward_head(const ax_attn_block *a, int b, int h, float *dq, float
                 for (int j = lim; j < nk; j++) p[j] = 0.0f;
             }
             ax_cpu_sgemm(1, 0, nk, hd, nq, 1.0f, P, TL, dOi, Cl, 1.0f, dv + (size_t)j0 * ldk, ldk); /* dv += p^T dO */
-            ax_cpu_sgemm(0, 1, nq, nk, hd, 1.0f, dOi, Cl, vj, ldk, 0.0f, dP, TL);                   /* dp = dO v^T */
+            ax_cpu_sgemm(0, 1, nq, nk, hd, 1.0f, dOi, Cl, vj, ldvj, 0.0f, dP, TL);                  /* dp = dO v^T */
             for (int r = 0; r < nq; r++) { /* softmax backward */
                 float *p = P + (size_t)r * TL, *dp = dP + (size_t)r * TL, d = D[i0 + r];
 #pragma omp simd
                 for (int j = 0; j < nk; j++) dp[j] = ax_softmax_ds(p[j], dp[j], d, scale);
             }
-            ax_cpu_sgemm(0, 0, nq, hd, nk, 1.0f, dP, TL, kj, ldk, 1.0f, dq + (size_t)i0 * ldq, ldq); /* dq += ds k */
-            ax_cpu_sgemm(1, 0, nk, hd, nq, 1.0f, dP, TL, qi, ldq, 1.0f, dk + (size_t)j0 * ldk, ldk); /* dk += ds^T q */
+            ax_cpu_sgemm(0, 0, nq, hd, nk, 1.0f, dP, TL, kj, ldkj, 1.0f, dq + (size_t)i0 * ldq, ldq); /* dq += ds k */
+            ax_cpu_sgemm(1, 0, nk, hd, nq, 1.0f, dP, TL, qi, ldqi, 1.0f, dk + (size_t)j0 * ldk, ldk); /* dk += ds^T q */
         }
+    }
+}
+
+/* the block's backward with out stored in ot */
+static void block_backward(const ax_attn_block *a, float *dq, float *dk, float *dv, const float *dout, const void *out,
+                           ax_dtype ot, const float *lse, float *scratch, int nthr) {
+    int grp = a->Hl / a->KVl;
+    size_t per = ax_cpu_attention_scratch(a->Tq, a->hd);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nthr)
+    for (int bk = 0; bk < a->B * a->KVl; bk++) {
+        int b = bk / a->KVl, kh = bk % a->KVl;
+        for (int h = kh * grp; h < (kh + 1) * grp; h++) /* its query heads, in order */
+            backward_head(a, b, h, dq, dk, dv, dout, out, ot, lse, scratch + (size_t)omp_get_thread_num() * per);
     }
 }
 
 void ax_cpu_attention_block_backward(const ax_attn_block *a, float *dq, float *dk, float *dv, const float *dout,
                                      const float *out, const float *lse, float *scratch, int nthr) {
-    int grp = a->Hl / a->KVl;
-    size_t per = ax_cpu_attention_scratch(a->Tq);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nthr)
-    for (int bk = 0; bk < a->B * a->KVl; bk++) {
-        int b = bk / a->KVl, kh = bk % a->KVl;
-        for (int h = kh * grp; h < (kh + 1) * grp; h++) /* its query heads, in order */
-            backward_head(a, b, h, dq, dk, dv, dout, out, lse, scratch + (size_t)omp_get_thread_num() * per);
-    }
+    block_backward(a, dq, dk, dv, dout, out, AX_F32, lse, scratch, nthr);
 }
 
-/* the causal attention of whole sequences: the block q = k = v = qkv */
-static ax_attn_block whole(const float *qkv, int B, int T, int Hl, int KVl, int hd, ax_dtype dt) {
+/* the causal attention of whole sequences: the block q = k = v = qkv, stored in dt */
+static ax_attn_block whole(const void *qkv, int B, int T, int Hl, int KVl, int hd, ax_dtype dt) {
     int ld = (Hl + 2 * KVl) * hd;
+    size_t es = dt == AX_BF16 ? sizeof(uint16_t) : sizeof(float);
+    const char *p = qkv;
     return (ax_attn_block){.B = B,
                            .Hl = Hl,
                            .KVl = KVl,
@@ -156,27 +203,28 @@ static ax_attn_block whole(const float *qkv, int B, int T, int Hl, int KVl, int 
                            .Sq = T,
                            .Sk = T,
                            .causal = 1,
-                           .q = qkv,
-                           .k = qkv + Hl * hd,
-                           .v = qkv + (Hl + KVl) * hd,
+                           .q = p,
+                           .k = p + (size_t)Hl * hd * es,
+                           .v = p + (size_t)(Hl + KVl) * hd * es,
                            .ldq = ld,
                            .ldk = ld,
-                           .dt = dt};
+                           .dt = dt,
+                           .st = dt};
 }
 
-void ax_cpu_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
+void ax_cpu_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int Hl, int KVl, int hd,
                               ax_dtype dt, float *scratch, int nthr) {
     ax_attn_block a = whole(qkv, B, T, Hl, KVl, hd, dt);
-    ax_cpu_attention_block_forward(&a, out, lse, 0, scratch, nthr);
+    block_forward(&a, out, dt, lse, 0, scratch, nthr);
 }
 
-void ax_cpu_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
+void ax_cpu_attention_backward(float *dqkv, const float *dout, const void *out, const float *lse, const void *qkv,
                                int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr) {
     ax_attn_block a = whole(qkv, B, T, Hl, KVl, hd, dt);
     size_t ld = (size_t)(Hl + 2 * KVl) * hd;
 #pragma omp parallel for schedule(static) num_threads(nthr)
     for (int r = 0; r < B * T; r++) memset(dqkv + (size_t)r * ld, 0, ld * sizeof(float)); /* the gradients start at 0 */
-    ax_cpu_attention_block_backward(&a, dqkv, dqkv + Hl * hd, dqkv + (Hl + KVl) * hd, dout, out, lse, scratch, nthr);
+    block_backward(&a, dqkv, dqkv + Hl * hd, dqkv + (Hl + KVl) * hd, dout, out, dt, lse, scratch, nthr);
 }
 
 void ax_cpu_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len, int nb, int Hl,

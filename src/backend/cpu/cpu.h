@@ -57,10 +57,10 @@ void ax_cpu_embedding_backward(float *dwte, float *dwpe, const float *dout, cons
                                int M, int T, int v0, int Vl, int Cl);
 void ax_cpu_xent(const void *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
                  int V, float dscale, void *dgrad, ax_dtype dt, float *scratch, const ax_reducer *Y);
-size_t ax_cpu_attention_scratch(int T);
-void ax_cpu_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
+size_t ax_cpu_attention_scratch(int T, int hd);
+void ax_cpu_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int Hl, int KVl, int hd,
                               ax_dtype dt, float *scratch, int nthr);
-void ax_cpu_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
+void ax_cpu_attention_backward(float *dqkv, const float *dout, const void *out, const float *lse, const void *qkv,
                                int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr);
 void ax_cpu_attention_block_forward(const ax_attn_block *a, float *out, float *lse, int merge, float *scratch,
                                     int nthr);

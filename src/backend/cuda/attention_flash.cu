@@ -67,12 +67,14 @@ __device__ static void mma_tile(float *c, int ldc, int acc, const bf16 *a, int l
     wmma::store_matrix_sync(c, f, ldc, wmma::mem_row_major);
 }
 
-/* BQ rows of hd fp32 columns at src (row stride ld) as bf16 in dst (row
- * stride ldd), rows from n on zero: a partial tile multiplies as zeros */
-__device__ static void stage(bf16 *dst, int ldd, const float *src, int ld, int n, int hd) {
+/* BQ rows of hd columns from element off of src (stored in st, row stride
+ * ld) as bf16 in dst (row stride ldd), rows from n on zero: a partial tile
+ * multiplies as zeros. A bf16 source is copied: rounding its widened value
+ * gives it back. */
+__device__ static void stage(bf16 *dst, int ldd, const void *src, ax_dtype st, size_t off, int ld, int n, int hd) {
     for (int t = threadIdx.x; t < BQ * hd; t += NT) {
         int r = t / hd, e = t % hd;
-        dst[r * ldd + e] = r < n ? ax_bf16_round(src[(size_t)r * ld + e]) : (bf16)0;
+        dst[r * ldd + e] = r < n ? ax_bf16_round(ax_load(src, st, off + (size_t)r * ld + e)) : (bf16)0;
     }
 }
 
@@ -86,24 +88,25 @@ __device__ static int keys_end(const ax_cuda_blk &a, int i0) { return a.causal ?
  * multiply: those right of the diagonal are all masked */
 __device__ static int chunks(const ax_cuda_blk &a, int i0, int j0, int w) { return a.causal && i0 == j0 ? w + 1 : NW; }
 
-/* a block per (query tile, b*Hl + h); the heaviest tiles, the last, first.
- * merge: out and lse combined with those already there by log-sum-exp. */
-__global__ static void __launch_bounds__(NT) fwd(float *out, float *lse, ax_cuda_blk a, int merge) {
+/* a block per (query tile, b*Hl + h); the heaviest tiles, the last, first;
+ * out stored in ot. merge: out (fp32) and lse combined with those already
+ * there by log-sum-exp. */
+__global__ static void __launch_bounds__(NT) fwd(void *out, ax_dtype ot, float *lse, ax_cuda_blk a, int merge) {
     extern __shared__ __align__(128) unsigned char ax_fsm[];
     int hd = a.hd, ldq = hd + 8, ldo = hd + 4, w = threadIdx.x / 32, lane = threadIdx.x % 32;
     bf16 *Qs = (bf16 *)ax_fsm, *Ks = Qs + BQ * ldq, *Vs = Ks + BQ * ldq, *Ps = Vs + BQ * ldq;
     float *S = (float *)(Ps + BQ * LDP), *O = S + BQ * LDS, *al = O + BQ * ldo, *ls = al + BQ;
     int bh = blockIdx.y, b = bh / a.Hl, h = bh % a.Hl, i0 = (gridDim.x - 1 - blockIdx.x) * BQ, nq = min(BQ, a.Tq - i0);
     int kh = h / (a.Hl / a.KVl), r = 16 * w + lane;
-    const float *k = a.k + (size_t)b * a.Sk * a.ldk + kh * hd, *v = a.v + (size_t)b * a.Sk * a.ldk + kh * hd;
+    size_t kv = (size_t)b * a.Sk * a.ldk + kh * hd;
     float scale = ax_attn_scale(hd), m = -INFINITY, l = 0.0f; /* row r's running max and sum (lanes < 16) */
-    stage(Qs, ldq, a.q + ((size_t)b * a.Sq + i0) * a.ldq + h * hd, a.ldq, nq, hd);
+    stage(Qs, ldq, a.q, a.st, ((size_t)b * a.Sq + i0) * a.ldq + h * hd, a.ldq, nq, hd);
     for (int t = threadIdx.x; t < BQ * ldo; t += NT) O[t] = 0.0f;
     for (int j0 = 0; j0 < keys_end(a, i0); j0 += BQ) {
         int nc = chunks(a, i0, j0, w);
         __syncthreads(); /* every warp done with the previous Ks, Vs */
-        stage(Ks, ldq, k + (size_t)j0 * a.ldk, a.ldk, min(BQ, a.Tk - j0), hd);
-        stage(Vs, ldq, v + (size_t)j0 * a.ldk, a.ldk, min(BQ, a.Tk - j0), hd);
+        stage(Ks, ldq, a.k, a.st, kv + (size_t)j0 * a.ldk, a.ldk, min(BQ, a.Tk - j0), hd);
+        stage(Vs, ldq, a.v, a.st, kv + (size_t)j0 * a.ldk, a.ldk, min(BQ, a.Tk - j0), hd);
         __syncthreads();
         for (int c = 0; c < nc; c++) /* S = Q K^T */
             mma_tile<a_row, b_col>(S + 16 * w * LDS + 16 * c, LDS, 0, Qs + 16 * w * ldq, ldq, 16, Ks + 16 * c * ldq,
@@ -139,9 +142,10 @@ __global__ static void __launch_bounds__(NT) fwd(float *out, float *lse, ax_cuda
     for (int t = lane; t < 16 * hd; t += 32) {
         int rr = 16 * w + t / hd, e = t % hd;
         if (rr >= nq) continue;
-        float *o = out + ((size_t)b * a.Sq + i0 + rr) * Cl + h * hd + e;
+        size_t at = ((size_t)b * a.Sq + i0 + rr) * Cl + h * hd + e;
+        float *o = (float *)out + at;
         if (!merge) {
-            *o = O[rr * ldo + e] / ls[rr];
+            ax_store(out, ot, at, O[rr * ldo + e] / ls[rr]);
             continue;
         }
         float la = lse[(size_t)bh * a.Sq + i0 + rr], lb = ax_lse(al[rr], ls[rr]), ln = ax_lse_merge(la, lb);
@@ -206,15 +210,15 @@ __global__ static void __launch_bounds__(NT)
     float *SW = (float *)(dSs + BQ * LDP), *dQ = SW + SCRATCH, *li = dQ + BQ * ldo, *di = li + BQ;
     int bh = blockIdx.y, b = bh / a.Hl, h = bh % a.Hl, i0 = (gridDim.x - 1 - blockIdx.x) * BQ, nq = min(BQ, a.Tq - i0);
     int Cl = a.Hl * hd, kh = h / (a.Hl / a.KVl);
-    const float *k = a.k + (size_t)b * a.Sk * a.ldk + kh * hd, *v = a.v + (size_t)b * a.Sk * a.ldk + kh * hd;
-    stage(Qs, ldq, a.q + ((size_t)b * a.Sq + i0) * a.ldq + h * hd, a.ldq, nq, hd);
-    stage(dOs, ldq, dout + ((size_t)b * a.Sq + i0) * Cl + h * hd, Cl, nq, hd);
+    size_t kv = (size_t)b * a.Sk * a.ldk + kh * hd;
+    stage(Qs, ldq, a.q, a.st, ((size_t)b * a.Sq + i0) * a.ldq + h * hd, a.ldq, nq, hd);
+    stage(dOs, ldq, dout, AX_F32, ((size_t)b * a.Sq + i0) * Cl + h * hd, Cl, nq, hd);
     stage_rows(li, di, lse, D, bh, i0, a);
     for (int t = threadIdx.x; t < BQ * ldo; t += NT) dQ[t] = 0.0f;
     for (int j0 = 0; j0 < keys_end(a, i0); j0 += BQ) {
         __syncthreads();
-        stage(Ks, ldq, k + (size_t)j0 * a.ldk, a.ldk, min(BQ, a.Tk - j0), hd);
-        stage(Vs, ldq, v + (size_t)j0 * a.ldk, a.ldk, min(BQ, a.Tk - j0), hd);
+        stage(Ks, ldq, a.k, a.st, kv + (size_t)j0 * a.ldk, a.ldk, min(BQ, a.Tk - j0), hd);
+        stage(Vs, ldq, a.v, a.st, kv + (size_t)j0 * a.ldk, a.ldk, min(BQ, a.Tk - j0), hd);
         __syncthreads();
         grad_scores(NULL, dSs, SW, Qs, dOs, Ks, Vs, li, di, i0, j0, a);
         __syncwarp();
@@ -242,15 +246,15 @@ __global__ static void __launch_bounds__(NT)
     int bk = blockIdx.y, b = bk / a.KVl, kh = bk % a.KVl, j0 = blockIdx.x * BQ, nk = min(BQ, a.Tk - j0);
     int grp = a.Hl / a.KVl, Cl = a.Hl * hd;
     size_t krow = ((size_t)b * a.Sk + j0) * a.ldk + kh * hd;
-    stage(Ks, ldq, a.k + krow, a.ldk, nk, hd);
-    stage(Vs, ldq, a.v + krow, a.ldk, nk, hd);
+    stage(Ks, ldq, a.k, a.st, krow, a.ldk, nk, hd);
+    stage(Vs, ldq, a.v, a.st, krow, a.ldk, nk, hd);
     for (int t = threadIdx.x; t < BQ * ldo; t += NT) dK[t] = dV[t] = 0.0f;
     for (int h = kh * grp; h < (kh + 1) * grp; h++)
         for (int i0 = a.causal ? j0 : 0; i0 < a.Tq; i0 += BQ) {
             int nq = min(BQ, a.Tq - i0), c0 = a.causal && i0 == j0 ? w : 0; /* query chunks above the diagonal */
             __syncthreads(); /* every warp done with the previous Qs, dOs, Ps, dSs */
-            stage(Qs, ldq, a.q + ((size_t)b * a.Sq + i0) * a.ldq + h * hd, a.ldq, nq, hd);
-            stage(dOs, ldq, dout + ((size_t)b * a.Sq + i0) * Cl + h * hd, Cl, nq, hd);
+            stage(Qs, ldq, a.q, a.st, ((size_t)b * a.Sq + i0) * a.ldq + h * hd, a.ldq, nq, hd);
+            stage(dOs, ldq, dout, AX_F32, ((size_t)b * a.Sq + i0) * Cl + h * hd, Cl, nq, hd);
             stage_rows(li, di, lse, D, (size_t)b * a.Hl + h, i0, a);
             __syncthreads();
             grad_scores(Ps, dSs, SW, Qs, dOs, Ks, Vs, li, di, i0, j0, a);
@@ -283,43 +287,44 @@ static void need_hd(int hd) {
         ax_fatal(__FILE__, __LINE__, "flash attention called for head size %d, which its plan refuses", hd);
 }
 
-static void flash_forward(const ax_cuda_blk &a, int B, float *out, float *lse, int merge) {
+static void flash_forward(const ax_cuda_blk &a, int B, void *out, ax_dtype ot, float *lse, int merge) {
     need_hd(a.hd);
     size_t sm = ax_flash_smem(AX_FLASH_FWD, a.hd);
     smem_allow((const void *)fwd, sm);
-    fwd<<<dim3((a.Tq + BQ - 1) / BQ, B * a.Hl), NT, sm, ax_cuda_stream()>>>(out, lse, a, merge);
+    fwd<<<dim3((a.Tq + BQ - 1) / BQ, B * a.Hl), NT, sm, ax_cuda_stream()>>>(out, ot, lse, a, merge);
     AX_CUDA_DONE();
 }
 
-/* the gradients stored (acc 0) or added to dq, dk, dv, from out and lse of the whole forward */
+/* the gradients stored (acc 0) or added to dq, dk, dv, from out (stored in ot) and lse of the whole forward */
 static void flash_backward(const ax_cuda_blk &a, int B, float *dq, float *dk, float *dv, const float *dout,
-                           const float *out, const float *lse, int acc) {
+                           const void *out, ax_dtype ot, const float *lse, int acc) {
     float *D = (float *)ax_cuda_tmp(AX_CUDA_TMP_ATTN, sizeof(float) * B * a.Hl * a.Tq);
     need_hd(a.hd);
     size_t sq = ax_flash_smem(AX_FLASH_DQ, a.hd), sk = ax_flash_smem(AX_FLASH_DKV, a.hd);
     smem_allow((const void *)bwd_dq, sq);
     smem_allow((const void *)bwd_dkv, sk);
-    ax_cuda_attention_rowdot_rows(D, dout, out, B, a.Sq, a.Tq, a.Hl, a.hd); /* D = rowsum(dO o), fp32 */
+    ax_cuda_attention_rowdot_rows(D, dout, out, ot, B, a.Sq, a.Tq, a.Hl, a.hd); /* D = rowsum(dO o), fp32 */
     bwd_dq<<<dim3((a.Tq + BQ - 1) / BQ, B * a.Hl), NT, sq, ax_cuda_stream()>>>(dq, dout, lse, D, a, acc);
     bwd_dkv<<<dim3((a.Tk + BQ - 1) / BQ, B * a.KVl), NT, sk, ax_cuda_stream()>>>(dk, dv, dout, lse, D, a, acc);
     AX_CUDA_DONE();
 }
 
-void ax_cuda_attention_flash_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd) {
-    flash_forward(ax_cuda_blk_full(qkv, T, Hl, KVl, hd), B, out, lse, 0);
+void ax_cuda_attention_flash_forward(void *out, float *lse, const void *qkv, ax_dtype st, int B, int T, int Hl, int KVl,
+                                     int hd) {
+    flash_forward(ax_cuda_blk_full(qkv, st, T, Hl, KVl, hd), B, out, st, lse, 0);
 }
 
-void ax_cuda_attention_flash_backward(float *dqkv, const float *dout, const float *out, const float *lse,
-                                      const float *qkv, int B, int T, int Hl, int KVl, int hd) {
-    flash_backward(ax_cuda_blk_full(qkv, T, Hl, KVl, hd), B, dqkv, dqkv + Hl * hd, dqkv + (Hl + KVl) * hd, dout, out,
-                   lse, 0);
+void ax_cuda_attention_flash_backward(float *dqkv, const float *dout, const void *out, const float *lse,
+                                      const void *qkv, ax_dtype st, int B, int T, int Hl, int KVl, int hd) {
+    flash_backward(ax_cuda_blk_full(qkv, st, T, Hl, KVl, hd), B, dqkv, dqkv + Hl * hd, dqkv + (Hl + KVl) * hd, dout,
+                   out, st, lse, 0);
 }
 
 void ax_cuda_attention_flash_block_forward(const ax_attn_block *a, float *out, float *lse, int merge) {
-    flash_forward(ax_cuda_blk_of(a), a->B, out, lse, merge);
+    flash_forward(ax_cuda_blk_of(a), a->B, out, AX_F32, lse, merge);
 }
 
 void ax_cuda_attention_flash_block_backward(const ax_attn_block *a, float *dq, float *dk, float *dv, const float *dout,
                                             const float *out, const float *lse) {
-    flash_backward(ax_cuda_blk_of(a), a->B, dq, dk, dv, dout, out, lse, 1);
+    flash_backward(ax_cuda_blk_of(a), a->B, dq, dk, dv, dout, out, AX_F32, lse, 1);
 }

@@ -1,6 +1,6 @@
 /* Causal attention on the matrix units, for bf16 models (dt == AX_BF16).
  *
- * q, k and v are rounded to bf16 and repacked per query head, (B*Hl, T, hd),
+ * q, k and v (stored in bf16, or fp32 rounded here) are repacked per query head, (B*Hl, T, hd),
  * k and v repeated for each query head of their group. For a chunk of heads
  * at a time, one batched cuBLASLt GEMM writes the scores in fp32, a warp per
  * row takes the softmax in fp32 (kmath's, as every backend), keeps the
@@ -51,16 +51,17 @@ int ax_cuda_attention_mode(ax_dtype dt, int hd) {
     return p.mode;
 }
 
-/* q, k, v (B*Hl, T, hd) bf16 from qkv (B*T, (Hl + 2 KVl) hd); n = B*Hl*T*hd */
-__global__ static void pack_qkv(bf16 *q, bf16 *k, bf16 *v, const float *qkv, int T, int Hl, int KVl, int hd, size_t n) {
+/* q, k, v (B*Hl, T, hd) bf16 from qkv (B*T, (Hl + 2 KVl) hd) stored in st; n = B*Hl*T*hd */
+__global__ static void pack_qkv(bf16 *q, bf16 *k, bf16 *v, const void *qkv, ax_dtype st, int T, int Hl, int KVl, int hd,
+                                size_t n) {
     int ld = (Hl + 2 * KVl) * hd, grp = Hl / KVl;
     EACH(t, n) {
         size_t r = t / hd, bh = r / T, i = r % T, b = bh / Hl;
         int e = (int)(t % hd), h = (int)(bh % Hl);
-        const float *row = qkv + (b * T + i) * ld;
-        q[t] = ax_bf16_round(row[h * hd + e]);
-        k[t] = ax_bf16_round(row[(Hl + h / grp) * hd + e]);
-        v[t] = ax_bf16_round(row[(Hl + KVl + h / grp) * hd + e]);
+        size_t row = (b * T + i) * ld;
+        q[t] = ax_bf16_round(ax_load(qkv, st, row + h * hd + e));
+        k[t] = ax_bf16_round(ax_load(qkv, st, row + (Hl + h / grp) * hd + e));
+        v[t] = ax_bf16_round(ax_load(qkv, st, row + (Hl + KVl + h / grp) * hd + e));
     }
 }
 
@@ -72,11 +73,12 @@ __global__ static void pack_heads(bf16 *dst, const float *src, int T, int Hl, in
     }
 }
 
-__global__ static void unpack_heads(float *dst, const float *src, int T, int Hl, int hd, size_t n) {
+/* and back, stored in dt */
+__global__ static void unpack_heads(void *dst, ax_dtype dt, const float *src, int T, int Hl, int hd, size_t n) {
     EACH(t, n) {
         size_t r = t / ((size_t)Hl * hd), b = r / T, i = r % T;
         int c = (int)(t % ((size_t)Hl * hd)), h = c / hd;
-        dst[t] = src[((b * Hl + h) * T + i) * hd + c % hd];
+        ax_store(dst, dt, t, src[((b * Hl + h) * T + i) * hd + c % hd]);
     }
 }
 
@@ -156,8 +158,9 @@ static void *carve(char **at, size_t bytes) {
     return p;
 }
 
-void ax_cuda_attention_mm_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd) {
-    cudaStream_t st = ax_cuda_stream();
+void ax_cuda_attention_mm_forward(void *out, float *lse, const void *qkv, ax_dtype st, int B, int T, int Hl, int KVl,
+                                  int hd) {
+    cudaStream_t s = ax_cuda_stream();
     int ldS = (T + 7) & ~7; /* bf16 rows 16-byte aligned for the GEMMs */
     size_t nbh = (size_t)B * Hl, nh = nbh * T * hd, per = (size_t)T * ldS;
     size_t c = chunk_heads(nbh, per * (sizeof(float) + sizeof(bf16)));
@@ -167,26 +170,26 @@ void ax_cuda_attention_mm_forward(float *out, float *lse, const float *qkv, int 
     float *o = (float *)carve(&w, nh * 4), *S = (float *)carve(&w, c * per * 4);
     bf16 *P = (bf16 *)carve(&w, c * per * 2);
     float scale = ax_attn_scale(hd);
-    pack_qkv<<<grid_of(nh), NT, 0, st>>>(q, k, v, qkv, T, Hl, KVl, hd, nh);
+    pack_qkv<<<grid_of(nh), NT, 0, s>>>(q, k, v, qkv, st, T, Hl, KVl, hd, nh);
     AX_CUDA_DONE();
     for (size_t c0 = 0; c0 < nbh; c0 += c) {
         int nc = (int)(nbh - c0 < c ? nbh - c0 : c);
         size_t at = c0 * T * hd, rows = (size_t)nc * T;
         ax_cuda_gemm(nc, scale, mat(q + at, AX_BF16, T, hd, hd), 0, mat(k + at, AX_BF16, T, hd, hd), 1, 0.0f,
                      mat(S, AX_F32, T, T, ldS)); /* S = q k^T scale */
-        softmax_fwd<<<ax_cuda_blocks(rows, ROWS_PER_BLOCK), NT, 0, st>>>(P, lse + c0 * T, S, T, ldS, rows);
+        softmax_fwd<<<ax_cuda_blocks(rows, ROWS_PER_BLOCK), NT, 0, s>>>(P, lse + c0 * T, S, T, ldS, rows);
         AX_CUDA_DONE();
         ax_cuda_gemm(nc, 1.0f, mat(P, AX_BF16, T, T, ldS), 0, mat(v + at, AX_BF16, T, hd, hd), 0, 0.0f,
                      mat(o + at, AX_F32, T, hd, hd)); /* o = P v */
     }
     size_t n = (size_t)B * T * Hl * hd;
-    unpack_heads<<<grid_of(n), NT, 0, st>>>(out, o, T, Hl, hd, n);
+    unpack_heads<<<grid_of(n), NT, 0, s>>>(out, st, o, T, Hl, hd, n);
     AX_CUDA_DONE();
 }
 
-void ax_cuda_attention_mm_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
-                                   int B, int T, int Hl, int KVl, int hd) {
-    cudaStream_t st = ax_cuda_stream();
+void ax_cuda_attention_mm_backward(float *dqkv, const float *dout, const void *out, const float *lse, const void *qkv,
+                                   ax_dtype st, int B, int T, int Hl, int KVl, int hd) {
+    cudaStream_t s = ax_cuda_stream();
     int ldS = (T + 7) & ~7;
     size_t nbh = (size_t)B * Hl, nh = nbh * T * hd, per = (size_t)T * ldS;
     size_t c = chunk_heads(nbh, per * 2 * (sizeof(float) + sizeof(bf16)));
@@ -199,10 +202,10 @@ void ax_cuda_attention_mm_backward(float *dqkv, const float *dout, const float *
     float *S = (float *)carve(&w, c * per * 4), *dP = (float *)carve(&w, c * per * 4);
     bf16 *P = (bf16 *)carve(&w, c * per * 2), *dS = (bf16 *)carve(&w, c * per * 2);
     float scale = ax_attn_scale(hd);
-    pack_qkv<<<grid_of(nh), NT, 0, st>>>(q, k, v, qkv, T, Hl, KVl, hd, nh);
-    pack_heads<<<grid_of(nh), NT, 0, st>>>(dO, dout, T, Hl, hd, nh);
+    pack_qkv<<<grid_of(nh), NT, 0, s>>>(q, k, v, qkv, st, T, Hl, KVl, hd, nh);
+    pack_heads<<<grid_of(nh), NT, 0, s>>>(dO, dout, T, Hl, hd, nh);
     AX_CUDA_DONE();
-    ax_cuda_attention_rowdot(D, dout, out, B, T, Hl, hd); /* D = rowsum(dO o), fp32 */
+    ax_cuda_attention_rowdot(D, dout, out, st, B, T, Hl, hd); /* D = rowsum(dO o), fp32 */
     for (size_t c0 = 0; c0 < nbh; c0 += c) {
         int nc = (int)(nbh - c0 < c ? nbh - c0 : c);
         size_t at = c0 * T * hd, rows = (size_t)nc * T;
@@ -210,8 +213,8 @@ void ax_cuda_attention_mm_backward(float *dqkv, const float *dout, const float *
                      mat(S, AX_F32, T, T, ldS)); /* S = q k^T scale */
         ax_cuda_gemm(nc, 1.0f, mat(dO + at, AX_BF16, T, hd, hd), 0, mat(v + at, AX_BF16, T, hd, hd), 1, 0.0f,
                      mat(dP, AX_F32, T, T, ldS)); /* dP = dO v^T */
-        softmax_bwd<<<ax_cuda_blocks(rows, ROWS_PER_BLOCK), NT, 0, st>>>(P, dS, S, dP, lse + c0 * T, D + c0 * T, T, ldS,
-                                                                         rows, scale);
+        softmax_bwd<<<ax_cuda_blocks(rows, ROWS_PER_BLOCK), NT, 0, s>>>(P, dS, S, dP, lse + c0 * T, D + c0 * T, T, ldS,
+                                                                        rows, scale);
         AX_CUDA_DONE();
         ax_cuda_gemm(nc, 1.0f, mat(P, AX_BF16, T, T, ldS), 1, mat(dO + at, AX_BF16, T, hd, hd), 0, 0.0f,
                      mat(dv + at, AX_F32, T, hd, hd)); /* dv = P^T dO */
@@ -221,6 +224,6 @@ void ax_cuda_attention_mm_backward(float *dqkv, const float *dout, const float *
                      mat(dk + at, AX_F32, T, hd, hd)); /* dk = dS^T q */
     }
     size_t n = (size_t)B * T * (Hl + 2 * KVl) * hd;
-    unpack_grads<<<grid_of(n), NT, 0, st>>>(dqkv, dq, dk, dv, T, Hl, KVl, hd, n);
+    unpack_grads<<<grid_of(n), NT, 0, s>>>(dqkv, dq, dk, dv, T, Hl, KVl, hd, n);
     AX_CUDA_DONE();
 }

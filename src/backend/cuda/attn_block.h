@@ -2,11 +2,12 @@
  * ax_attn_block), passed to them by value; plain C, so that the kernels'
  * host emulation (tests/flash_emu) reads the same definition.
  *
- *   ax_cuda_blk a = ax_cuda_blk_full(qkv, T, Hl, KVl, hd);   // the whole causal attention
- *   ax_cuda_blk c = ax_cuda_blk_of(&block);                  // one of ring attention's blocks
+ *   ax_cuda_blk a = ax_cuda_blk_full(qkv, dt, T, Hl, KVl, hd);   // the whole causal attention, stored in dt
+ *   ax_cuda_blk c = ax_cuda_blk_of(&block);                       // one of ring attention's blocks
  *
- * q, k, v point at head 0 of row 0; row b*Sq + i of the query side (q, dq,
- * out, dout; lse by (b*Hl + h)*Sq + i, the backward's D by (b*Hl + h)*Tq + i),
+ * q, k, v point at head 0 of row 0, their elements stored in st (kmath.h:
+ * ax_load widens bf16 ones); row b*Sq + i of the query side (q, dq, out,
+ * dout; lse by (b*Hl + h)*Sq + i, the backward's D by (b*Hl + h)*Tq + i),
  * row b*Sk + j of the key side (k, v, dk, dv). The whole causal attention is
  * the block q = k = v = qkv with every length T, so both run one code path. */
 #ifndef AX_BACKEND_CUDA_ATTN_BLOCK_H
@@ -14,18 +15,23 @@
 #include "backend/backend.h"
 
 typedef struct {
-    const float *q, *k, *v;
+    const void *q, *k, *v;
     int ldq, ldk, Sq, Sk, Tq, Tk, Hl, KVl, hd, causal;
+    ax_dtype st;
 } ax_cuda_blk;
 
-static inline ax_cuda_blk ax_cuda_blk_full(const float *qkv, int T, int Hl, int KVl, int hd) {
+static inline ax_cuda_blk ax_cuda_blk_full(const void *qkv, ax_dtype st, int T, int Hl, int KVl, int hd) {
     int ld = (Hl + 2 * KVl) * hd;
-    ax_cuda_blk a = {qkv, qkv + Hl * hd, qkv + (Hl + KVl) * hd, ld, ld, T, T, T, T, Hl, KVl, hd, 1};
+    size_t es = st == AX_BF16 ? 2 : 4;
+    const char *p = (const char *)qkv;
+    ax_cuda_blk a = {p, p + (size_t)Hl * hd * es, p + (size_t)(Hl + KVl) * hd * es, ld, ld, T, T, T, T, Hl, KVl, hd, 1,
+                     st};
     return a;
 }
 
 static inline ax_cuda_blk ax_cuda_blk_of(const ax_attn_block *x) {
-    ax_cuda_blk a = {x->q, x->k, x->v, x->ldq, x->ldk, x->Sq, x->Sk, x->Tq, x->Tk, x->Hl, x->KVl, x->hd, x->causal};
+    ax_cuda_blk a = {x->q,  x->k,  x->v,  x->ldq, x->ldk, x->Sq,     x->Sk,
+                     x->Tq, x->Tk, x->Hl, x->KVl, x->hd,  x->causal, x->st};
     return a;
 }
 #endif

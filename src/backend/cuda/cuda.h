@@ -66,7 +66,7 @@ void ax_cuda_embedding_backward(float *dwte, float *dwpe, const float *dout, con
                                 int M, int T, int v0, int Vl, int Cl);
 void ax_cuda_xent(const void *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
                   int V, float dscale, void *dgrad, ax_dtype dt, float *scratch, const ax_reducer *Y);
-size_t ax_cuda_attention_scratch(int T);
+size_t ax_cuda_attention_scratch(int T, int hd);
 /* the attention path (AX_CUDA_ATTN_*) for models of GEMM precision dt and
  * head dimension hd on this rank's device: attn_plan.h's rules for what
  * AXONN_CUDA_ATTN asks (read at open: tiled, mm, flash or auto; unset, mm);
@@ -85,9 +85,9 @@ typedef struct {
     int logs;
 } ax_cuda_caps;
 const ax_cuda_caps *ax_cuda_caps_get(void);
-void ax_cuda_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
+void ax_cuda_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int Hl, int KVl, int hd,
                                ax_dtype dt, float *scratch, int nthr);
-void ax_cuda_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
+void ax_cuda_attention_backward(float *dqkv, const float *dout, const void *out, const float *lse, const void *qkv,
                                 int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr);
 void ax_cuda_attention_decode(float *out, const float *qkv, float *kc, float *vc, const int *len, int nb, int Hl,
                               int KVl, int hd, int Tmax);
@@ -135,22 +135,24 @@ enum {
 
 /* attention on the matrix units (attention_mm.cu) and as flash attention on
  * them (attention_flash.cu), and their passes */
-void ax_cuda_attention_mm_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd);
-void ax_cuda_attention_mm_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
-                                   int B, int T, int Hl, int KVl, int hd);
-void ax_cuda_attention_flash_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd);
-void ax_cuda_attention_flash_backward(float *dqkv, const float *dout, const float *out, const float *lse,
-                                      const float *qkv, int B, int T, int Hl, int KVl, int hd);
+void ax_cuda_attention_mm_forward(void *out, float *lse, const void *qkv, ax_dtype st, int B, int T, int Hl, int KVl,
+                                  int hd);
+void ax_cuda_attention_mm_backward(float *dqkv, const float *dout, const void *out, const float *lse, const void *qkv,
+                                   ax_dtype st, int B, int T, int Hl, int KVl, int hd);
+void ax_cuda_attention_flash_forward(void *out, float *lse, const void *qkv, ax_dtype st, int B, int T, int Hl, int KVl,
+                                     int hd);
+void ax_cuda_attention_flash_backward(float *dqkv, const float *dout, const void *out, const float *lse,
+                                      const void *qkv, ax_dtype st, int B, int T, int Hl, int KVl, int hd);
 /* one block (ax_attn_block) as flash attention: the forward, and the backward's
  * share added to dq, dk, dv */
 void ax_cuda_attention_flash_block_forward(const ax_attn_block *a, float *out, float *lse, int merge);
 void ax_cuda_attention_flash_block_backward(const ax_attn_block *a, float *dq, float *dk, float *dv, const float *dout,
                                             const float *out, const float *lse);
-/* D (B, Hl, T) = rowsum(dout o out) per query head, the softmax backward's row term */
-void ax_cuda_attention_rowdot(float *D, const float *dout, const float *out, int B, int T, int Hl, int hd);
+/* D (B, Hl, T) = rowsum(dout o out) per query head, the softmax backward's row term; out stored in ot */
+void ax_cuda_attention_rowdot(float *D, const float *dout, const void *out, ax_dtype ot, int B, int T, int Hl, int hd);
 /* D[(b*Hl + h)*Tq + i] = dout_i . out_i over rows i < Tq of Sq per sequence, queued */
-void ax_cuda_attention_rowdot_rows(float *D, const float *dout, const float *out, int B, int Sq, int Tq, int Hl,
-                                   int hd);
+void ax_cuda_attention_rowdot_rows(float *D, const float *dout, const void *out, ax_dtype ot, int B, int Sq, int Tq,
+                                   int Hl, int hd);
 void *ax_cuda_tmp(int slot, size_t bytes);
 
 static inline unsigned ax_cuda_blocks(size_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }

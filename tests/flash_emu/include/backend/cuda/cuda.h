@@ -38,19 +38,20 @@ int cudaFuncSetAttribute(const void *f, int attr, int v);
 enum { AX_CUDA_TMP_ATTN, AX_CUDA_TMP_ATTN_MM };
 [[noreturn]] void ax_fatal(const char *file, int line, const char *fmt, ...);
 void *ax_cuda_tmp(int slot, size_t bytes);
-void ax_cuda_attention_rowdot(float *D, const float *dout, const float *out, int B, int T, int Hl, int hd);
-void ax_cuda_attention_rowdot_rows(float *D, const float *dout, const float *out, int B, int Sq, int Tq, int Hl,
-                                   int hd);
-void ax_cuda_attention_flash_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd);
-void ax_cuda_attention_flash_backward(float *dqkv, const float *dout, const float *out, const float *lse,
-                                      const float *qkv, int B, int T, int Hl, int KVl, int hd);
+void ax_cuda_attention_rowdot(float *D, const float *dout, const void *out, ax_dtype ot, int B, int T, int Hl, int hd);
+void ax_cuda_attention_rowdot_rows(float *D, const float *dout, const void *out, ax_dtype ot, int B, int Sq, int Tq,
+                                   int Hl, int hd);
+void ax_cuda_attention_flash_forward(void *out, float *lse, const void *qkv, ax_dtype st, int B, int T, int Hl, int KVl,
+                                     int hd);
+void ax_cuda_attention_flash_backward(float *dqkv, const float *dout, const void *out, const float *lse,
+                                      const void *qkv, ax_dtype st, int B, int T, int Hl, int KVl, int hd);
 void ax_cuda_attention_flash_block_forward(const ax_attn_block *a, float *out, float *lse, int merge);
 void ax_cuda_attention_flash_block_backward(const ax_attn_block *a, float *dq, float *dk, float *dv, const float *dout,
                                             const float *out, const float *lse);
 /* attention.cu's (tiled) entries, emulated in tiled_emu.cc */
-void ax_cuda_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd,
+void ax_cuda_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int Hl, int KVl, int hd,
                                ax_dtype dt, float *scratch, int nthr);
-void ax_cuda_attention_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
+void ax_cuda_attention_backward(float *dqkv, const float *dout, const void *out, const float *lse, const void *qkv,
                                 int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr);
 void ax_cuda_attention_block_forward(const ax_attn_block *a, float *out, float *lse, int merge, float *scratch,
                                      int nthr);
@@ -59,9 +60,10 @@ void ax_cuda_attention_block_backward(const ax_attn_block *a, float *dq, float *
 /* the path the emulated selection returns (AX_CUDA_ATTN_TILED or _FLASH; emu.cc sets it) */
 extern int emu_attn_mode;
 static inline int ax_cuda_attention_mode(ax_dtype, int) { return emu_attn_mode; }
-void ax_cuda_attention_mm_forward(float *out, float *lse, const float *qkv, int B, int T, int Hl, int KVl, int hd);
-void ax_cuda_attention_mm_backward(float *dqkv, const float *dout, const float *out, const float *lse, const float *qkv,
-                                   int B, int T, int Hl, int KVl, int hd);
+void ax_cuda_attention_mm_forward(void *out, float *lse, const void *qkv, ax_dtype st, int B, int T, int Hl, int KVl,
+                                  int hd);
+void ax_cuda_attention_mm_backward(float *dqkv, const float *dout, const void *out, const float *lse, const void *qkv,
+                                   ax_dtype st, int B, int T, int Hl, int KVl, int hd);
 static inline unsigned ax_cuda_blocks(size_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }
 /* warp shuffles: each lane leaves its value in its slot, the warp meets, reads, meets again */
 float emu_shfl(float v, int src_lane);
