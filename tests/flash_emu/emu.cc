@@ -19,8 +19,9 @@
  * the backward's shares added), through the block entries on the tiled path
  * (attention.cu, its warp shuffles emulated) and, at head sizes flash takes,
  * on flash; the tiled path's whole causal attention of the 3 Tc rows; and
- * the blocks again with q|k|v and the packed copies stored in bf16 (their
- * values are bf16 ones), bit for bit the fp32-stored blocks' results.
+ * with --ring --stored the blocks again with q|k|v and the packed copies
+ * stored in bf16 (their values are bf16 ones), bit for bit the fp32-stored
+ * blocks' results.
  *
  * With --stored, each shape is B,T,Hl,KVl,hd: the whole attention with q|k|v
  * and out stored in bf16 against fp32 copies of the same values. */
@@ -266,6 +267,8 @@ static void ring(int mode, int bf, int B, int nch, int Tc, int Hl, int KVl, int 
                     dqkv[((size_t)b * T + d * Tc + i) * ld + Cl + e] += dkv[d][((size_t)b * Tc + i) * lk + e];
 }
 
+static int ring_stored; /* --ring --stored: the bf16-stored blocks too */
+
 /* one shape B,Tc,Hl,KVl,hd as ring attention of 3 chunks against fp64: the
  * tiled blocks (fp32: 1e-5, 1e-5, 1e-4), the tiled whole attention, and
  * flash's blocks where it takes hd (bf16 operands: 1e-2, 2e-3, 1e-2); q|k|v
@@ -284,7 +287,7 @@ static int check_ring(const char *shape) {
     std::vector<double> ro, rl, rd;
     ref(B, T, Hl, KVl, hd, qkv.data(), dout.data(), ro, rl, rd);
     std::vector<float> kept[3][3]; /* out, lse, dqkv of the fp32-stored blocks: tiled (run 0), flash (run 2) */
-    for (int run = 0; run < 5; run++) {
+    for (int run = 0; run < (ring_stored ? 5 : 3); run++) {
         int flash = run == 2 || run == 4, bf = run >= 3;
         if (flash && (hd % AX_FLASH_HD_STEP || hd > AX_FLASH_HD_MAX)) continue;
         std::vector<float> out(dout.size(), NAN), lse((size_t)B * Hl * T, NAN), dq(qkv.size(), NAN);
@@ -368,8 +371,9 @@ static int check_stored(const char *shape) {
 
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--ring")) {
-        int fail = 0;
-        for (int a = 2; a < argc; a++) fail |= check_ring(argv[a]);
+        int fail = 0, a = 2;
+        if (argc > 2 && !strcmp(argv[2], "--stored")) ring_stored = 1, a = 3;
+        for (; a < argc; a++) fail |= check_ring(argv[a]);
         return fail;
     }
     if (argc > 1 && !strcmp(argv[1], "--stored")) {

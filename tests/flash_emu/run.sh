@@ -2,7 +2,8 @@
 # Emulate attention_flash.cu's kernels on the CPU (see emu.cc) and compare them
 # with an fp64 attention: ./tests/flash_emu/run.sh [B,T,Hl,KVl,hd ...]
 # (without shapes, emu.cc's default set); ./tests/flash_emu/run.sh --ring
-# B,Tc,Hl,KVl,hd ...: ring attention's blocks on the tiled and flash paths;
+# [--stored] B,Tc,Hl,KVl,hd ...: ring attention's blocks on the tiled and flash
+# paths (--stored: also stored in bf16, against fp32);
 # ./tests/flash_emu/run.sh --stored B,T,Hl,KVl,hd ...: q|k|v and out stored in
 # bf16 against fp32 copies of the same values, bitwise, on both paths
 set -e
