@@ -78,6 +78,24 @@ typedef struct {
     ax_dtype st; /* how q, k, v are stored */
 } ax_attn_block;
 
+/* The whole causal attention of B sequences of T rows of q|k|v ((Hl + 2 KVl)
+ * * hd wide, stored in dt): the block q = k = v = qkv, every length T.
+ * Written with assignments so that C++ (the CUDA sources) reads it too. */
+static inline ax_attn_block ax_attn_block_whole(const void *qkv, int B, int T, int Hl, int KVl, int hd, ax_dtype dt) {
+    const char *p = (const char *)qkv;
+    size_t es = dt == AX_BF16 ? 2 : 4;
+    ax_attn_block a;
+    a.B = B, a.Hl = Hl, a.KVl = KVl, a.hd = hd;
+    a.Tq = a.Tk = a.Sq = a.Sk = T;
+    a.causal = 1;
+    a.q = p;
+    a.k = p + (size_t)Hl * hd * es;
+    a.v = p + (size_t)(Hl + KVl) * hd * es;
+    a.ldq = a.ldk = (Hl + 2 * KVl) * hd;
+    a.dt = a.st = dt;
+    return a;
+}
+
 typedef struct {
     void (*sum)(void *ctx, float *buf, size_t n); /* in place, over the group */
     void (*max)(void *ctx, float *buf, size_t n);

@@ -69,28 +69,6 @@ static int pair_block(const ring *g, int qh, int kh, const float *kv, int src, a
     return 1;
 }
 
-/* the whole causal attention of the 2Tc rows as one block, for C = 1: the
- * block entries, whose output is fp32 (the whole-attention ones store it in dt) */
-static ax_attn_block whole(const ring *g) {
-    int T = 2 * g->Tc;
-    return (ax_attn_block){.B = g->Bl,
-                           .Hl = g->Hl,
-                           .KVl = g->KVl,
-                           .hd = g->hd,
-                           .Tq = T,
-                           .Tk = T,
-                           .Sq = T,
-                           .Sk = T,
-                           .causal = 1,
-                           .q = g->qkv,
-                           .k = elem(g, g->qkv, (size_t)g->Hl * g->hd),
-                           .v = elem(g, g->qkv, (size_t)(g->Hl + g->KVl) * g->hd),
-                           .ldq = g->ld,
-                           .ldk = g->ld,
-                           .dt = g->dt,
-                           .st = g->dt};
-}
-
 /* The visible pairs of this rank's queries against the key/value chunks of
  * rank src: out (Bl*2Tc, Hl*hd), lse (Bl, Hl, 2Tc), each query half written
  * by its first block (written[qh] 0), merged by the later ones. */
@@ -108,8 +86,10 @@ static void forward_step(const ring *g, const float *kv, int src, float *out, fl
 void ax_ring_attention_forward(ax_comm *C, float *out, float *lse, const void *qkv, int Bl, int Tc, int Hl, int KVl,
                                int hd, ax_dtype dt, float *ws, float *scratch, int nthr) {
     ring g = ring_of(C, qkv, Bl, Tc, Hl, KVl, hd, dt, scratch, nthr);
-    if (C->size == 1) { /* chunks 0 and 1 in order: the whole sequence */
-        ax_attn_block a = whole(&g);
+    if (C->size == 1) { /* chunks 0 and 1 in order: the whole sequence, through the
+                         * block entry, as the output here is fp32 (the whole-attention
+                         * entry stores it in dt) */
+        ax_attn_block a = ax_attn_block_whole(g.qkv, g.Bl, 2 * g.Tc, g.Hl, g.KVl, g.hd, g.dt);
         ax_be()->attention_block_forward(&a, out, lse, 0, scratch, nthr);
         return;
     }
@@ -149,7 +129,7 @@ void ax_ring_attention_backward(ax_comm *C, float *dqkv, const float *dout, cons
                                 float *scratch, int nthr) {
     ring g = ring_of(C, qkv, Bl, Tc, Hl, KVl, hd, dt, scratch, nthr);
     if (C->size == 1) {
-        ax_attn_block a = whole(&g);
+        ax_attn_block a = ax_attn_block_whole(g.qkv, g.Bl, 2 * g.Tc, g.Hl, g.KVl, g.hd, g.dt);
         ax_be()->zero(dqkv, (size_t)Bl * 2 * Tc * g.ld * sizeof(float));
         ax_be()->attention_block_backward(&a, dqkv, dqkv + Hl * hd, dqkv + (Hl + KVl) * hd, dout, out, lse, scratch,
                                           nthr);

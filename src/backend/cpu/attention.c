@@ -189,38 +189,15 @@ void ax_cpu_attention_block_backward(const ax_attn_block *a, float *dq, float *d
     block_backward(a, dq, dk, dv, dout, out, AX_F32, lse, scratch, nthr);
 }
 
-/* the causal attention of whole sequences: the block q = k = v = qkv, stored in dt */
-static ax_attn_block whole(const void *qkv, int B, int T, int Hl, int KVl, int hd, ax_dtype dt) {
-    int ld = (Hl + 2 * KVl) * hd;
-    size_t es = dt == AX_BF16 ? sizeof(uint16_t) : sizeof(float);
-    const char *p = qkv;
-    return (ax_attn_block){.B = B,
-                           .Hl = Hl,
-                           .KVl = KVl,
-                           .hd = hd,
-                           .Tq = T,
-                           .Tk = T,
-                           .Sq = T,
-                           .Sk = T,
-                           .causal = 1,
-                           .q = p,
-                           .k = p + (size_t)Hl * hd * es,
-                           .v = p + (size_t)(Hl + KVl) * hd * es,
-                           .ldq = ld,
-                           .ldk = ld,
-                           .dt = dt,
-                           .st = dt};
-}
-
 void ax_cpu_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int Hl, int KVl, int hd,
                               ax_dtype dt, float *scratch, int nthr) {
-    ax_attn_block a = whole(qkv, B, T, Hl, KVl, hd, dt);
+    ax_attn_block a = ax_attn_block_whole(qkv, B, T, Hl, KVl, hd, dt);
     block_forward(&a, out, dt, lse, 0, scratch, nthr);
 }
 
 void ax_cpu_attention_backward(float *dqkv, const float *dout, const void *out, const float *lse, const void *qkv,
                                int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *scratch, int nthr) {
-    ax_attn_block a = whole(qkv, B, T, Hl, KVl, hd, dt);
+    ax_attn_block a = ax_attn_block_whole(qkv, B, T, Hl, KVl, hd, dt);
     size_t ld = (size_t)(Hl + 2 * KVl) * hd;
 #pragma omp parallel for schedule(static) num_threads(nthr)
     for (int r = 0; r < B * T; r++) memset(dqkv + (size_t)r * ld, 0, ld * sizeof(float)); /* the gradients start at 0 */

@@ -20,18 +20,14 @@ typedef struct {
     ax_dtype st;
 } ax_cuda_blk;
 
-static inline ax_cuda_blk ax_cuda_blk_full(const void *qkv, ax_dtype st, int T, int Hl, int KVl, int hd) {
-    int ld = (Hl + 2 * KVl) * hd;
-    size_t es = st == AX_BF16 ? 2 : 4;
-    const char *p = (const char *)qkv;
-    ax_cuda_blk a = {p, p + (size_t)Hl * hd * es, p + (size_t)(Hl + KVl) * hd * es, ld, ld, T, T, T, T, Hl, KVl, hd, 1,
-                     st};
-    return a;
-}
-
 static inline ax_cuda_blk ax_cuda_blk_of(const ax_attn_block *x) {
     ax_cuda_blk a = {x->q,  x->k,  x->v,  x->ldq, x->ldk, x->Sq,     x->Sk,
                      x->Tq, x->Tk, x->Hl, x->KVl, x->hd,  x->causal, x->st};
     return a;
+}
+/* the whole causal attention (backend.h: ax_attn_block_whole), stored in st */
+static inline ax_cuda_blk ax_cuda_blk_full(const void *qkv, ax_dtype st, int T, int Hl, int KVl, int hd) {
+    ax_attn_block w = ax_attn_block_whole(qkv, 1, T, Hl, KVl, hd, st);
+    return ax_cuda_blk_of(&w);
 }
 #endif
