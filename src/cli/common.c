@@ -106,7 +106,8 @@ int ax_cli_backend(const ax_cli_backend_flags *b) {
     AX_TRY(ax_agree(MPI_COMM_WORLD, ax_backend_use(b->name ? b->name : "cpu", local)));
     char line[1024];
     AX_TRY(ax_agree(MPI_COMM_WORLD, ax_devices_check(MPI_COMM_WORLD, b->share_gpu, line, sizeof line)));
-    if (rank == 0 && !ax_be()->host_memory) printf("%s\n", line);
+    /* a diagnostic, on stderr: stdout is eval --json's object and sample's text */
+    if (rank == 0 && !ax_be()->host_memory) fprintf(stderr, "%s\n", line);
     return 0;
 }
 

@@ -1,16 +1,13 @@
 /* Host emulation of src/backend/cuda/attention_flash.cu, for checking it
  * without a GPU: tests/flash_emu/run.sh compiles the kernel source with g++
- * against mock CUDA headers (include/): a block's threads run as fibers
- * with real barriers, and WMMA fragments hold the whole 16x16 tile, each
- * warp-collective call done once, in lane 0 (valid because the kernels never
- * index fragment elements). The outputs are compared with an fp64 attention;
- * errors should be those of bf16 operands (~2-3e-3 for out and dqkv).
- * Shared memory starts as NaN, writes past the launch's size abort, a block
- * must write the last byte its launch asked for (the layout attn_plan.h
- * states is the kernel's), threads left waiting on a barrier abort, and a
- * warp whose barrier opens runs ahead of the others (EMU_FAIR=1: round
- * robin; EMU_SHUFFLE=1: a random order each round), so a missing
- * __syncthreads shows as NaN. Arguments: shapes B,T,Hl,KVl,hd.
+ * against the device language of tests/cuda_emu (its blocks' threads as
+ * fibers with real barriers, shared memory that starts as NaN and must be
+ * used exactly as the launch asked; include/emu_device.h) and a mock of the
+ * backend's cuda.h (include/). WMMA fragments hold the whole 16x16 tile,
+ * each warp-collective call done once, in lane 0 (cuda_emu/include/mma.h).
+ * The outputs are compared with an fp64 attention; errors should be those
+ * of bf16 operands (~2-3e-3 for out and dqkv). Arguments: shapes
+ * B,T,Hl,KVl,hd.
  *
  * With --ring, each shape is B,Tc,Hl,KVl,hd: sequences of 3 chunks of Tc
  * rows, attended as ring attention's blocks (backend.h: ax_attn_block; each
@@ -30,104 +27,8 @@
 #include <stdarg.h>
 #include "backend/cuda/cuda.h"
 #include "mma.h"
-unsigned char ax_fsm[1 << 20] __attribute__((aligned(128)));
 #include "flash.cc"
 
-uint3e threadIdx, blockIdx;
-dim3 gridDim, blockDim;
-/* A fiber switch that saves only what the ABI says a callee keeps (x86-64
- * System V): glibc's swapcontext also saves the signal mask, a system call
- * per switch, which made the emulation ten times slower. */
-extern "C" void emu_switch(void **save_sp, void *load_sp);
-asm(".text\n.globl emu_switch\n.type emu_switch,@function\nemu_switch:\n"
-    "pushq %rbp\npushq %rbx\npushq %r12\npushq %r13\npushq %r14\npushq %r15\n"
-    "movq %rsp, (%rdi)\nmovq %rsi, %rsp\n"
-    "popq %r15\npopq %r14\npopq %r13\npopq %r12\npopq %rbx\npopq %rbp\nret\n");
-static void *sched;
-struct Fiber { void *sp; int done; const int *gen; int gen_seen; }; /* gen: the barrier generation it waits on to move */
-static std::vector<Fiber> fib;
-static std::vector<char> stacks;
-static int cur, nthr;
-static std::function<void()> body;
-static int bar_n, bar_gen, wbar_n[32], wbar_gen[32];
-
-int emu_lane() { return cur % 32; }
-static void yield_() { emu_switch(&fib[cur].sp, sched); }
-static void barrier(int &n, int &gen, int size) {
-    int g = gen;
-    if (++n == size) { n = 0; gen++; return; }
-    fib[cur].gen = &gen;
-    fib[cur].gen_seen = g;
-    yield_(); /* the scheduler resumes a fiber only once its barrier has opened */
-    fib[cur].gen = 0;
-}
-void emu_syncthreads() { barrier(bar_n, bar_gen, nthr); }
-static int prio = -1;   /* a warp whose barrier just opened: its lanes run next, ahead of the other warps */
-static int fair = getenv("EMU_FAIR") != 0;
-void emu_syncwarp() { int w = cur / 32, g = wbar_gen[w]; barrier(wbar_n[w], wbar_gen[w], 32); if (wbar_gen[w] != g && !fair) prio = w; }
-static void entry() {
-    body();
-    fib[cur].done = 1;
-    emu_switch(&fib[cur].sp, sched); /* never resumed */
-}
-/* a fresh fiber on the stack [lo, lo + size): its first switch-in "returns" into entry */
-static void *fiber_new(char *lo, size_t size) {
-    void **sp = (void **)(((uintptr_t)(lo + size)) & ~(uintptr_t)15);
-    *--sp = 0;                    /* entry's return address: entry never returns */
-    *--sp = (void *)entry;        /* where emu_switch's ret goes */
-    for (int r = 0; r < 6; r++) *--sp = 0; /* rbp, rbx, r12..r15 */
-    return sp;
-}
-static int ready(int t) { return !fib[t].done && !(fib[t].gen && *fib[t].gen == fib[t].gen_seen); }
-static void run(int t) {
-    cur = t;
-    threadIdx = {(unsigned)t, 0, 0};
-    emu_switch(&sched, fib[t].sp);
-}
-static size_t allowed = 48 << 10;
-int cudaFuncSetAttribute(const void *, int, int v) { allowed = v; if (v > 227 * 1024) { fprintf(stderr, "smem %d too big\n", v); exit(1); } return 0; }
-/* the highest byte of shared memory a block wrote, plus one (the rest is still 0xff) */
-static size_t smem_used(size_t smem) {
-    size_t n = smem;
-    while (n && ax_fsm[n - 1] == 0xff) n--;
-    return n;
-}
-/* a block must use all the shared memory its launch asked for, and no more:
- * ax_flash_smem (attn_plan.h), which the selection reads, is the kernel's layout */
-void emu_launch(dim3 g, int nt, size_t smem, cudaStream_t, std::function<void()> f) {
-    if (smem > allowed || smem > sizeof ax_fsm) { fprintf(stderr, "smem %zu > allowed %zu\n", smem, allowed); exit(1); }
-    nthr = nt; body = f; gridDim = g; blockDim = dim3(nt);
-    const size_t SS = 256 << 10;
-    fib.resize(nt); stacks.resize(SS * nt);
-    for (unsigned by = 0; by < g.y; by++) for (unsigned bx = 0; bx < g.x; bx++) {
-        blockIdx = {bx, by, 0};
-        memset(ax_fsm, 0xff, smem + (64 << 10));   /* NaN: reads of unwritten or out-of-range shared memory show */
-        bar_n = 0; memset(wbar_n, 0, sizeof wbar_n);
-        for (int t = 0; t < nt; t++) { fib[t].sp = fiber_new(&stacks[SS * t], SS); fib[t].done = 0; fib[t].gen = 0; }
-        int left = nt, ran = 1;
-        while (left) {
-            if (!ran) { fprintf(stderr, "block %u,%u: every live thread waits on a barrier that cannot open\n", bx, by); exit(1); }
-            left = ran = 0;
-            static unsigned seed = 12345;
-            static int shuffle = getenv("EMU_SHUFFLE") != 0;
-            static std::vector<int> ord;
-            ord.resize(nt);
-            for (int t = 0; t < nt; t++) ord[t] = t;
-            if (shuffle) for (int t = nt - 1; t > 0; t--) { seed = seed * 1103515245u + 12345u; std::swap(ord[t], ord[(seed >> 8) % (t + 1)]); }
-            for (int u = 0; u < nt; u++) { int t = ord[u]; if (fib[t].done) continue;
-                if (ready(t)) { run(t); ran = 1; }
-                while (prio >= 0) {
-                    int w = prio; prio = -1;
-                    for (int x = 32 * w; x < 32 * w + 32; x++) if (x != t && ready(x)) run(x);
-                }
-                if (!fib[t].done) left++;
-            }
-        }
-        for (size_t i = smem; i < smem + (64 << 10); i++) if (ax_fsm[i] != 0xff) { fprintf(stderr, "shared write past %zu bytes at %zu\n", smem, i); exit(1); }
-        if (smem_used(smem) != smem) { fprintf(stderr, "block %u,%u wrote %zu of the %zu bytes of shared memory its launch asked for\n", bx, by, smem_used(smem), smem); exit(1); }
-        if (bar_n) { fprintf(stderr, "threads ended with a barrier pending\n"); exit(1); }
-    }
-}
 void ax_fatal(const char *file, int line, const char *fmt, ...) {
     va_list a;
     va_start(a, fmt);
@@ -141,16 +42,6 @@ static std::vector<char> tmp;
 void *ax_cuda_tmp(int, size_t bytes) { if (tmp.size() < bytes) tmp.resize(bytes); return tmp.data(); }
 /* the backward's row term D comes from attention.cu's kernel, emulated too (tiled_emu.cc) */
 int emu_attn_mode = AX_CUDA_ATTN_FLASH;
-static float shfl_slot[1024];
-float emu_shfl(float v, int src) {
-    shfl_slot[cur] = v;
-    emu_syncwarp();
-    float r = shfl_slot[cur / 32 * 32 + (src & 31)];
-    emu_syncwarp(); /* every lane read before a slot is written again */
-    return r;
-}
-float emu_shfl_xor(float v, int m) { return emu_shfl(v, (cur % 32) ^ m); }
-
 static uint64_t rng = 88172645463325252ull;
 static float uni() { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return -1 + 2 * (float)((rng >> 40) / 16777216.0); }
 

@@ -11,12 +11,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$here/../../src
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# kernel<<<grid, block, smem, stream>>>(args); -> emu_launch(grid, block, smem, stream, [=] { kernel(args); });
-sed 's/^\([ ]*\)\([A-Za-z_0-9]*\)<<<\(.*\)>>>(\(.*\));/\1emu_launch(\3, [=] { \2(\4); });/' \
-    "$src/backend/cuda/attention_flash.cu" | grep -v '#include "backend/cuda/cuda.h"' > "$tmp/flash.cc"
-# attention.cu (the tiled path) the same way, its dynamic shared memory the emulation's
-sed -e 's/^\([ ]*\)\([A-Za-z_0-9]*\)<<<\(.*\)>>>(\(.*\));/\1emu_launch(\3, [=] { \2(\4); });/' \
-    -e 's/extern __shared__ float sm\[\];/float *sm = (float *)ax_fsm;/' \
-    "$src/backend/cuda/attention.cu" | grep -v '#include "backend/cuda/cuda.h"' > "$tmp/tiled.cc"
-g++ -O2 -std=c++17 -Wall -Wno-unknown-pragmas -I"$tmp" -I"$here/include" -I"$src" "$here/emu.cc" "$here/tiled_emu.cc" -o "$tmp/emu"
+# the launches and dynamic shared memory rewritten for the emulation (attention.cu: the tiled path)
+sh "$here/../cuda_emu/convert.sh" "$src/backend/cuda/attention_flash.cu" "$tmp/flash.cc"
+sh "$here/../cuda_emu/convert.sh" "$src/backend/cuda/attention.cu" "$tmp/tiled.cc"
+g++ -O2 -std=c++17 -Wall -Wno-unknown-pragmas -I"$tmp" -I"$here/include" -I"$here/../cuda_emu/include" -I"$src" "$here/emu.cc" "$here/tiled_emu.cc" "$here/../cuda_emu/sched.cc" -o "$tmp/emu"
 "$tmp/emu" "$@"

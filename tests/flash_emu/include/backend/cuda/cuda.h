@@ -1,40 +1,22 @@
-/* host emulation of the CUDA bits attention_flash.cu and attention.cu use:
- * threads of a block as fibers, warp shuffles through a slot per thread */
+/* what attention_flash.cu and attention.cu take from the CUDA backend's
+ * cuda.h, for their host emulation alone (the device language:
+ * tests/cuda_emu/include/emu_device.h) */
 #pragma once
-#include <stdint.h>
-#include <stddef.h>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <functional>
-#include <algorithm>
+#include "emu_device.h"
 #include "backend/cuda/attn_block.h"
 #include "backend/cuda/attn_plan.h"
-using std::min;
-#define __global__
-#define __device__
-#define __shared__
-#define __launch_bounds__(n)
-#define __align__(n) __attribute__((aligned(n)))
-struct uint3e {
-    unsigned x, y, z;
-};
-struct dim3 {
-    unsigned x, y, z;
-    dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
-};
-extern uint3e threadIdx, blockIdx;
-extern dim3 gridDim, blockDim;
-void emu_syncthreads();
-void emu_syncwarp();
-#define __syncthreads() emu_syncthreads()
-#define __syncwarp()    emu_syncwarp()
-typedef void *cudaStream_t;
 static inline cudaStream_t ax_cuda_stream() { return 0; }
 #define AX_CUDA_DONE()   ((void)0)
 #define AX_CHECK_CUDA(x) (x)
-enum { cudaFuncAttributeMaxDynamicSharedMemorySize };
-int cudaFuncSetAttribute(const void *f, int attr, int v);
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize };
+template <class F> static inline int cudaFuncSetAttribute(F, cudaFuncAttribute, int v) {
+    if (v > 227 * 1024) {
+        fprintf(stderr, "smem %d too big\n", v);
+        exit(1);
+    }
+    emu_smem_allowed = v;
+    return 0;
+}
 enum { AX_CUDA_TMP_ATTN, AX_CUDA_TMP_ATTN_MM };
 [[noreturn]] void ax_fatal(const char *file, int line, const char *fmt, ...);
 void *ax_cuda_tmp(int slot, size_t bytes);
@@ -65,11 +47,6 @@ void ax_cuda_attention_mm_forward(void *out, float *lse, const void *qkv, ax_dty
 void ax_cuda_attention_mm_backward(float *dqkv, const float *dout, const void *out, const float *lse, const void *qkv,
                                    ax_dtype st, int B, int T, int Hl, int KVl, int hd);
 static inline unsigned ax_cuda_blocks(size_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }
-/* warp shuffles: each lane leaves its value in its slot, the warp meets, reads, meets again */
-float emu_shfl(float v, int src_lane);
-float emu_shfl_xor(float v, int mask);
-#define __shfl_sync(mask, v, src)   emu_shfl(v, src)
-#define __shfl_xor_sync(mask, v, m) emu_shfl_xor(v, m)
 static inline float ax_warp_sum(float v) {
     for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
@@ -78,5 +55,3 @@ static inline float ax_warp_max(float v) {
     for (int o = 16; o; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
 }
-void emu_launch(dim3 g, int nt, size_t smem, cudaStream_t s, std::function<void()> f);
-extern unsigned char ax_fsm[];

@@ -1,0 +1,17 @@
+#!/bin/sh
+# convert.sh IN.cu OUT.cc: a CUDA source for the host emulation
+# (include/emu_device.h): each launch kernel<<<grid, block, smem, stream>>>(args);
+# becomes emu_launch(grid, block, smem, stream, [=] { kernel(args); }); (a
+# missing smem or stream defaulting to 0), and each extern __shared__ array a
+# pointer to the emulation's dynamic shared memory.
+set -e
+mkdir -p "$(dirname "$2")"
+perl -0pe '
+  s{\b(\w+(?:<[^<>;()]*>)?)<<<(.*?)>>>\((.*?)\);}{
+    my ($k, $cfg, $args) = ($1, $2, $3);
+    my @c = split /,(?![^()]*\))/, $cfg;
+    push @c, "0" while @c < 4;
+    "emu_launch(" . join(",", @c) . ", [=] { $k($args); });"
+  }gse;
+  s{extern __shared__ (?:__align__\(\d+\) )?(\w[\w ]*?) ?(\w+)\[\];}{$1 *$2 = ($1 *)emu_smem;}g;
+' "$1" > "$2"

@@ -1,0 +1,62 @@
+/* The CUDA runtime as the CUDA backend uses it, on the host (with the device
+ * language of emu_device.h): one device, "device" memory is host memory, the
+ * one stream runs each call to completion as it is queued, and events time
+ * nothing. C++ names, so that nothing here binds to the real libraries the
+ * test program also links. */
+#pragma once
+#include "emu_device.h"
+
+typedef enum { cudaSuccess = 0, cudaErrorMemoryAllocation = 2, cudaErrorInvalidValue = 1 } cudaError_t;
+typedef enum {
+    cudaMemcpyHostToHost,
+    cudaMemcpyHostToDevice,
+    cudaMemcpyDeviceToHost,
+    cudaMemcpyDeviceToDevice,
+    cudaMemcpyDefault
+} cudaMemcpyKind;
+enum { cudaStreamNonBlocking = 1 };
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize };
+struct CUevent_st;
+typedef CUevent_st *cudaEvent_t;
+struct cudaUUID_t {
+    char bytes[16];
+};
+struct cudaDeviceProp {
+    char name[256];
+    cudaUUID_t uuid;
+    size_t totalGlobalMem, sharedMemPerBlockOptin;
+    int major, minor;
+};
+
+cudaError_t cudaGetDeviceCount(int *n);
+cudaError_t cudaSetDevice(int d);
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d);
+cudaError_t cudaGetLastError();
+const char *cudaGetErrorString(cudaError_t e);
+const char *cudaGetErrorName(cudaError_t e);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
+cudaError_t cudaStreamSynchronize(cudaStream_t s);
+cudaError_t cudaMallocBytes(void **p, size_t bytes);
+template <class T> static inline cudaError_t cudaMalloc(T **p, size_t bytes) {
+    return cudaMallocBytes((void **)p, bytes);
+}
+template <class T> static inline cudaError_t cudaMallocHost(T **p, size_t bytes) {
+    return cudaMallocBytes((void **)p, bytes);
+}
+cudaError_t cudaFree(void *p);
+cudaError_t cudaFreeHost(void *p);
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total);
+cudaError_t cudaMemsetAsync(void *p, int v, size_t bytes, cudaStream_t s);
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind k, cudaStream_t s);
+cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
+                              cudaMemcpyKind k, cudaStream_t s);
+cudaError_t cudaEventCreate(cudaEvent_t *e);
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
+cudaError_t cudaEventSynchronize(cudaEvent_t e);
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b);
+/* a kernel's dynamic shared memory limit, up to the device's opt-in
+ * figure: the emulation keeps one limit for every kernel, the largest asked */
+cudaError_t emu_smem_raise(int bytes);
+template <class F> static inline cudaError_t cudaFuncSetAttribute(F, cudaFuncAttribute, int v) {
+    return emu_smem_raise(v);
+}

@@ -1,0 +1,67 @@
+/* The CUDA device language on the host, for running the CUDA backend's
+ * kernels without a GPU (tests/cuda_emu/README.md): a launch runs its blocks
+ * one after another, each block's threads as fibers (sched.cc) that switch
+ * only at barriers, so
+ *
+ *   kernel<<<grid, block, smem, stream>>>(args);   // rewritten by convert.sh to
+ *   emu_launch(grid, block, smem, stream, [=] { kernel(args); });
+ *
+ * runs the kernel's own source. One block at a time makes a function's
+ * static variable its block's shared memory (__shared__ is `static`); the
+ * dynamic shared memory (extern __shared__, rewritten to a pointer to
+ * emu_smem) starts as NaN, and a block must write exactly the bytes its
+ * launch asked for. Warp shuffles meet at warp barriers; atomics are plain
+ * read-modify-writes, as no fiber runs between a read and its write. */
+#pragma once
+#include <algorithm>
+#include <functional>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+using std::max;
+using std::min;
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+#define __shared__   static
+#define __restrict__ __restrict
+
+struct uint3e {
+    unsigned x, y, z;
+};
+struct dim3 {
+    unsigned x, y, z;
+    dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
+};
+extern uint3e threadIdx, blockIdx;
+extern dim3 gridDim, blockDim;
+struct CUstream_st;
+typedef CUstream_st *cudaStream_t;
+
+/* the dynamic shared memory of the running block, and its capacity */
+#define EMU_SMEM_MAX (1u << 20)
+extern unsigned char emu_smem[];
+/* the most dynamic shared memory a launch may ask for (cudaFuncSetAttribute raises it, to 227 KiB) */
+extern size_t emu_smem_allowed;
+
+void emu_launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, std::function<void()> body);
+void emu_syncthreads();
+void emu_syncwarp();
+int emu_lane();
+float emu_shfl(float v, int src_lane);
+#define __syncthreads() emu_syncthreads()
+#define __syncwarp(...) emu_syncwarp()
+static inline float __shfl_sync(unsigned, float v, int src) { return emu_shfl(v, src); }
+static inline float __shfl_xor_sync(unsigned, float v, int mask) { return emu_shfl(v, (emu_lane() ^ mask) & 31); }
+template <class T> static inline T atomicAdd(T *p, T v) {
+    T old = *p;
+    *p = old + v;
+    return old;
+}

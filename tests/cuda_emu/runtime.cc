@@ -1,0 +1,182 @@
+/* The emulated CUDA runtime and cuBLASLt (include/cuda_runtime.h,
+ * include/cublasLt.h): one device of compute capability 9.0 with the H100's
+ * 227 KiB of opt-in shared memory, so that the backend's selections take the
+ * paths they take on the GPUs it is run on. */
+#include "cublasLt.h"
+#include "backend/kmath.h"
+#include <vector>
+
+static const size_t OPTIN = 227u << 10;
+
+cudaError_t cudaGetDeviceCount(int *n) {
+    *n = 1;
+    return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidValue; }
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int) {
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "emulated CUDA device");
+    memcpy(p->uuid.bytes, "axonn-cuda-emu..", 16);
+    p->totalGlobalMem = (size_t)16 << 30;
+    p->sharedMemPerBlockOptin = OPTIN;
+    p->major = 9;
+    p->minor = 0;
+    return cudaSuccess;
+}
+cudaError_t cudaGetLastError() { return cudaSuccess; }
+const char *cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "emulated error"; }
+const char *cudaGetErrorName(cudaError_t e) { return e == cudaSuccess ? "cudaSuccess" : "cudaErrorEmulated"; }
+cudaError_t emu_smem_raise(int bytes) {
+    if (bytes < 0 || (size_t)bytes > OPTIN) return cudaErrorInvalidValue;
+    if ((size_t)bytes > emu_smem_allowed) emu_smem_allowed = (size_t)bytes;
+    return cudaSuccess;
+}
+
+static CUstream_st *const the_stream = (CUstream_st *)&the_stream;
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) {
+    *s = the_stream;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaMallocBytes(void **p, size_t bytes) {
+    *p = aligned_alloc(256, (bytes + 255) / 256 * 256); /* cudaMalloc's alignment */
+    if (!*p) return cudaErrorMemoryAllocation;
+    memset(*p, 0xff, bytes); /* NaN, as no kernel may read what it was not given */
+    return cudaSuccess;
+}
+cudaError_t cudaFree(void *p) {
+    free(p);
+    return cudaSuccess;
+}
+cudaError_t cudaFreeHost(void *p) { return cudaFree(p); }
+cudaError_t cudaMemGetInfo(size_t *fr, size_t *total) {
+    *fr = *total = (size_t)16 << 30;
+    return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void *p, int v, size_t bytes, cudaStream_t) {
+    memset(p, v, bytes);
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind, cudaStream_t) {
+    memmove(dst, src, bytes);
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
+                              cudaMemcpyKind, cudaStream_t) {
+    if (width > dpitch || width > spitch) return cudaErrorInvalidValue;
+    for (size_t r = 0; r < rows; r++) memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+    return cudaSuccess;
+}
+struct CUevent_st {};
+cudaError_t cudaEventCreate(cudaEvent_t *e) {
+    *e = new CUevent_st;
+    return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t, cudaEvent_t) {
+    *ms = 0;
+    return cudaSuccess;
+}
+
+/* ---- cuBLASLt ---- */
+static cublasLtContext the_handle;
+cublasStatus_t cublasLtCreate(cublasLtHandle_t *h) {
+    *h = &the_handle;
+    return CUBLAS_STATUS_SUCCESS;
+}
+size_t cublasLtGetVersion() { return 0; }
+const char *cublasLtGetStatusString(cublasStatus_t s) { return s ? "emulated cuBLASLt: invalid value" : "success"; }
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *d, cublasComputeType_t c, cudaDataType_t scale) {
+    if (c != CUBLAS_COMPUTE_32F || scale != CUDA_R_32F) return CUBLAS_STATUS_INVALID_VALUE;
+    *d = new cublasLtMatmulDescOpaque_t{CUBLAS_OP_N, CUBLAS_OP_N};
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d) {
+    delete d;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, const void *v,
+                                              size_t n) {
+    if (n != sizeof(cublasOperation_t)) return CUBLAS_STATUS_INVALID_VALUE;
+    (a == CUBLASLT_MATMUL_DESC_TRANSA ? d->ta : d->tb) = *(const cublasOperation_t *)v;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *l, cudaDataType_t t, uint64_t rows, uint64_t cols,
+                                          int64_t ld) {
+    if (ld < (int64_t)rows) return CUBLAS_STATUS_INVALID_VALUE; /* column-major: ld counts a column's rows */
+    *l = new cublasLtMatrixLayoutOpaque_t{t, rows, cols, ld, 0, 1};
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l) {
+    delete l;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t a,
+                                                const void *v, size_t n) {
+    if (a == CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT && n == sizeof(int)) l->batch = *(const int *)v;
+    else if (a == CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET && n == sizeof(int64_t)) l->stride = *(const int64_t *)v;
+    else return CUBLAS_STATUS_INVALID_VALUE;
+    return CUBLAS_STATUS_SUCCESS;
+}
+static cublasLtMatmulPreferenceOpaque_t the_pref;
+cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *p) {
+    *p = &the_pref;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t, cublasLtMatmulPreferenceAttributes_t,
+                                                    const void *, size_t) {
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t,
+                                              cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+                                              cublasLtMatmulPreference_t, int want, cublasLtMatmulHeuristicResult_t *r,
+                                              int *found) {
+    memset(r, 0, sizeof *r);
+    *found = want > 0;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* element (i, j) of op(X) for a column-major layout l */
+static float at(const void *x, const cublasLtMatrixLayout_t l, int b, cublasOperation_t op, uint64_t i, uint64_t j) {
+    size_t k = (size_t)b * l->stride + (op == CUBLAS_OP_N ? i + j * l->ld : j + i * l->ld);
+    return l->type == CUDA_R_16BF ? ax_bf16_widen(((const uint16_t *)x)[k]) : ((const float *)x)[k];
+}
+
+/* each element summed in k order; the operands widened to fp32 first, and
+ * the loop over a row of D innermost, so that it vectorises */
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const void *alpha, const void *A,
+                              cublasLtMatrixLayout_t la, const void *B, cublasLtMatrixLayout_t lb, const void *beta,
+                              const void *C, cublasLtMatrixLayout_t lc, void *D, cublasLtMatrixLayout_t ld,
+                              const cublasLtMatmulAlgo_t *, void *, size_t, cudaStream_t) {
+    uint64_t m = lc->rows, n = lc->cols, k = d->ta == CUBLAS_OP_N ? la->cols : la->rows;
+    uint64_t am = d->ta == CUBLAS_OP_N ? la->rows : la->cols, bk = d->tb == CUBLAS_OP_N ? lb->rows : lb->cols,
+             bn = d->tb == CUBLAS_OP_N ? lb->cols : lb->rows;
+    if (am != m || bk != k || bn != n || C != D || lc != ld || la->batch != lc->batch || lb->batch != lc->batch ||
+        (lc->type != CUDA_R_32F && lc->type != CUDA_R_16BF))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    float al = *(const float *)alpha, be = *(const float *)beta;
+    std::vector<float> a(m * k), bt(k * n), row(m);
+    for (int b = 0; b < lc->batch; b++) {
+        for (uint64_t i = 0; i < m; i++)
+            for (uint64_t p = 0; p < k; p++) a[p * m + i] = at(A, la, b, d->ta, i, p);
+        for (uint64_t p = 0; p < k; p++)
+            for (uint64_t j = 0; j < n; j++) bt[j * k + p] = at(B, lb, b, d->tb, p, j);
+        for (uint64_t j = 0; j < n; j++) { /* column j of D, its m rows summed over p side by side */
+            std::fill(row.begin(), row.end(), 0.0f);
+            for (uint64_t p = 0; p < k; p++) {
+                float bpj = bt[j * k + p];
+                const float *ap = &a[p * m];
+                for (uint64_t i = 0; i < m; i++) row[i] += ap[i] * bpj;
+            }
+            for (uint64_t i = 0; i < m; i++) {
+                size_t o = (size_t)b * lc->stride + i + j * lc->ld;
+                float r = al * row[i] + (be != 0.0f ? be * at(C, lc, b, CUBLAS_OP_N, i, j) : 0.0f);
+                if (lc->type == CUDA_R_16BF) ((uint16_t *)D)[o] = ax_bf16_round(r);
+                else ((float *)D)[o] = r;
+            }
+        }
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}

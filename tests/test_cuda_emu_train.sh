@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# cuda_emu_train EMU_AXONN: the training paths of the CUDA backend, run on the
+# host emulation of the device (tests/cuda_emu; EMU_AXONN is axonn linked
+# against it), against the CPU backend ($AXONN_BIN). Every group's collectives
+# go through MPI on host buffers (--device-comm mpi: NCCL needs a GPU).
+#  - 6 steps of a tiny GPT-2 (T=32): the losses equal the CPU's to relative
+#    1e-5 in fp32 (the kernels sum in another order) and 2e-3 in bf16 (a bf16
+#    output may round one step, 2^-8, apart where the fp32 sums differ);
+#  - the same on grids of 2 ranks sharing the device (--share-gpu: D, X, Y and Z
+#    splits), fp32, against the device's 1-rank run to relative 1e-5;
+#  - a run stopped after step 2 and resumed (--resume auto) ends with the
+#    uninterrupted run's model, byte for byte;
+#  - eval --json prints one JSON object on stdout, its loss the CPU's to 1e-5,
+#    on 1 rank and on 2 ranks sharing the device.
+. "$(dirname "$0")/cli_lib.sh"
+EMU=${1:?usage: test_cuda_emu_train.sh EMU_AXONN}
+MODEL=(--n-layer 2 --n-head 4 --n-embd 64 --vocab-size 97 --block-size 32 --seq 32 --batch 4)
+TRAIN=(train --synthetic "${MODEL[@]}" --quiet --lr 3e-3 --warmup 2 --steps 6 --val-every 0 --seed 5)
+DEV=(--backend cuda --device-comm mpi)
+
+# run_emu NAME NP ARGS...: the emulated binary's run
+run_emu() { local b=$BIN; BIN=$EMU; run "$@"; local rc=$?; BIN=$b; return $rc; }
+# same_losses A B TOL WHAT: the losses of two runs' metrics.jsonl, step by step
+same_losses() {
+  python3 - "$W/$1/metrics.jsonl" "$W/$2/metrics.jsonl" "$3" <<'PY' && ok "$4" || bad "$4"
+import json, sys
+a, b = ({r["step"]: r["loss"] for r in map(json.loads, open(p)) if "loss" in r} for p in sys.argv[1:3])
+worst = max(abs(b[s] - a[s]) / abs(a[s]) for s in a) if a and set(a) == set(b) else float("inf")
+print(f"  {len(a)} steps, worst relative loss difference {worst:.2e} (limit {sys.argv[3]})")
+sys.exit(worst > float(sys.argv[3]))
+PY
+}
+
+for dt in fp32 bf16; do
+  tol=$([ $dt = fp32 ] && echo 1e-5 || echo 2e-3)
+  run cpu_$dt 1 "${TRAIN[@]}" --dtype $dt --out "$W/cpu_$dt" &&
+    run_emu dev_$dt 1 "${TRAIN[@]}" "${DEV[@]}" --dtype $dt --out "$W/dev_$dt" &&
+    same_losses cpu_$dt dev_$dt $tol "device $dt against the CPU"
+done
+for g in 2,1,1,1 1,2,1,1 1,1,2,1 1,1,1,2; do
+  run_emu "dev_${g//,/}" 2 "${TRAIN[@]}" "${DEV[@]}" --share-gpu --grid $g --out "$W/dev_${g//,/}" &&
+    same_losses dev_fp32 "dev_${g//,/}" 1e-5 "device grid $g (2 ranks sharing it) against 1 rank"
+done
+
+CK=("${TRAIN[@]}" "${DEV[@]}" --steps 4 --save-every 2)
+run_emu ck_full 1 "${CK[@]}" --out "$W/ck_full" &&
+  run_emu ck_part 1 "${CK[@]}" --exit-after 2 --out "$W/ck_part" &&
+  run_emu ck_resume 1 "${CK[@]}" --resume auto --out "$W/ck_part" &&
+  { cmp "$W/ck_full/model.safetensors" "$W/ck_part/model.safetensors" && ok "device: resumed after step 2, final model bitwise equal" ||
+    bad "device: resumed model differs"; }
+
+python3 - "$W/val.bin" <<'PY'
+import random, struct, sys
+random.seed(5); toks = [random.randrange(97) for _ in range(4 * 33 * 2)]
+hdr = [20240520, 1, len(toks)] + [0] * 253
+open(sys.argv[1], "wb").write(struct.pack("<256i", *hdr) + struct.pack("<%dH" % len(toks), *toks))
+PY
+EVAL=(eval --model "$W/cpu_fp32" --data "$W/val.bin" --batch 4 --seq 32 --json)
+"$BIN" "${EVAL[@]}" > "$W/eval_cpu.json" 2>"$W/eval_cpu.err" || bad "eval on the CPU: exit $?"
+"$EMU" "${EVAL[@]}" "${DEV[@]}" > "$W/eval_dev.json" 2>"$W/eval_dev.err" || bad "eval on the device: exit $?"
+timeout 300 "${MPI[@]}" -np 2 "$EMU" "${EVAL[@]}" "${DEV[@]}" --share-gpu --grid 1,2,1,1 > "$W/eval_dev2.json" \
+  2>"$W/eval_dev2.err" || bad "eval on 2 ranks sharing the device: exit $?"
+for f in eval_dev eval_dev2; do
+  python3 -c 'import json,sys; a,b=(json.load(open(p))["loss"] for p in sys.argv[1:3]); d=abs(a-b)/a; print(f"  {b:.6f} vs the CPU {a:.6f} ({d:.1e})"); sys.exit(d > 1e-5)' \
+    "$W/eval_cpu.json" "$W/$f.json" && ok "$f: one JSON object on stdout, the CPU's loss" || bad "$f: $(head -c 200 "$W/$f.json")"
+done
+finish cuda_emu_train
