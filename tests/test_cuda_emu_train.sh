@@ -5,9 +5,12 @@
 # go through MPI on host buffers (--device-comm mpi: NCCL needs a GPU).
 #  - 6 steps of a tiny GPT-2 (T=32): the losses equal the CPU's to relative
 #    1e-5 in fp32 (the kernels sum in another order) and 2e-3 in bf16 (a bf16
-#    output may round one step, 2^-8, apart where the fp32 sums differ);
+#    output may round one step, 2^-8, apart where the fp32 sums differ); and
+#    in fp32 the Llama kind with 2 micro-batches, goldfish weights and whole
+#    layers recomputed;
 #  - the same on grids of 2 ranks sharing the device (--share-gpu: D, X, Y and Z
-#    splits), fp32, against the device's 1-rank run to relative 1e-5;
+#    splits, and context parallelism --cp 2), fp32, against the device's
+#    1-rank run to relative 1e-5;
 #  - a run stopped after step 2 and resumed (--resume auto) ends with the
 #    uninterrupted run's model, byte for byte;
 #  - eval --json prints one JSON object on stdout, its loss the CPU's to 1e-5,
@@ -37,9 +40,16 @@ for dt in fp32 bf16; do
     run_emu dev_$dt 1 "${TRAIN[@]}" "${DEV[@]}" --dtype $dt --out "$W/dev_$dt" &&
     same_losses cpu_$dt dev_$dt $tol "device $dt against the CPU"
 done
-for g in 2,1,1,1 1,2,1,1 1,1,2,1 1,1,1,2; do
-  run_emu "dev_${g//,/}" 2 "${TRAIN[@]}" "${DEV[@]}" --share-gpu --grid $g --out "$W/dev_${g//,/}" &&
-    same_losses dev_fp32 "dev_${g//,/}" 1e-5 "device grid $g (2 ranks sharing it) against 1 rank"
+# the Llama kind (RMSNorm, SwiGLU, rotary positions, grouped key/value heads),
+# 2 micro-batches with goldfish weights, whole layers recomputed
+LL=(--arch llama --n-kv-head 2 --grad-accum 2 --goldfish-k 3 --recompute block)
+run cpu_llama 1 "${TRAIN[@]}" "${LL[@]}" --out "$W/cpu_llama" &&
+  run_emu dev_llama 1 "${TRAIN[@]}" "${LL[@]}" "${DEV[@]}" --out "$W/dev_llama" &&
+  same_losses cpu_llama dev_llama 1e-5 "device ${LL[*]} against the CPU"
+for g in 2,1,1,1 1,2,1,1 1,1,2,1 1,1,1,2 cp; do
+  grid=(--grid $g); [ $g = cp ] && grid=(--cp 2)
+  run_emu "dev_${g//,/}" 2 "${TRAIN[@]}" "${DEV[@]}" --share-gpu "${grid[@]}" --out "$W/dev_${g//,/}" &&
+    same_losses dev_fp32 "dev_${g//,/}" 1e-5 "device ${grid[*]} (2 ranks sharing it) against 1 rank"
 done
 
 CK=("${TRAIN[@]}" "${DEV[@]}" --steps 4 --save-every 2)

@@ -763,15 +763,25 @@ static void test_embedding(int given_positions) {
      * zeros and get no gradient). Token 3 repeats, so its row must accumulate;
      * token 5 never occurs; wpe has maxT = 6 > T rows, the last one unused
      * with positions i % T; with given positions (rows of mixed sequences,
-     * repeats, the last row) every position row is exercised. */
+     * repeats, the last row; sequences of maxT positions, as a rank's rows
+     * under context parallelism are of longer sequences) every position row
+     * is exercised. */
     enum { B = 2, T = 5, M = B * T, maxT = 6, v0 = 2, Vl = 5, C = 7 };
     static const int32_t tokens[M] = {3, 3, 0, 6, 8, 2, 3, 1, 6, 4}, positions[M] = {0, 1, 2, 5, 4, 2, 0, 5, 1, 3};
     const int32_t *pos = given_positions ? positions : NULL;
+    int Tp = pos ? maxT : T; /* a sequence's positions */
     emb_ctx c = {
-        M, T, v0, Vl, C, tokens, pos, randn(Vl * C, 1.0), randn(maxT * C, 1.0), randn(M * C, 1.0), filled(M * C, 0)};
+        M, Tp, v0, Vl, C, tokens, pos, randn(Vl * C, 1.0), randn(maxT * C, 1.0), randn(M * C, 1.0), filled(M * C, 0)};
     float *bte = randn(Vl * C, 1.0), *bpe = randn(maxT * C, 1.0); /* += bases */
     float *dte = copy_of(bte, Vl * C), *dpe = copy_of(bpe, maxT * C);
-    ax_embedding_backward(dte, dpe, c.R, tokens, pos, M, T, v0, Vl, C);
+    if (pos) { /* positions past T are skipped (backend.h), as the CUDA backend's sort does */
+        ax_embedding_backward(dte, dpe, c.R, tokens, pos, M, maxT - 1, v0, Vl, C);
+        CHECK(!memcmp(dpe + (maxT - 1) * C, bpe + (maxT - 1) * C, C * sizeof(float)),
+              "embedding: dwpe row %d changed with T = %d", maxT - 1, maxT - 1);
+        memcpy(dte, bte, Vl * C * sizeof(float));
+        memcpy(dpe, bpe, maxT * C * sizeof(float));
+    }
+    ax_embedding_backward(dte, dpe, c.R, tokens, pos, M, Tp, v0, Vl, C);
     float *ate = added(dte, bte, Vl * C), *ape = added(dpe, bpe, maxT * C);
     /* exact structural facts, then the finite differences */
     CHECK(all_zero(ate + (5 - v0) * C, C), "embedding: dwte row of an unused token changed");

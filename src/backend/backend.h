@@ -224,7 +224,10 @@ typedef struct ax_backend {
     void (*bias_grad)(float *db, const float *dy, int M, int n); /* db += column sums */
     /* token rows [v0, v0+Vl) of the table, zeros elsewhere, completed over the
      * vocabulary group, plus position rows pos[i] (i % T when pos is NULL;
-     * none when wpe, and in backward dwpe, is NULL) */
+     * none when wpe, and in backward dwpe, is NULL). T counts a sequence's
+     * positions, all of them where ranks hold parts of it (context
+     * parallelism): pos[i] lies in [0, T), and the backward skips a row
+     * outside (the CUDA backend sorts rows by position, T keys) */
     void (*embedding_forward)(float *out, const int32_t *tokens, const int32_t *pos, const float *wte, const float *wpe,
                               int M, int T, int v0, int Vl, int Cl, const ax_reducer *Y);
     void (*embedding_backward)(float *dwte, float *dwpe, const float *dout, const int32_t *tokens, const int32_t *pos,

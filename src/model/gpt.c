@@ -658,7 +658,8 @@ void ax_gpt_forward_queue(ax_gpt *m, const int32_t *inputs, const int32_t *targe
     ax_gpt_alloc_acts(m, Bl, T);
     ax_grid *g = m->g;
     const int32_t *pos = positions(m, Bl, T);
-    T /= g->gc; /* from here the rows of a sequence on this rank */
+    int Tseq = T; /* the positions of a sequence, this rank's rows among them */
+    T /= g->gc;   /* from here the rows of a sequence on this rank */
     int M = Bl * T, Cx = m->Cx;
     inputs = to_kernels(m->dev_inputs, inputs, (size_t)M * sizeof(int32_t));
     m->phase = AX_PHASE_FWD;
@@ -667,7 +668,7 @@ void ax_gpt_forward_queue(ax_gpt *m, const int32_t *inputs, const int32_t *targe
         ax_be()->cast(m->params_h, AX_BF16, m->params, AX_F32, m->n_zchunk);
     m->params_h_current = m->dtype == AX_BF16;
     const float *wte = ax_gpt_gather_wte(m);
-    ax_embedding_forward(&g->Y, m->encoded, inputs, pos, wte, ax_gpt_param(m, 1), M, T, m->v0, m->Vl, Cx);
+    ax_embedding_forward(&g->Y, m->encoded, inputs, pos, wte, ax_gpt_param(m, 1), M, Tseq, m->v0, m->Vl, Cx);
     const float *h = m->encoded;
     for (int l = 0; l < m->cfg.n_layer; l++) {
         ax_gpt_layer_forward(m, l, &m->L[l], h, Bl, T, pos, m->scratch, NULL, NULL);
@@ -752,6 +753,7 @@ static void layer_backward(ax_gpt *m, int l, int Bl, int T, const int32_t *pos) 
 void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
     ax_grid *g = m->g;
     const int32_t *pos = positions(m, Bl, T); /* as the forward left them */
+    int Tseq = T;                             /* the positions of a sequence */
     T /= g->gc;                               /* the rows of a sequence on this rank */
     int M = Bl * T, Cx = m->Cx, untied = m->cfg.untied;
     /* the LM head's and the embedding's gradients: the same table when tied, a
@@ -765,7 +767,7 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
     norm_backward(m, m->dres, ax_gpt_grad(m, AX_PID_LNFW(m)), ax_gpt_grad(m, AX_PID_LNFB(m)), m->s1, hlast,
                   ax_gpt_param(m, AX_PID_LNFW(m)), m->lnf_mean, m->lnf_rstd, M);
     for (int l = m->cfg.n_layer - 1; l >= 0; l--) layer_backward(m, l, Bl, T, pos);
-    ax_embedding_backward(dwte, ax_gpt_grad(m, 1), m->dres, inputs, pos, M, T, m->v0, m->Vl, Cx);
+    ax_embedding_backward(dwte, ax_gpt_grad(m, 1), m->dres, inputs, pos, M, Tseq, m->v0, m->Vl, Cx);
     if (g->gz > 1) {
         ax_linear_reduce_grad(&m->lmhead, g, dwte, ax_gpt_grad(m, 0), &m->ws);
         if (untied) ax_linear_reduce_grad(&m->lmhead, g, dhead, ax_gpt_grad(m, AX_PID_HEAD(m)), &m->ws);

@@ -91,7 +91,7 @@ void ax_kv_step(ax_kvcache *c, ax_gpt *m, const int32_t *tokens, int nb) {
     int Cx = m->Cx;
     const float *wte = ax_gpt_gather_wte(m); /* under bf16, the weights as the prefill's forward rounded them */
     ax_be()->copy(c->tokens, tokens, nb * sizeof(int32_t));
-    ax_embedding_forward(&g->Y, c->x, c->tokens, c->len, wte, ax_gpt_param(m, 1), nb, 1, m->v0, m->Vl, Cx);
+    ax_embedding_forward(&g->Y, c->x, c->tokens, c->len, wte, ax_gpt_param(m, 1), nb, c->Tmax, m->v0, m->Vl, Cx);
     /* one row per sequence; the layer's output overwrites its input x */
     int h = m->dtype == AX_BF16;
     ax_layer_acts a = {.ln1 = c->ln,

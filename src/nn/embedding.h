@@ -2,8 +2,10 @@
  * non-transposed FC weight: this rank's gathered block holds vocabulary rows
  * [v0, v0 + Vl) and Cl hidden columns. Each rank writes the rows it owns and
  * zeros elsewhere; the all-reduce over Y completes every row.
- *   tokens (B*T); wte_block (Vl, Cl); wpe (maxT, Cl); out (B*T, Cl)
- * Row i has position pos[i], or i % T when pos is NULL (whole sequences). */
+ *   tokens (M); wte_block (Vl, Cl); wpe (maxT, Cl); out (M, Cl)
+ * Row i has position pos[i] in [0, T), or i % T when pos is NULL (whole
+ * sequences of T rows). T counts a sequence's positions: under context
+ * parallelism all of them, not this rank's rows. */
 #ifndef AX_NN_EMBEDDING_H
 #define AX_NN_EMBEDDING_H
 #include <stdint.h>

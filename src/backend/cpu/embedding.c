@@ -34,8 +34,9 @@ void ax_cpu_embedding_backward(float *dwte, float *dwpe, const float *dout, cons
         int c0 = (int)((long)Cl * t / nt), c1 = (int)((long)Cl * (t + 1) / nt);
         for (int i = 0; i < M; i++) {
             const float *d = dout + (size_t)i * Cl;
-            if (dwpe) {
-                float *p = dwpe + (size_t)position(pos, i, T) * Cl;
+            int t = position(pos, i, T);
+            if (dwpe && t >= 0 && t < T) { /* backend.h: a row outside [0, T) is skipped, as on CUDA */
+                float *p = dwpe + (size_t)t * Cl;
                 for (int j = c0; j < c1; j++) p[j] += d[j];
             }
             int v = tokens[i] - v0;

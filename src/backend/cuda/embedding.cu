@@ -113,7 +113,7 @@ __global__ static void add_positions(float *dwpe, const float *dout, int M, int 
     }
 }
 
-/* Explicit positions (pos) are taken to lie in [0, T), a training sequence's;
+/* Explicit positions (pos) lie in [0, T), a training sequence's (backend.h);
  * rows outside are skipped. */
 void ax_cuda_embedding_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens, const int32_t *pos,
                                 int M, int T, int v0, int Vl, int Cl) {
