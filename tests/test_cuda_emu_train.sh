@@ -12,7 +12,9 @@
 #    splits, and context parallelism --cp 2), fp32, against the device's
 #    1-rank run to relative 1e-5;
 #  - a run stopped after step 2 and resumed (--resume auto) ends with the
-#    uninterrupted run's model, byte for byte;
+#    uninterrupted run's model, byte for byte; a CPU checkpoint resumed on 2
+#    ranks of the device gives its losses to 1e-5;
+#  - greedy sampling of the Llama fixture, on 1 and 2 ranks: the CPU's tokens;
 #  - eval --json prints one JSON object on stdout, its loss the CPU's to 1e-5,
 #    on 1 rank and on 2 ranks sharing the device.
 . "$(dirname "$0")/cli_lib.sh"
@@ -58,6 +60,23 @@ run_emu ck_full 1 "${CK[@]}" --out "$W/ck_full" &&
   run_emu ck_resume 1 "${CK[@]}" --resume auto --out "$W/ck_part" &&
   { cmp "$W/ck_full/model.safetensors" "$W/ck_part/model.safetensors" && ok "device: resumed after step 2, final model bitwise equal" ||
     bad "device: resumed model differs"; }
+
+# a CPU checkpoint of step 2 resumed on the device, 2 ranks on another grid
+run ck_cpu 1 "${CK[@]:0:${#TRAIN[@]}}" --steps 4 --save-every 2 --exit-after 2 --out "$W/ck_cross" &&
+  run_emu ck_cross 2 "${CK[@]}" --share-gpu --grid 1,1,2,1 --resume auto --out "$W/ck_cross" &&
+  same_losses ck_full ck_cross 1e-5 "a CPU checkpoint resumed on the device, grid 1,1,2,1"
+
+# greedy decoding through the KV cache (the Llama fixture): the CPU's tokens
+if [ -n "$FIX" ] && [ -d "$FIX/llama_tiny" ]; then
+  S=(sample --model "$FIX/llama_tiny" --prompt-tokens 5,60,22,41 --max-new 16 --temperature 0)
+  "$BIN" "${S[@]}" > "$W/s_cpu.txt" 2>/dev/null
+  "$EMU" "${S[@]}" "${DEV[@]}" > "$W/s_dev.txt" 2>/dev/null
+  timeout 300 "${MPI[@]}" -np 2 "$EMU" "${S[@]}" "${DEV[@]}" --share-gpu --grid 1,1,1,2 > "$W/s_dev2.txt" 2>/dev/null
+  for f in s_dev s_dev2; do
+    [ -s "$W/s_cpu.txt" ] && cmp -s "$W/s_cpu.txt" "$W/$f.txt" && ok "$f: greedy tokens equal the CPU's" ||
+      bad "$f: $(tail -c 200 "$W/$f.txt") against $(tail -c 200 "$W/s_cpu.txt")"
+  done
+fi
 
 python3 - "$W/val.bin" <<'PY'
 import random, struct, sys
