@@ -1,8 +1,9 @@
 /* The block scheduler of the host emulation (include/emu_device.h): a
  * block's threads run as fibers with real barriers. A warp whose barrier
- * opens runs ahead of the others (EMU_FAIR=1: round robin; EMU_SHUFFLE=1: a
- * random order each round), so a missing __syncthreads shows as a read of
- * NaN shared memory or a wrong result. A launch aborts, naming the block, when
+ * opens runs on ahead of the others, barrier to barrier, until it waits on
+ * the block (EMU_FAIR=1: round robin; EMU_SHUFFLE=1: the warps in a random
+ * order each round), so a missing __syncthreads shows as a read of NaN
+ * shared memory or a wrong result. A launch aborts, naming the block, when
  * every live thread waits on a barrier that cannot open, when threads end
  * with a barrier pending, when it asks for more dynamic shared memory than
  * allowed, and when a block writes past, or short of, the dynamic shared
@@ -14,7 +15,8 @@
 
 uint3e threadIdx, blockIdx;
 dim3 gridDim, blockDim;
-unsigned char emu_smem[EMU_SMEM_MAX + (64u << 10)] /* and GUARD */ __attribute__((aligned(128)));
+#define GUARD (64u << 10) /* bytes past a launch's dynamic shared memory that must stay untouched */
+unsigned char emu_smem[EMU_SMEM_MAX + GUARD] __attribute__((aligned(128)));
 size_t emu_smem_allowed = 48u << 10;
 
 /* A fiber switch that saves only what the ABI says a callee keeps (x86-64
@@ -93,7 +95,6 @@ __attribute__((format(printf, 1, 2))) void fail(const char *fmt, ...) {
     fputc('\n', stderr);
     exit(1);
 }
-const size_t GUARD = 64u << 10; /* bytes past a launch's dynamic shared memory that must stay untouched */
 void run_block(size_t smem) {
     /* NaN: reads of unwritten or out-of-range shared memory show (a launch
      * without dynamic shared memory does not touch it) */
