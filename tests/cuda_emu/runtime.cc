@@ -6,8 +6,6 @@
 #include "backend/kmath.h"
 #include <vector>
 
-static const size_t OPTIN = 227u << 10;
-
 cudaError_t cudaGetDeviceCount(int *n) {
     *n = 1;
     return cudaSuccess;
@@ -18,7 +16,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int) {
     snprintf(p->name, sizeof p->name, "emulated CUDA device");
     memcpy(p->uuid.bytes, "axonn-cuda-emu..", 16);
     p->totalGlobalMem = (size_t)16 << 30;
-    p->sharedMemPerBlockOptin = OPTIN;
+    p->sharedMemPerBlockOptin = EMU_SMEM_OPTIN;
     p->major = 9;
     p->minor = 0;
     return cudaSuccess;
@@ -27,7 +25,7 @@ cudaError_t cudaGetLastError() { return cudaSuccess; }
 const char *cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "emulated error"; }
 const char *cudaGetErrorName(cudaError_t e) { return e == cudaSuccess ? "cudaSuccess" : "cudaErrorEmulated"; }
 cudaError_t emu_smem_raise(int bytes) {
-    if (bytes < 0 || (size_t)bytes > OPTIN) return cudaErrorInvalidValue;
+    if (bytes < 0 || (size_t)bytes > EMU_SMEM_OPTIN) return cudaErrorInvalidValue;
     if ((size_t)bytes > emu_smem_allowed) emu_smem_allowed = (size_t)bytes;
     return cudaSuccess;
 }

@@ -48,8 +48,11 @@ typedef CUstream_st *cudaStream_t;
 /* the dynamic shared memory of the running block, and its capacity */
 #define EMU_SMEM_MAX (1u << 20)
 extern unsigned char emu_smem[];
-/* the most dynamic shared memory a launch may ask for (cudaFuncSetAttribute raises it, to 227 KiB) */
+/* the most dynamic shared memory a launch may ask for: 48 KiB unless
+ * cudaFuncSetAttribute raises it, up to the emulated device's opt-in figure
+ * (an sm_90 device's, so that attn_plan.h's selection takes its paths) */
 extern size_t emu_smem_allowed;
+#define EMU_SMEM_OPTIN (227u << 10)
 
 void emu_launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, std::function<void()> body);
 void emu_syncthreads();

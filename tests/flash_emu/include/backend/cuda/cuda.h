@@ -10,7 +10,7 @@ static inline cudaStream_t ax_cuda_stream() { return 0; }
 #define AX_CHECK_CUDA(x) (x)
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize };
 template <class F> static inline int cudaFuncSetAttribute(F, cudaFuncAttribute, int v) {
-    if (v > 227 * 1024) {
+    if ((unsigned)v > EMU_SMEM_OPTIN) {
         fprintf(stderr, "smem %d too big\n", v);
         exit(1);
     }
