@@ -387,18 +387,18 @@ static void vocab(void) {
     row("embedding bwd dwpe", "32x64", dwpe, 0, 0);
     int Mx = 64, V = 4000, Vx = 4096; /* the last 96 columns are padding */
     pair logits = randf((size_t)Mx * Vx, -8, 8), tg = randi(Mx, 0, V), wt = randf(Mx, 0, 1), loss = mk(Mx * 4),
-         sc = mk(3 * Mx * 4);
+         sc = mk(3 * Mx * 4), ds = randf(1, 1.0f / Mx, 1.0f / Mx); /* the gradient's scale, in each one's memory */
     /* bf16 first, as the model runs it: the logits rounded, the gradient in place over them */
     pair dh = mk((size_t)Mx * Vx * 2);
     C_->cast(dh.c, AX_BF16, logits.c, AX_F32, (size_t)Mx * Vx);
     put(dh);
-    C_->xent(dh.c, F(loss), tg.c, F(wt), Mx, Vx, 0, V, 1.0f / Mx, dh.c, AX_BF16, F(sc), &solo);
-    G_->xent(dh.g, G(loss), tg.g, G(wt), Mx, Vx, 0, V, 1.0f / Mx, dh.g, AX_BF16, G(sc), &solo);
+    C_->xent(dh.c, F(loss), tg.c, F(wt), Mx, Vx, 0, V, F(ds), dh.c, AX_BF16, F(sc), &solo);
+    G_->xent(dh.g, G(loss), tg.g, G(wt), Mx, Vx, 0, V, G(ds), dh.g, AX_BF16, G(sc), &solo);
     row("xent loss bf16", "64 x 4000 (4096)", loss, 0, 1e-5);
     row("xent dlogits bf16", "64 x 4000 (4096)", dh, 1, 8e-3); /* a gradient 1 ulp off may round apart */
     drop(dh);
-    C_->xent(F(logits), F(loss), tg.c, F(wt), Mx, Vx, 0, V, 1.0f / Mx, F(logits), AX_F32, F(sc), &solo);
-    G_->xent(G(logits), G(loss), tg.g, G(wt), Mx, Vx, 0, V, 1.0f / Mx, G(logits), AX_F32, G(sc), &solo);
+    C_->xent(F(logits), F(loss), tg.c, F(wt), Mx, Vx, 0, V, F(ds), F(logits), AX_F32, F(sc), &solo);
+    G_->xent(G(logits), G(loss), tg.g, G(wt), Mx, Vx, 0, V, G(ds), G(logits), AX_F32, G(sc), &solo);
     row("xent loss", "64 x 4000 (4096)", loss, 0, 1e-5);
     row("xent dlogits", "64 x 4000 (4096)", logits, 0, 1e-5);
     drop(tok);

@@ -144,6 +144,7 @@ expect_err overlap_unknown 0 "--overlap oar,xyz: expected none, all or a comma l
 expect_err bucket_zero 0 "--bucket-mb" -- train "${TINY[@]}" --steps 2 --bucket-mb 0 --out "$W/o9b"
 expect_err backend_unknown 0 "--backend nosuch.*compiled backends" -- train "${TINY[@]}" --steps 2 --backend nosuch --out "$W/o9b"
 expect_err device_comm_unknown 0 "--device-comm nccl: expected auto .* or mpi" -- train "${TINY[@]}" --steps 2 --device-comm nccl --out "$W/o9n"
+expect_err cuda_graph_cpu 0 "--cuda-graph: the cpu backend captures no graphs \(expected --backend cuda\)" -- train "${TINY[@]}" --steps 2 --cuda-graph --out "$W/o9g"
 # a build with the CUDA backend on a machine without a GPU: one line, exit 2;
 # without the backend compiled, the unknown-backend line
 if ! "$BIN" --version | grep -q 'backends:.*cuda'; then

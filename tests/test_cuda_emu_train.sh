@@ -11,6 +11,11 @@
 #  - the same on grids of 2 ranks sharing the device (--share-gpu: D, X, Y and Z
 #    splits, and context parallelism --cp 2), fp32, against the device's
 #    1-rank run to relative 1e-5;
+#  - --cuda-graph (steps 2.. captured once and replayed, the emulation's
+#    graphs run what the capture recorded): the same bits as the uncaptured
+#    run, final model byte for byte, in bf16 and with the Llama kind (its
+#    goldfish weights give each step another loss scale); on 2 ranks, one
+#    line and exit 2;
 #  - a run stopped after step 2 and resumed (--resume auto) ends with the
 #    uninterrupted run's model, byte for byte; a CPU checkpoint resumed on 2
 #    ranks of the device gives its losses to 1e-5;
@@ -48,6 +53,23 @@ LL=(--arch llama --n-kv-head 2 --grad-accum 2 --goldfish-k 3 --recompute block)
 run cpu_llama 1 "${TRAIN[@]}" "${LL[@]}" --out "$W/cpu_llama" &&
   run_emu dev_llama 1 "${TRAIN[@]}" "${LL[@]}" "${DEV[@]}" --out "$W/dev_llama" &&
   same_losses cpu_llama dev_llama 1e-5 "device ${LL[*]} against the CPU"
+# same_bits A B WHAT: the same losses and norms, and the same final model, byte for byte
+same_bits() {
+  cmp -s "$W/$1/model.safetensors" "$W/$2/model.safetensors" &&
+    diff <(grep -o '"loss": [^,]*, "lr": [^,]*, "grad_norm": [^,]*' "$W/$1/metrics.jsonl") \
+      <(grep -o '"loss": [^,]*, "lr": [^,]*, "grad_norm": [^,]*' "$W/$2/metrics.jsonl") >/dev/null &&
+    ok "$3" || bad "$3: the runs differ"
+}
+run_emu graph_bf16 1 "${TRAIN[@]}" "${DEV[@]}" --dtype bf16 --cuda-graph --out "$W/graph_bf16" &&
+  same_bits dev_bf16 graph_bf16 "device bf16 --cuda-graph: the uncaptured run's bits"
+run_emu graph_llama 1 "${TRAIN[@]}" "${LL[@]}" "${DEV[@]}" --cuda-graph --out "$W/graph_llama" &&
+  same_bits dev_llama graph_llama "device ${LL[*]} --cuda-graph: the uncaptured run's bits"
+timeout 120 "${MPI[@]}" -np 2 "$EMU" "${TRAIN[@]}" "${DEV[@]}" --share-gpu --cuda-graph --out "$W/graph2" \
+  >/dev/null 2>"$W/graph2.err"
+rc=$?
+[ $rc = 2 ] && [ "$(grep -c '^axonn: error: --cuda-graph: 2 ranks' "$W/graph2.err")" = 1 ] &&
+  ok "--cuda-graph on 2 ranks: one line, exit 2" || bad "--cuda-graph on 2 ranks: exit $rc, $(head -c 300 "$W/graph2.err")"
+
 for g in 2,1,1,1 1,2,1,1 1,1,2,1 1,1,1,2 cp; do
   grid=(--grid $g); [ $g = cp ] && grid=(--cp 2)
   run_emu "dev_${g//,/}" 2 "${TRAIN[@]}" "${DEV[@]}" --share-gpu "${grid[@]}" --out "$W/dev_${g//,/}" &&

@@ -180,8 +180,8 @@ WRAP(embedding_backward,
       int Cl),
      (dwte, dwpe, d, t, pos, M, T, v0, Vl, Cl))
 WRAP(xent,
-     (const void *lg, float *ls, const int32_t *tg, const float *w, int M, int Vl, int v0, int V, float ds, void *dg,
-      ax_dtype dt, float *sc, const ax_reducer *Y),
+     (const void *lg, float *ls, const int32_t *tg, const float *w, int M, int Vl, int v0, int V, const float *ds,
+      void *dg, ax_dtype dt, float *sc, const ax_reducer *Y),
      (lg, ls, tg, w, M, Vl, v0, V, ds, dg, dt, sc, Y))
 WRAP(attention_forward,
      (void *o, float *lse, const void *qkv, int B, int T, int Hl, int KVl, int hd, ax_dtype dt, float *sc, int nt),

@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
 
     /* forward at the initial weights on batch 0 */
     int32_t *seqs = ax_malloc((size_t)B * (T + 1) * sizeof(int32_t)),
-            *scr = ax_malloc(3 * (size_t)B * T * sizeof(int32_t)) /* also ax_train_step's scratch */;
+            *scr = ax_malloc(3 * (size_t)B * T * sizeof(int32_t));
     int32_t *in = scr, *tg = scr + M;
     for (int b = 0; b < Bl; b++) {
         const int32_t *s = tokens + ax_seq_pos(&g, B, 1, 0, 0, b) * (T + 1);
@@ -152,6 +152,7 @@ int main(int argc, char **argv) {
     memcpy(m.params, init, m.n_local * sizeof(float));
     ax_adamw opt;
     ax_adamw_init(&opt, m.n_local);
+    ax_train_scratch *ts = ax_train_scratch_alloc(accum, Blm, T, 0);
     float losses[64], gnorms[64];
     ax_st_read_f32(&ref, ax_st_find(&ref, "losses"), losses, S);
     ax_st_read_f32(&ref, ax_st_find(&ref, "gradnorms"), gnorms, S);
@@ -162,11 +163,12 @@ int main(int argc, char **argv) {
                 memcpy(seqs + ((size_t)a * Blm + b) * (T + 1),
                        tokens + ax_seq_pos(&g, B, accum, s, a, b) % ((int64_t)S * B) * (T + 1), (T + 1) * 4);
         ax_step_stats st;
-        ax_train_step(&m, &opt, &h, s, seqs, NULL, accum, Blm, T, &st, scr);
+        ax_train_step(&m, &opt, &h, s, seqs, NULL, accum, Blm, T, &st, ts);
         double el = fabs(st.loss - losses[s]) / losses[s], eg = fabs(st.gnorm - gnorms[s]) / gnorms[s];
         wl = el > wl ? el : wl;
         wg = eg > wg ? eg : wg;
     }
+    ax_train_scratch_free(ts);
     CHECK(wl < 1e-5, "10-step losses: worst rel diff %.3g", wl);
     CHECK(wg < 1e-4, "10-step grad norms: worst rel diff %.3g", wg);
     if (ax_gpt_read_flat(&m, &ref, "final.", want)) ax_err_exit(0);

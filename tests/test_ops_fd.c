@@ -661,7 +661,7 @@ typedef struct {
 static double xent_loss(void *v) {
     xent_ctx *c = v;
     memcpy(c->tmp, c->logits, sizeof(float) * c->M * c->Vl);
-    ax_xent_forward_backward(&g.Y, c->tmp, c->losses, c->targets, c->weight, c->M, c->Vl, 0, c->V, 0.0f, c->tmp, AX_F32,
+    ax_xent_forward_backward(&g.Y, c->tmp, c->losses, c->targets, c->weight, c->M, c->Vl, 0, c->V, NULL, c->tmp, AX_F32,
                              c->scratch);
     double s = 0;
     for (int i = 0; i < c->M; i++) s += (double)c->dscale * c->weight[i] * c->losses[i];
@@ -681,8 +681,8 @@ static void test_xent(void) {
     next_stream++;
     c.weight[2] = c.weight[5] = 0.0f; /* masked tokens (goldfish, padding) */
 
-    xent_loss(&c); /* forward only (dscale 0): logits untouched */
-    CHECK(memcmp(c.tmp, c.logits, sizeof(float) * M * Vl) == 0, "xent with dscale 0 modified the logits");
+    xent_loss(&c); /* forward only (dscale NULL): logits untouched */
+    CHECK(memcmp(c.tmp, c.logits, sizeof(float) * M * Vl) == 0, "xent forward only modified the logits");
     double worst = 0;
     for (int i = 0; i < M; i++) { /* -log softmax over the V real columns, in double */
         const float *r = c.logits + i * Vl;
@@ -695,11 +695,11 @@ static void test_xent(void) {
 
     float *fwd_losses = copy_of(c.losses, M);
     float *d = copy_of(c.logits, M * Vl);
-    ax_xent_forward_backward(&g.Y, d, c.losses, targets, c.weight, M, Vl, 0, V, c.dscale, d, AX_F32, c.scratch);
+    ax_xent_forward_backward(&g.Y, d, c.losses, targets, c.weight, M, Vl, 0, V, &c.dscale, d, AX_F32, c.scratch);
     CHECK(memcmp(fwd_losses, c.losses, sizeof(float) * M) == 0, "xent losses differ with and without backward");
     /* out of place, the logits kept: the in-place bits */
     float *d32 = filled(M * Vl, 7.0f);
-    ax_xent_forward_backward(&g.Y, c.logits, c.losses, targets, c.weight, M, Vl, 0, V, c.dscale, d32, AX_F32,
+    ax_xent_forward_backward(&g.Y, c.logits, c.losses, targets, c.weight, M, Vl, 0, V, &c.dscale, d32, AX_F32,
                              c.scratch);
     CHECK(memcmp(d32, d, sizeof(float) * M * Vl) == 0, "xent: the gradient out of place differs from in place");
     CHECK(memcmp(c.tmp, c.logits, sizeof(float) * M * Vl) == 0, "xent out of place modified the logits");
@@ -709,12 +709,12 @@ static void test_xent(void) {
     ax_bf16 *h16 = ax_malloc(sizeof(ax_bf16) * M * Vl), *d16 = ax_malloc(sizeof(ax_bf16) * M * Vl);
     float *wide = filled(M * Vl, 0), *want_losses = filled(M, 0);
     for (int i = 0; i < M * Vl; i++) wide[i] = ax_bf16_widen(h16[i] = ax_bf16_round(c.logits[i]));
-    ax_xent_forward_backward(&g.Y, wide, want_losses, targets, c.weight, M, Vl, 0, V, c.dscale, wide, AX_F32,
+    ax_xent_forward_backward(&g.Y, wide, want_losses, targets, c.weight, M, Vl, 0, V, &c.dscale, wide, AX_F32,
                              c.scratch);
     for (int in_place = 0; in_place < 2; in_place++) {
         ax_bf16 *out = in_place ? h16 : d16;
         if (!in_place) memset(d16, 0x7f, sizeof(ax_bf16) * M * Vl);
-        ax_xent_forward_backward(&g.Y, h16, c.losses, targets, c.weight, M, Vl, 0, V, c.dscale, out, AX_BF16,
+        ax_xent_forward_backward(&g.Y, h16, c.losses, targets, c.weight, M, Vl, 0, V, &c.dscale, out, AX_BF16,
                                  c.scratch);
         int bf16_ok = 1;
         for (int i = 0; i < M * Vl; i++) bf16_ok &= out[i] == ax_bf16_round(wide[i]);

@@ -29,7 +29,8 @@ static inline void ax_t_train(ax_gpt *m, ax_adamw *o, const ax_hparams *hp, uint
     ax_source src;
     ax_source_open(&src, NULL, NULL, T, m->cfg.vocab_size, 0, src_seed);
     int Bl = B / accum / (g->gd * g->gz);
-    int32_t *seqs = ax_malloc((size_t)accum * Bl * (T + 1) * 4), *scr = ax_train_scratch_alloc(accum, Bl, T);
+    int32_t *seqs = ax_malloc((size_t)accum * Bl * (T + 1) * 4);
+    ax_train_scratch *scr = ax_train_scratch_alloc(accum, Bl, T, 0);
     float *w = ax_malloc((size_t)accum * Bl * T * sizeof(float));
     for (int s = 0; s < steps; s++) {
         for (int a = 0; a < accum; a++)

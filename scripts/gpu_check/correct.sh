@@ -16,7 +16,8 @@
 #   train 45: tiny model 200 steps, CPU fp32 against GPU  ~ 30 (17 s with 2 runs)
 #             fp32 and bf16 under mm and flash
 #   grids 90: 4 ranks on the GPU, every 4D grid kind      ~ 60 (never run on a GPU)
-#   ckpt 20: save and resume on the GPU, bitwise          ~ 8 (never run on a GPU)
+#   ckpt 20: save and resume on the GPU, bitwise;         ~ 10 (never run on a GPU)
+#            --cuda-graph against the uncaptured run
 #   sanitize 30: memcheck of the attention paths          ~ 20
 #   racecheck 30: racecheck + synccheck of flash          ~ 20
 #
@@ -130,7 +131,10 @@ PY
 # Checkpoints on the GPU: a run of 8 steps saving every 2 against the same
 # run stopped after step 4 and resumed (--resume auto): the final model
 # bitwise equal; and the parallel background writer's files against the
-# root-only writer's, byte for byte. AX_CKPT_BACKEND=cpu rehearses it.
+# root-only writer's, byte for byte. The same run with --cuda-graph (steps
+# 2.. replayed from one graph, saves in between): the same final model, byte
+# for byte (the same kernels on the same data). AX_CKPT_BACKEND=cpu
+# rehearses it (no graph there).
 ckpt_cmp() {
   local be=${AX_CKPT_BACKEND:-cuda} d=$OUTD/ckpt rc=0
   local a=(train --backend "$be" --synthetic --n-layer 2 --n-head 4 --n-embd 64 --vocab-size 97 --block-size 32
@@ -140,6 +144,10 @@ ckpt_cmp() {
   "$BIN/axonn" "${a[@]}" --exit-after 4 --out "$d/part" && "$BIN/axonn" "${a[@]}" --resume auto --out "$d/part" || return 1
   "$BIN/axonn" "${a[@]}" --ckpt-writer root --out "$d/root" || return 1
   cmp "$d/full/model.safetensors" "$d/part/model.safetensors" && echo "resume after step 4: final model bitwise equal: ok" || rc=1
+  if [ "$be" = cuda ]; then
+    "$BIN/axonn" "${a[@]}" --cuda-graph --out "$d/graph" || return 1
+    cmp "$d/full/model.safetensors" "$d/graph/model.safetensors" && echo "--cuda-graph: final model bitwise equal: ok" || rc=1
+  fi
   local f
   for f in model.safetensors optim.safetensors; do
     cmp "$d/full/ckpt-000008/$f" "$d/root/ckpt-000008/$f" && echo "$f: parallel writer = root writer: ok" || rc=1

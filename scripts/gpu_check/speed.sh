@@ -14,6 +14,7 @@
 #   torch 80: PyTorch eager, then torch.compile          ~ 60 (58 s)
 #   1.3B GPT (L 24, C 2048, 16 heads, T 2048, B 4): auto 55  ~ 40 (never run)
 #   Llama-3.2-1B (T 2048, B 4): auto 35                  ~ 30 (never run)
+#   GPT-2 small, mm, --cuda-graph 20                     ~ 15, if time is left (never run)
 #   1.3B GPT under mm 45                                 ~ 40, if time is left
 
 # cuBLASLt bf16 at the layers' shapes (rows B*T = 8192), and a square reference
@@ -37,7 +38,10 @@ bench_run() {
   rm -f "$out"
   return "$rc"
 }
-bench_gpt2() { bench_run "$1" --preset gpt2 --seq 1024 --batch 8 --iters 10; }
+bench_gpt2() {
+  local attn=$1; shift
+  bench_run "$attn" --preset gpt2 --seq 1024 --batch 8 --iters 10 "$@"
+}
 bench_1p3b() {
   bench_run "$1" --n-layer 24 --n-embd 2048 --n-head 16 --block-size 2048 --vocab-size 50257 --seq 2048 --batch 4 --iters 6
 }
@@ -73,7 +77,7 @@ for line in read("torch.log").splitlines():
     except ValueError: continue
     torch["torch.compile" if r.get("compiled") else "PyTorch eager"] = (r["ms_per_step"], r["tokens_per_s"], r["model_gflops"] / 1e3)
 rows = [("axonn, attention " + a, bench("bench_gpt2_" + a)) for a in ("default", "flash", "auto", "tiled")]
-rows += list(torch.items())
+rows += [("axonn, attention default, --cuda-graph", bench("bench_gpt2_graph"))] + list(torch.items())
 print(f"# GPU check, speed: {gpu}\n\n- {when}; tree {tree}, binaries of {pack} (scripts/gpu_check.sh speed)")
 print(f"- cuBLASLt bf16 peak, 8192^3, this run: {f'{peak} TFLOP/s' if peak else 'not measured'}\n")
 print("## GPT-2 small, T = 1024, B = 8 (8192 tokens a step), bf16\n")
@@ -81,7 +85,7 @@ print("| run | ms/step | tokens/s | model TFLOP/s | % of the GEMM peak |\n| --- 
 for name, r in rows:
     if r: print(f"| {name} | {r[0]:.2f} | {r[1]:,.0f} | {r[2]:.1f} | {100 * r[2] / peak:.1f}% |" if peak else f"| {name} | {r[0]:.2f} | {r[1]:,.0f} | {r[2]:.1f} | |")
     else: print(f"| {name} | not measured | | | |")
-best = min((r for n, r in rows[:4] if r), default=None, key=lambda r: r[0])
+best = min((r for n, r in rows[:5] if r), default=None, key=lambda r: r[0])
 eager, comp = torch.get("PyTorch eager"), torch.get("torch.compile")
 print("\nTargets (issue 29), axonn's fastest path against PyTorch in this run:")
 print(f"- >= 1.3x PyTorch eager tokens/s: {f'{best[1] / eager[1]:.2f}x' if best and eager else 'not measured'}")
@@ -107,6 +111,7 @@ run_speed() {
   step torch 80 1 torch_small
   step bench_1p3b_auto 55 1 bench_1p3b auto
   step bench_llama_auto 35 1 bench_llama auto
+  step bench_gpt2_graph 20 1 bench_gpt2 default --cuda-graph
   step bench_1p3b_default 45 1 bench_1p3b default
   write_readme
   finish

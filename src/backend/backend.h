@@ -157,6 +157,19 @@ typedef struct ax_backend {
     /* optional: waits until the work queued on the backend is done; NULL:
      * nothing is queued (the CPU). Callers use ax_backend_sync. */
     void (*sync)(void);
+    /* optional (NULL: work runs as it is called), a CUDA graph on a GPU:
+     * between capture_begin and capture_end the backend records the work
+     * queued on it instead of running it; nothing may wait for the device,
+     * allocate or free meanwhile (the backend aborts, naming the call).
+     * capture_end returns the recording; replay queues it again: the same
+     * kernels with the same arguments on the same memory, reading what that
+     * memory (host_alloc memory included) holds when they run. replay
+     * queues nothing and returns -1 when the backend's memory was allocated
+     * or freed since the capture (a pointer in it may be stale), else 0. */
+    void (*capture_begin)(void);
+    void *(*capture_end)(void);
+    int (*replay)(void *graph);
+    void (*graph_free)(void *graph);
 
     /* C = alpha op(A) op(B) + beta C for each of batch matrices; op(A) is A or
      * A^T, C.rows x K, op(B) K x C.cols; accumulation in fp32 whatever the
@@ -234,11 +247,13 @@ typedef struct ax_backend {
                                int M, int T, int v0, int Vl, int Cl);
     /* vocabulary-parallel cross-entropy of logits (M, Vl) in dt, the dtype of
      * the LM head's GEMMs (softmax, loss and gradient computed in fp32); when
-     * dscale != 0 the logits' gradient is written to dgrad (M, Vl) in dt, a
+     * dscale (one float in the backend's memory, read when the work runs: a
+     * captured step replays with the value of the day) is not NULL, the
+     * logits' gradient times *dscale is written to dgrad (M, Vl) in dt, a
      * bf16 one with the bits of the fp32 gradient cast; dgrad may be logits
      * (in place: each element is read before it is written) */
     void (*xent)(const void *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
-                 int V, float dscale, void *dgrad, ax_dtype dt, float *scratch /* 3*M */, const ax_reducer *Y);
+                 int V, const float *dscale, void *dgrad, ax_dtype dt, float *scratch /* 3*M */, const ax_reducer *Y);
     /* causal attention of Hl query heads over KVl key/value heads (Hl a multiple):
      * qkv (B*T, (Hl + 2 KVl) hd) rows [q | k | v], out (B*T, Hl*hd), lse (B, Hl, T).
      * dt is the model's GEMM input dtype, and qkv and out are stored in it:

@@ -340,6 +340,7 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
         m->dev_inputs = (int32_t *)TAKE(M);
         m->dev_targets = (int32_t *)TAKE(M);
         m->dev_weights = TAKE(M);
+        m->dev_scale = TAKE(1);
     }
 #undef LAYERS
 #undef ONE_H
@@ -627,14 +628,14 @@ static float *head_grad_begin(ax_gpt *m) {
     return m->head_gblock;
 }
 
-/* Logits, loss and (dscale != 0) the LM head's backward, chunk of rows by
- * chunk: dlnf (M, Cx) into s1, completed over Y once at the end, and the
- * head's gradient += dlogits^T lnf. Every row's arithmetic is the one of a
+/* Logits, loss and (dscale, in the backend's memory, not NULL) the LM
+ * head's backward, chunk of rows by chunk: dlnf (M, Cx) into s1, completed
+ * over Y once at the end, and the head's gradient += dlogits^T lnf. Every row's arithmetic is the one of a
  * single pass over all rows; only the head gradient's sum over rows is cut
  * at chunk boundaries. */
-static void classifier(ax_gpt *m, const int32_t *targets, const float *weights, int M, float dscale) {
+static void classifier(ax_gpt *m, const int32_t *targets, const float *weights, int M, const float *dscale) {
     ax_grid *g = m->g;
-    int R = chunk_rows(m, M), Cx = m->Cx, Vl = m->Vl, train = dscale != 0.0f;
+    int R = chunk_rows(m, M), Cx = m->Cx, Vl = m->Vl, train = dscale != NULL;
     ax_mat head = ax_gpt_lm_weight(m);
     float *dhead = train ? head_grad_begin(m) : NULL;
     for (int r0 = 0; r0 < M; r0 += R) {
@@ -654,7 +655,7 @@ static void classifier(ax_gpt *m, const int32_t *targets, const float *weights, 
 }
 
 void ax_gpt_forward_queue(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights, int Bl, int T,
-                          float dscale) {
+                          const float *dscale) {
     ax_gpt_alloc_acts(m, Bl, T);
     ax_grid *g = m->g;
     const int32_t *pos = positions(m, Bl, T);
@@ -677,7 +678,8 @@ void ax_gpt_forward_queue(ax_gpt *m, const int32_t *inputs, const int32_t *targe
     ax_gpt_final_norm(m, m->lnf, m->lnf_mean, m->lnf_rstd, h, M, m->scratch);
     if (!targets) return;
     m->kweights = to_kernels(m->dev_weights, weights, (size_t)M * 4);
-    classifier(m, to_kernels(m->dev_targets, targets, (size_t)M * 4), m->kweights, M, dscale);
+    classifier(m, to_kernels(m->dev_targets, targets, (size_t)M * 4), m->kweights, M,
+               to_kernels(m->dev_scale, dscale, sizeof(float)));
 }
 
 void ax_gpt_loss_begin(ax_gpt *m) { ax_be()->zero(m->loss_acc, sizeof(double)); }
@@ -692,7 +694,7 @@ double ax_gpt_loss_read(ax_gpt *m) {
 
 double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights, int Bl, int T,
                       float dscale) {
-    ax_gpt_forward_queue(m, inputs, targets, weights, Bl, T, dscale);
+    ax_gpt_forward_queue(m, inputs, targets, weights, Bl, T, dscale != 0.0f ? &dscale : NULL);
     if (!targets) return 0.0;
     ax_gpt_loss_begin(m);
     ax_gpt_loss_add(m, Bl * (T / m->g->gc)); /* this rank's rows */

@@ -167,10 +167,10 @@ typedef struct {
     float *dres, *s1, *s2, *scratch, *att_scratch;
     float *ring_ws; /* the ring attention's buffers (Gc > 1: ax_ring_workspace_floats; else NULL) */
     ax_bf16 *dy_h;  /* bf16: a backward GEMM's fp32 dy rounded; a classifier chunk's logits, then their gradient */
-    /* a backend of its own memory (a GPU): the micro-batch's tokens, targets
-     * and weights sent there (asynchronously where the backend can) */
+    /* a backend of its own memory (a GPU): the micro-batch's tokens, targets,
+     * weights and gradient scale sent there (asynchronously where the backend can) */
     int32_t *dev_inputs, *dev_targets;
-    float *dev_weights;
+    float *dev_weights, *dev_scale;
     const float *kweights; /* the last forward's weights where the kernels read them (NULL: all count) */
     double *loss_acc;      /* the backend's memory: the weighted loss summed there (ax_gpt_loss_add) */
     int att_threads;       /* threads att_scratch is sized for */
@@ -306,7 +306,7 @@ int ax_gpt_logit_rows(int64_t M, int64_t Vl);
  * under context parallelism, Gc > 1, the rank's Bl * T / Gc rows: its two
  * chunks of each sequence, as train/optim.h's ax_seq_rows takes them).
  * Returns the sum over rows of weight * loss (local, not reduced). With
- * dscale != 0 the LM head's backward has run too: the final norm output's
+ * dscale != 0 (the loss's gradient scale) the LM head's backward has run too: the final norm output's
  * gradient is in m->s1 (completed over Y) and the head's weight gradient
  * accumulated, for ax_gpt_backward to go on from. Without targets only the
  * final norm runs: ax_gpt_logits gives the logit rows a caller needs. */
@@ -314,10 +314,12 @@ double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, 
                       float dscale);
 /* ax_gpt_forward without waiting, for training: it queues the work and
  * returns at once; the loss stays where the kernels are. A device backend
- * copies inputs, targets and weights asynchronously: from host_alloc memory
- * they must stay unchanged until the step's read-back (ax_gpt_loss_read). */
+ * copies inputs, targets, weights and the gradient scale *dscale (NULL:
+ * forward only) asynchronously: from host_alloc memory they must stay
+ * unchanged until the step's read-back (ax_gpt_loss_read), and a captured
+ * step (ax_backend_capture_begin) reads them there again at each replay. */
 void ax_gpt_forward_queue(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights, int Bl, int T,
-                          float dscale);
+                          const float *dscale);
 /* The loss summed where the kernels are, read back once per step:
  *   ax_gpt_loss_begin(m);
  *   for (each micro-batch) { ax_gpt_forward_queue(...); ax_gpt_backward(...); ax_gpt_loss_add(m, M); }

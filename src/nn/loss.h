@@ -4,9 +4,9 @@
  *   logits (M, Vl); targets (M); weight (M): 1 for tokens that count, 0 not
  *   losses (M): per-row -log p(target), replicated over Y
  * The logits are in dt, the dtype of the LM head's GEMMs; the max, the
- * softmax, the loss and the gradient are fp32 arithmetic. With dscale != 0
- * the gradient
- *   dlogits = weight * dscale * (softmax - onehot(target))
+ * softmax, the loss and the gradient are fp32 arithmetic. With dscale (one
+ * float in the backend's memory, read when the work runs) not NULL the gradient
+ *   dlogits = weight * *dscale * (softmax - onehot(target))
  * is written to dgrad (M, Vl) in dt (a bf16 one rounded once from fp32);
  * dgrad may be logits: in place. */
 #ifndef AX_NN_LOSS_H
@@ -15,6 +15,6 @@
 #include "comm/comm.h"
 
 void ax_xent_forward_backward(ax_comm *Y, const void *logits, float *losses, const int32_t *targets,
-                              const float *weight, int M, int Vl, int v0, int V, float dscale, void *dgrad, ax_dtype dt,
-                              float *scratch /* 3*M */);
+                              const float *weight, int M, int Vl, int v0, int V, const float *dscale, void *dgrad,
+                              ax_dtype dt, float *scratch /* 3*M */);
 #endif

@@ -205,9 +205,9 @@ static void run_ln_bwd(void *p) {
     ax_be()->layernorm_backward(a->dx, a->dw, a->db, a->out, a->x, a->w, a->mean, a->rstd, a->M, a->C, a->C, a->scr,
                                 &solo);
 }
-static void run_xent(void *p) { /* C: the local vocabulary; out: the logits, made their gradient */
+static void run_xent(void *p) { /* C: the local vocabulary; out: the logits, made their gradient; w: 1s */
     row_ctx *a = p;
-    ax_be()->xent(a->out, a->mean, a->tgt, NULL, a->M, a->C, 0, a->C, 1.0f, a->out, AX_F32, a->scr, &solo);
+    ax_be()->xent(a->out, a->mean, a->tgt, NULL, a->M, a->C, 0, a->C, a->w, a->out, AX_F32, a->scr, &solo);
 }
 
 static void fill(float *x, size_t n) { put(x, n, wave); }
@@ -249,7 +249,7 @@ static void row_kernels(ax_machine *m, const ax_calib_opts *o, int M, int C, siz
     m->ln_bwd_s = ax_time_sets(run_ln_bwd, b, sizeof *b, bsets, o->min_s, w) / (double)slice;
     free(f);
     /* Mx x V logits, one set of 16 MB: beyond a core's caches alone; they go to gradients and back, at the same cost */
-    row_ctx x = {.M = Mx, .C = V, .mean = a.mean, .scr = a.scr, .tgt = a.tgt, .out = operand(n)};
+    row_ctx x = {.M = Mx, .C = V, .w = a.w, .mean = a.mean, .scr = a.scr, .tgt = a.tgt, .out = operand(n)};
     fill(x.out, n);
     int32_t *tgt = ax_malloc(Mx * sizeof(int32_t));
     for (int i = 0; i < Mx; i++) tgt[i] = (int32_t)(i * 37 % V);

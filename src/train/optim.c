@@ -44,14 +44,32 @@ double ax_lr_at(const ax_hparams *h, int step) {
     return min_lr + 0.5 * (h->lr - min_lr) * (1.0 + cos(M_PI * progress));
 }
 
-void *ax_train_scratch_alloc(int accum, int Bl, int T) {
-    size_t bytes = (size_t)accum * 3 * Bl * T * sizeof(int32_t);
-    return ax_be()->host_alloc ? ax_be()->host_alloc(bytes) : ax_malloc(bytes);
+struct ax_train_scratch {
+    void *host; /* staged: the loss gradient's scale (16 bytes, keeping the slots aligned), then the slots */
+    float *scale;
+    int32_t *slots; /* a slot per micro-batch */
+    int graph;      /* capture the step (ax_train_scratch_alloc) */
+    int ran;        /* steps queued so far */
+    int weighted;   /* the captured step's micro-batches have loss weights */
+    void *captured; /* the backend's graph of the step, or NULL */
+};
+
+ax_train_scratch *ax_train_scratch_alloc(int accum, int Bl, int T, int graph) {
+    ax_train_scratch *s = ax_calloc(1, sizeof *s);
+    size_t bytes = 16 + (size_t)accum * 3 * Bl * T * sizeof(int32_t);
+    s->host = ax_be()->host_alloc ? ax_be()->host_alloc(bytes) : ax_malloc(bytes);
+    s->scale = s->host;
+    s->slots = (int32_t *)((char *)s->host + 16);
+    s->graph = graph;
+    return s;
 }
 
-void ax_train_scratch_free(void *p) {
-    if (ax_be()->host_free) ax_be()->host_free(p);
-    else free(p);
+void ax_train_scratch_free(ax_train_scratch *s) {
+    if (!s) return;
+    if (s->captured) ax_be()->graph_free(s->captured);
+    if (ax_be()->host_free) ax_be()->host_free(s->host);
+    else free(s->host);
+    free(s);
 }
 
 double ax_seq_rows(const ax_grid *g, const int32_t *s, const float *w, int T, int32_t *in, int32_t *tg, float *wo) {
@@ -66,8 +84,45 @@ double ax_seq_rows(const ax_grid *g, const int32_t *s, const float *w, int T, in
     return w ? n : Tl;
 }
 
+/* The step's forward and backward over every micro-batch, the gradients
+ * reduced: work queued on the backend from the staged slots, no wait. */
+static void step_queue(ax_gpt *m, const ax_train_scratch *sc, int weighted, int accum, int Bl, int T) {
+    int M = Bl * (T / m->g->gc);
+    ax_be()->zero(m->grads, m->n_local * sizeof(float));
+    ax_gpt_loss_begin(m);
+    for (int a = 0; a < accum; a++) {
+        int32_t *in = sc->slots + (size_t)a * 3 * M, *tg = in + M;
+        ax_gpt_forward_queue(m, in, tg, weighted ? (float *)(tg + M) : NULL, Bl, T, sc->scale);
+        if (a == accum - 1) ax_gpt_grad_sync_begin(m); /* its backward may start the reductions */
+        ax_gpt_backward(m, in, Bl, T);
+        ax_gpt_loss_add(m, M); /* summed where the kernels are: no wait here */
+    }
+    ax_gpt_grad_sync(m);
+}
+
+/* step_queue, run as it is called or (sc->graph) from its graph: captured
+ * at the second step, after the first has allocated and tuned all that the
+ * step uses (nothing may allocate inside a capture), and again when the
+ * backend's memory changed since (replay refuses) or the weighting did.
+ * Returns 1 when this step captured. */
+static int step_run(ax_gpt *m, ax_train_scratch *sc, int weighted, int accum, int Bl, int T) {
+    const ax_backend *be = ax_be();
+    if (!sc->graph || sc->ran++ == 0) {
+        step_queue(m, sc, weighted, accum, Bl, T);
+        return 0;
+    }
+    if (sc->captured && sc->weighted == weighted && be->replay(sc->captured) == 0) return 0;
+    if (sc->captured) be->graph_free(sc->captured);
+    be->capture_begin();
+    step_queue(m, sc, weighted, accum, Bl, T);
+    sc->captured = be->capture_end();
+    sc->weighted = weighted;
+    if (be->replay(sc->captured) != 0) ax_fatal(__FILE__, __LINE__, "CUDA graph: memory changed during the capture");
+    return 1;
+}
+
 void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const int32_t *seqs, const float *weights,
-                   int accum, int Bl, int T, ax_step_stats *st, void *scratch) {
+                   int accum, int Bl, int T, ax_step_stats *st, ax_train_scratch *sc) {
     ax_grid *g = m->g;
     int Tl = T / g->gc, M = Bl * Tl; /* rows of a micro-batch on this rank */
     /* tokens that count, over the whole global batch (the loss's
@@ -75,7 +130,7 @@ void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const 
     double ntok = 0;
     for (int a = 0; a < accum; a++) {
         /* a slot of its own per micro-batch: a device may still be copying the last one's */
-        int32_t *in = (int32_t *)scratch + (size_t)a * 3 * M, *tg = in + M;
+        int32_t *in = sc->slots + (size_t)a * 3 * M, *tg = in + M;
         float *w = weights ? (float *)(tg + M) : NULL;
         for (int b = 0; b < Bl; b++)
             ntok += ax_seq_rows(g, seqs + ((int64_t)a * Bl + b) * (T + 1),
@@ -83,17 +138,8 @@ void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const 
                                 w ? w + b * Tl : NULL);
     }
     ax_allreduce_f64(&g->dz, &ntok, 1);
-    ax_be()->zero(m->grads, m->n_local * sizeof(float));
-    ax_gpt_loss_begin(m);
-    for (int a = 0; a < accum; a++) {
-        int32_t *in = (int32_t *)scratch + (size_t)a * 3 * M, *tg = in + M;
-        float *w = weights ? (float *)(tg + M) : NULL;
-        ax_gpt_forward_queue(m, in, tg, w, Bl, T, ntok > 0 ? (float)(1.0 / ntok) : 0.0f);
-        if (a == accum - 1) ax_gpt_grad_sync_begin(m); /* its backward may start the reductions */
-        ax_gpt_backward(m, in, Bl, T);
-        ax_gpt_loss_add(m, M); /* summed where the kernels are: no wait here */
-    }
-    ax_gpt_grad_sync(m);
+    *sc->scale = ntok > 0 ? (float)(1.0 / ntok) : 0.0f; /* no token counts: zero gradients */
+    st->captured = step_run(m, sc, weights != NULL, accum, Bl, T);
     double loss = ax_gpt_loss_read(m); /* the step's first wait for the device: its backward is done */
     ax_allreduce_f64(&g->dz, &loss, 1);
     double t_opt = MPI_Wtime();

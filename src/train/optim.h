@@ -33,7 +33,9 @@ double ax_lr_at(const ax_hparams *h, int step);
 typedef struct {
     double loss, gnorm, lr, tokens, optim_s;
     int skipped;
+    int captured; /* this step captured its graph (ax_train_scratch_alloc) */
 } ax_step_stats;
+typedef struct ax_train_scratch ax_train_scratch;
 
 /* Position in the run's sequence order of local sequence b of micro-batch a of
  * `step`: a global batch of B sequences is `accum` micro-batches of B/accum,
@@ -60,12 +62,14 @@ double ax_seq_rows(const ax_grid *g, const int32_t *s, const float *w, int T, in
  * A non-finite loss or gradient norm on any rank skips the update on every
  * rank (st->skipped; parameters and moments unchanged). */
 void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const int32_t *seqs, const float *weights,
-                   int accum, int Bl, int T, ax_step_stats *st, void *scratch);
-/* ax_train_step's scratch: each micro-batch's inputs, targets and weights
- * staged where a device copies from at full speed (the backend's host_alloc,
- * page-locked; ordinary memory on the CPU), a slot per micro-batch so that
- * none is overwritten while a device may still be copying it. Allocate once
- * per run. */
-void *ax_train_scratch_alloc(int accum, int Bl, int T);
-void ax_train_scratch_free(void *p);
+                   int accum, int Bl, int T, ax_step_stats *st, ax_train_scratch *scratch);
+/* ax_train_step's scratch, allocated once per run: the loss gradient's
+ * scale and each micro-batch's inputs, targets and weights staged where a
+ * device copies from at full speed (the backend's host_alloc, page-locked;
+ * ordinary memory on the CPU), a slot per micro-batch so that none is
+ * overwritten while a device may still be copying it. With graph (a backend
+ * with capture_begin), the steps' forward and backward, from the second
+ * step on, run as one captured graph (docs/gpu.md, "CUDA graphs"). */
+ax_train_scratch *ax_train_scratch_alloc(int accum, int Bl, int T, int graph);
+void ax_train_scratch_free(ax_train_scratch *s);
 #endif

@@ -33,7 +33,7 @@ typedef struct {
     int root, tty, Bl;
     int resumed; /* started from a checkpoint */
     int32_t *seqs;
-    void *scratch;   /* ax_train_scratch_alloc */
+    ax_train_scratch *scratch;
     float *weights;  /* loss weights of the step's targets (instruction data, goldfish), or NULL */
     float *mask;     /* goldfish: one sequence's mask, to multiply into instruction weights */
     int32_t *window; /* goldfish: h-1 tokens of stream context, then one sequence */

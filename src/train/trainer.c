@@ -126,6 +126,11 @@ static int check_options(const ax_train_opts *o, const ax_gpt_config *c, const a
     if (o->max_skips < 1) return AX_ERR("--max-skips %d: expected >= 1", o->max_skips);
     if (o->goldfish_k && o->goldfish_k < 2) return AX_ERR("--goldfish-k %d: expected >= 2 (or 0: off)", o->goldfish_k);
     if (o->goldfish_k && o->goldfish_h < 1) return AX_ERR("--goldfish-h %d: expected >= 1", o->goldfish_h);
+    if (o->cuda_graph && !ax_be()->capture_begin)
+        return AX_ERR("--cuda-graph: the %s backend captures no graphs (expected --backend cuda)", ax_be()->name);
+    /* collectives inside a capture (NCCL's event joins, MPI's staging) are not captured yet */
+    if (o->cuda_graph && g->size > 1)
+        return AX_ERR("--cuda-graph: %d ranks; a captured step runs on one rank for now", g->size);
     return ax_gpt_check_grid(c, g);
 }
 
@@ -318,7 +323,7 @@ static int open_data(ax_run *r, const setup_ctx *s) {
                         .steps = o->steps};
     r->Bl = o->batch / o->grad_accum / (r->g.gd * r->g.gz);
     r->seqs = ax_malloc((size_t)o->grad_accum * r->Bl * (o->seq + 1) * sizeof(int32_t));
-    r->scratch = ax_train_scratch_alloc(o->grad_accum, r->Bl, o->seq);
+    r->scratch = ax_train_scratch_alloc(o->grad_accum, r->Bl, o->seq, o->cuda_graph);
     if (o->goldfish_k || r->data.inst) r->weights = ax_malloc((size_t)o->grad_accum * r->Bl * o->seq * sizeof(float));
     if (o->goldfish_k) {
         r->window = ax_malloc(((size_t)o->goldfish_h + o->seq) * sizeof(int32_t));
@@ -364,6 +369,7 @@ static void say_setup(ax_run *r, const setup_ctx *s) {
     char ov[32];
     SAY(r, "overlap: %s%s; gradient buckets of %.3g MiB (%d)\n", ax_overlap_name(s->overlap, ov, sizeof ov),
         o->keep_gathered ? ", gathered weights kept for backward" : "", o->bucket_mb, r->m.nbuckets);
+    if (o->cuda_graph) SAY(r, "CUDA graph: each step's forward and backward captured at step 2, then replayed\n");
     if (strcmp(o->gemm_tune, "on") == 0)
         SAY(r, "GEMM layout tuning: on, each new GEMM's layouts timed on first use; cache %s\n",
             ax_gemm_tune_cache_path()[0] ? ax_gemm_tune_cache_path() : "none");
@@ -621,6 +627,9 @@ static int loop(ax_run *r) {
             continue;
         }
         skips = 0;
+        if (st.captured && step > first + 1)
+            SAY(r, "%sCUDA graph: step %d captured again (the device memory or the loss weighting changed)\n",
+                r->tty ? "\r\033[K" : "", step + 1);
         if (step - first >= 2) {
             t_sum += dt;
             t_n++;

@@ -22,8 +22,64 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int) {
     return cudaSuccess;
 }
 cudaError_t cudaGetLastError() { return cudaSuccess; }
-const char *cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "emulated error"; }
-const char *cudaGetErrorName(cudaError_t e) { return e == cudaSuccess ? "cudaSuccess" : "cudaErrorEmulated"; }
+const char *cudaGetErrorString(cudaError_t e) {
+    return e == cudaSuccess                         ? "no error"
+           : e == cudaErrorStreamCaptureUnsupported ? "operation not permitted when stream is capturing"
+           : e == cudaErrorStreamCaptureInvalidated ? "operation failed due to a previous error during capture"
+                                                    : "emulated error";
+}
+const char *cudaGetErrorName(cudaError_t e) {
+    return e == cudaSuccess                         ? "cudaSuccess"
+           : e == cudaErrorStreamCaptureUnsupported ? "cudaErrorStreamCaptureUnsupported"
+           : e == cudaErrorStreamCaptureInvalidated ? "cudaErrorStreamCaptureInvalidated"
+                                                    : "cudaErrorEmulated";
+}
+
+/* ---- graphs: the recording of a capture, run again at each launch ---- */
+struct CUgraph_st {
+    std::vector<std::function<void()>> work;
+};
+struct CUgraphExec_st {
+    std::vector<std::function<void()>> work;
+};
+static CUgraph_st *capture;  /* the open capture */
+static bool spoiled;         /* something failed inside it */
+static cudaError_t refuse() { /* what a capture forbids, and spoils */
+    spoiled = true;
+    return cudaErrorStreamCaptureUnsupported;
+}
+cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode) {
+    if (capture) return cudaErrorInvalidValue;
+    capture = new CUgraph_st;
+    spoiled = false;
+    emu_record(&capture->work);
+    return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t *g) {
+    if (!capture) return cudaErrorInvalidValue;
+    emu_record(nullptr);
+    *g = spoiled ? nullptr : capture;
+    if (spoiled) delete capture;
+    capture = nullptr;
+    return spoiled ? cudaErrorStreamCaptureInvalidated : cudaSuccess;
+}
+cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long) {
+    *e = new CUgraphExec_st{g->work};
+    return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t) {
+    if (capture) return refuse();
+    for (auto &w : e->work) w();
+    return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t g) {
+    delete g;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
+    delete e;
+    return cudaSuccess;
+}
 cudaError_t emu_smem_raise(int bytes) {
     if (bytes < 0 || (size_t)bytes > EMU_SMEM_OPTIN) return cudaErrorInvalidValue;
     if ((size_t)bytes > emu_smem_allowed) emu_smem_allowed = (size_t)bytes;
@@ -35,14 +91,16 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) {
     *s = the_stream;
     return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return capture ? refuse() : cudaSuccess; }
 cudaError_t cudaMallocBytes(void **p, size_t bytes) {
+    if (capture) return refuse();
     *p = aligned_alloc(256, (bytes + 255) / 256 * 256); /* cudaMalloc's alignment */
     if (!*p) return cudaErrorMemoryAllocation;
     memset(*p, 0xff, bytes); /* NaN, as no kernel may read what it was not given */
     return cudaSuccess;
 }
 cudaError_t cudaFree(void *p) {
+    if (capture) return refuse();
     free(p);
     return cudaSuccess;
 }
@@ -52,17 +110,19 @@ cudaError_t cudaMemGetInfo(size_t *fr, size_t *total) {
     return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void *p, int v, size_t bytes, cudaStream_t) {
-    memset(p, v, bytes);
+    emu_enqueue([=] { memset(p, v, bytes); });
     return cudaSuccess;
 }
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind, cudaStream_t) {
-    memmove(dst, src, bytes);
+    emu_enqueue([=] { memmove(dst, src, bytes); });
     return cudaSuccess;
 }
 cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
                               cudaMemcpyKind, cudaStream_t) {
     if (width > dpitch || width > spitch) return cudaErrorInvalidValue;
-    for (size_t r = 0; r < rows; r++) memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+    emu_enqueue([=] {
+        for (size_t r = 0; r < rows; r++) memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+    });
     return cudaSuccess;
 }
 struct CUevent_st {};
@@ -71,7 +131,7 @@ cudaError_t cudaEventCreate(cudaEvent_t *e) {
     return cudaSuccess;
 }
 cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return capture ? refuse() : cudaSuccess; }
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t, cudaEvent_t) {
     *ms = 0;
     return cudaSuccess;
@@ -144,17 +204,12 @@ static float at(const void *x, const cublasLtMatrixLayout_t l, int b, cublasOper
 
 /* each element summed in k order; the operands widened to fp32 first, and
  * the loop over a row of D innermost, so that it vectorises */
-cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const void *alpha, const void *A,
-                              cublasLtMatrixLayout_t la, const void *B, cublasLtMatrixLayout_t lb, const void *beta,
-                              const void *C, cublasLtMatrixLayout_t lc, void *D, cublasLtMatrixLayout_t ld,
-                              const cublasLtMatmulAlgo_t *, void *, size_t, cudaStream_t) {
+static void matmul(cublasLtMatmulDescOpaque_t dd, float al, const void *A, cublasLtMatrixLayoutOpaque_t lla,
+                   const void *B, cublasLtMatrixLayoutOpaque_t llb, float be, const void *C,
+                   cublasLtMatrixLayoutOpaque_t llc, void *D) {
+    const cublasLtMatmulDesc_t d = &dd;
+    const cublasLtMatrixLayout_t la = &lla, lb = &llb, lc = &llc;
     uint64_t m = lc->rows, n = lc->cols, k = d->ta == CUBLAS_OP_N ? la->cols : la->rows;
-    uint64_t am = d->ta == CUBLAS_OP_N ? la->rows : la->cols, bk = d->tb == CUBLAS_OP_N ? lb->rows : lb->cols,
-             bn = d->tb == CUBLAS_OP_N ? lb->cols : lb->rows;
-    if (am != m || bk != k || bn != n || C != D || lc != ld || la->batch != lc->batch || lb->batch != lc->batch ||
-        (lc->type != CUDA_R_32F && lc->type != CUDA_R_16BF))
-        return CUBLAS_STATUS_INVALID_VALUE;
-    float al = *(const float *)alpha, be = *(const float *)beta;
     std::vector<float> a(m * k), bt(k * n), row(m);
     for (int b = 0; b < lc->batch; b++) {
         for (uint64_t i = 0; i < m; i++)
@@ -176,5 +231,23 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const vo
             }
         }
     }
+}
+
+/* checked as it is queued; the descriptors and scalars are taken by value
+ * (as cuBLASLt reads host scalars at the call) */
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const void *alpha, const void *A,
+                              cublasLtMatrixLayout_t la, const void *B, cublasLtMatrixLayout_t lb, const void *beta,
+                              const void *C, cublasLtMatrixLayout_t lc, void *D, cublasLtMatrixLayout_t ld,
+                              const cublasLtMatmulAlgo_t *, void *, size_t, cudaStream_t) {
+    uint64_t m = lc->rows, n = lc->cols, k = d->ta == CUBLAS_OP_N ? la->cols : la->rows;
+    uint64_t am = d->ta == CUBLAS_OP_N ? la->rows : la->cols, bk = d->tb == CUBLAS_OP_N ? lb->rows : lb->cols,
+             bn = d->tb == CUBLAS_OP_N ? lb->cols : lb->rows;
+    if (am != m || bk != k || bn != n || C != D || lc != ld || la->batch != lc->batch || lb->batch != lc->batch ||
+        (lc->type != CUDA_R_32F && lc->type != CUDA_R_16BF))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    float al = *(const float *)alpha, be = *(const float *)beta;
+    cublasLtMatmulDescOpaque_t dd = *d;
+    cublasLtMatrixLayoutOpaque_t lla = *la, llb = *lb, llc = *lc;
+    emu_enqueue([=] { matmul(dd, al, A, lla, B, llb, be, C, llc, D); });
     return CUBLAS_STATUS_SUCCESS;
 }

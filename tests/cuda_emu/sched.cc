@@ -160,11 +160,16 @@ float emu_shfl(float v, int src) {
     return shfl_slot[set][cur / 32 * 32 + (src & 31)];
 }
 
-void emu_launch(dim3 g, dim3 b, size_t smem, cudaStream_t, std::function<void()> f) {
+static std::vector<std::function<void()>> *recording;
+void emu_record(std::vector<std::function<void()>> *into) { recording = into; }
+bool emu_capturing() { return recording != nullptr; }
+void emu_enqueue(std::function<void()> work) {
+    if (recording) recording->push_back(std::move(work));
+    else work();
+}
+
+static void run_launch(dim3 g, dim3 b, size_t smem, const std::function<void()> &f) {
     nthr = (int)(b.x * b.y * b.z);
-    if (nthr < 1 || nthr > 1024) fail("%d threads a block (1 to 1024)", nthr);
-    if (smem > emu_smem_allowed || smem > EMU_SMEM_MAX)
-        fail("%zu bytes of dynamic shared memory, more than the %zu allowed", smem, emu_smem_allowed);
     last_warp = nthr - (nthr - 1) / 32 * 32;
     body = f;
     gridDim = g;
@@ -176,4 +181,13 @@ void emu_launch(dim3 g, dim3 b, size_t smem, cudaStream_t, std::function<void()>
                 blockIdx = {bx, by, bz};
                 run_block(smem);
             }
+}
+
+/* the launch's configuration checked as it is queued, as CUDA does */
+void emu_launch(dim3 g, dim3 b, size_t smem, cudaStream_t, std::function<void()> f) {
+    unsigned n = b.x * b.y * b.z;
+    if (n < 1 || n > 1024) fail("%u threads a block (1 to 1024)", n);
+    if (smem > emu_smem_allowed || smem > EMU_SMEM_MAX)
+        fail("%zu bytes of dynamic shared memory, more than the %zu allowed", smem, emu_smem_allowed);
+    emu_enqueue([=] { run_launch(g, b, smem, f); });
 }

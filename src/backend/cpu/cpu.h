@@ -56,7 +56,7 @@ void ax_cpu_embedding_forward(float *out, const int32_t *tokens, const int32_t *
 void ax_cpu_embedding_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens, const int32_t *pos,
                                int M, int T, int v0, int Vl, int Cl);
 void ax_cpu_xent(const void *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
-                 int V, float dscale, void *dgrad, ax_dtype dt, float *scratch, const ax_reducer *Y);
+                 int V, const float *dscale, void *dgrad, ax_dtype dt, float *scratch, const ax_reducer *Y);
 size_t ax_cpu_attention_scratch(int T, int hd);
 void ax_cpu_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int Hl, int KVl, int hd,
                               ax_dtype dt, float *scratch, int nthr);

@@ -9,8 +9,9 @@
 /* The whole computation for one dtype: always inlined with dt a constant, so
  * each element's load and store compile to the plain fp32 or bf16 access. */
 static inline __attribute__((always_inline)) void xent(const void *logits, float *losses, const int32_t *targets,
-                                                       const float *weight, int M, int Vl, int v0, int nv, float dscale,
-                                                       void *dgrad, ax_dtype dt, float *scratch, const ax_reducer *Y) {
+                                                       const float *weight, int M, int Vl, int v0, int nv,
+                                                       const float *dscale, void *dgrad, ax_dtype dt, float *scratch,
+                                                       const ax_reducer *Y) {
     float *mx = scratch, *st = scratch + M; /* st[2i] = sum exp, st[2i+1] = target logit */
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
@@ -39,9 +40,9 @@ static inline __attribute__((always_inline)) void xent(const void *logits, float
     for (int i = 0; i < M; i++) {
         float lse = ax_lse(mx[i], st[2 * i]);
         losses[i] = ax_xent_loss(lse, st[2 * i + 1]);
-        if (dscale == 0.0f) continue;
+        if (!dscale) continue;
         size_t r = (size_t)i * Vl; /* dgrad may be logits: each element is read before it is written */
-        float w = weight ? weight[i] * dscale : dscale;
+        float w = weight ? weight[i] * *dscale : *dscale;
         int t = targets[i] - v0; /* out of [0, nv): no column of this rank */
 #pragma omp simd
         for (int j = 0; j < nv; j++)
@@ -51,7 +52,7 @@ static inline __attribute__((always_inline)) void xent(const void *logits, float
 }
 
 void ax_cpu_xent(const void *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
-                 int V, float dscale, void *dgrad, ax_dtype dt, float *scratch, const ax_reducer *Y) {
+                 int V, const float *dscale, void *dgrad, ax_dtype dt, float *scratch, const ax_reducer *Y) {
     int nv = V - v0 < Vl ? V - v0 : Vl; /* valid columns here */
     if (nv < 0) nv = 0;
     if (dt == AX_BF16) xent(logits, losses, targets, weight, M, Vl, v0, nv, dscale, dgrad, AX_BF16, scratch, Y);

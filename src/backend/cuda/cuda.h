@@ -27,6 +27,10 @@ void ax_cuda_wsum(double *acc, const float *x, const float *w, int64_t n);
 void ax_cuda_zero(void *p, size_t bytes);
 double ax_cuda_sumsq(int n, const float *const *x, const size_t *len);
 void ax_cuda_sync(void);
+void ax_cuda_capture_begin(void);
+void *ax_cuda_capture_end(void);
+int ax_cuda_replay(void *graph);
+void ax_cuda_graph_free(void *graph);
 void ax_cuda_set_threads(int n);
 int ax_cuda_threads(void);
 /* the backend's one compute stream (a cudaStream_t); src/comm/nccl.c orders
@@ -65,7 +69,7 @@ void ax_cuda_embedding_forward(float *out, const int32_t *tokens, const int32_t 
 void ax_cuda_embedding_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tokens, const int32_t *pos,
                                 int M, int T, int v0, int Vl, int Cl);
 void ax_cuda_xent(const void *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
-                  int V, float dscale, void *dgrad, ax_dtype dt, float *scratch, const ax_reducer *Y);
+                  int V, const float *dscale, void *dgrad, ax_dtype dt, float *scratch, const ax_reducer *Y);
 size_t ax_cuda_attention_scratch(int T, int hd);
 /* the attention path (AX_CUDA_ATTN_*) for models of GEMM precision dt and
  * head dimension hd on this rank's device: attn_plan.h's rules for what

@@ -10,6 +10,8 @@
 
 static int device = -1;
 static cudaStream_t stream;
+static int capturing;                /* between ax_cuda_capture_begin and _end */
+static unsigned long long mem_epoch; /* counts allocations and frees: a graph's pointers hold while it stands */
 
 /* ---- AXONN_CUDA_PROFILE=1: device time per entry ---------------------------
  * ax_cuda_done records an event on the stream after each entry's launches,
@@ -233,14 +235,23 @@ void ax_cuda_done(const char *file, int line, const char *func) {
     static int sync = -1;
     if (sync < 0) sync = getenv("AXONN_CUDA_SYNC") && atoi(getenv("AXONN_CUDA_SYNC")) > 0;
     cudaError_t e = cudaGetLastError();
-    if (e == cudaSuccess && sync) e = cudaStreamSynchronize(ax_cuda_stream());
+    if (e == cudaSuccess && sync && !capturing) e = cudaStreamSynchronize(ax_cuda_stream());
     if (e != cudaSuccess) ax_fatal(file, line, "CUDA kernel: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
-    if (prof_on()) prof_record(file, line, func);
+    if (prof_on() && !capturing) prof_record(file, line, func); /* a replay is one entry */
+}
+
+/* a capture must find the memory it needs already there (the step it
+ * records ran once before); an allocation inside one is a bug */
+static void no_capture(const char *what, size_t bytes) {
+    if (capturing)
+        ax_fatal(__FILE__, __LINE__, "CUDA graph: %s (%zu bytes) while the step was being captured", what, bytes);
+    mem_epoch++;
 }
 
 void *ax_cuda_alloc(size_t bytes) {
     void *p;
     need_device();
+    no_capture("cudaMalloc", bytes);
     cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
     if (e != cudaSuccess) {
         size_t fr = 0, tot = 0;
@@ -255,6 +266,7 @@ void *ax_cuda_alloc(size_t bytes) {
 
 void ax_cuda_free(void *p) {
     if (!p) return;
+    no_capture("cudaFree", 0);
     AX_CHECK_CUDA(cudaStreamSynchronize(ax_cuda_stream())); /* queued kernels may still read it */
     AX_CHECK_CUDA(cudaFree(p));
 }
@@ -287,11 +299,57 @@ void ax_cuda_copy_async(void *dst, const void *src, size_t bytes) {
 
 void ax_cuda_sync(void) { AX_CHECK_CUDA(cudaStreamSynchronize(ax_cuda_stream())); }
 
+/* ---- CUDA graphs (backend.h: capture_begin .. graph_free) ----
+ * Global capture mode: a wait for the device from any thread of the
+ * process during the capture fails (naming the call, AX_CHECK_CUDA) rather
+ * than being left out of the graph. */
+typedef struct {
+    cudaGraphExec_t exec;
+    unsigned long long epoch; /* mem_epoch at the capture */
+} cuda_graph;
+
+void ax_cuda_capture_begin(void) {
+    AX_CHECK_CUDA(cudaStreamBeginCapture(ax_cuda_stream(), cudaStreamCaptureModeGlobal));
+    capturing = 1;
+}
+
+void *ax_cuda_capture_end(void) {
+    cudaGraph_t g;
+    cudaError_t e = cudaStreamEndCapture(ax_cuda_stream(), &g);
+    capturing = 0;
+    if (e != cudaSuccess)
+        ax_fatal(__FILE__, __LINE__, "CUDA graph: the capture failed: %s (%s)", cudaGetErrorString(e),
+                 cudaGetErrorName(e));
+    cuda_graph *h = (cuda_graph *)malloc(sizeof *h);
+    if (!h) ax_fatal(__FILE__, __LINE__, "CUDA graph: out of host memory");
+    AX_CHECK_CUDA(cudaGraphInstantiateWithFlags(&h->exec, g, 0));
+    AX_CHECK_CUDA(cudaGraphDestroy(g));
+    h->epoch = mem_epoch;
+    return h;
+}
+
+int ax_cuda_replay(void *graph) {
+    cuda_graph *h = (cuda_graph *)graph;
+    if (h->epoch != mem_epoch) return -1;
+    AX_CHECK_CUDA(cudaGraphLaunch(h->exec, ax_cuda_stream()));
+    AX_CUDA_DONE();
+    return 0;
+}
+
+void ax_cuda_graph_free(void *graph) {
+    cuda_graph *h = (cuda_graph *)graph;
+    if (!h) return;
+    AX_CHECK_CUDA(cudaStreamSynchronize(ax_cuda_stream())); /* a replay may still run */
+    AX_CHECK_CUDA(cudaGraphExecDestroy(h->exec));
+    free(h);
+}
+
 void *ax_cuda_tmp(int slot, size_t bytes) {
     static void *buf[AX_CUDA_TMP_SLOTS];
     static size_t cap[AX_CUDA_TMP_SLOTS];
     if (bytes > cap[slot]) {
         if (buf[slot]) ax_cuda_free(buf[slot]);
+        no_capture("a scratch buffer grown", bytes);
         AX_CHECK_CUDA(cudaMalloc(&buf[slot], bytes));
         cap[slot] = bytes;
     }

@@ -1,6 +1,6 @@
 /* Vocabulary-parallel cross-entropy, one block per row: max, then sum of
  * exponentials and target logit, each completed over the vocabulary group by
- * its reducer; then the loss and, when dscale != 0, the gradient. Logits and
+ * its reducer; then the loss and, when dscale is not NULL, the gradient. Logits and
  * gradient are in the dtype of the LM head's GEMMs (fp32 arithmetic either
  * way); the gradient may overwrite the logits (each thread reads an element
  * before it writes it). */
@@ -31,21 +31,21 @@ __global__ static void row_sum_exp(float *st, const float *mx, const void *logit
 }
 
 __global__ static void loss_grad(const void *logits, float *losses, const float *mx, const float *st,
-                                 const int32_t *targets, const float *weight, int Vl, int v0, int nv, float dscale,
-                                 void *dgrad, ax_dtype dt) {
+                                 const int32_t *targets, const float *weight, int Vl, int v0, int nv,
+                                 const float *dscale, void *dgrad, ax_dtype dt) {
     int i = blockIdx.x;
     float lse = ax_lse(mx[i], st[2 * i]);
     if (threadIdx.x == 0) losses[i] = ax_xent_loss(lse, st[2 * i + 1]);
-    if (dscale == 0.0f) return;
+    if (!dscale) return;
     size_t r = (size_t)i * Vl;
-    float w = weight ? weight[i] * dscale : dscale;
+    float w = weight ? weight[i] * *dscale : *dscale;
     int t = targets[i] - v0; /* dgrad may be logits: each element read before it is written */
     for (int j = threadIdx.x; j < Vl; j += NT)
         ax_store(dgrad, dt, r + j, j < nv ? ax_xent_dlogit(ax_load(logits, dt, r + j), lse, w, j == t) : 0.0f);
 }
 
 void ax_cuda_xent(const void *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
-                  int V, float dscale, void *dgrad, ax_dtype dt, float *scratch, const ax_reducer *Y) {
+                  int V, const float *dscale, void *dgrad, ax_dtype dt, float *scratch, const ax_reducer *Y) {
     int nv = V - v0 < Vl ? V - v0 : Vl; /* valid columns here */
     if (nv < 0) nv = 0;
     if (M == 0) return;

@@ -6,7 +6,13 @@
 #pragma once
 #include "emu_device.h"
 
-typedef enum { cudaSuccess = 0, cudaErrorMemoryAllocation = 2, cudaErrorInvalidValue = 1 } cudaError_t;
+typedef enum {
+    cudaSuccess = 0,
+    cudaErrorInvalidValue = 1,
+    cudaErrorMemoryAllocation = 2,
+    cudaErrorStreamCaptureUnsupported = 900,
+    cudaErrorStreamCaptureInvalidated = 901
+} cudaError_t;
 typedef enum {
     cudaMemcpyHostToHost,
     cudaMemcpyHostToDevice,
@@ -54,6 +60,24 @@ cudaError_t cudaEventCreate(cudaEvent_t *e);
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
 cudaError_t cudaEventSynchronize(cudaEvent_t e);
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b);
+/* graphs: a capture records the stream's work (emu_record); a wait for the
+ * device, an allocation or a free meanwhile fails and spoils the capture
+ * (cudaStreamEndCapture then fails too), as under cudaStreamCaptureModeGlobal */
+enum cudaStreamCaptureMode {
+    cudaStreamCaptureModeGlobal,
+    cudaStreamCaptureModeThreadLocal,
+    cudaStreamCaptureModeRelaxed
+};
+struct CUgraph_st;
+typedef CUgraph_st *cudaGraph_t;
+struct CUgraphExec_st;
+typedef CUgraphExec_st *cudaGraphExec_t;
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g);
+cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s);
+cudaError_t cudaGraphDestroy(cudaGraph_t g);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e);
 /* a kernel's dynamic shared memory limit, up to the device's opt-in
  * figure: the emulation keeps one limit for every kernel, the largest asked */
 cudaError_t emu_smem_raise(int bytes);

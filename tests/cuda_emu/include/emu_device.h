@@ -15,6 +15,7 @@
 #pragma once
 #include <algorithm>
 #include <functional>
+#include <vector>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -55,6 +56,13 @@ extern size_t emu_smem_allowed;
 #define EMU_SMEM_OPTIN (227u << 10)
 
 void emu_launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, std::function<void()> body);
+/* Stream capture (cudaStreamBeginCapture .. cudaStreamEndCapture): while a
+ * recording is open, the work queued on the device (launches, copies,
+ * memsets, GEMMs, sorts) is checked as it is queued and kept, to run at each
+ * cudaGraphLaunch; otherwise it runs at once. */
+void emu_enqueue(std::function<void()> work);
+void emu_record(std::vector<std::function<void()>> *into); /* NULL: stop recording */
+bool emu_capturing();
 void emu_syncthreads();
 void emu_syncwarp();
 int emu_lane();

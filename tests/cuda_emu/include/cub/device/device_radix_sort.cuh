@@ -1,6 +1,6 @@
 /* cub's DeviceRadixSort::SortPairs on the host: a stable sort of the pairs by
- * the key bits [begin_bit, end_bit), as the radix sort is; the temporary
- * storage query answers one byte. */
+ * the key bits [begin_bit, end_bit), as the radix sort is, queued like a
+ * kernel (emu_enqueue); the temporary storage query answers one byte. */
 #pragma once
 #include "cuda_runtime.h"
 #include <vector>
@@ -15,16 +15,18 @@ struct DeviceRadixSort {
         }
         unsigned long long mask =
             end_bit - begin_bit >= 64 ? ~0ull : ((1ull << (end_bit - begin_bit)) - 1) << begin_bit;
-        std::vector<int> at(n);
-        for (int i = 0; i < n; i++) at[i] = i;
-        std::stable_sort(at.begin(), at.end(), [&](int a, int b) {
-            return ((unsigned long long)kin[a] & mask) < ((unsigned long long)kin[b] & mask);
+        emu_enqueue([=] {
+            std::vector<int> at(n);
+            for (int i = 0; i < n; i++) at[i] = i;
+            std::stable_sort(at.begin(), at.end(), [&](int a, int b) {
+                return ((unsigned long long)kin[a] & mask) < ((unsigned long long)kin[b] & mask);
+            });
+            std::vector<K> k(n);
+            std::vector<V> v(n);
+            for (int i = 0; i < n; i++) k[i] = kin[at[i]], v[i] = vin[at[i]];
+            std::copy(k.begin(), k.end(), kout);
+            std::copy(v.begin(), v.end(), vout);
         });
-        std::vector<K> k(n);
-        std::vector<V> v(n);
-        for (int i = 0; i < n; i++) k[i] = kin[at[i]], v[i] = vin[at[i]];
-        std::copy(k.begin(), k.end(), kout);
-        std::copy(v.begin(), v.end(), vout);
         return cudaSuccess;
     }
 };
