@@ -42,15 +42,28 @@ if(AX_CUDA)
   endfunction()
   ax_emu_exe(test_backend_cmp_emu test_backend_cmp test_backend_cmp.c)
   ax_emu_exe(test_ring_emu test_ring test_ring.c)
+  ax_emu_exe(test_nccl_emu test_nccl test_nccl.c)
   ax_emu_exe(axonn_emu axonn ${AX_CLI_SOURCES})
+  # NCCL over MPI (cuda_emu/nccl_emu.c), opened by src/comm/nccl.c through
+  # AXONN_NCCL_LIB; with EMU_GPUS=N the ranks of a node drive N emulated GPUs,
+  # so that their groups take NCCL rather than host staging
+  add_library(nccl_emu SHARED cuda_emu/nccl_emu.c)
+  target_include_directories(nccl_emu PRIVATE ${AX_NCCL_INCLUDE})
+  target_link_libraries(nccl_emu PRIVATE MPI::MPI_C)
+  set_target_properties(nccl_emu PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${emu_bin})
+  set(emu_nccl_env "EMU_GPUS=2;AXONN_NCCL_LIB=$<TARGET_FILE:nccl_emu>")
   # every op against the CPU backend, the attention paths on small shapes; the
   # warps of a block in a random order at each barrier (sched.cc), which finds
   # a missing barrier the fixed order can hide
   add_test(NAME backend_cmp_emu COMMAND ${MPIEXEC_EXECUTABLE} ${AX_MPI_FLAGS} ${MPIEXEC_NUMPROC_FLAG} 1
            $<TARGET_FILE:test_backend_cmp_emu> small)
   set_tests_properties(backend_cmp_emu PROPERTIES ENVIRONMENT "${AX_TEST_ENV};EMU_SHUFFLE=1" TIMEOUT 600)
-  # training, grids of ranks sharing the device, resume and eval on it, against the CPU
-  ax_script_test(cuda_emu_train test_cuda_emu_train.sh $<TARGET_FILE:axonn_emu>)
+  # training, grids of ranks sharing the device or on NCCL, resume and eval on it, against the CPU
+  ax_script_test(cuda_emu_train test_cuda_emu_train.sh $<TARGET_FILE:axonn_emu> $<TARGET_FILE:nccl_emu>)
   # ring attention's transfers staged through the host, its blocks the CUDA kernels
   ax_test(ring_2_emu test_ring_emu 2 --backend cuda)
+  # the NCCL layer (src/comm/nccl.c) on 2 ranks with a device each
+  ax_test(nccl_2_emu test_nccl_emu 2)
+  get_test_property(nccl_2_emu ENVIRONMENT env)
+  set_tests_properties(nccl_2_emu PROPERTIES ENVIRONMENT "${env};${emu_nccl_env}")
 endif()

@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# cuda_emu_train EMU_AXONN: the training paths of the CUDA backend, run on the
-# host emulation of the device (tests/cuda_emu; EMU_AXONN is axonn linked
-# against it), against the CPU backend ($AXONN_BIN). Every group's collectives
-# go through MPI on host buffers (--device-comm mpi: NCCL needs a GPU).
+# cuda_emu_train EMU_AXONN NCCL_EMU: the training paths of the CUDA backend,
+# run on the host emulation of the device (tests/cuda_emu; EMU_AXONN is axonn
+# linked against it), against the CPU backend ($AXONN_BIN). Groups of ranks
+# sharing the device go through MPI on host buffers (--device-comm mpi);
+# ranks with a device each (EMU_GPUS=2) use NCCL, the library NCCL_EMU
+# (NCCL's entries done by MPI).
 #  - 6 steps of a tiny GPT-2 (T=32): the losses equal the CPU's to relative
 #    1e-5 in fp32 (the kernels sum in another order) and 2e-3 in bf16 (a bf16
 #    output may round one step, 2^-8, apart where the fp32 sums differ); and
 #    in fp32 the Llama kind with 2 micro-batches, goldfish weights and whole
 #    layers recomputed;
-#  - the same on grids of 2 ranks sharing the device (--share-gpu: D, X, Y and Z
-#    splits, and context parallelism --cp 2), fp32, against the device's
-#    1-rank run to relative 1e-5;
+#  - the same on grids of 2 ranks, fp32, against the device's 1-rank run to
+#    relative 1e-5: with a device each, every group on NCCL (D, X, Y and Z
+#    splits, and context parallelism --cp 2: all-reduces, gathers,
+#    reduce-scatters, the ring's sends), the start-up line saying so; sharing
+#    the device (--share-gpu, host-staged, --cp 2); and 4 ranks on 2 devices,
+#    grid 2,1,1,2: Z on NCCL, the data groups staged;
 #  - --cuda-graph (steps 2.. captured once and replayed, the emulation's
 #    graphs run what the capture recorded): the same bits as the uncaptured
 #    run, final model byte for byte, in bf16 and with the Llama kind (its
@@ -23,7 +28,8 @@
 #  - eval --json prints one JSON object on stdout, its loss the CPU's to 1e-5,
 #    on 1 rank and on 2 ranks sharing the device.
 . "$(dirname "$0")/cli_lib.sh"
-EMU=${1:?usage: test_cuda_emu_train.sh EMU_AXONN}
+EMU=${1:?usage: test_cuda_emu_train.sh EMU_AXONN NCCL_EMU}
+NCCL_EMU=${2:?usage: test_cuda_emu_train.sh EMU_AXONN NCCL_EMU}
 MODEL=(--n-layer 2 --n-head 4 --n-embd 64 --vocab-size 97 --block-size 32 --seq 32 --batch 4)
 TRAIN=(train --synthetic "${MODEL[@]}" --quiet --lr 3e-3 --warmup 2 --steps 6 --val-every 0 --seed 5)
 DEV=(--backend cuda --device-comm mpi)
@@ -72,9 +78,20 @@ rc=$?
 
 for g in 2,1,1,1 1,2,1,1 1,1,2,1 1,1,1,2 cp; do
   grid=(--grid $g); [ $g = cp ] && grid=(--cp 2)
-  run_emu "dev_${g//,/}" 2 "${TRAIN[@]}" "${DEV[@]}" --share-gpu "${grid[@]}" --out "$W/dev_${g//,/}" &&
-    same_losses dev_fp32 "dev_${g//,/}" 1e-5 "device ${grid[*]} (2 ranks sharing it) against 1 rank"
+  EMU_GPUS=2 AXONN_NCCL_LIB=$NCCL_EMU run_emu "nccl_${g//,/}" 2 "${TRAIN[@]}" --backend cuda "${grid[@]}" \
+    --out "$W/nccl_${g//,/}" &&
+    if grep -qE '^collectives: NCCL for [^;]*$' "$W/nccl_${g//,/}.log"; then
+      same_losses dev_fp32 "nccl_${g//,/}" 1e-5 "device ${grid[*]} on NCCL (2 ranks, a device each) against 1 rank"
+    else bad "nccl_${g//,/}: no 'collectives: NCCL for' line"; fi
 done
+run_emu dev_cp 2 "${TRAIN[@]}" "${DEV[@]}" --share-gpu --cp 2 --out "$W/dev_cp" &&
+  same_losses dev_fp32 dev_cp 1e-5 "device --cp 2 (2 ranks sharing it, staged) against 1 rank"
+# 4 ranks on 2 devices: the Z groups' ranks on distinct ones (NCCL), the data groups' on one (staged)
+EMU_GPUS=2 AXONN_NCCL_LIB=$NCCL_EMU run_emu mixed 4 "${TRAIN[@]}" --backend cuda --share-gpu --grid 2,1,1,2 \
+  --out "$W/mixed" &&
+  if grep -qE '^collectives: NCCL for Z, .*; host-staged MPI for data, .*\(their ranks share a GPU\)$' "$W/mixed.log"; then
+    same_losses dev_fp32 mixed 1e-5 "device --grid 2,1,1,2 on 2 devices (Z on NCCL, data staged) against 1 rank"
+  else bad "mixed: $(grep '^collectives' "$W/mixed.log")"; fi
 
 CK=("${TRAIN[@]}" "${DEV[@]}" --steps 4 --save-every 2)
 run_emu ck_full 1 "${CK[@]}" --out "$W/ck_full" &&

@@ -3,7 +3,6 @@
 #include "comm/devices.h"
 #include "backend/cuda/cuda.h"
 #include "util/err.h"
-#include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <nccl.h>
 #include <stdio.h>
@@ -94,22 +93,10 @@ int ax_nccl_load(int *version) {
     if (version) AX_CHECK_NCCL(nccl.GetVersion(version));
     return 0;
 }
-#define AX_CHECK_CUDA(call)                                                                                 \
-    do {                                                                                                    \
-        cudaError_t ax_e_ = (call);                                                                         \
-        if (ax_e_ != cudaSuccess) ax_fatal(__FILE__, __LINE__, "%s: %s", #call, cudaGetErrorString(ax_e_)); \
-    } while (0)
-
+/* a group's communicator and the side stream its collectives run on */
 struct ax_nccl_comm {
     ncclComm_t comm;
-    cudaStream_t stream;
-    cudaEvent_t ready, done; /* compute -> collectives, collectives -> compute */
-    /* the compute stream's waits at the joins not yet read: a ring of event
-     * pairs recorded on it before and after each join, n of them from first */
-    struct {
-        cudaEvent_t before, after;
-    } * waits;
-    int cap, first, n;
+    ax_cuda_side *side;
 };
 
 void ax_nccl_attach(ax_comm *c) {
@@ -119,24 +106,14 @@ void ax_nccl_attach(ax_comm *c) {
     if (c->rank == 0) AX_CHECK_NCCL(nccl.GetUniqueId(&id));
     AX_CHECK_MPI(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, c->comm));
     AX_CHECK_NCCL(nccl.CommInitRank(&n->comm, c->size, id, c->rank));
-    AX_CHECK_CUDA(cudaStreamCreateWithFlags(&n->stream, cudaStreamNonBlocking));
-    AX_CHECK_CUDA(cudaEventCreateWithFlags(&n->ready, cudaEventDisableTiming));
-    AX_CHECK_CUDA(cudaEventCreateWithFlags(&n->done, cudaEventDisableTiming));
+    n->side = ax_cuda_side_new();
     c->nccl = n;
 }
 
 void ax_nccl_detach(ax_comm *c) {
     struct ax_nccl_comm *n = c->nccl;
-    cudaStreamSynchronize(n->stream);
+    ax_cuda_side_free(n->side); /* its collectives run first */
     nccl.CommDestroy(n->comm);
-    cudaStreamDestroy(n->stream);
-    cudaEventDestroy(n->ready);
-    cudaEventDestroy(n->done);
-    for (int i = 0; i < n->cap; i++) {
-        cudaEventDestroy(n->waits[i].before);
-        cudaEventDestroy(n->waits[i].after);
-    }
-    free(n->waits);
     free(n);
     c->nccl = NULL;
 }
@@ -152,85 +129,30 @@ void ax_nccl_group(ax_comm *c) {
 
 void ax_nccl_coll(ax_comm *c, int op, int bf16, const void *send, void *recv, size_t n) {
     struct ax_nccl_comm *k = c->nccl;
-    AX_CHECK_CUDA(cudaEventRecord(k->ready, ax_cuda_stream()));
-    AX_CHECK_CUDA(cudaStreamWaitEvent(k->stream, k->ready, 0));
+    cudaStream_t s = ax_cuda_side_fork(k->side);
     ncclDataType_t t = bf16 ? ncclBfloat16 : ncclFloat32;
-    if (op == AX_NCCL_GATHER) AX_CHECK_NCCL(nccl.AllGather(send, recv, n, t, k->comm, k->stream));
-    else if (op == AX_NCCL_SCATTER) AX_CHECK_NCCL(nccl.ReduceScatter(send, recv, n, t, ncclSum, k->comm, k->stream));
-    else AX_CHECK_NCCL(nccl.AllReduce(recv, recv, n, t, op == AX_NCCL_MAX ? ncclMax : ncclSum, k->comm, k->stream));
-    AX_CHECK_CUDA(cudaEventRecord(k->done, k->stream));
+    if (op == AX_NCCL_GATHER) AX_CHECK_NCCL(nccl.AllGather(send, recv, n, t, k->comm, s));
+    else if (op == AX_NCCL_SCATTER) AX_CHECK_NCCL(nccl.ReduceScatter(send, recv, n, t, ncclSum, k->comm, s));
+    else AX_CHECK_NCCL(nccl.AllReduce(recv, recv, n, t, op == AX_NCCL_MAX ? ncclMax : ncclSum, k->comm, s));
+    ax_cuda_side_done(k->side);
 }
 
 /* one NCCL group, so that neither call waits for the other: a ring's ranks
  * all send and receive at once, which separate calls would deadlock */
 void ax_nccl_sendrecv(ax_comm *c, const float *send, int dst, float *recv, int src, size_t n) {
     struct ax_nccl_comm *k = c->nccl;
-    AX_CHECK_CUDA(cudaEventRecord(k->ready, ax_cuda_stream()));
-    AX_CHECK_CUDA(cudaStreamWaitEvent(k->stream, k->ready, 0));
+    cudaStream_t s = ax_cuda_side_fork(k->side);
     AX_CHECK_NCCL(nccl.GroupStart());
-    AX_CHECK_NCCL(nccl.Send(send, n, ncclFloat32, dst, k->comm, k->stream));
-    AX_CHECK_NCCL(nccl.Recv(recv, n, ncclFloat32, src, k->comm, k->stream));
+    AX_CHECK_NCCL(nccl.Send(send, n, ncclFloat32, dst, k->comm, s));
+    AX_CHECK_NCCL(nccl.Recv(recv, n, ncclFloat32, src, k->comm, s));
     AX_CHECK_NCCL(nccl.GroupEnd());
-    AX_CHECK_CUDA(cudaEventRecord(k->done, k->stream));
+    ax_cuda_side_done(k->side);
 }
 
-/* The joins' waits read into c->seconds, oldest first: those complete
- * (block 0: the host does not wait), else every one (block 1). */
-static void collect(ax_comm *c, int block) {
-    struct ax_nccl_comm *k = c->nccl;
-    for (; k->n; k->n--, k->first = (k->first + 1) % k->cap) {
-        cudaEvent_t before = k->waits[k->first].before, after = k->waits[k->first].after;
-        if (block) AX_CHECK_CUDA(cudaEventSynchronize(after));
-        else {
-            cudaError_t e = cudaEventQuery(after);
-            if (e == cudaErrorNotReady) return;
-            AX_CHECK_CUDA(e);
-        }
-        float ms;
-        AX_CHECK_CUDA(cudaEventElapsedTime(&ms, before, after));
-        c->seconds += ms * 1e-3;
-    }
-}
+/* the compute stream waits for the group's collectives so far; the waits
+ * of earlier joins that are complete go into c->seconds */
+void ax_nccl_join(ax_comm *c) { c->seconds += ax_cuda_side_join(c->nccl->side); }
 
-/* room for one more pair: the ring doubled, the pending pairs kept in order
- * (it grows in the first steps, while joins outrun the device, then stays) */
-static void waits_grow(struct ax_nccl_comm *k) {
-    int cap = k->cap ? 2 * k->cap : 16;
-    size_t one = sizeof *k->waits;
-    char *w = ax_calloc((size_t)cap, one);
-    if (k->cap) { /* full: the oldest at first, up to the end, then from 0 */
-        memcpy(w, k->waits + k->first, (size_t)(k->cap - k->first) * one);
-        memcpy(w + (size_t)(k->cap - k->first) * one, k->waits, (size_t)k->first * one);
-    }
-    free(k->waits);
-    k->waits = (void *)w;
-    for (int i = k->cap; i < cap; i++) {
-        AX_CHECK_CUDA(cudaEventCreate(&k->waits[i].before));
-        AX_CHECK_CUDA(cudaEventCreate(&k->waits[i].after));
-    }
-    k->first = 0;
-    k->cap = cap;
-}
+void ax_nccl_seconds(ax_comm *c) { c->seconds += ax_cuda_side_seconds(c->nccl->side, 1); }
 
-/* The latest collective's event: a stream runs its collectives in order, so
- * joining it joins the earlier ones too. The compute stream's wait there is
- * the collective's blocked time on a GPU (the host never waits): events
- * before and after it on the compute stream, read later by collect. */
-void ax_nccl_join(ax_comm *c) {
-    struct ax_nccl_comm *k = c->nccl;
-    collect(c, 0);
-    if (k->n == k->cap) waits_grow(k);
-    int i = (k->first + k->n++) % k->cap;
-    AX_CHECK_CUDA(cudaEventRecord(k->waits[i].before, ax_cuda_stream()));
-    AX_CHECK_CUDA(cudaStreamWaitEvent(ax_cuda_stream(), k->done, 0));
-    AX_CHECK_CUDA(cudaEventRecord(k->waits[i].after, ax_cuda_stream()));
-}
-
-void ax_nccl_seconds(ax_comm *c) { collect(c, 1); }
-
-int ax_nccl_done(const ax_comm *c) {
-    cudaError_t e = cudaEventQuery(c->nccl->done);
-    if (e == cudaErrorNotReady) return 0;
-    AX_CHECK_CUDA(e);
-    return 1;
-}
+int ax_nccl_done(const ax_comm *c) { return ax_cuda_side_idle(c->nccl->side); }

@@ -8,13 +8,11 @@
  *
  * src/comm/comm.c sends a group's float and bf16 collectives here when the
  * group has a communicator (ax_comm.nccl); nothing else calls these. Each
- * communicator has its own stream: a collective is queued there after the
- * work already on the backend's compute stream (an event) and marks its end
- * with another; ax_nccl_join makes later compute wait for it on the device.
- * In between the GPU computes and communicates at once, which is the overlap
- * of docs/algorithm.md §4 on a GPU: ax_wait joins where the CPU path blocks.
- * The group's blocked time is the compute stream's wait at each join,
- * measured by a pair of events around it and read only when asked for.
+ * communicator has its own stream (the backend's side stream, backend/cuda/cuda.h): a collective is queued there after
+ * the work already on the backend's compute stream (an event) and marks its end with another; ax_nccl_join makes later
+ * compute wait for it on the device. In between the GPU computes and communicates at once, which is the overlap of
+ * docs/algorithm.md §4 on a GPU: ax_wait joins where the CPU path blocks. The group's blocked time is the compute
+ * stream's wait at each join, measured by a pair of events around it and read only when asked for.
  *
  * Buffers are the backend's memory. Built only with the CUDA backend. */
 #ifndef AX_COMM_NCCL_H

@@ -104,19 +104,20 @@ int ax_grid_comm_line(ax_grid *g, char *line, size_t cap) {
     for (int i = 0; i < N_GROUPS; i++) how[i] = all[i]->size < 2 ? 0 : all[i]->nccl ? 1 : 2;
     AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, how, N_GROUPS, MPI_INT, MPI_BOR, g->world));
     size_t k = (size_t)snprintf(line, cap, "collectives:");
+    int nccl = 0; /* the NCCL part was written: a staged part follows it after "; " */
     for (int pass = 1; pass <= 2; pass++) {
         int first = 1;
         for (int i = 0; i < N_GROUPS && k < cap; i++) {
             if (!(how[i] & pass)) continue;
-            k += (size_t)snprintf(line + k, cap - k, "%s%s",
-                                  first ? (pass == 1 ? " NCCL for " : " host-staged MPI for ") : ", ", names[i]);
+            const char *head = pass == 1 ? " NCCL for " : nccl ? "; host-staged MPI for " : " host-staged MPI for ";
+            k += (size_t)snprintf(line + k, cap - k, "%s%s", first ? head : ", ", names[i]);
             first = 0;
         }
         if (!first && pass == 2 && k < cap)
             k += (size_t)snprintf(line + k, cap - k, " (%s)",
                                   ax_get_device_comm() == AX_DEVICE_COMM_MPI ? "--device-comm mpi"
                                                                              : "their ranks share a GPU");
-        if (!first && pass == 1 && k < cap) k += (size_t)snprintf(line + k, cap - k, ";");
+        if (pass == 1) nccl = !first;
     }
     if (k == strlen("collectives:")) snprintf(line + k, cap - k, " none (one rank)");
     return 0;

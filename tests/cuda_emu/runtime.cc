@@ -1,20 +1,29 @@
 /* The emulated CUDA runtime and cuBLASLt (include/cuda_runtime.h,
- * include/cublasLt.h): one device of compute capability 9.0 with the H100's
+ * include/cublasLt.h): devices of compute capability 9.0 with the H100's
  * 227 KiB of opt-in shared memory, so that the backend's selections take the
- * paths they take on the GPUs it is run on. */
+ * paths they take on the GPUs it is run on. One device unless EMU_GPUS=N:
+ * N, told apart by their UUIDs, so that ranks of a node pick distinct ones
+ * (and their groups NCCL, which nccl_emu.c stands in for). */
 #include "cublasLt.h"
 #include "backend/kmath.h"
+#include <time.h>
 #include <vector>
 
+static int gpus() {
+    const char *e = getenv("EMU_GPUS");
+    int n = e ? atoi(e) : 1;
+    return n >= 1 && n <= 64 ? n : 1;
+}
 cudaError_t cudaGetDeviceCount(int *n) {
-    *n = 1;
+    *n = gpus();
     return cudaSuccess;
 }
-cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidValue; }
-cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int) {
+cudaError_t cudaSetDevice(int d) { return d >= 0 && d < gpus() ? cudaSuccess : cudaErrorInvalidValue; }
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d) {
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "emulated CUDA device");
     memcpy(p->uuid.bytes, "axonn-cuda-emu..", 16);
+    p->uuid.bytes[0] = (char)('a' + d); /* distinct in the short id the devices line prints */
     p->totalGlobalMem = (size_t)16 << 30;
     p->sharedMemPerBlockOptin = EMU_SMEM_OPTIN;
     p->major = 9;
@@ -125,15 +134,33 @@ cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t 
     });
     return cudaSuccess;
 }
-struct CUevent_st {};
+/* an event holds the time the stream reached it: its record, as every call
+ * before has run */
+struct CUevent_st {
+    double t;
+};
 cudaError_t cudaEventCreate(cudaEvent_t *e) {
-    *e = new CUevent_st;
+    *e = new CUevent_st{0};
     return cudaSuccess;
 }
-cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) { return cudaEventCreate(e); }
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    delete e;
+    return cudaSuccess;
+}
+/* every queued call has run: an event is complete once recorded */
+cudaError_t cudaEventQuery(cudaEvent_t) { return capture ? refuse() : cudaSuccess; }
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
+cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    e->t = ts.tv_sec + 1e-9 * ts.tv_nsec;
+    return cudaSuccess;
+}
 cudaError_t cudaEventSynchronize(cudaEvent_t) { return capture ? refuse() : cudaSuccess; }
-cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t, cudaEvent_t) {
-    *ms = 0;
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
+    *ms = (float)(1e3 * (b->t - a->t));
     return cudaSuccess;
 }
 

@@ -33,9 +33,22 @@ int ax_cuda_replay(void *graph);
 void ax_cuda_graph_free(void *graph);
 void ax_cuda_set_threads(int n);
 int ax_cuda_threads(void);
-/* the backend's one compute stream (a cudaStream_t); src/comm/nccl.c orders
- * its collectives after the work queued on it */
+/* the backend's one compute stream (a cudaStream_t) */
 struct CUstream_st *ax_cuda_stream(void);
+/* A side stream for one group's collectives (side.cu; src/comm/nccl.c):
+ *   cudaStream_t s = ax_cuda_side_fork(side);  // after the compute stream's work so far
+ *   ncclAllReduce(..., s); ax_cuda_side_done(side);
+ *   seconds += ax_cuda_side_join(side);         // the compute stream waits for it; the host does not
+ * join returns the seconds of earlier joins' waits now complete;
+ * ax_cuda_side_seconds(side, 1) waits for and returns the rest. */
+typedef struct ax_cuda_side ax_cuda_side;
+ax_cuda_side *ax_cuda_side_new(void);
+void ax_cuda_side_free(ax_cuda_side *s); /* after its work has run */
+struct CUstream_st *ax_cuda_side_fork(ax_cuda_side *s);
+void ax_cuda_side_done(ax_cuda_side *s);
+double ax_cuda_side_join(ax_cuda_side *s);
+double ax_cuda_side_seconds(ax_cuda_side *s, int block);
+int ax_cuda_side_idle(const ax_cuda_side *s); /* its work so far has run */
 /* "NVIDIA H200 (sm_90, 139 GiB)" of the rank's device */
 const char *ax_cuda_device_name(void);
 void ax_cuda_gemm(int batch, float alpha, ax_mat A, int transA, ax_mat B, int transB, float beta, ax_mat C);
