@@ -5,7 +5,7 @@
 # sharing the device go through MPI on host buffers (--device-comm mpi);
 # ranks with a device each (EMU_GPUS=2) use NCCL, the library NCCL_EMU
 # (NCCL's entries done by MPI).
-#  - 6 steps of a tiny GPT-2 (T=32): the losses equal the CPU's to relative
+#  - 4 steps of a tiny GPT-2 (T=32): the losses equal the CPU's to relative
 #    1e-5 in fp32 (the kernels sum in another order) and 2e-3 in bf16 (a bf16
 #    output may round one step, 2^-8, apart where the fp32 sums differ); and
 #    in fp32 the Llama kind with 2 micro-batches, goldfish weights and whole
@@ -31,7 +31,7 @@
 EMU=${1:?usage: test_cuda_emu_train.sh EMU_AXONN NCCL_EMU}
 NCCL_EMU=${2:?usage: test_cuda_emu_train.sh EMU_AXONN NCCL_EMU}
 MODEL=(--n-layer 2 --n-head 4 --n-embd 64 --vocab-size 97 --block-size 32 --seq 32 --batch 4)
-TRAIN=(train --synthetic "${MODEL[@]}" --quiet --lr 3e-3 --warmup 2 --steps 6 --val-every 0 --seed 5)
+TRAIN=(train --synthetic "${MODEL[@]}" --quiet --lr 3e-3 --warmup 2 --steps 4 --val-every 0 --seed 5)
 DEV=(--backend cuda --device-comm mpi)
 
 # run_emu NAME NP ARGS...: the emulated binary's run

@@ -1,6 +1,6 @@
 /* Overlapped communication (docs/algorithm.md §4: OAR, ORS, OAG, bucketed DP) changes
  * when collectives complete, never what they compute: on every ordered
- * factorisation (D, X, Y, Z) of the world size, 5 steps with each overlap
+ * factorisation (D, X, Y, Z) of the world size, 3 steps with each overlap
  * alone, all of them, and all with the gathered weights kept, give the same
  * losses, gradient norms and parameters, bit for bit, as with none. The same
  * holds under block recomputation (whose backward re-runs each layer's
@@ -29,7 +29,7 @@
 #include "train/source.h"
 #include "util/err.h"
 
-#define STEPS 5
+#define STEPS 3
 #define ACCUM 2
 static ax_gpt_config cfg = {.n_layer = 3, .n_head = 8, .n_embd = 32, .block_size = 8, .vocab_size = 101};
 static const int B = 16, T = 8;

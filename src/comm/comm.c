@@ -237,6 +237,13 @@ static void stage_finish(ax_req *r) {
 }
 
 /* r NULL: blocking; else complete with ax_wait or ax_test */
+/* a group of one's gather or transfer: the backend's memory to itself,
+ * queued behind the kernels that wrote it (no host wait on a device) */
+static void self_copy(void *dst, const void *src, size_t bytes) {
+    const ax_backend *be = ax_be();
+    (be->copy_async ? be->copy_async : be->copy)(dst, src, bytes);
+}
+
 static void coll(ax_comm *c, const ax_coll *k, const void *send, void *recv, size_t n, ax_req *r) {
     if (r) {
         r->c = c;
@@ -245,7 +252,7 @@ static void coll(ax_comm *c, const ax_coll *k, const void *send, void *recv, siz
         r->from = NULL;
     }
     if (c->size == 1) {
-        if (k->kind != AX_AR && recv != send) ax_be()->copy(recv, send, n * (size_t)k->width);
+        if (k->kind != AX_AR && recv != send) self_copy(recv, send, n * (size_t)k->width);
         return;
     }
     if (n == 0) return;
@@ -338,7 +345,7 @@ void ax_isendrecv_f32(ax_comm *c, const float *send, int dst, float *recv, int s
     if (dst < 0 || dst >= c->size || src < 0 || src >= c->size)
         ax_fatal(__FILE__, __LINE__, "send-receive between ranks %d and %d of a group of %d", dst, src, c->size);
     if (c->size == 1) { /* to and from itself */
-        if (recv != send) ax_be()->copy(recv, send, n * sizeof(float));
+        if (recv != send) self_copy(recv, send, n * sizeof(float));
         return;
     }
     if (n == 0) return;

@@ -102,58 +102,55 @@ static void bf16_max(void *in, void *inout, int *n, MPI_Datatype *t) {
         if (widen(((uint16_t *)in)[i]) > widen(((uint16_t *)inout)[i])) ((uint16_t *)inout)[i] = ((uint16_t *)in)[i];
 }
 
-/* MPI's type and operation for NCCL's; 0 when this emulation lacks them */
-static int mpi_of(ncclDataType_t t, ncclRedOp_t op, MPI_Datatype *mt, MPI_Op *mo, size_t *bytes) {
+/* MPI's view of n elements of NCCL's type t under op */
+typedef struct {
+    MPI_Datatype type;
+    MPI_Op op;
+    size_t bytes; /* an element's */
+} mpi_kind;
+
+/* 0 when this emulation lacks t or op, or n is past MPI's int counts */
+static int mpi_of(ncclDataType_t t, ncclRedOp_t op, size_t n, mpi_kind *k) {
     static MPI_Op sum16 = MPI_OP_NULL, max16 = MPI_OP_NULL;
-    if (t == ncclFloat32) {
-        *mt = MPI_FLOAT;
-        *mo = op == ncclMax ? MPI_MAX : MPI_SUM;
-        *bytes = 4;
-    } else if (t == ncclBfloat16) {
+    if (t == ncclFloat32) *k = (mpi_kind){MPI_FLOAT, op == ncclMax ? MPI_MAX : MPI_SUM, 4};
+    else if (t == ncclBfloat16) {
         if (sum16 == MPI_OP_NULL) {
             MPI_Op_create(bf16_sum, 1, &sum16);
             MPI_Op_create(bf16_max, 1, &max16);
         }
-        *mt = MPI_UINT16_T;
-        *mo = op == ncclMax ? max16 : sum16;
-        *bytes = 2;
+        *k = (mpi_kind){MPI_UINT16_T, op == ncclMax ? max16 : sum16, 2};
     } else return 0;
-    return op == ncclSum || op == ncclMax;
+    return (op == ncclSum || op == ncclMax) && n <= INT32_MAX;
 }
 
+/* the stream is not used: the emulated streams have run all that was queued before */
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t n, ncclDataType_t t, ncclRedOp_t op, ncclComm_t c,
                            cudaStream_t s) {
+    mpi_kind k;
+    if (!mpi_of(t, op, n, &k)) return ncclInvalidArgument;
     (void)s;
-    MPI_Datatype mt;
-    MPI_Op mo;
-    size_t b;
-    if (!mpi_of(t, op, &mt, &mo, &b) || n > INT32_MAX) return ncclInvalidArgument;
-    return MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)n, mt, mo, c->comm) ? ncclSystemError
-                                                                                            : ncclSuccess;
+    int rc = MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)n, k.type, k.op, c->comm);
+    return rc ? ncclSystemError : ncclSuccess;
 }
 
 ncclResult_t ncclAllGather(const void *send, void *recv, size_t n, ncclDataType_t t, ncclComm_t c, cudaStream_t s) {
+    mpi_kind k;
+    if (!mpi_of(t, ncclSum, n, &k)) return ncclInvalidArgument;
     (void)s;
-    MPI_Datatype mt;
-    MPI_Op mo;
-    size_t b;
-    if (!mpi_of(t, ncclSum, &mt, &mo, &b) || n > INT32_MAX) return ncclInvalidArgument;
-    int in_place = send == (const char *)recv + (size_t)c->rank * n * b;
-    return MPI_Allgather(in_place ? MPI_IN_PLACE : send, (int)n, mt, recv, (int)n, mt, c->comm) ? ncclSystemError
-                                                                                                : ncclSuccess;
+    int in_place = send == (const char *)recv + (size_t)c->rank * n * k.bytes;
+    int rc = MPI_Allgather(in_place ? MPI_IN_PLACE : send, (int)n, k.type, recv, (int)n, k.type, c->comm);
+    return rc ? ncclSystemError : ncclSuccess;
 }
 
 /* NCCL's in place is recv at this rank's block of send; MPI's is not */
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t n, ncclDataType_t t, ncclRedOp_t op, ncclComm_t c,
                                cudaStream_t s) {
+    mpi_kind k;
+    if (!mpi_of(t, op, n, &k)) return ncclInvalidArgument;
     (void)s;
-    MPI_Datatype mt;
-    MPI_Op mo;
-    size_t b;
-    if (!mpi_of(t, op, &mt, &mo, &b) || n > INT32_MAX) return ncclInvalidArgument;
-    void *tmp = malloc(n > 0 ? n * b : 1);
-    int rc = MPI_Reduce_scatter_block(send, tmp, (int)n, mt, mo, c->comm);
-    memcpy(recv, tmp, n * b);
+    void *tmp = malloc(n > 0 ? n * k.bytes : 1);
+    int rc = MPI_Reduce_scatter_block(send, tmp, (int)n, k.type, k.op, c->comm);
+    memcpy(recv, tmp, n * k.bytes);
     free(tmp);
     return rc ? ncclSystemError : ncclSuccess;
 }
@@ -170,12 +167,10 @@ static ncclResult_t p2p_wait(void) {
 }
 
 static ncclResult_t p2p_post(void *buf, size_t n, ncclDataType_t t, int peer, ncclComm_t c, int send) {
-    MPI_Datatype mt;
-    MPI_Op mo;
-    size_t b;
-    if (!mpi_of(t, ncclSum, &mt, &mo, &b) || n > INT32_MAX || np2p == P2P_MAX) return ncclInvalidArgument;
-    int rc = send ? MPI_Isend(buf, (int)n, mt, peer, TAG_P2P, c->comm, &p2p[np2p])
-                  : MPI_Irecv(buf, (int)n, mt, peer, TAG_P2P, c->comm, &p2p[np2p]);
+    mpi_kind k;
+    if (!mpi_of(t, ncclSum, n, &k) || np2p == P2P_MAX) return ncclInvalidArgument;
+    int rc = send ? MPI_Isend(buf, (int)n, k.type, peer, TAG_P2P, c->comm, &p2p[np2p])
+                  : MPI_Irecv(buf, (int)n, k.type, peer, TAG_P2P, c->comm, &p2p[np2p]);
     if (rc) return ncclSystemError;
     np2p++;
     return in_group ? ncclSuccess : p2p_wait();

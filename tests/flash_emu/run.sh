@@ -7,12 +7,8 @@
 # ./tests/flash_emu/run.sh --stored B,T,Hl,KVl,hd ...: q|k|v and out stored in
 # bf16 against fp32 copies of the same values, bitwise, on both paths
 set -e
+# the build's emulator (tests/ops.cmake: target flash_emu), brought up to date first
 here=$(cd "$(dirname "$0")" && pwd)
-src=$here/../../src
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-# the launches and dynamic shared memory rewritten for the emulation (attention.cu: the tiled path)
-sh "$here/../cuda_emu/convert.sh" "$src/backend/cuda/attention_flash.cu" "$tmp/flash.cc"
-sh "$here/../cuda_emu/convert.sh" "$src/backend/cuda/attention.cu" "$tmp/tiled.cc"
-g++ -O2 -std=c++17 -Wall -Wno-unknown-pragmas -I"$tmp" -I"$here/include" -I"$here/../cuda_emu/include" -I"$src" "$here/emu.cc" "$here/tiled_emu.cc" "$here/../cuda_emu/sched.cc" -o "$tmp/emu"
-"$tmp/emu" "$@"
+build=${BUILD:-$here/../../build}
+cmake --build "$build" --target flash_emu > /dev/null
+exec "$build/tests/flash_emu/emu" "$@"
