@@ -19,8 +19,9 @@
 #  - --cuda-graph (steps 2.. captured once and replayed, the emulation's
 #    graphs run what the capture recorded): the same bits as the uncaptured
 #    run, final model byte for byte, in bf16 and with the Llama kind (its
-#    goldfish weights give each step another loss scale); on 2 ranks, one
-#    line and exit 2;
+#    goldfish weights give each step another loss scale; a checkpoint saved
+#    after every step, which must not make the step capture again); on 2
+#    ranks, one line and exit 2;
 #  - a run stopped after step 2 and resumed (--resume auto) ends with the
 #    uninterrupted run's model, byte for byte; a CPU checkpoint resumed on 2
 #    ranks of the device gives its losses to 1e-5;
@@ -68,8 +69,10 @@ same_bits() {
 }
 run_emu graph_bf16 1 "${TRAIN[@]}" "${DEV[@]}" --dtype bf16 --cuda-graph --out "$W/graph_bf16" &&
   same_bits dev_bf16 graph_bf16 "device bf16 --cuda-graph: the uncaptured run's bits"
-run_emu graph_llama 1 "${TRAIN[@]}" "${LL[@]}" "${DEV[@]}" --cuda-graph --out "$W/graph_llama" &&
-  same_bits dev_llama graph_llama "device ${LL[*]} --cuda-graph: the uncaptured run's bits"
+run_emu graph_llama 1 "${TRAIN[@]}" "${LL[@]}" "${DEV[@]}" --cuda-graph --save-every 1 --out "$W/graph_llama" &&
+  same_bits dev_llama graph_llama "device ${LL[*]} --cuda-graph --save-every 1: the uncaptured run's bits" &&
+  { grep -q "captured again" "$W/graph_llama.log" && bad "graph_llama: a save between steps made the step capture again" ||
+    ok "graph_llama: checkpoints saved between replays leave the graph standing"; }
 timeout 120 "${MPI[@]}" -np 2 "$EMU" "${TRAIN[@]}" "${DEV[@]}" --share-gpu --cuda-graph --out "$W/graph2" \
   >/dev/null 2>"$W/graph2.err"
 rc=$?
