@@ -117,6 +117,8 @@ void ax_cuda_adamw_all(float *w, const float *g, float *m, float *v, int64_t n, 
 /* from util/err.h, which the .cu files do not include (it brings in mpi.h) */
 void ax_fatal(const char *file, int line, const char *fmt, ...) __attribute__((noreturn, format(printf, 3, 4)));
 int ax_err_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void *ax_malloc(size_t n); /* abort on failure */
+void *ax_calloc(size_t n, size_t sz);
 #ifdef __cplusplus
 }
 #endif

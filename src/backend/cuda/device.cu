@@ -320,8 +320,7 @@ void *ax_cuda_capture_end(void) {
     if (e != cudaSuccess)
         ax_fatal(__FILE__, __LINE__, "CUDA graph: the capture failed: %s (%s)", cudaGetErrorString(e),
                  cudaGetErrorName(e));
-    cuda_graph *h = (cuda_graph *)malloc(sizeof *h);
-    if (!h) ax_fatal(__FILE__, __LINE__, "CUDA graph: out of host memory");
+    cuda_graph *h = (cuda_graph *)ax_malloc(sizeof *h);
     AX_CHECK_CUDA(cudaGraphInstantiateWithFlags(&h->exec, g, 0));
     AX_CHECK_CUDA(cudaGraphDestroy(g));
     h->epoch = mem_epoch;

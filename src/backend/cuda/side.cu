@@ -21,8 +21,7 @@ struct ax_cuda_side {
 };
 
 ax_cuda_side *ax_cuda_side_new(void) {
-    ax_cuda_side *s = (ax_cuda_side *)calloc(1, sizeof *s);
-    if (!s) ax_fatal(__FILE__, __LINE__, "side stream: out of host memory");
+    ax_cuda_side *s = (ax_cuda_side *)ax_calloc(1, sizeof *s);
     AX_CHECK_CUDA(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
     AX_CHECK_CUDA(cudaEventCreateWithFlags(&s->ready, cudaEventDisableTiming));
     AX_CHECK_CUDA(cudaEventCreateWithFlags(&s->done, cudaEventDisableTiming));
@@ -75,8 +74,7 @@ double ax_cuda_side_seconds(ax_cuda_side *s, int block) {
 static void waits_grow(ax_cuda_side *s) {
     int cap = s->cap ? 2 * s->cap : 16;
     size_t one = sizeof *s->waits;
-    char *w = (char *)calloc((size_t)cap, one);
-    if (!w) ax_fatal(__FILE__, __LINE__, "side stream: out of host memory");
+    char *w = (char *)ax_calloc((size_t)cap, one);
     if (s->cap) { /* full: the oldest at first, up to the end, then from 0 */
         memcpy(w, s->waits + s->first, (size_t)(s->cap - s->first) * one);
         memcpy(w + (size_t)(s->cap - s->first) * one, s->waits, (size_t)s->first * one);
