@@ -38,7 +38,9 @@ if(AX_CUDA)
     add_executable(${target} ${ARGN} $<TARGET_OBJECTS:axonn_cuda_emu>)
     target_include_directories(${target} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR})
     target_link_libraries(${target} PRIVATE axonn stdc++)
-    set_target_properties(${target} PROPERTIES LINKER_LANGUAGE CXX OUTPUT_NAME ${name} RUNTIME_OUTPUT_DIRECTORY ${emu_bin})
+    # ENABLE_EXPORTS: the emulated runtime's emu_host_work, which nccl_emu.c finds by name
+    set_target_properties(${target} PROPERTIES LINKER_LANGUAGE CXX OUTPUT_NAME ${name} RUNTIME_OUTPUT_DIRECTORY ${emu_bin}
+                          ENABLE_EXPORTS ON)
   endfunction()
   ax_emu_exe(test_backend_cmp_emu test_backend_cmp test_backend_cmp.c)
   ax_emu_exe(test_ring_emu test_ring test_ring.c)

@@ -20,8 +20,11 @@
 #    graphs run what the capture recorded): the same bits as the uncaptured
 #    run, final model byte for byte, in bf16 and with the Llama kind (its
 #    goldfish weights give each step another loss scale; a checkpoint saved
-#    after every step, which must not make the step capture again); on 2
-#    ranks, one line and exit 2;
+#    after every step, which must not make the step capture again); on each
+#    NCCL grid of 2 ranks above, and on 4 ranks (grid 1,2,1,2) with the
+#    Llama kind: the uncaptured run's bits there (the collectives replayed
+#    with the step); on 2 ranks staged through the host (--device-comm
+#    mpi, which a graph cannot hold), one line and exit 2;
 #  - a run stopped after step 2 and resumed (--resume auto) ends with the
 #    uninterrupted run's model, byte for byte; a CPU checkpoint resumed on 2
 #    ranks of the device gives its losses to 1e-5;
@@ -67,8 +70,9 @@ same_bits() {
       <(grep -o '"loss": [^,]*, "lr": [^,]*, "grad_norm": [^,]*' "$W/$2/metrics.jsonl") >/dev/null &&
     ok "$3" || bad "$3: the runs differ"
 }
-run_emu graph_bf16 1 "${TRAIN[@]}" "${DEV[@]}" --dtype bf16 --cuda-graph --out "$W/graph_bf16" &&
-  same_bits dev_bf16 graph_bf16 "device bf16 --cuda-graph: the uncaptured run's bits"
+# --profile: no timing event recorded inside the capture (one cannot be read after it)
+run_emu graph_bf16 1 "${TRAIN[@]}" "${DEV[@]}" --dtype bf16 --cuda-graph --profile --out "$W/graph_bf16" &&
+  same_bits dev_bf16 graph_bf16 "device bf16 --cuda-graph --profile: the uncaptured run's bits"
 run_emu graph_llama 1 "${TRAIN[@]}" "${LL[@]}" "${DEV[@]}" --cuda-graph --save-every 1 --out "$W/graph_llama" &&
   same_bits dev_llama graph_llama "device ${LL[*]} --cuda-graph --save-every 1: the uncaptured run's bits" &&
   { grep -q "captured again" "$W/graph_llama.log" && bad "graph_llama: a save between steps made the step capture again" ||
@@ -76,8 +80,9 @@ run_emu graph_llama 1 "${TRAIN[@]}" "${LL[@]}" "${DEV[@]}" --cuda-graph --save-e
 timeout 120 "${MPI[@]}" -np 2 "$EMU" "${TRAIN[@]}" "${DEV[@]}" --share-gpu --cuda-graph --out "$W/graph2" \
   >/dev/null 2>"$W/graph2.err"
 rc=$?
-[ $rc = 2 ] && [ "$(grep -c '^axonn: error: --cuda-graph: 2 ranks' "$W/graph2.err")" = 1 ] &&
-  ok "--cuda-graph on 2 ranks: one line, exit 2" || bad "--cuda-graph on 2 ranks: exit $rc, $(head -c 300 "$W/graph2.err")"
+[ $rc = 2 ] && [ "$(grep -c '^axonn: error: --cuda-graph: the collectives of data, .* (--device-comm mpi) go through the host' \
+  "$W/graph2.err")" = 1 ] && ok "--cuda-graph on 2 ranks, staged (--device-comm mpi): one line, exit 2" ||
+  bad "--cuda-graph, staged: exit $rc, $(head -c 300 "$W/graph2.err")"
 
 for g in 2,1,1,1 1,2,1,1 1,1,2,1 1,1,1,2 cp; do
   grid=(--grid $g); [ $g = cp ] && grid=(--cp 2)
@@ -86,7 +91,14 @@ for g in 2,1,1,1 1,2,1,1 1,1,2,1 1,1,1,2 cp; do
     if grep -qE '^collectives: NCCL for [^;]*$' "$W/nccl_${g//,/}.log"; then
       same_losses dev_fp32 "nccl_${g//,/}" 1e-5 "device ${grid[*]} on NCCL (2 ranks, a device each) against 1 rank"
     else bad "nccl_${g//,/}: no 'collectives: NCCL for' line"; fi
+  EMU_GPUS=2 AXONN_NCCL_LIB=$NCCL_EMU run_emu "ngraph_${g//,/}" 2 "${TRAIN[@]}" --backend cuda "${grid[@]}" \
+    --cuda-graph --out "$W/ngraph_${g//,/}" &&
+    same_bits "nccl_${g//,/}" "ngraph_${g//,/}" "device ${grid[*]} on NCCL, --cuda-graph: the uncaptured run's bits"
 done
+N4=("${TRAIN[@]}" "${LL[@]}" --backend cuda --grid 1,2,1,2)
+EMU_GPUS=4 AXONN_NCCL_LIB=$NCCL_EMU run_emu nccl4 4 "${N4[@]}" --out "$W/nccl4" &&
+  EMU_GPUS=4 AXONN_NCCL_LIB=$NCCL_EMU run_emu ngraph4 4 "${N4[@]}" --cuda-graph --out "$W/ngraph4" &&
+  same_bits nccl4 ngraph4 "device ${LL[*]} --grid 1,2,1,2 on NCCL (4 devices), --cuda-graph: the uncaptured run's bits"
 run_emu dev_cp 2 "${TRAIN[@]}" "${DEV[@]}" --share-gpu --cp 2 --out "$W/dev_cp" &&
   same_losses dev_fp32 dev_cp 1e-5 "device --cp 2 (2 ranks sharing it, staged) against 1 rank"
 # 4 ranks on 2 devices: the Z groups' ranks on distinct ones (NCCL), the data groups' on one (staged)

@@ -132,8 +132,9 @@ PY
 # run stopped after step 4 and resumed (--resume auto): the final model
 # bitwise equal; and the parallel background writer's files against the
 # root-only writer's, byte for byte. The same run with --cuda-graph (steps
-# 2.. replayed from one graph, saves in between): the same final model, byte
-# for byte (the same kernels on the same data). AX_CKPT_BACKEND=cpu
+# 2.. replayed from one graph, saves in between; --profile, whose timing
+# events must stay out of the capture): the same final model, byte for byte
+# (the same kernels on the same data). AX_CKPT_BACKEND=cpu
 # rehearses it (no graph there).
 ckpt_cmp() {
   local be=${AX_CKPT_BACKEND:-cuda} d=$OUTD/ckpt rc=0
@@ -145,7 +146,7 @@ ckpt_cmp() {
   "$BIN/axonn" "${a[@]}" --ckpt-writer root --out "$d/root" || return 1
   cmp "$d/full/model.safetensors" "$d/part/model.safetensors" && echo "resume after step 4: final model bitwise equal: ok" || rc=1
   if [ "$be" = cuda ]; then
-    "$BIN/axonn" "${a[@]}" --cuda-graph --out "$d/graph" || return 1
+    "$BIN/axonn" "${a[@]}" --cuda-graph --profile --out "$d/graph" || return 1
     cmp "$d/full/model.safetensors" "$d/graph/model.safetensors" && echo "--cuda-graph: final model bitwise equal: ok" || rc=1
   fi
   local f

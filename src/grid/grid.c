@@ -94,15 +94,38 @@ int ax_grid_init_cp(ax_grid *g, MPI_Comm user, int gd, int gx, int gy, int gz, i
     return 0;
 }
 
+static const char *const group_names[N_GROUPS] = {"X", "Y", "Z", "Z gathers", "C", "data", "data x Z", "X x Y x Z"};
+
+/* per kind of group, over every group of the kind (collective): 1 some on
+ * NCCL, 2 some staged, 0 none of more than one rank */
+static void group_ways(ax_grid *g, int how[N_GROUPS]) {
+    ax_comm *all[N_GROUPS];
+    groups(g, all);
+    for (int i = 0; i < N_GROUPS; i++) how[i] = all[i]->size < 2 ? 0 : all[i]->nccl ? 1 : 2;
+    AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, how, N_GROUPS, MPI_INT, MPI_BOR, g->world));
+}
+
+static const char *staged_why(void) {
+    return ax_get_device_comm() == AX_DEVICE_COMM_MPI ? "--device-comm mpi" : "their ranks share a GPU";
+}
+
+int ax_grid_staged(ax_grid *g, char *names, size_t cap) {
+    names[0] = 0;
+    if (ax_be()->host_memory) return 0;
+    int how[N_GROUPS], n = 0;
+    group_ways(g, how);
+    size_t k = 0;
+    for (int i = 0; i < N_GROUPS; i++)
+        if (how[i] & 2 && k < cap) k += (size_t)snprintf(names + k, cap - k, "%s%s", n++ ? ", " : "", group_names[i]);
+    if (n && k < cap) snprintf(names + k, cap - k, " (%s)", staged_why());
+    return n;
+}
+
 int ax_grid_comm_line(ax_grid *g, char *line, size_t cap) {
     line[0] = 0;
     if (ax_be()->host_memory) return 0;
-    ax_comm *all[N_GROUPS];
-    groups(g, all);
-    static const char *const names[N_GROUPS] = {"X", "Y", "Z", "Z gathers", "C", "data", "data x Z", "X x Y x Z"};
-    int how[N_GROUPS]; /* per kind of group, over every group of the kind: 1 some on NCCL, 2 some staged */
-    for (int i = 0; i < N_GROUPS; i++) how[i] = all[i]->size < 2 ? 0 : all[i]->nccl ? 1 : 2;
-    AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, how, N_GROUPS, MPI_INT, MPI_BOR, g->world));
+    int how[N_GROUPS];
+    group_ways(g, how);
     size_t k = (size_t)snprintf(line, cap, "collectives:");
     int nccl = 0; /* the NCCL part was written: a staged part follows it after "; " */
     for (int pass = 1; pass <= 2; pass++) {
@@ -110,13 +133,10 @@ int ax_grid_comm_line(ax_grid *g, char *line, size_t cap) {
         for (int i = 0; i < N_GROUPS && k < cap; i++) {
             if (!(how[i] & pass)) continue;
             const char *head = pass == 1 ? " NCCL for " : nccl ? "; host-staged MPI for " : " host-staged MPI for ";
-            k += (size_t)snprintf(line + k, cap - k, "%s%s", first ? head : ", ", names[i]);
+            k += (size_t)snprintf(line + k, cap - k, "%s%s", first ? head : ", ", group_names[i]);
             first = 0;
         }
-        if (!first && pass == 2 && k < cap)
-            k += (size_t)snprintf(line + k, cap - k, " (%s)",
-                                  ax_get_device_comm() == AX_DEVICE_COMM_MPI ? "--device-comm mpi"
-                                                                             : "their ranks share a GPU");
+        if (!first && pass == 2 && k < cap) k += (size_t)snprintf(line + k, cap - k, " (%s)", staged_why());
         if (pass == 1) nccl = !first;
     }
     if (k == strlen("collectives:")) snprintf(line + k, cap - k, " none (one rank)");

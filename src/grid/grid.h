@@ -47,6 +47,11 @@ static inline int ax_grid_cp_pos(const ax_grid *g, int T, int i) {
  * NCCL for X, Y; host-staged MPI for Z (their ranks share a GPU)"), over every
  * group of the grid (collective); "" under a host backend. */
 int ax_grid_comm_line(ax_grid *g, char *line, size_t cap);
+/* Under a device backend, the number of kinds of group of more than one rank
+ * whose collectives are staged through the host by MPI, named in names with
+ * the reason ("Z, data (their ranks share a GPU)"); 0 when every such group is on NCCL, and under a host backend
+ * (collective). */
+int ax_grid_staged(ax_grid *g, char *names, size_t cap);
 /* Parses "D,X,Y,Z". */
 int ax_grid_parse(const char *s, int dims[4]);
 /* The context split's rule (nn/ring_attention.h): every sequence is cut into

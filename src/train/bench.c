@@ -147,6 +147,7 @@ static void describe_run(const ax_run *r, const ax_train_opts *o, int iters, ax_
     res->dtype = o->dtype;
     res->overlap = o->overlap;
     res->keep_gathered = o->keep_gathered;
+    res->cuda_graph = o->cuda_graph;
     res->gemm_tune = o->gemm_tune;
     res->iters = iters;
     res->timed = iters - 2;

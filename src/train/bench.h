@@ -20,6 +20,7 @@ typedef struct {
     int batch, seq, grad_accum;
     const char *recompute, *dtype, *overlap, *gemm_tune;
     int keep_gathered;
+    int cuda_graph;   /* the timed steps are replays of a CUDA graph: GEMM and blocked time not measured */
     int iters, timed; /* timed = iters - 2 */
     /* seconds per iteration: the step is the slowest rank's (mean, median,
      * min, max over the timed iterations: the mean as the paper reports it,

@@ -90,7 +90,7 @@ static void set_threads(ax_run *r) {
     ax_be()->set_threads(n);
 }
 
-static int check_options(const ax_train_opts *o, const ax_gpt_config *c, const ax_grid *g) {
+static int check_options(const ax_train_opts *o, const ax_gpt_config *c, ax_grid *g) {
     if (o->steps < 1) return AX_ERR("--steps %d: expected >= 1", o->steps);
     if (strcmp(o->export_dtype, "fp32") && strcmp(o->export_dtype, "bf16"))
         return AX_ERR("--export-dtype %s: expected fp32 or bf16", o->export_dtype);
@@ -128,9 +128,12 @@ static int check_options(const ax_train_opts *o, const ax_gpt_config *c, const a
     if (o->goldfish_k && o->goldfish_h < 1) return AX_ERR("--goldfish-h %d: expected >= 1", o->goldfish_h);
     if (o->cuda_graph && !ax_be()->capture_begin)
         return AX_ERR("--cuda-graph: the %s backend captures no graphs (expected --backend cuda)", ax_be()->name);
-    /* collectives inside a capture (NCCL's event joins, MPI's staging) are not captured yet */
-    if (o->cuda_graph && g->size > 1)
-        return AX_ERR("--cuda-graph: %d ranks; a captured step runs on one rank for now", g->size);
+    /* a graph holds NCCL's collectives, not MPI's on host buffers */
+    char staged[160];
+    if (o->cuda_graph && ax_grid_staged(g, staged, sizeof staged))
+        return AX_ERR("--cuda-graph: the collectives of %s go through the host by MPI, which a CUDA graph cannot "
+                      "hold; expected every group of more than one rank on NCCL (a GPU per rank)",
+                      staged);
     return ax_gpt_check_grid(c, g);
 }
 
@@ -522,6 +525,10 @@ static void reset_profile(ax_run *r) {
 /* Shares of the timed steps spent in GEMMs and blocked in each group's
  * collectives (rank 0's view; the largest over ranks for communication). */
 static void report_profile(ax_run *r, double t_total) {
+    if (r->o->cuda_graph) { /* a replay runs no host code that could time its parts */
+        SAY(r, "profile: not measured: the steps are replays of a CUDA graph (--cuda-graph)\n");
+        return;
+    }
     double gs, gf;
     ax_be()->gemm_stats(&gs, &gf);
     ax_grid *g = &r->g;

@@ -31,46 +31,107 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int d) {
     return cudaSuccess;
 }
 cudaError_t cudaGetLastError() { return cudaSuccess; }
+static const struct {
+    cudaError_t e;
+    const char *name, *text;
+} errors[] = {
+    {cudaSuccess, "cudaSuccess", "no error"},
+    {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",
+     "operation not permitted when stream is capturing"},
+    {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",
+     "operation failed due to a previous error during capture"},
+    {cudaErrorStreamCaptureUnjoined, "cudaErrorStreamCaptureUnjoined",
+     "capture sequence contains a fork that was not joined to the primary stream"},
+    {cudaErrorStreamCaptureIsolation, "cudaErrorStreamCaptureIsolation",
+     "dependency created on uncaptured work in another stream"},
+    {cudaErrorCapturedEvent, "cudaErrorCapturedEvent",
+     "operation not permitted on an event last recorded in a capturing stream"},
+};
 const char *cudaGetErrorString(cudaError_t e) {
-    return e == cudaSuccess                         ? "no error"
-           : e == cudaErrorStreamCaptureUnsupported ? "operation not permitted when stream is capturing"
-           : e == cudaErrorStreamCaptureInvalidated ? "operation failed due to a previous error during capture"
-                                                    : "emulated error";
+    for (auto &x : errors)
+        if (x.e == e) return x.text;
+    return "emulated error";
 }
 const char *cudaGetErrorName(cudaError_t e) {
-    return e == cudaSuccess                         ? "cudaSuccess"
-           : e == cudaErrorStreamCaptureUnsupported ? "cudaErrorStreamCaptureUnsupported"
-           : e == cudaErrorStreamCaptureInvalidated ? "cudaErrorStreamCaptureInvalidated"
-                                                    : "cudaErrorEmulated";
+    for (auto &x : errors)
+        if (x.e == e) return x.name;
+    return "cudaErrorEmulated";
 }
 
-/* ---- graphs: the recording of a capture, run again at each launch ---- */
+/* ---- streams, events and graphs ----
+ * Work runs as it is queued (emu_enqueue), so an event is complete once
+ * recorded, and holds the host's clock then. A capture (global mode) keeps
+ * the work of the streams in it, to run at each cudaGraphLaunch: the stream
+ * it began on, and each stream that waits for an event recorded in it (a
+ * fork). As CUDA's, it fails at its end unless every other stream of it was
+ * waited for after its last work there (joined); a stream of it cannot wait
+ * for an event recorded outside it (isolation); an event recorded in it
+ * cannot be waited for, queried or timed once it has ended (the event holds
+ * no time: it is not recorded at the launches); and a wait for the device,
+ * an allocation or a free while it is open fails, and spoils it. */
+struct CUstream_st {
+    bool captured;             /* in the open capture */
+    unsigned long long ops;    /* its work kept by the capture */
+    unsigned long long joined; /* of which another stream of the capture waited for */
+};
+struct CUevent_st {
+    double t; /* the host's clock at its last record outside a capture */
+    bool recorded;
+    const void *capture;    /* the capture it was last recorded in, or null */
+    CUstream_st *stream;    /* there: its stream, */
+    unsigned long long seq; /* and that stream's work before it */
+};
 struct CUgraph_st {
     std::vector<std::function<void()>> work;
 };
 struct CUgraphExec_st {
     std::vector<std::function<void()>> work;
 };
-static CUgraph_st *capture;  /* the open capture */
-static bool spoiled;         /* something failed inside it */
-static cudaError_t refuse() { /* what a capture forbids, and spoils */
-    spoiled = true;
-    return cudaErrorStreamCaptureUnsupported;
+static CUgraph_st *capture; /* the open capture */
+static CUstream_st *origin; /* the stream it began on */
+static std::vector<CUstream_st *> members;
+static cudaError_t spoiled; /* the first failure inside it */
+static cudaError_t spoil(cudaError_t e) {
+    if (capture && spoiled == cudaSuccess) spoiled = e;
+    return e;
 }
-cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode) {
-    if (capture) return cudaErrorInvalidValue;
+static cudaError_t refuse() { return spoil(cudaErrorStreamCaptureUnsupported); }
+static bool keep(cudaStream_t s, std::function<void()> &work) {
+    if (!s || !s->captured) return false;
+    s->ops++;
+    capture->work.push_back(std::move(work));
+    return true;
+}
+static void join_capture(cudaStream_t s) {
+    s->captured = true;
+    s->ops = s->joined = 0;
+    members.push_back(s);
+}
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode) {
+    if (capture || !s) return cudaErrorInvalidValue;
     capture = new CUgraph_st;
-    spoiled = false;
-    emu_record(&capture->work);
+    origin = s;
+    spoiled = cudaSuccess;
+    join_capture(s);
+    emu_capture_hook = keep;
     return cudaSuccess;
 }
-cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t *g) {
-    if (!capture) return cudaErrorInvalidValue;
-    emu_record(nullptr);
-    *g = spoiled ? nullptr : capture;
-    if (spoiled) delete capture;
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g) {
+    if (!capture || s != origin) return cudaErrorInvalidValue;
+    bool unjoined = false;
+    for (CUstream_st *m : members) {
+        if (m != origin && m->ops > m->joined) unjoined = true;
+        m->captured = false;
+    }
+    members.clear();
+    emu_capture_hook = nullptr;
+    cudaError_t e = spoiled           ? cudaErrorStreamCaptureInvalidated
+                    : unjoined        ? cudaErrorStreamCaptureUnjoined
+                                      : cudaSuccess;
+    *g = e ? nullptr : capture;
+    if (e) delete capture;
     capture = nullptr;
-    return spoiled ? cudaErrorStreamCaptureInvalidated : cudaSuccess;
+    return e;
 }
 cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long) {
     *e = new CUgraphExec_st{g->work};
@@ -89,15 +150,23 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
     delete e;
     return cudaSuccess;
 }
+/* for nccl_emu.c, C code that cannot name this file's C++ functions: fn(arg)
+ * queued on stream s as host work (as cudaLaunchHostFunc). 1: a capture kept
+ * it, to run at each launch of its graph; 0: it has run. */
+extern "C" int emu_host_work(void *s, void (*fn)(void *), void *arg) {
+    std::function<void()> w = [=] { fn(arg); };
+    if (keep((cudaStream_t)s, w)) return 1;
+    w();
+    return 0;
+}
 cudaError_t emu_smem_raise(int bytes) {
     if (bytes < 0 || (size_t)bytes > EMU_SMEM_OPTIN) return cudaErrorInvalidValue;
     if ((size_t)bytes > emu_smem_allowed) emu_smem_allowed = (size_t)bytes;
     return cudaSuccess;
 }
 
-static CUstream_st *const the_stream = (CUstream_st *)&the_stream;
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) {
-    *s = the_stream;
+    *s = new CUstream_st{};
     return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return capture ? refuse() : cudaSuccess; }
@@ -118,29 +187,29 @@ cudaError_t cudaMemGetInfo(size_t *fr, size_t *total) {
     *fr = *total = (size_t)16 << 30;
     return cudaSuccess;
 }
-cudaError_t cudaMemsetAsync(void *p, int v, size_t bytes, cudaStream_t) {
-    emu_enqueue([=] { memset(p, v, bytes); });
+cudaError_t cudaMemsetAsync(void *p, int v, size_t bytes, cudaStream_t s) {
+    emu_enqueue(s, [=] { memset(p, v, bytes); });
     return cudaSuccess;
 }
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind, cudaStream_t) {
-    emu_enqueue([=] { memmove(dst, src, bytes); });
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind, cudaStream_t s) {
+    emu_enqueue(s, [=] { memmove(dst, src, bytes); });
     return cudaSuccess;
 }
 cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
-                              cudaMemcpyKind, cudaStream_t) {
+                              cudaMemcpyKind, cudaStream_t s) {
     if (width > dpitch || width > spitch) return cudaErrorInvalidValue;
-    emu_enqueue([=] {
+    emu_enqueue(s, [=] {
         for (size_t r = 0; r < rows; r++) memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
     });
     return cudaSuccess;
 }
-/* an event holds the time the stream reached it: its record, as every call
- * before has run */
-struct CUevent_st {
-    double t;
-};
+static double now() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
 cudaError_t cudaEventCreate(cudaEvent_t *e) {
-    *e = new CUevent_st{0};
+    *e = new CUevent_st{};
     return cudaSuccess;
 }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) { return cudaEventCreate(e); }
@@ -148,19 +217,34 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
     delete e;
     return cudaSuccess;
 }
-/* every queued call has run: an event is complete once recorded */
-cudaError_t cudaEventQuery(cudaEvent_t) { return capture ? refuse() : cudaSuccess; }
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
-cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    e->t = ts.tv_sec + 1e-9 * ts.tv_nsec;
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+    if (s && s->captured) *e = {e->t, true, capture, s, s->ops};
+    else *e = {now(), true, nullptr, nullptr, 0};
     return cudaSuccess;
 }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return capture ? refuse() : cudaSuccess; }
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned) {
+    if (!e->recorded) return cudaSuccess; /* no work: nothing to wait for */
+    if (e->capture && e->capture != capture) return spoil(cudaErrorCapturedEvent);
+    if (e->capture) { /* a fork into the capture, or a join */
+        if (!s->captured) join_capture(s);
+        if (e->stream != s && e->seq > e->stream->joined) e->stream->joined = e->seq;
+        return cudaSuccess;
+    }
+    return s && s->captured ? spoil(cudaErrorStreamCaptureIsolation) : cudaSuccess;
+}
+/* every queued call has run: an event is complete once recorded */
+cudaError_t cudaEventQuery(cudaEvent_t e) {
+    return capture ? refuse() : e->capture ? cudaErrorCapturedEvent : cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t e) { return cudaEventQuery(e); }
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
+    if (a->capture || b->capture) return cudaErrorCapturedEvent;
     *ms = (float)(1e3 * (b->t - a->t));
+    return cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+    if (s && s->captured) return refuse();
+    delete s;
     return cudaSuccess;
 }
 
@@ -265,7 +349,7 @@ static void matmul(cublasLtMatmulDescOpaque_t dd, float al, const void *A, cubla
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const void *alpha, const void *A,
                               cublasLtMatrixLayout_t la, const void *B, cublasLtMatrixLayout_t lb, const void *beta,
                               const void *C, cublasLtMatrixLayout_t lc, void *D, cublasLtMatrixLayout_t ld,
-                              const cublasLtMatmulAlgo_t *, void *, size_t, cudaStream_t) {
+                              const cublasLtMatmulAlgo_t *, void *, size_t, cudaStream_t s) {
     uint64_t m = lc->rows, n = lc->cols, k = d->ta == CUBLAS_OP_N ? la->cols : la->rows;
     uint64_t am = d->ta == CUBLAS_OP_N ? la->rows : la->cols, bk = d->tb == CUBLAS_OP_N ? lb->rows : lb->cols,
              bn = d->tb == CUBLAS_OP_N ? lb->cols : lb->rows;
@@ -275,6 +359,6 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const vo
     float al = *(const float *)alpha, be = *(const float *)beta;
     cublasLtMatmulDescOpaque_t dd = *d;
     cublasLtMatrixLayoutOpaque_t lla = *la, llb = *lb, llc = *lc;
-    emu_enqueue([=] { matmul(dd, al, A, lla, B, llb, be, C, llc, D); });
+    emu_enqueue(s, [=] { matmul(dd, al, A, lla, B, llb, be, C, llc, D); });
     return CUBLAS_STATUS_SUCCESS;
 }

@@ -160,12 +160,9 @@ float emu_shfl(float v, int src) {
     return shfl_slot[set][cur / 32 * 32 + (src & 31)];
 }
 
-static std::vector<std::function<void()>> *recording;
-void emu_record(std::vector<std::function<void()>> *into) { recording = into; }
-bool emu_capturing() { return recording != nullptr; }
-void emu_enqueue(std::function<void()> work) {
-    if (recording) recording->push_back(std::move(work));
-    else work();
+bool (*emu_capture_hook)(cudaStream_t, std::function<void()> &);
+void emu_enqueue(cudaStream_t s, std::function<void()> work) {
+    if (!emu_capture_hook || !emu_capture_hook(s, work)) work();
 }
 
 static void run_launch(dim3 g, dim3 b, size_t smem, const std::function<void()> &f) {
@@ -184,10 +181,10 @@ static void run_launch(dim3 g, dim3 b, size_t smem, const std::function<void()> 
 }
 
 /* the launch's configuration checked as it is queued, as CUDA does */
-void emu_launch(dim3 g, dim3 b, size_t smem, cudaStream_t, std::function<void()> f) {
+void emu_launch(dim3 g, dim3 b, size_t smem, cudaStream_t s, std::function<void()> f) {
     unsigned n = b.x * b.y * b.z;
     if (n < 1 || n > 1024) fail("%u threads a block (1 to 1024)", n);
     if (smem > emu_smem_allowed || smem > EMU_SMEM_MAX)
         fail("%zu bytes of dynamic shared memory, more than the %zu allowed", smem, emu_smem_allowed);
-    emu_enqueue([=] { run_launch(g, b, smem, f); });
+    emu_enqueue(s, [=] { run_launch(g, b, smem, f); });
 }

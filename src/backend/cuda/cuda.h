@@ -31,6 +31,9 @@ void ax_cuda_capture_begin(void);
 void *ax_cuda_capture_end(void);
 int ax_cuda_replay(void *graph);
 void ax_cuda_graph_free(void *graph);
+/* 1 between ax_cuda_capture_begin and _end: an event recorded then cannot be
+ * read afterwards (cudaErrorCapturedEvent), so timing events are left out */
+int ax_cuda_capturing(void);
 void ax_cuda_set_threads(int n);
 int ax_cuda_threads(void);
 /* the backend's one compute stream (a cudaStream_t) */

@@ -327,6 +327,8 @@ void *ax_cuda_capture_end(void) {
     return h;
 }
 
+int ax_cuda_capturing(void) { return capturing; }
+
 int ax_cuda_replay(void *graph) {
     cuda_graph *h = (cuda_graph *)graph;
     if (h->epoch != mem_epoch) return -1;

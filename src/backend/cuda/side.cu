@@ -91,8 +91,14 @@ static void waits_grow(ax_cuda_side *s) {
 
 /* The latest work's event: a stream runs in order, so joining it joins the
  * earlier work too. The compute stream's wait there is the group's blocked
- * time on a GPU: events before and after it, read by ax_cuda_side_seconds. */
+ * time on a GPU: events before and after it, read by ax_cuda_side_seconds.
+ * Not while a graph is captured: the pair would not be recorded at its
+ * launches, and the capture forbids reading the ring's older pairs. */
 double ax_cuda_side_join(ax_cuda_side *s) {
+    if (ax_cuda_capturing()) {
+        AX_CHECK_CUDA(cudaStreamWaitEvent(ax_cuda_stream(), s->done, 0));
+        return 0;
+    }
     double sec = ax_cuda_side_seconds(s, 0);
     if (s->n == s->cap) waits_grow(s);
     int i = (s->first + s->n++) % s->cap;

@@ -1,7 +1,7 @@
 /* The CUDA runtime as the CUDA backend uses it, on the host (with the device
- * language of emu_device.h): one device, "device" memory is host memory, the
- * one stream runs each call to completion as it is queued, and events time
- * nothing. C++ names, so that nothing here binds to the real libraries the
+ * language of emu_device.h): "device" memory is host memory, a
+ * stream runs each call to completion as it is queued, and events hold the
+ * host's clock. C++ names, so that nothing here binds to the real libraries the
  * test program also links. */
 #pragma once
 #include "emu_device.h"
@@ -12,7 +12,10 @@ typedef enum {
     cudaErrorMemoryAllocation = 2,
     cudaErrorNotReady = 600,
     cudaErrorStreamCaptureUnsupported = 900,
-    cudaErrorStreamCaptureInvalidated = 901
+    cudaErrorStreamCaptureInvalidated = 901,
+    cudaErrorStreamCaptureUnjoined = 904,
+    cudaErrorStreamCaptureIsolation = 905,
+    cudaErrorCapturedEvent = 907
 } cudaError_t;
 typedef enum {
     cudaMemcpyHostToHost,
@@ -66,9 +69,8 @@ cudaError_t cudaEventQuery(cudaEvent_t e);
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
 cudaError_t cudaEventSynchronize(cudaEvent_t e);
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b);
-/* graphs: a capture records the stream's work (emu_record); a wait for the
- * device, an allocation or a free meanwhile fails and spoils the capture
- * (cudaStreamEndCapture then fails too), as under cudaStreamCaptureModeGlobal */
+/* graphs: a capture keeps the work of its streams (runtime.cc says which,
+ * and what it refuses, as CUDA's global capture mode does) */
 enum cudaStreamCaptureMode {
     cudaStreamCaptureModeGlobal,
     cudaStreamCaptureModeThreadLocal,

@@ -56,13 +56,13 @@ extern size_t emu_smem_allowed;
 #define EMU_SMEM_OPTIN (227u << 10)
 
 void emu_launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, std::function<void()> body);
-/* Stream capture (cudaStreamBeginCapture .. cudaStreamEndCapture): while a
- * recording is open, the work queued on the device (launches, copies,
- * memsets, GEMMs, sorts) is checked as it is queued and kept, to run at each
- * cudaGraphLaunch; otherwise it runs at once. */
-void emu_enqueue(std::function<void()> work);
-void emu_record(std::vector<std::function<void()>> *into); /* NULL: stop recording */
-bool emu_capturing();
+/* The work queued on a stream (launches, copies, memsets, GEMMs, sorts),
+ * checked as it is queued, runs at once, unless a capture is open and the
+ * stream is in it (cudaStreamBeginCapture .. cudaStreamEndCapture): the
+ * runtime's hook then keeps it, to run at each cudaGraphLaunch, and returns
+ * true. No hook (the flash emulator has no runtime): it runs. */
+void emu_enqueue(cudaStream_t s, std::function<void()> work);
+extern bool (*emu_capture_hook)(cudaStream_t s, std::function<void()> &work);
 void emu_syncthreads();
 void emu_syncwarp();
 int emu_lane();

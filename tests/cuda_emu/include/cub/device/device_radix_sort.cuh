@@ -8,14 +8,14 @@ namespace cub {
 struct DeviceRadixSort {
     template <class K, class V>
     static cudaError_t SortPairs(void *tmp, size_t &tmp_bytes, const K *kin, K *kout, const V *vin, V *vout, int n,
-                                 int begin_bit = 0, int end_bit = (int)sizeof(K) * 8, cudaStream_t = 0) {
+                                 int begin_bit = 0, int end_bit = (int)sizeof(K) * 8, cudaStream_t s = 0) {
         if (!tmp) {
             tmp_bytes = 1;
             return cudaSuccess;
         }
         unsigned long long mask =
             end_bit - begin_bit >= 64 ? ~0ull : ((1ull << (end_bit - begin_bit)) - 1) << begin_bit;
-        emu_enqueue([=] {
+        emu_enqueue(s, [=] {
             std::vector<int> at(n);
             for (int i = 0; i < n; i++) at[i] = i;
             std::stable_sort(at.begin(), at.end(), [&](int a, int b) {
