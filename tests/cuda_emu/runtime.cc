@@ -159,12 +159,6 @@ extern "C" int emu_host_work(void *s, void (*fn)(void *), void *arg) {
     w();
     return 0;
 }
-cudaError_t emu_smem_raise(int bytes) {
-    if (bytes < 0 || (size_t)bytes > EMU_SMEM_OPTIN) return cudaErrorInvalidValue;
-    if ((size_t)bytes > emu_smem_allowed) emu_smem_allowed = (size_t)bytes;
-    return cudaSuccess;
-}
-
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) {
     *s = new CUstream_st{};
     return cudaSuccess;

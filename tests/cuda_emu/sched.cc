@@ -11,13 +11,20 @@
  * launch computes). */
 #include "emu_device.h"
 #include <stdarg.h>
+#include <unordered_map>
 #include <vector>
 
 uint3e threadIdx, blockIdx;
 dim3 gridDim, blockDim;
 #define GUARD (64u << 10) /* bytes past a launch's dynamic shared memory that must stay untouched */
 unsigned char emu_smem[EMU_SMEM_MAX + GUARD] __attribute__((aligned(128)));
-size_t emu_smem_allowed = 48u << 10;
+static std::unordered_map<const void *, size_t> smem_limit; /* the kernels cudaFuncSetAttribute raised */
+
+int emu_smem_raise(const void *kernel, int bytes) {
+    if (bytes < 0 || (size_t)bytes > EMU_SMEM_OPTIN) return -1;
+    smem_limit[kernel] = (size_t)bytes;
+    return 0;
+}
 
 /* A fiber switch that saves only what the ABI says a callee keeps (x86-64
  * System V): glibc's swapcontext also saves the signal mask, a system call
@@ -181,10 +188,12 @@ static void run_launch(dim3 g, dim3 b, size_t smem, const std::function<void()> 
 }
 
 /* the launch's configuration checked as it is queued, as CUDA does */
-void emu_launch(dim3 g, dim3 b, size_t smem, cudaStream_t s, std::function<void()> f) {
+void emu_launch(dim3 g, dim3 b, size_t smem, cudaStream_t s, const void *kernel, std::function<void()> f) {
     unsigned n = b.x * b.y * b.z;
     if (n < 1 || n > 1024) fail("%u threads a block (1 to 1024)", n);
-    if (smem > emu_smem_allowed || smem > EMU_SMEM_MAX)
-        fail("%zu bytes of dynamic shared memory, more than the %zu allowed", smem, emu_smem_allowed);
+    auto raised = smem_limit.find(kernel);
+    size_t allowed = raised == smem_limit.end() ? 48u << 10 : raised->second;
+    if (smem > allowed || smem > EMU_SMEM_MAX)
+        fail("%zu bytes of dynamic shared memory, more than the %zu this kernel is allowed", smem, allowed);
     emu_enqueue(s, [=] { run_launch(g, b, smem, f); });
 }

@@ -86,9 +86,7 @@ cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *e, cudaGraph_t g, uns
 cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s);
 cudaError_t cudaGraphDestroy(cudaGraph_t g);
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e);
-/* a kernel's dynamic shared memory limit, up to the device's opt-in
- * figure: the emulation keeps one limit for every kernel, the largest asked */
-cudaError_t emu_smem_raise(int bytes);
-template <class F> static inline cudaError_t cudaFuncSetAttribute(F, cudaFuncAttribute, int v) {
-    return emu_smem_raise(v);
+/* a kernel's dynamic shared memory limit, up to the device's opt-in figure (emu_device.h) */
+template <class F> static inline cudaError_t cudaFuncSetAttribute(F f, cudaFuncAttribute, int v) {
+    return emu_smem_raise((const void *)f, v) ? cudaErrorInvalidValue : cudaSuccess;
 }

@@ -4,7 +4,7 @@
  * only at barriers, so
  *
  *   kernel<<<grid, block, smem, stream>>>(args);   // rewritten by convert.sh to
- *   emu_launch(grid, block, smem, stream, [=] { kernel(args); });
+ *   emu_launch(grid, block, smem, stream, (const void *)&kernel, [=] { kernel(args); });
  *
  * runs the kernel's own source. One block at a time makes a function's
  * static variable its block's shared memory (__shared__ is `static`); the
@@ -49,13 +49,16 @@ typedef CUstream_st *cudaStream_t;
 /* the dynamic shared memory of the running block, and its capacity */
 #define EMU_SMEM_MAX (1u << 20)
 extern unsigned char emu_smem[];
-/* the most dynamic shared memory a launch may ask for: 48 KiB unless
- * cudaFuncSetAttribute raises it, up to the emulated device's opt-in figure
- * (an sm_90 device's, so that attn_plan.h's selection takes its paths) */
-extern size_t emu_smem_allowed;
+/* The most dynamic shared memory a launch of a kernel may ask for: 48 KiB
+ * unless cudaFuncSetAttribute raised that kernel's limit (emu_smem_raise:
+ * 0, or -1 past the emulated device's opt-in figure, an sm_90 device's, so
+ * that attn_plan.h's selection takes its paths). Per kernel, as on a GPU:
+ * a launch of one kernel is not covered by another's consent. */
 #define EMU_SMEM_OPTIN (227u << 10)
+int emu_smem_raise(const void *kernel, int bytes);
 
-void emu_launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, std::function<void()> body);
+/* kernel: the launched function's address (convert.sh), whose limit applies */
+void emu_launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, const void *kernel, std::function<void()> body);
 /* The work queued on a stream (launches, copies, memsets, GEMMs, sorts),
  * checked as it is queued, runs at once, unless a capture is open and the
  * stream is in it (cudaStreamBeginCapture .. cudaStreamEndCapture): the

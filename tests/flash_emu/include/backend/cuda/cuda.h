@@ -9,12 +9,11 @@ static inline cudaStream_t ax_cuda_stream() { return 0; }
 #define AX_CUDA_DONE()   ((void)0)
 #define AX_CHECK_CUDA(x) (x)
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize };
-template <class F> static inline int cudaFuncSetAttribute(F, cudaFuncAttribute, int v) {
-    if ((unsigned)v > EMU_SMEM_OPTIN) {
+template <class F> static inline int cudaFuncSetAttribute(F f, cudaFuncAttribute, int v) {
+    if (emu_smem_raise((const void *)f, v)) {
         fprintf(stderr, "smem %d too big\n", v);
         exit(1);
     }
-    emu_smem_allowed = v;
     return 0;
 }
 enum { AX_CUDA_TMP_ATTN, AX_CUDA_TMP_ATTN_MM };
