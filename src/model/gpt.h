@@ -355,7 +355,7 @@ static inline ax_mat ax_gpt_act(const ax_gpt *m, const void *x, int rows, int co
  * ax_gpt_grad_sync starts the rest and waits for all. */
 void ax_gpt_grad_sync_begin(ax_gpt *m);
 void ax_gpt_grad_sync(ax_gpt *m);
-/* Between gpt.c and gpt_sync.c: the buckets of the current bucket size, and
+/* Between gpt.c, gpt_step.c and gpt_sync.c: the buckets of the current bucket size, and
  * backward's signal that layer l is done (-1: all layers and the embedding). */
 void ax_gpt_buckets_init(ax_gpt *m);
 void ax_gpt_buckets_layer_done(ax_gpt *m, int l);

@@ -5,7 +5,7 @@
 #include "train/run.h"
 #include <string.h>
 
-/* the GEMMs of ax_linear_forward/backward and of the LM head (model/gpt.c) */
+/* the GEMMs of ax_linear_forward/backward and of the LM head (model/gpt_step.c) */
 static void model_rows(const ax_run *r, ax_bench_gemm_result *res) {
     const ax_gpt *m = &r->m;
     const ax_linear *lin[] = {&m->qkv, &m->proj, &m->fc, &m->fcproj, &m->lmhead};
