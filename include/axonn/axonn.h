@@ -91,7 +91,7 @@ typedef struct {
     const char *export_dtype;    /* of the final model's tensors: "fp32" (default) or "bf16" */
     const char *gemm_tune;       /* GEMM layout tuning: "off" (default) or "on" */
     const char *gemm_tune_cache; /* its cache file; NULL: the default, "none": no file */
-    int cuda_graph;              /* replay each step's forward and backward from a CUDA graph (one rank) */
+    int cuda_graph;              /* replay each step's forward and backward from a CUDA graph (groups on NCCL) */
 } ax_train_opts;
 
 void ax_train_defaults(ax_train_opts *o);

@@ -112,7 +112,8 @@ typedef struct {
         {"gemm-tune", AX_OPT_STR, &(o).gemm_tune, "off|on",                                                         \
          "time each GEMM's layouts on first use and keep the fastest (default {})"},                                \
         {"cuda-graph", AX_OPT_FLAG, &(o).cuda_graph, NULL,                                                          \
-         "--backend cuda, one rank: capture the step's forward and backward as a CUDA graph and replay it"},        \
+         "--backend cuda, every group on NCCL: capture the step's forward, backward and collectives as a CUDA "     \
+         "graph and replay it"},                                                                                    \
     {                                                                                                               \
         "gemm-tune-cache", AX_OPT_STR, &(o).gemm_tune_cache, "FILE",                                                \
             "the tuning cache (default $AXONN_GEMM_TUNE_CACHE, else $XDG_CACHE_HOME or ~/.cache "                   \
