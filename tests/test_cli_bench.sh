@@ -8,11 +8,12 @@ MODEL=(--n-layer 2 --n-head 4 --n-embd 32 --vocab-size 97 --block-size 16 --seq 
 TINY=("${MODEL[@]}" --threads 1)
 
 # every field present, positive where it must be, the split within the step,
-# tokens/s = tokens per iteration / ms per iteration
-check_bench() {   # name file ranks
-  python3 - "$2" "$3" <<'PY'
+# tokens/s = tokens per iteration / ms per iteration, MFU = model FLOP/s per
+# rank over the peak given (--peak-tflops; none: null, the CPU has no datasheet row)
+check_bench() {   # name file ranks [peak TFLOP/s]
+  python3 - "$2" "$3" "${4:-0}" <<'PY'
 import json, sys
-b = json.load(open(sys.argv[1])); P = int(sys.argv[2])
+b = json.load(open(sys.argv[1])); P = int(sys.argv[2]); peak = float(sys.argv[3]) * 1e12
 need = ["ranks", "grid", "threads_per_rank", "model", "batch", "seq", "iters", "timed_iters", "ms_per_iter",
         "ms_median", "ms_min", "ms_max", "tokens_per_iter", "tokens_per_s", "model_flops_per_s", "model_flops_per_s_per_rank",
         "hardware_flops_per_s", "hardware_flops_per_s_per_rank", "gemm_ceiling", "model_percent_of_gemm_ceiling",
@@ -35,6 +36,8 @@ assert abs(b["tokens_per_s"] - b["tokens_per_iter"] / (b["ms_per_iter"] / 1e3)) 
 assert abs(b["model_flops_per_s_per_rank"] * P - b["model_flops_per_s"]) <= 1e-5 * b["model_flops_per_s"]
 assert b["ms_min"] <= b["ms_per_iter"] <= b["ms_max"] and b["ms_min"] <= b["ms_median"] <= b["ms_max"]
 if P > 1: assert s["comm_total"] > 0, "no communication measured on %d ranks" % P
+if peak: assert b["peak_flops_per_rank"] == peak and abs(b["mfu"] - b["model_flops_per_s_per_rank"] / peak) <= 1e-6 * b["mfu"]
+else: assert b["peak_flops_per_rank"] is None and b["mfu"] is None, "MFU without a peak"
 PY
 }
 
@@ -42,8 +45,22 @@ if "$BIN" bench "${TINY[@]}" --backend cpu --json >b1.json 2>b1.err && check_ben
 else bad "bench 1 rank"; head -5 b1.err; fi
 if "$BIN" bench "${TINY[@]}" >b1.txt 2>&1 && grep -q "ms/iteration" b1.txt && grep -q "GEMM ceiling" b1.txt \
    && grep -q "model FLOP/s" b1.txt; then ok "bench 1 rank: text"; else bad "bench text"; cat b1.txt; fi
-if "${MPI[@]}" -np 2 "$BIN" bench "${TINY[@]}" --grid 1,1,2,1 --json >b2.json 2>b2.err && check_bench 2 b2.json 2
-then ok "bench 2 ranks (1,1,2,1): --json fields"; else bad "bench 2 ranks"; head -5 b2.err b2.json; fi
+if "${MPI[@]}" -np 2 "$BIN" bench "${TINY[@]}" --grid 1,1,2,1 --peak-tflops 0.05 --json >b2.json 2>b2.err &&
+  check_bench 2 b2.json 2 0.05
+then ok "bench 2 ranks (1,1,2,1): --json fields, MFU over --peak-tflops"; else bad "bench 2 ranks"; head -5 b2.err b2.json; fi
+# train's log: MFU in each step line, the summary and metrics.jsonl, over the ranks' peak; none without one
+if "${MPI[@]}" -np 2 "$BIN" train --synthetic "${TINY[@]}" --grid 2,1,1,1 --steps 3 --peak-tflops 0.05 --out mfu >mfu.out 2>&1 &&
+  "$BIN" train --synthetic "${TINY[@]}" --steps 1 --out nomfu >nomfu.out 2>&1 &&
+  grep -q '^MFU: model FLOP/s per rank over 0.05 TFLOP/s (--peak-tflops)$' mfu.out &&
+  [ "$(grep -c '^step .* TFLOP/s | MFU [0-9.]*%$' mfu.out)" = 2 ] && grep -q '^summary: .*per rank), MFU [0-9.]*%, ' mfu.out &&
+  grep -q '^MFU: not reported (no datasheet figure for the cpu backend: pass --peak-tflops)$' nomfu.out &&
+  ! grep -q 'MFU [0-9]' nomfu.out && ! grep -q '"mfu"' nomfu/metrics.jsonl &&
+  python3 -c "
+import json
+for r in map(json.loads, open('mfu/metrics.jsonl')):
+    assert abs(r['mfu'] - r['model_tflops'] / 2 / 0.05) <= 1e-3 * r['mfu'] + 1e-4, r"
+then ok "train: MFU over --peak-tflops on 2 ranks (log, summary, metrics); none without a peak"
+else bad "train MFU"; grep -E 'MFU|^step|summary' mfu.out nomfu.out | head; fi
 
 # bench comm on 2 ranks -> a machine description the planner reads
 if "${MPI[@]}" -np 2 "$BIN" bench comm --backend cpu --out m.json --max-kib 64 --gemm-max 256 --min-time 0.005 >c.out 2>c.err \

@@ -142,6 +142,7 @@ expect_err recompute_unknown 0 "--recompute.*none, attn or block" -- train "${TI
 expect_err dtype_unknown 0 "--dtype fp16: expected fp32 or bf16" -- train "${TINY[@]}" --steps 2 --dtype fp16 --out "$W/o9d"
 expect_err overlap_unknown 0 "--overlap oar,xyz: expected none, all or a comma list of oar, ors, oag, dp" -- train "${TINY[@]}" --steps 2 --overlap oar,xyz --out "$W/o9o"
 expect_err bucket_zero 0 "--bucket-mb" -- train "${TINY[@]}" --steps 2 --bucket-mb 0 --out "$W/o9b"
+expect_err peak_zero 0 "--peak-tflops" -- train "${TINY[@]}" --steps 2 --peak-tflops 0 --out "$W/o9p"
 expect_err backend_unknown 0 "--backend nosuch.*compiled backends" -- train "${TINY[@]}" --steps 2 --backend nosuch --out "$W/o9b"
 expect_err device_comm_unknown 0 "--device-comm nccl: expected auto .* or mpi" -- train "${TINY[@]}" --steps 2 --device-comm nccl --out "$W/o9n"
 expect_err cuda_graph_cpu 0 "--cuda-graph: the cpu backend captures no graphs \(expected --backend cuda\)" -- train "${TINY[@]}" --steps 2 --cuda-graph --out "$W/o9g"

@@ -12,6 +12,7 @@
 #include "plan/plan.h"
 #include "train/bench.h"
 #include "train/flops.h"
+#include "train/peak.h"
 #include "util/err.h"
 #include "util/stats.h"
 #include <time.h>
@@ -430,6 +431,34 @@ static void test_flops(void) {
           ax_model_flops(&ll, 3, 32), 3 * 3 * 32 * fwd);
 }
 
+/* MFU's denominators (train/peak.h): a device name, cut into words at spaces
+ * and dashes, picks the first row whose words it holds whole */
+static void test_peak(void) {
+    static const struct {
+        const char *name;
+        ax_dtype t;
+        double want;
+    } c[] = {{"NVIDIA H100 80GB HBM3", AX_BF16, 989e12},
+             {"NVIDIA H100 PCIe", AX_BF16, 756e12},
+             {"NVIDIA H100 NVL", AX_F32, 60e12},
+             {"NVIDIA H200", AX_BF16, 989e12},
+             {"NVIDIA GH200 480GB", AX_F32, 67e12},
+             {"NVIDIA A100-SXM4-80GB", AX_BF16, 312e12},
+             {"NVIDIA A100 80GB PCIe", AX_F32, 19.5e12},
+             {"NVIDIA L40S", AX_BF16, 362e12},
+             {"NVIDIA L4", AX_BF16, 121e12},
+             {"NVIDIA A10", AX_F32, 31.2e12},
+             {"NVIDIA L40", AX_BF16, 0},
+             {"NVIDIA A10G", AX_BF16, 0},
+             {"emulated CUDA device", AX_BF16, 0},
+             {NULL, AX_BF16, 0}};
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        double got = ax_peak_flops(c[i].name, c[i].t);
+        CHECK(got == c[i].want, "peak of '%s' in %s: %g, expected %g", c[i].name ? c[i].name : "(none)",
+              ax_dtype_name(c[i].t), got, c[i].want);
+    }
+}
+
 /* The overlap model: nothing hidden with none; with each overlap something,
  * never more than the communication or the compute, exposed = total - hidden;
  * kept gathers drop the backward Z gathers' bytes (forward's stay). */
@@ -826,6 +855,7 @@ int main(int argc, char **argv) {
     test_hot_share();
     test_placement();
     test_flops();
+    test_peak();
     test_overlap();
     test_activation();
     test_row_kernels();

@@ -92,6 +92,7 @@ typedef struct {
     const char *gemm_tune;       /* GEMM layout tuning: "off" (default) or "on" */
     const char *gemm_tune_cache; /* its cache file; NULL: the default, "none": no file */
     int cuda_graph;              /* replay each step's forward and backward from a CUDA graph (groups on NCCL) */
+    double peak_tflops;          /* a rank's peak for MFU, TFLOP/s (0: the GPU's datasheet figure, if known) */
 } ax_train_opts;
 
 void ax_train_defaults(ax_train_opts *o);

@@ -111,6 +111,12 @@ typedef struct {
          AX_RANGE('(', 0, 1e6, ']')},                                                                               \
         {"gemm-tune", AX_OPT_STR, &(o).gemm_tune, "off|on",                                                         \
          "time each GEMM's layouts on first use and keep the fastest (default {})"},                                \
+        {"peak-tflops",                                                                                             \
+         AX_OPT_DOUBLE,                                                                                             \
+         &(o).peak_tflops,                                                                                          \
+         "X",                                                                                                       \
+         "a rank's peak in the GEMM dtype, TFLOP/s, for MFU (default: the GPU's datasheet figure, if known)",       \
+         AX_RANGE('(', 0, 1e6, ']')},                                                                               \
         {"cuda-graph", AX_OPT_FLAG, &(o).cuda_graph, NULL,                                                          \
          "--backend cuda, every group on NCCL: capture the step's forward, backward and collectives as a CUDA "     \
          "graph and replay it"},                                                                                    \

@@ -148,6 +148,8 @@ static void describe_run(const ax_run *r, const ax_train_opts *o, int iters, ax_
     res->overlap = o->overlap;
     res->keep_gathered = o->keep_gathered;
     res->cuda_graph = o->cuda_graph;
+    res->peak = r->peak;
+    snprintf(res->peak_from, sizeof res->peak_from, "%s", r->peak_from);
     res->gemm_tune = o->gemm_tune;
     res->iters = iters;
     res->timed = iters - 2;

@@ -38,6 +38,8 @@ typedef struct {
     float *mask;     /* goldfish: one sequence's mask, to multiply into instruction weights */
     int32_t *window; /* goldfish: h-1 tokens of stream context, then one sequence */
     int silent;      /* no start-up lines (axonn bench --json) */
+    double peak;     /* a rank's peak FLOP/s for MFU, 0: unknown (ax_run_setup) */
+    char peak_from[200];
 } ax_run;
 
 /* The one place batch and seq left 0 (ax_train_opts: "from the checkpoint")

@@ -13,6 +13,7 @@
 #include "train/source.h"
 #include "train/stop.h"
 #include "train/flops.h"
+#include "train/peak.h"
 #include "memo/goldfish.h"
 #include "util/err.h"
 #include "util/fileio.h"
@@ -126,6 +127,9 @@ static int check_options(const ax_train_opts *o, const ax_gpt_config *c, ax_grid
     if (o->max_skips < 1) return AX_ERR("--max-skips %d: expected >= 1", o->max_skips);
     if (o->goldfish_k && o->goldfish_k < 2) return AX_ERR("--goldfish-k %d: expected >= 2 (or 0: off)", o->goldfish_k);
     if (o->goldfish_k && o->goldfish_h < 1) return AX_ERR("--goldfish-h %d: expected >= 1", o->goldfish_h);
+    if (!(o->peak_tflops >= 0 && o->peak_tflops <= 1e6))
+        return AX_ERR("--peak-tflops %g: expected a number in (0, 1e6] (or 0: the device's datasheet figure)",
+                      o->peak_tflops);
     if (o->cuda_graph && !ax_be()->capture_begin)
         return AX_ERR("--cuda-graph: the %s backend captures no graphs (expected --backend cuda)", ax_be()->name);
     /* a graph holds NCCL's collectives, not MPI's on host buffers */
@@ -268,6 +272,18 @@ static int resolve_start(ax_run *r, setup_ctx *s) {
     return 0;
 }
 
+/* the peak behind MFU: --peak-tflops, else the device's datasheet figure for
+ * the GEMM dtype (train/peak.h), else none (no MFU) */
+static void resolve_peak(ax_run *r, ax_dtype t) {
+    const char *dev = ax_be()->device_name ? ax_be()->device_name() : NULL;
+    r->peak = r->o->peak_tflops > 0 ? r->o->peak_tflops * 1e12 : ax_peak_flops(dev, t);
+    if (r->o->peak_tflops > 0) snprintf(r->peak_from, sizeof r->peak_from, "--peak-tflops");
+    else if (r->peak > 0) snprintf(r->peak_from, sizeof r->peak_from, "%s, datasheet, dense %s", dev, ax_dtype_name(t));
+    else
+        snprintf(r->peak_from, sizeof r->peak_from, "no datasheet figure for %s%s%s: pass --peak-tflops",
+                 dev ? "" : "the ", dev ? dev : ax_be()->name, dev ? "" : " backend");
+}
+
 /* the options checked, the model built in the recompute mode, dtype and
  * overlap they name, and its parameters read or initialised */
 static int build_model(ax_run *r, setup_ctx *s) {
@@ -284,6 +300,7 @@ static int build_model(ax_run *r, setup_ctx *s) {
         return AX_ERR("--dtype %s: this build of the %s backend has no %s GEMMs (built without oneDNN: install "
                       "libdnnl-dev and rebuild)",
                       o->dtype, ax_be()->name, o->dtype);
+    resolve_peak(r, dtype);
     AX_TRY(ax_gpt_init(&r->m, &s->cfg, &r->g));
     ax_gpt_set_recompute(&r->m, recompute);
     ax_gpt_set_dtype(&r->m, dtype);
@@ -373,6 +390,8 @@ static void say_setup(ax_run *r, const setup_ctx *s) {
     SAY(r, "overlap: %s%s; gradient buckets of %.3g MiB (%d)\n", ax_overlap_name(s->overlap, ov, sizeof ov),
         o->keep_gathered ? ", gathered weights kept for backward" : "", o->bucket_mb, r->m.nbuckets);
     if (o->cuda_graph) SAY(r, "CUDA graph: each step's forward and backward captured at step 2, then replayed\n");
+    if (r->peak > 0) SAY(r, "MFU: model FLOP/s per rank over %.4g TFLOP/s (%s)\n", r->peak / 1e12, r->peak_from);
+    else SAY(r, "MFU: not reported (%s)\n", r->peak_from);
     if (strcmp(o->gemm_tune, "on") == 0)
         SAY(r, "GEMM layout tuning: on, each new GEMM's layouts timed on first use; cache %s\n",
             ax_gemm_tune_cache_path()[0] ? ax_gemm_tune_cache_path() : "none");
@@ -546,6 +565,9 @@ static void report_profile(ax_run *r, double t_total) {
     SAY(r, "\n");
 }
 
+/* model FLOP/s of the whole job as a share of its ranks' peak */
+static double run_mfu(const ax_run *r, double flops_per_s) { return flops_per_s / r->g.size / r->peak; }
+
 /* a finished step's metrics line, log line and progress bar */
 static void record_step(ax_run *r, int step, const ax_step_stats *st, double dt, double flops, int log_now,
                         double ms_avg) {
@@ -554,15 +576,18 @@ static void record_step(ax_run *r, int step, const ax_step_stats *st, double dt,
     if (r->metrics) {
         fprintf(r->metrics,
                 "{\"step\": %d, \"loss\": %.6f, \"lr\": %.6e, \"grad_norm\": %.6f, \"ms\": %.3f, "
-                "\"tokens_per_s\": %.1f, \"model_tflops\": %.5f, \"supervised_tokens\": %.0f, \"tokens\": %d}\n",
+                "\"tokens_per_s\": %.1f, \"model_tflops\": %.5f, \"supervised_tokens\": %.0f, \"tokens\": %d",
                 step + 1, st->loss, st->lr, st->gnorm, dt * 1e3, tps, tf, st->tokens, o->batch * o->seq);
+        if (r->peak > 0) fprintf(r->metrics, ", \"mfu\": %.5f", run_mfu(r, flops / dt));
+        fprintf(r->metrics, "}\n");
         fflush(r->metrics);
     }
-    char line[320], sup[64] = "";
+    char line[320], sup[64] = "", mfu[32] = "";
     if (r->weights) snprintf(sup, sizeof sup, " | supervised %.0f/%d", st->tokens, o->batch * o->seq);
+    if (r->peak > 0) snprintf(mfu, sizeof mfu, " | MFU %.1f%%", 100 * run_mfu(r, flops / dt));
     snprintf(line, sizeof line,
-             "step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %7.1f ms | %8.0f tok/s | %.3f TFLOP/s%s", step + 1,
-             o->steps, st->loss, st->lr, st->gnorm, dt * 1e3, tps, tf, sup);
+             "step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %7.1f ms | %8.0f tok/s | %.3f TFLOP/s%s%s", step + 1,
+             o->steps, st->loss, st->lr, st->gnorm, dt * 1e3, tps, tf, mfu, sup);
     if (r->root && !o->quiet) {
         if (log_now) printf("%s%s\n", r->tty ? "\r\033[K" : "", line);
         if (r->tty) progress(r, step, ms_avg, "");
@@ -658,10 +683,12 @@ static int loop(ax_run *r) {
     if (t_n > 0) {
         double dt = t_sum / t_n;
         if (o->profile) report_profile(r, t_sum);
+        char mfu[48] = "";
+        if (r->peak > 0) snprintf(mfu, sizeof mfu, ", MFU %.1f%%", 100 * run_mfu(r, flops / dt));
         SAY(r,
             "summary: %d steps timed (first 2 excluded): %.1f ms/step, %.0f tokens/s, model %.3f TFLOP/s "
-            "(%.3f per rank), hardware-with-recompute formula %.3f TFLOP/s\n",
-            t_n, dt * 1e3, o->batch * o->seq / dt, flops / dt / 1e12, flops / dt / 1e12 / r->g.size,
+            "(%.3f per rank)%s, hardware-with-recompute formula %.3f TFLOP/s\n",
+            t_n, dt * 1e3, o->batch * o->seq / dt, flops / dt / 1e12, flops / dt / 1e12 / r->g.size, mfu,
             hflops / dt / 1e12);
     }
     return end == o->steps ? export_model(r) : 0;
