@@ -66,6 +66,12 @@ def read(name):
     except OSError: return ""
 peak = re.search(r"M=8192 N=8192 K=8192: ([\d.]+) TFLOP/s", read("gemm.log"))
 peak = float(peak.group(1)) if peak else None
+# the device's datasheet peak, as axonn bench names it (src/train/peak.c): MFU's denominator
+sheet = next((float(m.group(1)) for n in sorted(os.listdir(d)) if n.startswith("bench_")
+              for m in [re.search(r"MFU [\d.]+% \(model FLOP/s per rank over ([\d.]+) TFLOP/s", read(n))] if m), None)
+def cols(r):  # ms, tokens/s, model TFLOP/s; then the shares of the measured GEMM peak and of the datasheet
+    return f"| {r[0]:.2f} | {r[1]:,.0f} | {r[2]:.1f} | " + (f"{100 * r[2] / peak:.1f}%" if peak else "") + " | " + \
+           (f"{100 * r[2] / sheet:.1f}%" if sheet else "") + " |"
 def bench(name):
     t = read(name + ".log")
     ms = re.search(r"([\d.]+) ms/iteration", t); tok = re.search(r"([\d.]+) tokens/s", t)
@@ -79,23 +85,23 @@ for line in read("torch.log").splitlines():
 rows = [("axonn, attention " + a, bench("bench_gpt2_" + a)) for a in ("default", "flash", "auto", "tiled")]
 rows += [("axonn, attention default, --cuda-graph", bench("bench_gpt2_graph"))] + list(torch.items())
 print(f"# GPU check, speed: {gpu}\n\n- {when}; tree {tree}, binaries of {pack} (scripts/gpu_check.sh speed)")
-print(f"- cuBLASLt bf16 peak, 8192^3, this run: {f'{peak} TFLOP/s' if peak else 'not measured'}\n")
+print(f"- cuBLASLt bf16 peak, 8192^3, this run: {f'{peak} TFLOP/s' if peak else 'not measured'}")
+print(f"- datasheet dense bf16 peak (MFU): {f'{sheet} TFLOP/s' if sheet else 'not known for this device'}\n")
 print("## GPT-2 small, T = 1024, B = 8 (8192 tokens a step), bf16\n")
-print("| run | ms/step | tokens/s | model TFLOP/s | % of the GEMM peak |\n| --- | --- | --- | --- | --- |")
+print("| run | ms/step | tokens/s | model TFLOP/s | % of the GEMM peak | MFU |\n| --- | --- | --- | --- | --- | --- |")
 for name, r in rows:
-    if r: print(f"| {name} | {r[0]:.2f} | {r[1]:,.0f} | {r[2]:.1f} | {100 * r[2] / peak:.1f}% |" if peak else f"| {name} | {r[0]:.2f} | {r[1]:,.0f} | {r[2]:.1f} | |")
-    else: print(f"| {name} | not measured | | | |")
+    print(f"| {name} " + cols(r) if r else f"| {name} | not measured | | | | |")
 best = min((r for n, r in rows[:5] if r), default=None, key=lambda r: r[0])
 eager, comp = torch.get("PyTorch eager"), torch.get("torch.compile")
 print("\nTargets (issue 29), axonn's fastest path against PyTorch in this run:")
 print(f"- >= 1.3x PyTorch eager tokens/s: {f'{best[1] / eager[1]:.2f}x' if best and eager else 'not measured'}")
 print(f"- >= 0.9x torch.compile: {f'{best[1] / comp[1]:.2f}x' if best and comp else 'not measured'}")
 print("\n## Larger models, bf16, T = 2048, B = 4\n")
-print("| run | ms/step | tokens/s | model TFLOP/s | % of the GEMM peak (target >= 45% for the 1.3B) |\n| --- | --- | --- | --- | --- |")
+print("| run | ms/step | tokens/s | model TFLOP/s | % of the GEMM peak (target >= 45% for the 1.3B) | MFU |\n| --- | --- | --- | --- | --- | --- |")
 for name, log in (("1.3B GPT (L 24, C 2048, 16 heads), auto", "bench_1p3b_auto"), ("Llama-3.2-1B preset, auto", "bench_llama_auto"),
                   ("1.3B GPT, mm", "bench_1p3b_default")):
     r = bench(log)
-    print(f"| {name} | {r[0]:.1f} | {r[1]:,.0f} | {r[2]:.1f} | {100 * r[2] / peak:.1f}% |" if r and peak else f"| {name} | {'%.1f' % r[0] if r else 'not measured'} | | | |")
+    print(f"| {name} " + cols(r) if r else f"| {name} | not measured | | | | |")
 print("\nSteps, limits and logs: summary.md beside this file.")
 PY
 }
