@@ -6,6 +6,7 @@
  * (and their groups NCCL, which nccl_emu.c stands in for). */
 #include "cublasLt.h"
 #include "backend/kmath.h"
+#include <map>
 #include <time.h>
 #include <vector>
 
@@ -164,34 +165,54 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) {
     return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return capture ? refuse() : cudaSuccess; }
-cudaError_t cudaMallocBytes(void **p, size_t bytes) {
+/* ---- memory: the device's allocations and the page-locked host ones, told
+ * apart from pageable host memory, which a memset cannot take and a capture
+ * cannot copy from or to (CUDA stages such a copy through a wait) ---- */
+typedef std::map<const char *, size_t> ranges; /* start -> bytes */
+static ranges device_mem, pinned_mem;
+static bool within(const ranges &m, const void *p) {
+    auto it = m.upper_bound((const char *)p);
+    if (it == m.begin()) return false;
+    --it;
+    return (const char *)p < it->first + it->second;
+}
+static bool pageable(const void *p) { return !within(device_mem, p) && !within(pinned_mem, p); }
+static cudaError_t alloc(ranges &m, void **p, size_t bytes) {
     if (capture) return refuse();
     *p = aligned_alloc(256, (bytes + 255) / 256 * 256); /* cudaMalloc's alignment */
     if (!*p) return cudaErrorMemoryAllocation;
     memset(*p, 0xff, bytes); /* NaN, as no kernel may read what it was not given */
+    m[(const char *)*p] = bytes ? bytes : 1;
     return cudaSuccess;
 }
-cudaError_t cudaFree(void *p) {
+static cudaError_t release(ranges &m, void *p) {
     if (capture) return refuse();
+    if (p && !m.erase((const char *)p)) return cudaErrorInvalidValue; /* not an allocation of this kind */
     free(p);
     return cudaSuccess;
 }
-cudaError_t cudaFreeHost(void *p) { return cudaFree(p); }
+cudaError_t cudaMallocBytes(void **p, size_t bytes) { return alloc(device_mem, p, bytes); }
+cudaError_t cudaMallocHostBytes(void **p, size_t bytes) { return alloc(pinned_mem, p, bytes); }
+cudaError_t cudaFree(void *p) { return release(device_mem, p); }
+cudaError_t cudaFreeHost(void *p) { return release(pinned_mem, p); }
 cudaError_t cudaMemGetInfo(size_t *fr, size_t *total) {
     *fr = *total = (size_t)16 << 30;
     return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void *p, int v, size_t bytes, cudaStream_t s) {
+    if (!within(device_mem, p)) return cudaErrorInvalidValue;
     emu_enqueue(s, [=] { memset(p, v, bytes); });
     return cudaSuccess;
 }
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind, cudaStream_t s) {
+    if (s && s->captured && (pageable(dst) || pageable(src))) return refuse();
     emu_enqueue(s, [=] { memmove(dst, src, bytes); });
     return cudaSuccess;
 }
 cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
                               cudaMemcpyKind, cudaStream_t s) {
     if (width > dpitch || width > spitch) return cudaErrorInvalidValue;
+    if (s && s->captured && (pageable(dst) || pageable(src))) return refuse();
     emu_enqueue(s, [=] {
         for (size_t r = 0; r < rows; r++) memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
     });

@@ -50,8 +50,9 @@ cudaError_t cudaMallocBytes(void **p, size_t bytes);
 template <class T> static inline cudaError_t cudaMalloc(T **p, size_t bytes) {
     return cudaMallocBytes((void **)p, bytes);
 }
+cudaError_t cudaMallocHostBytes(void **p, size_t bytes);
 template <class T> static inline cudaError_t cudaMallocHost(T **p, size_t bytes) {
-    return cudaMallocBytes((void **)p, bytes);
+    return cudaMallocHostBytes((void **)p, bytes);
 }
 cudaError_t cudaFree(void *p);
 cudaError_t cudaFreeHost(void *p);
