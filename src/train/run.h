@@ -55,4 +55,12 @@ int ax_run_setup_measure(ax_run *r, const ax_train_opts *o, int steps, int profi
 /* the sequences (and goldfish masks) of `step` into r->seqs (r->weights) */
 void ax_run_load_step(ax_run *r, int step);
 void ax_run_teardown(ax_run *r);
+/* a line on rank 0's stdout, unless the run is silent */
+#define AX_SAY(r, ...)                   \
+    do {                                 \
+        if ((r)->root && !(r)->silent) { \
+            printf(__VA_ARGS__);         \
+            fflush(stdout);              \
+        }                                \
+    } while (0)
 #endif
