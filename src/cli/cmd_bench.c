@@ -57,8 +57,8 @@ static void print_text(const ax_bench_result *b) {
     printf("  hardware FLOP/s %.4g total, %.4g per rank (96 B s l h^2 (1 + s/6h + V/16hl), full recompute assumed)\n",
            b->hardware_flops / b->step_s, b->hardware_flops / b->step_s / P);
     if (b->peak > 0)
-        printf("  MFU %.1f%% (model FLOP/s per rank over %.4g TFLOP/s: %s)\n",
-               100 * b->model_flops / b->step_s / P / b->peak, b->peak / 1e12, b->peak_from);
+        printf("  MFU %.1f%% (model FLOP/s per rank over %.4g TFLOP/s: %s)\n", 100 * b->mfu, b->peak / 1e12,
+               b->peak_from);
     else printf("  MFU not reported (%s)\n", b->peak_from);
     printf("  GEMM ceiling %.4g FLOP/s per rank (%d x %d x %d, the largest local GEMM, measured now): "
            "model FLOP/s at %.1f%% of it\n",
@@ -101,7 +101,7 @@ static void print_json(const ax_bench_result *b) {
     }
     json_object_set_new(j, "cuda_graph", json_boolean(b->cuda_graph));
     json_object_set_new(j, "peak_flops_per_rank", b->peak > 0 ? json_real(b->peak) : json_null());
-    json_object_set_new(j, "mfu", b->peak > 0 ? json_real(b->model_flops / b->step_s / P / b->peak) : json_null());
+    json_object_set_new(j, "mfu", b->peak > 0 ? json_real(b->mfu) : json_null());
     json_t *more = json_pack(
         "{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:{s:i, s:i, s:i, s:f}, s:f, s:f, s:f, s:f}",
         "ms_per_iter", b->step_s * 1e3, "ms_median", b->step_med_s * 1e3, "ms_min", b->step_min_s * 1e3, "ms_max",

@@ -49,8 +49,8 @@ static inline int ax_grid_cp_pos(const ax_grid *g, int T, int i) {
 int ax_grid_comm_line(ax_grid *g, char *line, size_t cap);
 /* Under a device backend, the number of kinds of group of more than one rank
  * whose collectives are staged through the host by MPI, named in names with
- * the reason ("Z, data (their ranks share a GPU)"); 0 when every such group is on NCCL, and under a host backend
- * (collective). */
+ * the reason ("Z, data (their ranks share a GPU)"); 0 when every such group
+ * is on NCCL, and under a host backend (collective). */
 int ax_grid_staged(ax_grid *g, char *names, size_t cap);
 /* Parses "D,X,Y,Z". */
 int ax_grid_parse(const char *s, int dims[4]);

@@ -233,6 +233,7 @@ int ax_bench(const ax_train_opts *o, int iters, int silent, MPI_Comm comm, ax_be
     double *t_all = ax_malloc(sizeof(double) * (size_t)iters); /* before the loop: no allocation between steps */
     time_steps(&r, iters, loc, t_all);
     summarize(t_all, loc, r.g.world, res);
+    res->mfu = res->peak > 0 ? res->model_flops / res->step_s / res->ranks / res->peak : 0;
     /* sorts t_all: after the sums above */
     res->step_med_s = ax_median(t_all, res->timed);
     free(t_all);

@@ -31,7 +31,7 @@ typedef struct {
     double tokens, model_flops, hardware_flops; /* per iteration */
     int gemm_m, gemm_n, gemm_k;                 /* the ceiling's shape */
     double gemm_flops;                          /* its FLOP/s per rank, every rank at once */
-    double peak;                                /* a rank's peak for MFU, 0: unknown */
+    double peak, mfu;                           /* a rank's peak, and model FLOP/s per rank over it (0: unknown) */
     char peak_from[200];                        /* whence (train/peak.h), or why none */
     double param_bytes, act_bytes, ws_bytes;    /* per rank, rank 0 */
 } ax_bench_result;

@@ -136,9 +136,9 @@ static void print_memory(ax_run *r) {
     double a = r->m.act_bytes * mib;
     double w = r->m.ws_bytes * mib;
     AX_SAY(r,
-        "memory per rank: parameters %.1f MiB, gradients %.1f, AdamW %.1f, activations %.1f (recompute %s), "
-        "Z gather/scatter buffers %.1f: %.1f MiB\n",
-        p, p, 2 * p, a, r->o->recompute, w, 4 * p + a + w);
+           "memory per rank: parameters %.1f MiB, gradients %.1f, AdamW %.1f, activations %.1f (recompute %s), "
+           "Z gather/scatter buffers %.1f: %.1f MiB\n",
+           p, p, 2 * p, a, r->o->recompute, w, 4 * p + a + w);
 }
 
 /* Which checkpoint to start from. Rank 0 looks and every rank takes its path
@@ -364,34 +364,35 @@ static void say_setup(ax_run *r, const setup_ctx *s) {
     const ax_train_opts *o = r->o;
     const ax_gpt_config *mc = &r->m.cfg; /* defaults resolved */
     AX_SAY(r,
-        "axonn: %d ranks, grid D=%d X=%d Y=%d Z=%d C=%d, backend %s (compiled: %s), %d threads/rank; "
-        "model %s L=%d H=%d KV=%d C=%d F=%d V=%d T=%d%s (%.2fM parameters)\n",
-        r->g.size, r->g.gd, r->g.gx, r->g.gy, r->g.gz, r->g.gc, ax_be()->name, ax_backend_names(), ax_be()->threads(),
-        mc->arch == AX_ARCH_LLAMA ? "llama" : "gpt2", mc->n_layer, mc->n_head, mc->n_kv_head, mc->n_embd, mc->n_inner,
-        mc->vocab_size, mc->block_size, mc->untied ? " untied" : "", ax_gpt_num_params(mc) / 1e6);
+           "axonn: %d ranks, grid D=%d X=%d Y=%d Z=%d C=%d, backend %s (compiled: %s), %d threads/rank; "
+           "model %s L=%d H=%d KV=%d C=%d F=%d V=%d T=%d%s (%.2fM parameters)\n",
+           r->g.size, r->g.gd, r->g.gx, r->g.gy, r->g.gz, r->g.gc, ax_be()->name, ax_backend_names(),
+           ax_be()->threads(), mc->arch == AX_ARCH_LLAMA ? "llama" : "gpt2", mc->n_layer, mc->n_head, mc->n_kv_head,
+           mc->n_embd, mc->n_inner, mc->vocab_size, mc->block_size, mc->untied ? " untied" : "",
+           ax_gpt_num_params(mc) / 1e6);
     char comm_line[512];
     ax_grid_comm_line(&r->g, comm_line, sizeof comm_line);
     if (comm_line[0]) AX_SAY(r, "%s\n", comm_line);
     AX_SAY(r, "precision: %s GEMM inputs, fp32 accumulation, master weights and reductions; GEMMs: %s\n", o->dtype,
-        s->kernel);
+           s->kernel);
     char ov[32];
     AX_SAY(r, "overlap: %s%s; gradient buckets of %.3g MiB (%d)\n", ax_overlap_name(s->overlap, ov, sizeof ov),
-        o->keep_gathered ? ", gathered weights kept for backward" : "", o->bucket_mb, r->m.nbuckets);
+           o->keep_gathered ? ", gathered weights kept for backward" : "", o->bucket_mb, r->m.nbuckets);
     if (o->cuda_graph) AX_SAY(r, "CUDA graph: each step's forward and backward captured at step 2, then replayed\n");
     if (r->peak > 0) AX_SAY(r, "MFU: model FLOP/s per rank over %.4g TFLOP/s (%s)\n", r->peak / 1e12, r->peak_from);
     else AX_SAY(r, "MFU: not reported (%s)\n", r->peak_from);
     if (strcmp(o->gemm_tune, "on") == 0)
         AX_SAY(r, "GEMM layout tuning: on, each new GEMM's layouts timed on first use; cache %s\n",
-            ax_gemm_tune_cache_path()[0] ? ax_gemm_tune_cache_path() : "none");
+               ax_gemm_tune_cache_path()[0] ? ax_gemm_tune_cache_path() : "none");
     if (s->emulated)
         AX_SAY(r, "note: this CPU has no bf16 instructions, so bf16 is emulated (same numerics as bf16 "
-               "hardware, fp32 speed or slower)\n");
+                  "hardware, fp32 speed or slower)\n");
     if (o->goldfish_k)
         AX_SAY(r, "goldfish loss: k = %d, h = %d (about 1/%d of targets left out)\n", o->goldfish_k, o->goldfish_h,
-            o->goldfish_k);
+               o->goldfish_k);
     AX_SAY(r, "data: %s; batch %d x %d tokens (%d micro-batches of %d per data x Z rank)%s\n",
-        o->data ? o->data : "synthetic Markov stream", o->batch, o->seq, o->grad_accum, r->Bl,
-        r->resumed ? "; resuming" : "");
+           o->data ? o->data : "synthetic Markov stream", o->batch, o->seq, o->grad_accum, r->Bl,
+           r->resumed ? "; resuming" : "");
     if (r->resumed)
         AX_SAY(r, "resumed from %s at step %d (verified and read in %.1f s)\n", s->ckdir, r->st.step, s->load_s);
     print_memory(r);
