@@ -225,6 +225,17 @@ static void test_fit_and_files(void) {
     ax_machine m, r;
     CHECK(ax_machine_preset(&m, "frontier") == 0, "preset");
     CHECK(ax_machine_preset(&m, "nowhere") != 0 && strstr(ax_err_msg(), "perlmutter"), "bad preset: %s", ax_err_msg());
+    /* GEMMs at 80% of the dense bf16 peak: the NVIDIA presets' from train/peak.c, by their GPUs' names */
+    static const struct {
+        const char *name;
+        double peak;
+    } pk[] = {{"perlmutter", 312e12}, {"frontier", 191.5e12}, {"alps", 989e12},
+              {"h100x8", 989e12},     {"h200x8", 989e12},     {"cpu", 100e9}};
+    for (size_t i = 0; i < sizeof pk / sizeof *pk; i++) {
+        CHECK(ax_machine_preset(&m, pk[i].name) == 0, "preset %s", pk[i].name);
+        CHECK(fabs(m.gemm_flops / (0.8 * pk[i].peak) - 1) < 1e-12, "preset %s: GEMMs at %g FLOP/s, expected %g",
+              pk[i].name, m.gemm_flops, 0.8 * pk[i].peak);
+    }
     char path[64];
     snprintf(path, sizeof path, "/tmp/axonn_test_plan_%d.json", (int)getpid());
     ax_machine_preset(&m, "alps");

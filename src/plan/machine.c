@@ -1,4 +1,5 @@
 #include "plan/machine.h"
+#include "train/peak.h"
 #include "util/err.h"
 #include "util/fileio.h"
 #include <jansson.h>
@@ -323,22 +324,24 @@ int ax_machine_write(const ax_machine *m, const char *path) {
 typedef struct {
     const char *name, *desc;
     int rpn;
+    const char *gpu; /* NVIDIA's: its name as CUDA gives it, whose peak train/peak.c holds; else peak below */
     double peak, mem, hbm, intra_bw, inter_bw; /* per rank: FLOP/s, bytes, bytes/s, bytes/s, bytes/s */
 } ax_preset;
 
 static const ax_preset presets[] = {
-    {"perlmutter", "Perlmutter GPU node: 4 x A100-SXM4-40GB, NVLink 3, 4 x Slingshot-11 NICs", 4, 312e12, 40e9,
-     1.555e12, 300e9, 25e9},
-    {"frontier", "Frontier node: 4 x MI250X = 8 GCDs of 64 GB, Infinity Fabric, 4 x Slingshot-11 NICs", 8, 191.5e12,
-     64e9, 1.6e12, 50e9, 12.5e9},
-    {"alps", "Alps node: 4 x GH200 (H100 96 GB), NVLink 4, 4 x Slingshot-11 NICs", 4, 989e12, 96e9, 4.0e12, 450e9,
-     25e9},
-    {"h100x8", "one 8 x H100-SXM5-80GB node (DGX H100), NVLink 4 / NVSwitch, 8 x 400 Gb/s InfiniBand", 8, 989e12, 80e9,
-     3.35e12, 450e9, 50e9},
-    {"h200x8", "one 8 x H200-SXM-141GB node, NVLink 4 / NVSwitch, 8 x 400 Gb/s InfiniBand", 8, 989e12, 141e9, 4.8e12,
-     450e9, 50e9},
+    {"perlmutter", "Perlmutter GPU node: 4 x A100-SXM4-40GB, NVLink 3, 4 x Slingshot-11 NICs", 4,
+     "NVIDIA A100-SXM4-40GB", 0, 40e9, 1.555e12, 300e9, 25e9},
+    {"frontier", "Frontier node: 4 x MI250X = 8 GCDs of 64 GB, Infinity Fabric, 4 x Slingshot-11 NICs", 8, NULL,
+     191.5e12, 64e9, 1.6e12, 50e9, 12.5e9},
+    {"alps", "Alps node: 4 x GH200 (H100 96 GB), NVLink 4, 4 x Slingshot-11 NICs", 4, "NVIDIA GH200 96GB HBM3", 0, 96e9,
+     4.0e12, 450e9, 25e9},
+    {"h100x8", "one 8 x H100-SXM5-80GB node (DGX H100), NVLink 4 / NVSwitch, 8 x 400 Gb/s InfiniBand", 8,
+     "NVIDIA H100 80GB HBM3", 0, 80e9, 3.35e12, 450e9, 50e9},
+    {"h200x8", "one 8 x H200-SXM-141GB node, NVLink 4 / NVSwitch, 8 x 400 Gb/s InfiniBand", 8, "NVIDIA H200", 0, 141e9,
+     4.8e12, 450e9, 50e9},
     /* a guess for a small x86 node when nothing was measured: run axonn bench comm instead */
-    {"cpu", "a generic CPU node (estimate; axonn bench comm measures the real one)", 2, 100e9, 4e9, 10e9, 5e9, 1e9},
+    {"cpu", "a generic CPU node (estimate; axonn bench comm measures the real one)", 2, NULL, 100e9, 4e9, 10e9, 5e9,
+     1e9},
 };
 
 int ax_machine_preset(ax_machine *m, const char *name) {
@@ -350,7 +353,7 @@ int ax_machine_preset(ax_machine *m, const char *name) {
         snprintf(m->source, sizeof m->source, "preset: %s (nominal)", p->desc);
         m->ranks_per_node = p->rpn;
         m->mem_bytes = p->mem;
-        m->gemm_flops = 0.8 * p->peak;
+        m->gemm_flops = 0.8 * (p->gpu ? ax_peak_flops(p->gpu, AX_BF16) : p->peak);
         m->gemm_alpha = strcmp(p->name, "cpu") ? 5e-6 : 2e-6;
         m->attn_flops = 0.5 * m->gemm_flops;
         m->mem_bw = 0.8 * p->hbm;
