@@ -236,7 +236,6 @@ static void stage_finish(ax_req *r) {
     r->from = NULL;
 }
 
-/* r NULL: blocking; else complete with ax_wait or ax_test */
 /* a group of one's gather or transfer: the backend's memory to itself,
  * queued behind the kernels that wrote it (no host wait on a device) */
 static void self_copy(void *dst, const void *src, size_t bytes) {
@@ -244,6 +243,7 @@ static void self_copy(void *dst, const void *src, size_t bytes) {
     (be->copy_async ? be->copy_async : be->copy)(dst, src, bytes);
 }
 
+/* r NULL: blocking; else complete with ax_wait or ax_test */
 static void coll(ax_comm *c, const ax_coll *k, const void *send, void *recv, size_t n, ax_req *r) {
     if (r) {
         r->c = c;
