@@ -2,7 +2,7 @@
 # Installs the Debian packages axonn.c needs, only those missing (as root, or via sudo).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config openmpi-bin libopenmpi-dev
-      libopenblas-openmp-dev libdnnl-dev libjansson-dev libpcre2-dev libxxhash-dev fortunes python3)
+      libopenblas-openmp-dev libdnnl-dev libjansson-dev libpcre2-dev libxxhash-dev libisal-dev fortunes python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

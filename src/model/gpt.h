@@ -389,8 +389,7 @@ int ax_gpt_write_flat(ax_gpt *m, ax_st_writer *w, const float *flat, ax_st_dtype
  * them by parameter. The share is gathered into a "stage" of `owned` floats
  * in file order (ax_gpt_share_fill, from the host's copy of a flat vector);
  * segment k is the next seg[k].n bytes of the stage, written at seg[k].off
- * of the data section. init is collective: it checks that the shares of
- * all ranks sum to the data section. */
+ * of the data section. init is collective and ends with the check. */
 typedef struct {
     int64_t off, n; /* bytes */
 } ax_gpt_seg;
@@ -405,6 +404,10 @@ typedef struct {
     int64_t data_bytes; /* of the whole data section */
 } ax_gpt_share;
 int ax_gpt_share_init(ax_gpt *m, ax_gpt_share *s);
+/* Collective: the ranks' segments tile the data section exactly (every byte
+ * written by one rank: no overlap, no gap); else one line naming the first
+ * byte range two ranks or none would write, on every rank. */
+int ax_gpt_share_check(const ax_gpt *m, const ax_gpt_share *s);
 /* parallel: over the host's threads (a caller with the cores to itself);
  * serial: on the calling thread alone (a background thread beside training) */
 typedef enum { AX_FILL_PARALLEL, AX_FILL_SERIAL } ax_fill_mode;

@@ -168,12 +168,73 @@ int ax_gpt_share_init(ax_gpt *m, ax_gpt_share *s) {
     }
     free(pos);
     s->data_bytes = base * 4;
-    int64_t sum = s->owned * 4;
-    AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_INT64_T, MPI_SUM, m->g->world));
-    if (sum != s->data_bytes) /* a layout rule and this partition disagree: a bug, caught before any write */
-        return AX_ERR("checkpoint write: the ranks' shares sum to %lld bytes, the tensors hold %lld", (long long)sum,
-                      (long long)s->data_bytes);
+    return ax_gpt_share_check(m, s);
+}
+
+static int piece_cmp(const void *a, const void *b) {
+    const int64_t *x = a, *y = b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* the pieces (offset, length) received for [lo, hi), sorted: they must tile it */
+static int tiles(int64_t *pc, int n, int64_t lo, int64_t hi) {
+    qsort(pc, (size_t)n, 2 * sizeof *pc, piece_cmp);
+    int64_t at = lo;
+    for (int i = 0; i <= n; i++) {
+        int64_t off = i < n ? pc[2 * i] : hi;
+        if (i == n && at > hi)
+            return AX_ERR("checkpoint write: bytes [%lld, %lld) past the data section's end would be written "
+                          "(a bug in the partition, caught before any write)",
+                          (long long)hi, (long long)at);
+        if (off < at)
+            return AX_ERR("checkpoint write: bytes [%lld, %lld) of the data section would be written by two ranks "
+                          "(a bug in the partition, caught before any write)",
+                          (long long)off, (long long)at);
+        if (off > at)
+            return AX_ERR("checkpoint write: bytes [%lld, %lld) of the data section would be written by no rank "
+                          "(a bug in the partition, caught before any write)",
+                          (long long)at, (long long)off);
+        if (i < n) at = off + pc[2 * i + 1];
+    }
     return 0;
+}
+
+/* Each rank checks one block of the data section: every segment is cut at
+ * the blocks' bounds and sent to the block's rank, which sorts what it gets.
+ * Exact (a byte count would pass an overlap beside an equal gap), and each
+ * rank handles about 1/P of all segments. */
+int ax_gpt_share_check(const ax_gpt *m, const ax_gpt_share *s) {
+    MPI_Comm c = m->g->world;
+    int P = m->g->size, me = m->g->rank, rc = 0;
+    int64_t T = s->data_bytes, B = T / P + 1;
+    int *cnt = ax_calloc((size_t)P * 4, sizeof(int)), *rcnt = cnt + P, *sdis = cnt + 2 * P, *rdis = cnt + 3 * P;
+    for (int pass = 0; pass < 2; pass++) { /* count, then place */
+        int64_t *out = pass ? ax_malloc((size_t)(sdis[P - 1] + cnt[P - 1] + 1) * sizeof *out) : NULL;
+        int *at = pass ? ax_calloc((size_t)P, sizeof(int)) : NULL;
+        for (int k = 0; k < s->nseg; k++)
+            for (int64_t o = s->seg[k].off, e = o + s->seg[k].n; o < e;) {
+                int b = o < 0 ? 0 : o >= T ? P - 1 : (int)(o / B); /* out of range: found by the last block */
+                int64_t cut = b == P - 1 || (b + 1) * B > e ? e : (b + 1) * B;
+                if (pass) out[sdis[b] + at[b]] = o, out[sdis[b] + at[b] + 1] = cut - o, at[b] += 2;
+                else cnt[b] += 2;
+                o = cut;
+            }
+        if (!pass) {
+            AX_CHECK_MPI(MPI_Alltoall(cnt, 1, MPI_INT, rcnt, 1, MPI_INT, c));
+            for (int r = 1; r < P; r++) sdis[r] = sdis[r - 1] + cnt[r - 1], rdis[r] = rdis[r - 1] + rcnt[r - 1];
+            continue;
+        }
+        int nin = rdis[P - 1] + rcnt[P - 1];
+        int64_t *in = ax_malloc((size_t)(nin + 1) * sizeof *in);
+        AX_CHECK_MPI(MPI_Alltoallv(out, cnt, sdis, MPI_INT64_T, in, rcnt, rdis, MPI_INT64_T, c));
+        int64_t lo = (int64_t)me * B < T ? (int64_t)me * B : T, hi = me == P - 1 ? T : lo + B < T ? lo + B : T;
+        rc = tiles(in, nin / 2, lo, hi);
+        free(in);
+        free(out);
+        free(at);
+    }
+    free(cnt);
+    return ax_agree(c, rc);
 }
 
 typedef struct {

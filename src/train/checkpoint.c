@@ -1,9 +1,9 @@
 #define _GNU_SOURCE 1
 #include "train/checkpoint.h"
 #include "train/ckpt_impl.h"
+#include "util/crc64.h"
 #include "util/err.h"
 #include "util/fileio.h"
-#include <dirent.h>
 #include <glob.h>
 #include <errno.h>
 #include <jansson.h>
@@ -140,13 +140,15 @@ int ax_ckpt_write_state(const char *path, const ax_ckpt_state *st) {
     return rc;
 }
 
-/* The commit marker, written last: every file's size and XXH3-64, so a
- * checkpoint is complete exactly when manifest.json exists, and corrupt
- * when a file no longer matches it. */
+/* The commit marker, written last: every file's size and CRC-64 (the
+ * safetensors files' by ranges), so a checkpoint is complete exactly when
+ * manifest.json exists, and corrupt when a file no longer matches it.
+ * Checkpoints of earlier versions name XXH3-64 instead ("xxh3_64", or
+ * ranges without "hash"); they are verified as they were written. */
 static const char *ckpt_files[] = {"model.safetensors", "config.json", "optim.safetensors", "state.json"};
 #define N_CKPT_FILES (int)(sizeof ckpt_files / sizeof *ckpt_files)
 
-/* {"bytes": n, "ranges": [[offset, length, xxh3], ...]}: chunks of r->chunk bytes */
+/* {"bytes": n, "hash": "crc64", "ranges": [[offset, length, crc64], ...]}: chunks of r->chunk bytes */
 static json_t *ranges_json(const ax_ckpt_ranges *r, int f) {
     json_t *a = json_array();
     char hex[17];
@@ -155,7 +157,7 @@ static json_t *ranges_json(const ax_ckpt_ranges *r, int f) {
         snprintf(hex, sizeof hex, "%016llx", (unsigned long long)r->hash[r->first[f] + k]);
         json_array_append_new(a, json_pack("[I, I, s]", (json_int_t)off, (json_int_t)len, hex));
     }
-    return json_pack("{s:I, s:o}", "bytes", (json_int_t)r->bytes[f], "ranges", a);
+    return json_pack("{s:I, s:s, s:o}", "bytes", (json_int_t)r->bytes[f], "hash", "crc64", "ranges", a);
 }
 
 int ax_ckpt_write_manifest(const char *dir, const ax_ckpt_ranges *r) {
@@ -171,13 +173,13 @@ int ax_ckpt_write_manifest(const char *dir, const ax_ckpt_ranges *r) {
             continue;
         }
         snprintf(path, sizeof path, "%s/%s", dir, ckpt_files[i]);
-        rc = ax_hash_file(path, &h, &n);
+        rc = ax_crc64_file(path, &h, &n);
         snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
         if (rc == 0)
-            json_object_set_new(files, ckpt_files[i], json_pack("{s:I, s:s}", "bytes", (json_int_t)n, "xxh3_64", hex));
+            json_object_set_new(files, ckpt_files[i], json_pack("{s:I, s:s}", "bytes", (json_int_t)n, "crc64", hex));
     }
     if (rc == 0) {
-        json_t *j = json_pack("{s:s, s:o}", "format", r ? "axonn checkpoint 2" : "axonn checkpoint 1", "files", files);
+        json_t *j = json_pack("{s:s, s:o}", "format", "axonn checkpoint 3", "files", files);
         char *txt = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         json_decref(j);
         ax_outfile o;
@@ -189,14 +191,6 @@ int ax_ckpt_write_manifest(const char *dir, const ax_ckpt_ranges *r) {
         free(txt);
     } else json_decref(files);
     return rc;
-}
-
-/* The marker goes first, so a checkpoint half removed is never taken as complete. */
-void ax_ckpt_remove(const char *dir) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/" AX_CKPT_MANIFEST, dir);
-    if (unlink(path) == 0) ax_fsync_dir(dir);
-    ax_remove_tree(dir);
 }
 
 int ax_ckpt_save_root(const char *dir, ax_gpt *m, const ax_adamw *o, const ax_ckpt_state *st) {
@@ -216,14 +210,7 @@ int ax_ckpt_save_root(const char *dir, ax_gpt *m, const ax_adamw *o, const ax_ck
         snprintf(path, sizeof path, "%s/state.json", tmp);
         rc = ax_ckpt_write_state(path, st);
         if (rc == 0) rc = ax_ckpt_write_manifest(tmp, NULL);
-        if (rc == 0) {
-            ax_ckpt_remove(dir);
-            if (rename(tmp, dir) != 0) rc = AX_ERR("%s: cannot rename checkpoint into place: %s", dir, strerror(errno));
-        }
-        if (rc == 0) {
-            ax_dirname(dir, path, sizeof path);
-            rc = ax_fsync_dir(path);
-        }
+        if (rc == 0) rc = ax_ckpt_install(tmp, dir);
     }
     if (root && rc) ax_ckpt_remove(tmp);
     return ax_agree(m->g->world, rc);
@@ -236,10 +223,10 @@ static int hex_u64(const char *s, uint64_t *v) {
     return *end ? -1 : 0;
 }
 
-/* Every file of dir against the manifest; of the safetensors files' ranges
- * those holding what this rank reads (reads[0]: the model file, reads[1]:
- * the optimizer's) and the headers are hashed. */
-static int verify(const char *dir, const ax_ckpt_spans *reads) {
+/* Every file of dir against the manifest: the small files' checksums, the
+ * safetensors files' layout and, with v (v[0]: the model file, v[1]: the
+ * optimizer's), the checksums of v's ranges. */
+static int verify(const char *dir, const ax_ckpt_verify_share *v) {
     char path[4200];
     snprintf(path, sizeof path, "%s/" AX_CKPT_MANIFEST, dir);
     if (!ax_file_exists(path))
@@ -256,22 +243,23 @@ static int verify(const char *dir, const ax_ckpt_spans *reads) {
             snprintf(path, sizeof path, "%s/%s", dir, ckpt_files[i]);
             char mpath[4200];
             snprintf(mpath, sizeof mpath, "%s/" AX_CKPT_MANIFEST, dir);
-            rc = ax_ckpt_verify_ranges(path, mpath, x, reads + !!strcmp(ckpt_files[i], AX_CKPT_MODEL));
+            rc = ax_ckpt_verify_ranges(path, mpath, x, v ? v + !!strcmp(ckpt_files[i], AX_CKPT_MODEL) : NULL);
             snprintf(path, sizeof path, "%s/" AX_CKPT_MANIFEST, dir);
             continue;
         }
-        if (!json_is_integer(nb) || hex_u64(json_string_value(json_object_get(x, "xxh3_64")), &want)) {
-            rc = AX_ERR("%s: expected an entry {bytes, xxh3_64} for %s", path, ckpt_files[i]);
+        int crc = json_object_get(x, "crc64") != NULL; /* else XXH3-64: an earlier version's */
+        if (!json_is_integer(nb) || hex_u64(json_string_value(json_object_get(x, crc ? "crc64" : "xxh3_64")), &want)) {
+            rc = AX_ERR("%s: expected an entry {bytes, crc64} for %s", path, ckpt_files[i]);
             break;
         }
         snprintf(path, sizeof path, "%s/%s", dir, ckpt_files[i]);
-        rc = ax_hash_file(path, &got, &n);
+        rc = crc ? ax_crc64_file(path, &got, &n) : ax_hash_file(path, &got, &n);
         if (rc == 0 && n != json_integer_value(nb))
             rc = AX_ERR("%s: %lld bytes, the checkpoint manifest says %lld (corrupt checkpoint)", path, (long long)n,
                         (long long)json_integer_value(nb));
         else if (rc == 0 && got != want)
-            rc = AX_ERR("%s: checksum (XXH3-64) %016llx, the checkpoint manifest says %016llx (corrupt checkpoint)",
-                        path, (unsigned long long)got, (unsigned long long)want);
+            rc = AX_ERR("%s: checksum (%s) %016llx, the checkpoint manifest says %016llx (corrupt checkpoint)", path,
+                        crc ? "CRC-64" : "XXH3-64", (unsigned long long)got, (unsigned long long)want);
         snprintf(path, sizeof path, "%s/" AX_CKPT_MANIFEST, dir);
     }
     json_decref(j);
@@ -287,8 +275,7 @@ static int get_int(json_t *j, const char *key, const char *path, int64_t *v) {
 
 int ax_ckpt_peek(const char *dir, ax_gpt_config *cfg, ax_ckpt_state *st) {
     char path[4200];
-    ax_ckpt_spans none[2] = {{0}, {0}};
-    AX_TRY(verify(dir, none)); /* the layout and the small files; the data's ranges in ax_ckpt_load */
+    AX_TRY(verify(dir, NULL)); /* the layout and the small files; the data's ranges in ax_ckpt_load */
     snprintf(path, sizeof path, "%s/config.json", dir);
     AX_TRY(ax_gpt_config_read(cfg, path));
     snprintf(path, sizeof path, "%s/state.json", dir);
@@ -341,7 +328,8 @@ static int optim_spans(const ax_st_file *fm, const ax_st_file *fo, const ax_ckpt
 }
 
 /* Verifies the ranges of both files that hold what this rank reads (the
- * headers, and its slices of every tensor), then reads its slices. */
+ * headers, and its slices of every tensor), split with the data replicas,
+ * which read the same; once every rank's verified, reads its slices. */
 int ax_ckpt_load(const char *dir, ax_gpt *m, ax_adamw *o) {
     char path[2][4200];
     ax_st_file f[2];
@@ -356,7 +344,10 @@ int ax_ckpt_load(const char *dir, ax_gpt *m, ax_adamw *o) {
     ax_ckpt_spans_sort(&reads[0]);
     if (rc == 0) rc = optim_spans(&f[0], &f[1], &reads[0], &reads[1]);
     ax_ckpt_spans_sort(&reads[1]);
-    if (rc == 0) rc = verify(dir, reads);
+    const ax_comm *rep = &m->g->data;
+    ax_ckpt_verify_share v[2] = {{&reads[0], rep->rank, rep->size}, {&reads[1], rep->rank, rep->size}};
+    if (rc == 0) rc = verify(dir, v);
+    rc = ax_agree(m->g->world, rc); /* a replica's range failed: nothing is read anywhere */
     float *flat[2][2] = {{m->params, NULL}, {o->m, o->v}};
     for (int k = 0; k < 4 && rc == 0; k++)
         if (flat[k / 2][k % 2]) rc = ax_gpt_read_flat(m, &f[k / 2], ax_ckpt_prefix[k / 2][k % 2], flat[k / 2][k % 2]);
@@ -364,77 +355,4 @@ int ax_ckpt_load(const char *dir, ax_gpt *m, ax_adamw *o) {
     for (int k = 0; k < nopen; k++) ax_st_close(&f[k]);
     for (int k = 0; k < 2; k++) free(reads[k].span);
     return rc;
-}
-
-/* step of a directory name "ckpt-NNNNNN", or -1 (also for ckpt-N.tmp) */
-static int ckpt_step(const char *name) {
-    int s;
-    char tail;
-    return sscanf(name, "ckpt-%d%c", &s, &tail) == 1 && s >= 0 ? s : -1;
-}
-
-static int complete(const char *dir, const char *name) {
-    char p[4400];
-    snprintf(p, sizeof p, "%s/%s/" AX_CKPT_MANIFEST, dir, name);
-    return ax_file_exists(p);
-}
-
-int ax_ckpt_latest(const char *dir, char *out, size_t n) {
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    struct dirent *e;
-    int best = -1;
-    while ((e = readdir(d))) {
-        int s = ckpt_step(e->d_name);
-        if (s > best && complete(dir, e->d_name)) best = s;
-    }
-    closedir(d);
-    if (best < 0) return 0;
-    snprintf(out, n, "%s/ckpt-%06d", dir, best);
-    return 1;
-}
-
-int ax_ckpt_resolve(const char *path, char *out, size_t n) {
-    char p[4200];
-    snprintf(p, sizeof p, "%s/state.json", path);
-    if (ax_file_exists(p)) {
-        snprintf(out, n, "%s", path);
-        return 0;
-    }
-    if (!ax_file_exists(path)) return AX_ERR("--resume %s: no such checkpoint or output directory", path);
-    if (ax_ckpt_latest(path, out, n) == 0)
-        return AX_ERR("--resume %s: expected a checkpoint (state.json) or a directory holding a complete ckpt-*", path);
-    return 0;
-}
-
-int ax_ckpt_prune(const char *dir, int newest, int keep) {
-    DIR *d = opendir(dir);
-    if (!d) return AX_ERR("%s: cannot list checkpoints: %s", dir, strerror(errno));
-    struct dirent *e;
-    int *steps = NULL, n = 0, cap = 0;
-    char p[4400];
-    while ((e = readdir(d))) {
-        if (strncmp(e->d_name, "ckpt-", 5) != 0) continue;
-        int s = ckpt_step(e->d_name);
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        if (s < 0 || !complete(dir, e->d_name)) {
-            if (s != newest) ax_ckpt_remove(p);
-            continue;
-        }                         /* interrupted writes */
-        if (s > newest) continue; /* not ours to judge: another run's future */
-        if (n == cap && !(steps = realloc(steps, (cap = 2 * cap + 16) * sizeof *steps)))
-            ax_fatal(__FILE__, __LINE__, "out of memory");
-        steps[n++] = s;
-    }
-    closedir(d);
-    for (int i = 0; i < n; i++) { /* remove those with keep or more newer ones */
-        int newer = 0;
-        for (int k = 0; k < n; k++) newer += steps[k] > steps[i];
-        if (newer >= keep) {
-            snprintf(p, sizeof p, "%s/ckpt-%06d", dir, steps[i]);
-            ax_ckpt_remove(p);
-        }
-    }
-    free(steps);
-    return ax_fsync_dir(dir);
 }

@@ -2,7 +2,7 @@
  *   model.safetensors + config.json   the logical Hugging Face tensors (usable as a model)
  *   optim.safetensors                 AdamW moments "opt.m.<name>", "opt.v.<name>", same layout
  *   state.json                        next step, seed, data position, batch geometry
- *   manifest.json                     the commit marker: each file's size and XXH3-64
+ *   manifest.json                     the commit marker: each file's size and CRC-64 (by ranges)
  * Files are written into "<dir>.tmp" and fsync'd, the manifest last, then the
  * directory is renamed and its parent fsync'd: a checkpoint either exists whole
  * (with its manifest) or is ignored, and every file is checked against the
@@ -74,16 +74,31 @@ void ax_ckpt_writer_free(ax_ckpt_writer *w);
  * headers' layout and checksum ranges, the small files' checksums; one line
  * naming the file and tensor), then reads config and state. */
 int ax_ckpt_peek(const char *dir, ax_gpt_config *cfg, ax_ckpt_state *st);
-/* Rank-local. Hashes the checksum ranges that hold what this rank reads
- * (its slices and the headers), then reads its slices of the tensors; on a
- * failure nothing is read. */
+/* Collective. Verifies the checksum ranges that hold what this rank reads
+ * (its slices and the headers; the data replicas, which read the same,
+ * split them), then, once every rank's verified, reads its slices of the
+ * tensors; on a failure nothing is read. */
 int ax_ckpt_load(const char *dir, ax_gpt *m, ax_adamw *o);
+
+/* The output directory (ckpt_dir.c): the trainer creates, replaces and
+ * deletes only the names it makes (ckpt-NNNNNN, and .tmp, .old, .del after
+ * it); everything else there is the user's and is never touched. */
 /* The newest complete ckpt-N in dir into out: 1, or 0 when there is none. */
 int ax_ckpt_latest(const char *dir, char *out, size_t n);
-/* A checkpoint directory, or an output directory whose newest complete ckpt-* is used. */
+/* A checkpoint directory (0), or an output directory whose newest complete
+ * ckpt-* is taken (1); -1: neither. */
 int ax_ckpt_resolve(const char *path, char *out, size_t n);
-/* After ckpt-<newest> is committed: removes interrupted writes and the complete
- * checkpoints of step <= newest beyond the `keep` newest (not collective). */
+/* Rank 0, before a run looks for checkpoints: what an interrupted run left
+ * put right. A ckpt-N.tmp whose write finished (manifest and state of step
+ * N) is put in place, a ckpt-N.old whose replacement never arrived is put
+ * back, other .tmp, .old and .del are removed; said (may be NULL) gets what
+ * was adopted or put back, for the log. */
+int ax_ckpt_recover(const char *dir, char *said, size_t n);
+/* A checkpoint that failed verification renamed to <ckdir>.corrupt (or
+ * .corrupt-K), kept for inspection and out of --keep's count; out: the new name. */
+int ax_ckpt_set_aside(const char *ckdir, char *out, size_t n);
+/* After ckpt-<newest> is committed: ax_ckpt_recover, then removes the
+ * complete checkpoints of step <= newest beyond the `keep` newest (not collective). */
 int ax_ckpt_prune(const char *dir, int newest, int keep);
 /* Collective: the parameters in Hugging Face form + config.json into dir
  * (created if needed), as tensors of dtype t (F32 or BF16): model.safetensors,

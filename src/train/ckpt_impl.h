@@ -32,10 +32,22 @@ typedef struct {
 } ax_ckpt_spans;
 void ax_ckpt_spans_add(void *spans, int64_t off, int64_t len); /* an ax_span_fn */
 void ax_ckpt_spans_sort(ax_ckpt_spans *s);
-/* path against its manifest entry {bytes, ranges} (ckpt_verify.c; manifest
- * names the manifest): the layout, and the checksums of the ranges that
- * hold a byte of the header or of reads. */
-int ax_ckpt_verify_ranges(const char *path, const char *manifest, json_t *entry, const ax_ckpt_spans *reads);
-/* Removes a checkpoint directory, its manifest first. */
+/* Which checksum ranges of a file a rank hashes: those holding a byte of
+ * the header or of reads, and of those the ones i with i mod nreplica =
+ * replica (the ranks that read the same bytes split them). */
+typedef struct {
+    const ax_ckpt_spans *reads;
+    int replica, nreplica;
+} ax_ckpt_verify_share;
+/* path against its manifest entry {bytes, hash, ranges} (ckpt_verify.c;
+ * manifest names the manifest): the layout, and with v the checksums of
+ * v's ranges (without: the layout alone). */
+int ax_ckpt_verify_ranges(const char *path, const char *manifest, json_t *entry, const ax_ckpt_verify_share *v);
+/* Puts the complete checkpoint tmp in place as dir: a checkpoint already
+ * there is renamed aside to <dir>.old first and removed last, so a crash or
+ * a failed rename leaves one of them whole (ax_ckpt_recover puts it right). */
+int ax_ckpt_install(const char *tmp, const char *dir);
+/* Removes a checkpoint directory: renamed to <dir>.del, then emptied and
+ * removed (ckpt_dir.c). */
 void ax_ckpt_remove(const char *dir);
 #endif

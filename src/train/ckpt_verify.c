@@ -1,14 +1,18 @@
 #define _GNU_SOURCE 1
 /* A safetensors file of a checkpoint against its manifest entry
- * {"bytes": n, "ranges": [[offset, length, xxh3_64], ...]} (written by every
- * rank in parallel: ckpt_writer.c). Before any tensor is read: the ranges
- * must tile [0, n) (no overlap, no gap), the file must hold n bytes, its
- * header must end its data at n, and every range that holds a byte of the
- * header or a byte this rank reads must hash to its entry (the ranks' reads
- * together cover the file: every byte belongs to a tensor some rank loads,
- * and every rank reads the header). Each failure is one line naming the file
- * and the tensor at the place. */
+ * {"bytes": n, "hash": "crc64", "ranges": [[offset, length, checksum], ...]}
+ * (written by every rank in parallel: ckpt_writer.c; without "hash", an
+ * earlier version's XXH3-64). Before any tensor is read: the ranges must
+ * tile [0, n) (no overlap, no gap), the file must hold n bytes, its header
+ * must end its data at n, and the ranges that hold a byte of the header or a
+ * byte this rank reads must hash to their entries. The ranks that read the
+ * same bytes (the data replicas of a shard) split those ranges between them,
+ * and the load goes on only when every rank's ranges verified (the ranks'
+ * reads together cover the file: every byte belongs to a tensor some rank
+ * loads, and every rank reads the header). Each failure is one line naming
+ * the file, the byte range and the tensors at the place. */
 #include "train/ckpt_impl.h"
+#include "util/crc64.h"
 #include "util/err.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -138,41 +142,55 @@ static int holds_read(const ax_ckpt_spans *s, int *k, int64_t off, int64_t len) 
     return 0;
 }
 
-static int hash_ranges(const char *path, int fd, const range *r, int n, const header *hd, const ax_ckpt_spans *reads) {
-    XXH3_state_t *st = XXH3_createState();
-    if (!st) ax_fatal(__FILE__, __LINE__, "out of memory for a hash state");
+/* the checksum of [off, off + len) of fd: CRC-64, or an earlier version's XXH3-64 */
+static int hash_range(const char *path, int fd, int crc, int64_t off, int64_t len, uint64_t *out) {
     static _Thread_local char buf[1 << 16];
+    XXH3_state_t *st = crc ? NULL : XXH3_createState();
+    uint64_t c = 0;
     int rc = 0;
-    for (int i = 0, k = 0; i < n && rc == 0; i++) {
-        /* the header's ranges always: it is parsed before the reads are known */
-        if (r[i].off >= hd->data_start && !holds_read(reads, &k, r[i].off, r[i].len)) continue;
-        XXH3_64bits_reset(st);
-        for (int64_t off = r[i].off, end = off + r[i].len; off < end && rc == 0;) {
-            ssize_t got = pread(fd, buf, end - off < (int64_t)sizeof buf ? (size_t)(end - off) : sizeof buf, off);
-            if (got < 0 && errno == EINTR) continue;
-            if (got <= 0) rc = AX_ERR("%s: cannot read: %s", path, got ? strerror(errno) : "file shrank");
-            else XXH3_64bits_update(st, buf, (size_t)got), off += got;
-        }
-        uint64_t h = XXH3_64bits_digest(st);
-        char w[300], w2[300];
-        if (rc == 0 && h != r[i].hash)
-            rc = AX_ERR("%s: checksum (XXH3-64) %016llx of bytes [%" PRId64 ", %" PRId64
-                        ") (%s to %s), the checkpoint manifest says %016llx (corrupt checkpoint)",
-                        path, (unsigned long long)h, r[i].off, r[i].off + r[i].len, what_at(hd, r[i].off, w, sizeof w),
-                        what_at(hd, r[i].off + r[i].len - 1, w2, sizeof w2), (unsigned long long)r[i].hash);
+    if (!crc && !st) return AX_ERR("%s: out of memory for a hash state", path);
+    if (st) XXH3_64bits_reset(st);
+    for (int64_t end = off + len; off < end && rc == 0;) {
+        ssize_t got = pread(fd, buf, end - off < (int64_t)sizeof buf ? (size_t)(end - off) : sizeof buf, off);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) rc = AX_ERR("%s: cannot read: %s", path, got ? strerror(errno) : "file shrank");
+        else if (crc) c = ax_crc64(c, buf, got), off += got;
+        else XXH3_64bits_update(st, buf, (size_t)got), off += got;
     }
-    XXH3_freeState(st);
+    *out = st ? XXH3_64bits_digest(st) : c;
+    if (st) XXH3_freeState(st);
     return rc;
 }
 
-int ax_ckpt_verify_ranges(const char *path, const char *manifest, json_t *entry, const ax_ckpt_spans *reads) {
-    json_t *nb = json_object_get(entry, "bytes");
+static int hash_ranges(const char *path, int fd, int crc, const range *r, int n, const header *hd,
+                       const ax_ckpt_verify_share *v) {
+    int rc = 0;
+    for (int i = 0, k = 0; i < n && rc == 0; i++) {
+        /* the header's ranges always: it is parsed before the reads are known */
+        if (r[i].off >= hd->data_start && !holds_read(v->reads, &k, r[i].off, r[i].len)) continue;
+        if (i % v->nreplica != v->replica) continue; /* another replica's */
+        uint64_t h = 0;
+        char w[300], w2[300];
+        rc = hash_range(path, fd, crc, r[i].off, r[i].len, &h);
+        if (rc == 0 && h != r[i].hash)
+            rc = AX_ERR("%s: checksum (%s) %016llx of bytes [%" PRId64 ", %" PRId64
+                        ") (%s to %s), the checkpoint manifest says %016llx (corrupt checkpoint)",
+                        path, crc ? "CRC-64" : "XXH3-64", (unsigned long long)h, r[i].off, r[i].off + r[i].len,
+                        what_at(hd, r[i].off, w, sizeof w), what_at(hd, r[i].off + r[i].len - 1, w2, sizeof w2),
+                        (unsigned long long)r[i].hash);
+    }
+    return rc;
+}
+
+int ax_ckpt_verify_ranges(const char *path, const char *manifest, json_t *entry, const ax_ckpt_verify_share *v) {
+    json_t *nb = json_object_get(entry, "bytes"), *kind = json_object_get(entry, "hash");
     range *r = NULL;
-    int n = 0, rc = 0;
-    if (!json_is_integer(nb) || parse_ranges(json_object_get(entry, "ranges"), &r, &n) != 0) {
+    int n = 0, rc = 0, crc = kind != NULL;
+    if (!json_is_integer(nb) || (kind && strcmp(json_string_value(kind) ? json_string_value(kind) : "", "crc64")) ||
+        parse_ranges(json_object_get(entry, "ranges"), &r, &n) != 0) {
         free(r);
-        return AX_ERR("%s: expected an entry {bytes, ranges: [[offset, length, xxh3_64], ...]} for %s", manifest,
-                      strrchr(path, '/') ? strrchr(path, '/') + 1 : path);
+        return AX_ERR("%s: expected an entry {bytes, hash: crc64, ranges: [[offset, length, checksum], ...]} for %s",
+                      manifest, strrchr(path, '/') ? strrchr(path, '/') + 1 : path);
     }
     int64_t bytes = json_integer_value(nb);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -198,7 +216,7 @@ int ax_ckpt_verify_ranges(const char *path, const char *manifest, json_t *entry,
                     "(corrupt checkpoint)",
                     path, (long long)hd.data_end, what_at(&hd, hd.data_end - 1, w, sizeof w), (long long)bytes);
     if (rc == 0) rc = check_tiling(path, r, n, bytes, &hd);
-    if (rc == 0) rc = hash_ranges(path, fd, r, n, &hd, reads);
+    if (rc == 0 && v) rc = hash_ranges(path, fd, crc, r, n, &hd, v);
     json_decref(hd.h);
     close(fd);
     free(r);

@@ -2,28 +2,31 @@
 /* Checkpoints written by every rank in parallel, optionally in the background
  * (docs/reliability.md, "Checkpoints at scale").
  *
- * A save has three phases. Begin (collective, at a step boundary): rank 0
+ * A save has two phases. Begin (collective, at a step boundary): rank 0
  * creates <dir>.tmp with config.json, state.json and the two safetensors
- * files, each holding its header; every rank opens them. Stage: every rank
- * copies its share of the state (ax_gpt_share) into host buffers, in file
- * order. Write: every rank pwrites its segments and fsyncs. Hash: every rank reads
- * back the checksum chunks k with k mod P = its rank (a chunk holds bytes of
- * several ranks, so it is hashed once all have written) and hashes them.
- * Commit (collective): the chunk hashes meet at rank 0, which writes the
- * manifest last and renames the directory. Between phases the ranks agree
+ * files, each holding its header; every rank opens them. Write: every rank
+ * copies its share of the state (ax_gpt_share) into host buffers in file
+ * order, pwrites its segments, checksums them from those buffers (CRC-64,
+ * each segment's share of its checksum range: util/crc64.h) and fsyncs.
+ * Commit (collective): the ranks' checksum shares meet at rank 0 by an XOR
+ * reduction; rank 0 writes the manifest last and renames the directory into
+ * place. Nothing is read back: each rank checksums the bytes it wrote, and
+ * a load verifies what reached the disk. Between phases the ranks agree
  * (ax_agree): a failure anywhere stops the save on every rank, uncommitted.
- * With async the stage, write and hash phases run in a thread that does
- * memory copies and file I/O only (no MPI: the library is not initialised for
- * MPI_THREAD_MULTIPLE); the step loop polls at step boundaries, one
- * MPI_Allreduce while a save is in flight. On a backend of host memory the
- * thread stages from the live state while the next step's forward and
- * backward run, which do not change it; the optimizer waits for the stage
- * before its update (ax_ckpt_fence). A device backend copies the state to
- * host mirrors in begin, and the thread stages from them. */
+ * With async the write phase runs in a thread that does memory copies,
+ * checksums and file I/O only (no MPI: the library is not initialised for
+ * MPI_THREAD_MULTIPLE; a failure there is a message the main thread
+ * reports); the step loop polls at step boundaries, one MPI_Allreduce while
+ * a save is in flight. On a backend of host memory the thread stages from
+ * the live state while the next step's forward and backward run, which do
+ * not change it; the optimizer waits for the stage before its update
+ * (ax_ckpt_fence). A device backend copies the state to host mirrors in
+ * begin, and the thread stages from them. */
 #include "train/checkpoint.h"
 #include "train/ckpt_impl.h"
 #include "backend/backend.h"
 #include "util/err.h"
+#include "util/crc64.h"
 #include "util/fileio.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -35,12 +38,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 enum { F_MODEL, F_OPTIM, NF };
-enum { IDLE, WRITING, HASHING };
+enum { IDLE, WRITING };
 static const char *const st_name[NF] = {AX_CKPT_MODEL, AX_CKPT_OPTIM};
-#define READ_BLOCK ((size_t)4 << 20)
 
 struct ax_ckpt_writer {
     ax_gpt *m;
@@ -53,10 +54,10 @@ struct ax_ckpt_writer {
     int staged, released;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    unsigned char *head[NF], *rbuf;
+    unsigned char *head[NF];
     size_t head_len[NF]; /* = where the data section starts */
     int64_t bytes[NF], nchunk[NF];
-    uint64_t *hash;
+    uint64_t *crc; /* raw CRC-64 of this rank's bytes in each checksum range, zeros elsewhere (both files) */
     /* the save in flight */
     int phase, fd[NF], thread_live, background;
     char dir[4096], tmp[4200], last[4096];
@@ -65,7 +66,7 @@ struct ax_ckpt_writer {
     int failed;
     char err[1024];
     double t0, blocking, last_blocking, last_total;
-    double phase_s[2], last_phase_ms[2]; /* write, checksums: this rank's seconds; the slowest rank's ms */
+    double phase_s[2], last_phase_ms[2]; /* writes, checksums: this rank's seconds; the slowest rank's ms */
 };
 
 /* The layout of both files on every rank (declared as the root writer does,
@@ -108,8 +109,7 @@ int ax_ckpt_writer_init(ax_ckpt_writer **out, ax_gpt *m, const ax_ckpt_opts *o) 
         w->mirror[k] = ax_be()->host_alloc ? ax_be()->host_alloc(b) : ax_malloc(b);
         memset(w->mirror[k], 0, b);
     }
-    w->rbuf = ax_malloc(READ_BLOCK);
-    w->hash = ax_calloc((size_t)(w->nchunk[0] + w->nchunk[1]), sizeof(uint64_t));
+    w->crc = ax_calloc((size_t)(w->nchunk[0] + w->nchunk[1]), sizeof(uint64_t));
     return 0;
 }
 
@@ -124,18 +124,47 @@ static int pwrite_all(int fd, const void *p, int64_t n, int64_t off) {
     for (int64_t done = 0; done < n;) {
         ssize_t r = pwrite(fd, (const char *)p + done, (size_t)(n - done), (off_t)(off + done));
         if (r < 0 && errno == EINTR) continue;
+        if (r == 0) errno = EIO; /* nothing written and no error code: errno would be a stale one */
         if (r <= 0) return -1;
         done += r;
     }
     return 0;
 }
 
-/* stage s's segments into file f at base (bytes from the data section) */
+/* n bytes at p, to stand at byte off of file f: their share of the raw
+ * CRC-64 of each checksum range they fall in (as if every other byte of the
+ * range were zero), XORed into w->crc; the ranks' shares XOR to the range's
+ * raw CRC (util/crc64.h) */
+static void crc_add(ax_ckpt_writer *w, int f, int64_t off, const unsigned char *p, int64_t n) {
+    int64_t ch = w->o.chunk;
+    uint64_t *crc = w->crc + (f == F_OPTIM ? w->nchunk[F_MODEL] : 0);
+    while (n > 0) {
+        int64_t k = off / ch, end = (k + 1) * ch < w->bytes[f] ? (k + 1) * ch : w->bytes[f];
+        int64_t len = end - off < n ? end - off : n;
+        crc[k] ^= ax_crc64_shift(ax_crc64_raw(0, p, len), end - (off + len));
+        off += len, p += len, n -= len;
+    }
+}
+
+static double now(void) { /* not MPI_Wtime: MPI is not called from this thread */
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* the stage's segments into file f at base (bytes from the data section),
+ * and their checksum shares */
 static int write_stage(ax_ckpt_writer *w, int f, const float *stage, int64_t base) {
-    const char *p = (const char *)stage;
+    const unsigned char *p = (const unsigned char *)stage;
     for (int k = 0; k < w->share.nseg; k++) {
         const ax_gpt_seg *s = &w->share.seg[k];
-        if (pwrite_all(w->fd[f], p, s->n, (int64_t)w->head_len[f] + base + s->off) != 0) return -1;
+        int64_t off = (int64_t)w->head_len[f] + base + s->off;
+        double t = now();
+        if (pwrite_all(w->fd[f], p, s->n, off) != 0) return -1;
+        double t1 = now();
+        crc_add(w, f, off, p, s->n);
+        w->phase_s[0] += t1 - t;
+        w->phase_s[1] += now() - t1;
         p += s->n;
     }
     return 0;
@@ -149,48 +178,13 @@ static int write_share(ax_ckpt_writer *w) {
         if (rc == 0 && write_stage(w, f, w->stage[f], 0)) rc = fail(w, path, "cannot write this rank's share");
         if (rc == 0 && f == F_OPTIM && write_stage(w, f, w->stage[2], w->share.data_bytes))
             rc = fail(w, path, "cannot write this rank's share");
+        double t = now();
         if (rc == 0 && fsync(w->fd[f]) != 0) rc = fail(w, path, "fsync failed");
+        w->phase_s[0] += now() - t;
         close(w->fd[f]);
         w->fd[f] = -1;
     }
     return rc;
-}
-
-/* chunks k (over both files) with k mod P = rank, read back and hashed */
-static int hash_chunks(ax_ckpt_writer *w) {
-    int P = w->m->g->size, rank = w->m->g->rank;
-    memset(w->hash, 0, (size_t)(w->nchunk[0] + w->nchunk[1]) * sizeof(uint64_t));
-    XXH3_state_t *st = XXH3_createState();
-    if (!st) ax_fatal(__FILE__, __LINE__, "out of memory for a hash state");
-    int rc = 0;
-    for (int f = 0, k0 = 0; f < NF && rc == 0; k0 += (int)w->nchunk[f], f++) {
-        char path[4400];
-        snprintf(path, sizeof path, "%s/%s", w->tmp, st_name[f]);
-        int fd = -1;
-        for (int64_t k = (rank - k0 % P + P) % P; k < w->nchunk[f] && rc == 0; k += P) {
-            if (fd < 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) rc = fail(w, path, "cannot open to checksum");
-            XXH3_64bits_reset(st);
-            int64_t off = k * w->o.chunk, end = off + w->o.chunk < w->bytes[f] ? off + w->o.chunk : w->bytes[f];
-            while (rc == 0 && off < end) {
-                size_t n = end - off < (int64_t)READ_BLOCK ? (size_t)(end - off) : READ_BLOCK;
-                ssize_t r = pread(fd, w->rbuf, n, (off_t)off);
-                if (r < 0 && errno == EINTR) continue;
-                if (r == 0) errno = EIO; /* shorter than written: another process cut it */
-                if (r <= 0) rc = fail(w, path, "cannot read back to checksum");
-                else XXH3_64bits_update(st, w->rbuf, (size_t)r), off += r;
-            }
-            w->hash[k0 + k] = XXH3_64bits_digest(st);
-        }
-        if (fd >= 0) close(fd);
-    }
-    XXH3_freeState(st);
-    return rc;
-}
-
-static double now(void) { /* not MPI_Wtime: MPI is not called from this thread */
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 static void release(ax_ckpt_writer *w) {
@@ -219,13 +213,11 @@ static void yield_to_training(void) {
     (void)unused;
 }
 
-static void *phase_main(void *arg) {
+static void *write_main(void *arg) {
     ax_ckpt_writer *w = arg;
-    double t = now();
-    if (w->phase == WRITING && !w->staged) stage_state(w, AX_FILL_SERIAL); /* beside training: one core */
+    if (!w->staged) stage_state(w, AX_FILL_SERIAL); /* beside training: one core */
     if (w->background) yield_to_training();
-    w->failed = (w->phase == WRITING ? write_share(w) : hash_chunks(w)) != 0;
-    w->phase_s[w->phase == WRITING ? 0 : 1] = now() - t;
+    w->failed = write_share(w) != 0;
     atomic_store(&w->done, 1);
     return NULL;
 }
@@ -308,32 +300,30 @@ static int settle(ax_ckpt_writer *w, int rc) {
     return rc;
 }
 
+/* The checksum shares meet at rank 0 (XOR), which finishes each range's
+ * CRC, writes the manifest and puts the directory in place. */
 static int commit(ax_ckpt_writer *w) {
     ax_grid *g = w->m->g;
     int n = (int)(w->nchunk[0] + w->nchunk[1]), rc = 0;
-    AX_CHECK_MPI(MPI_Reduce(g->rank ? w->hash : MPI_IN_PLACE, w->hash, n, MPI_UINT64_T, MPI_BOR, 0, g->world));
+    AX_CHECK_MPI(MPI_Reduce(g->rank ? w->crc : MPI_IN_PLACE, w->crc, n, MPI_UINT64_T, MPI_BXOR, 0, g->world));
     double ph[2] = {w->phase_s[0] * 1e3, w->phase_s[1] * 1e3};
     AX_CHECK_MPI(MPI_Allreduce(ph, w->last_phase_ms, 2, MPI_DOUBLE, MPI_MAX, g->world));
     if (g->rank == 0) {
-        ax_ckpt_ranges r = {.chunk = w->o.chunk, .hash = w->hash};
-        for (int f = 0; f < NF; f++) {
+        ax_ckpt_ranges r = {.chunk = w->o.chunk, .hash = w->crc};
+        for (int f = 0, k0 = 0; f < NF; k0 += (int)w->nchunk[f], f++) {
             r.bytes[f] = w->bytes[f];
             r.nchunk[f] = w->nchunk[f];
+            r.first[f] = k0;
+            for (int64_t k = 0; k < w->nchunk[f]; k++) {
+                int64_t end = (k + 1) * w->o.chunk < w->bytes[f] ? (k + 1) * w->o.chunk : w->bytes[f];
+                w->crc[k0 + k] = ax_crc64_finish(w->crc[k0 + k], end - k * w->o.chunk);
+            }
         }
-        r.first[1] = w->nchunk[0];
-        char parent[4096];
         rc = ax_fsync_dir(w->tmp);
         if (rc == 0) rc = ax_ckpt_write_manifest(w->tmp, &r);
-        if (rc == 0) {
-            ax_ckpt_remove(w->dir);
-            if (rename(w->tmp, w->dir) != 0)
-                rc = AX_ERR("%s: cannot rename checkpoint into place: %s", w->dir, strerror(errno));
-        }
-        ax_dirname(w->dir, parent, sizeof parent);
-        if (rc == 0) rc = ax_fsync_dir(parent);
+        if (rc == 0) rc = ax_ckpt_install(w->tmp, w->dir);
     }
-    w->phase = HASHING; /* settle removes tmp on failure */
-    AX_TRY(settle(w, rc));
+    AX_TRY(settle(w, rc)); /* removes tmp on failure */
     w->phase = IDLE;
     snprintf(w->last, sizeof w->last, "%s", w->dir);
     w->last_blocking = w->blocking;
@@ -341,21 +331,21 @@ static int commit(ax_ckpt_writer *w) {
     return 1;
 }
 
-/* runs the current phase in the thread, or here */
+/* runs the write phase in the thread, or here */
 static int run_phase(ax_ckpt_writer *w, int background) {
     atomic_store(&w->done, 0);
     w->failed = 0;
     w->background = background;
     if (!background) {
-        phase_main(w);
+        write_main(w);
         return w->failed ? ax_err_set("%s", w->err) : 0;
     }
-    if (pthread_create(&w->th, NULL, phase_main, w) != 0) return AX_ERR("checkpoint: cannot start a thread");
+    if (pthread_create(&w->th, NULL, write_main, w) != 0) return AX_ERR("checkpoint: cannot start a thread");
     w->thread_live = 1;
     return 0;
 }
 
-/* the current phase into the thread; a failure to start it is agreed on */
+/* the write phase into the thread; a failure to start it is agreed on */
 static int start_background(ax_ckpt_writer *w) {
     int rc = ax_agree(w->m->g->world, run_phase(w, 1));
     return rc ? settle(w, rc) : 0;
@@ -374,7 +364,10 @@ int ax_ckpt_begin(ax_ckpt_writer *w, const char *dir, const ax_adamw *o, const a
     snprintf(w->dir, sizeof w->dir, "%s", dir);
     snprintf(w->tmp, sizeof w->tmp, "%s.tmp", dir);
     w->phase = WRITING;
+    w->phase_s[0] = w->phase_s[1] = 0;
+    memset(w->crc, 0, (size_t)(w->nchunk[0] + w->nchunk[1]) * sizeof *w->crc);
     AX_TRY(settle(w, m->g->rank == 0 ? create_files(w, st) : 0));
+    for (int f = 0; f < NF && m->g->rank == 0; f++) crc_add(w, f, 0, w->head[f], (int64_t)w->head_len[f]);
     AX_TRY(settle(w, open_files(w)));
     snapshot(w, o);
     if (!w->o.async) stage_state(w, AX_FILL_PARALLEL); /* the cores are this thread's */
@@ -386,19 +379,14 @@ int ax_ckpt_begin(ax_ckpt_writer *w, const char *dir, const ax_adamw *o, const a
 }
 
 int ax_ckpt_poll(ax_ckpt_writer *w, int wait) {
-    while (w->phase != IDLE) {
-        if (w->thread_live && !wait) {
-            int d = atomic_load(&w->done);
-            AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &d, 1, MPI_INT, MPI_MIN, w->m->g->world));
-            if (!d) return 0;
-        }
-        int phase = w->phase, rc = w->thread_live ? 0 : run_phase(w, 0);
-        AX_TRY(settle(w, rc)); /* the phase ended on every rank */
-        if (phase == HASHING) return commit(w);
-        w->phase = HASHING;
-        if (!wait) return start_background(w);
+    if (w->phase == IDLE) return 0;
+    if (w->thread_live && !wait) {
+        int d = atomic_load(&w->done);
+        AX_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &d, 1, MPI_INT, MPI_MIN, w->m->g->world));
+        if (!d) return 0;
     }
-    return 0;
+    AX_TRY(settle(w, w->thread_live ? 0 : run_phase(w, 0))); /* written on every rank */
+    return commit(w);
 }
 
 int ax_ckpt_pending(const ax_ckpt_writer *w) { return w->phase != IDLE; }
@@ -425,8 +413,7 @@ void ax_ckpt_writer_free(ax_ckpt_writer *w) {
     }
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
-    free(w->rbuf);
-    free(w->hash);
+    free(w->crc);
     ax_gpt_share_free(&w->share);
     free(w);
 }
