@@ -6,7 +6,13 @@ BIN=${AXONN_BIN:?AXONN_BIN must name the axonn binary}
 FIX=${AXONN_TEST_DATA:-}
 export OMP_NUM_THREADS=1
 W=$(mktemp -d)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$W"' EXIT
+# Open MPI's session files (each launch's shared-memory segments and its
+# daemon's sockets) go under a directory of this script's own, not the
+# machine's /tmp/ompi.*: tests that run side by side share nothing there
+# (docs/testing.md, "Single-rank runs")
+export OMPI_MCA_orte_tmpdir_base
+OMPI_MCA_orte_tmpdir_base=$(mktemp -d)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$W"; rm -rf "$OMPI_MCA_orte_tmpdir_base"' EXIT
 cd "$W" || exit 1
 
 MPIRUN=${AXONN_MPIEXEC:-mpiexec}
