@@ -150,6 +150,11 @@ if "${MPI[@]}" -np 2 "$BIN" plan --ranks 2 "${TINY[@]}" --top 2 --run --iters 3 
 import json; p = json.load(open('pr.json')); r = p['ranked']
 assert len(r) == 2 and all(g['measured_step_ms'] > 0 and g['step_ms'] > 0 for g in r), r"
 then ok "plan --top 2 --run: measured beside predicted"; else bad "plan --run"; cat pr.err; head -c 600 pr.json; fi
+# --run times a grid at its context split (C = 2 here), as planned
+if "${MPI[@]}" -np 2 "$BIN" plan --ranks 2 "${TINY[@]}" --cp 2 --top 1 --run --iters 3 --json >pr2.json 2>pr2.err && python3 -c "
+import json; r = json.load(open('pr2.json'))['ranked']
+assert len(r) == 1 and r[0]['cp'] == 2 and r[0]['measured_step_ms'] > 0, r"
+then ok "plan --cp 2 --run: the grid timed at C = 2"; else bad "plan --cp 2 --run"; cat pr2.err; head -c 600 pr2.json; fi
 
 # --grid auto: the planner's choice, said in one line
 if "${MPI[@]}" -np 2 "$BIN" train --synthetic "${TINY[@]}" --steps 2 --grid auto --machine m.json --quiet --out o >t.out 2>&1 \

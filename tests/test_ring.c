@@ -16,7 +16,11 @@
  * compares its rows (chunks c and 2C-1-c) of out, lse and dqkv with what the
  * ring gives from its own rows, within the same 2e-6; C = 1 is the unsplit
  * attention bit for bit (the ring hands it over whole). The transfers cut
- * into parts (ax_comm_set_chunk) give the same bits as whole ones.
+ * into parts (ax_comm_set_chunk) give the same bits as whole ones. On the
+ * CPU with C > 1 the blocks poll the transfers in flight between their tiles
+ * (counted through a hook around ax_progress; a ring without GEMMs has no
+ * other caller), so the transfers move during the compute, not only in the
+ * wait after it.
  * Shapes: grouped-query heads (Hl = 4 over KVl = 1 and 2), head sizes 16
  * and 64, chunks shorter and longer than the CPU's 64-row tiles.
  *
@@ -46,6 +50,13 @@ static int nthr;
 static const char *device; /* --backend NAME: where the ring runs (NULL: the CPU, with the references) */
 static int local_rank;
 #define RING_TOL (device ? 1e-5 : TOL)
+
+/* ax_progress, counted: the polls the kernels make */
+static long polls;
+static int counted_progress(void) {
+    polls++;
+    return ax_progress();
+}
 
 typedef struct {
     int B, Hl, KVl, hd;
@@ -210,7 +221,9 @@ static void test_ring(shape s, int Tc) {
     /* the ring's buffers at the sizes ring_attention.h states */
     float *ws = filled(ax_ring_workspace_floats(s.B, Tc, s.KVl, s.hd), 1e30f),
           *rs = filled(nthr * ax_attention_scratch(2 * Tc, s.hd), 1e30f);
+    polls = 0;
     result r = ring_run(s, Tc, lq, ld_, ws, rs);
+    if (C > 1 && !device) CHECK(polls > 0, "rank %d: the ring's blocks never polled its transfers", g.C.rank);
     double xo = ax_t_reldiff(r.out, eo, M * Cl), xl = ax_t_reldiff(r.lse, el, (size_t)s.B * s.Hl * 2 * Tc),
            xd = ax_t_reldiff(r.dqkv, ed, M * ld);
     double mx[3] = {xo, xl, xd};
@@ -278,6 +291,8 @@ int main(int argc, char **argv) {
     /* the grid on the CPU backend: no NCCL, so a device's transfers are staged (ranks may share a GPU) */
     if (ax_grid_init_cp(&g, MPI_COMM_WORLD, 1, 1, 1, 1, size)) ax_err_exit(1);
     nthr = ax_be()->threads();
+    /* after the grid's ax_comm_from calls, each of which sets ax_progress */
+    ax_backend_set_progress(counted_progress);
     if (size == 1) { /* the blocks: one rank is enough */
         test_blocks((shape){2, 4, 1, 16});
         test_blocks((shape){2, 4, 2, 64});

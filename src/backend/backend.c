@@ -69,6 +69,8 @@ static int (*progress)(void);
 
 void ax_backend_set_progress(int (*poll)(void)) { progress = poll; }
 
+int ax_backend_poll(void) { return progress ? progress() : 0; }
+
 /* Row-major element offset of (r, c) of M, as a pointer of M's dtype */
 static void *at(ax_mat M, int r, int c) { return (char *)M.data + ((size_t)r * M.ld + c) * ax_dtype_size(M.dtype); }
 

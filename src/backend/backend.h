@@ -302,6 +302,11 @@ static inline void ax_gemm(float alpha, ax_mat A, int transA, ax_mat B, int tran
  * while some is, ax_gemm cuts a long GEMM into tiles and polls between them
  * (the bits of C do not change). Set by src/comm, which the backend does not know. */
 void ax_backend_set_progress(int (*poll)(void));
+/* poll() once (0 when none is set): a kernel that runs long calls it between
+ * its tiles, from the calling thread only (OpenMP's thread 0; MPI is
+ * MPI_THREAD_FUNNELED), so that communication started before it advances
+ * while it runs. Testing never changes what the kernel computes. */
+int ax_backend_poll(void);
 
 /* Host access, outside the step loop, to bytes of the backend's memory at p:
  * p itself where that memory is the host's, else a host copy (filled from p

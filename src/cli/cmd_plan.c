@@ -131,6 +131,7 @@ static int run_top(const ax_train_opts *o, const ax_plan *p, int top, int iters,
     for (int i = 0; i < n; i++) {
         ax_train_opts b = *o;
         memcpy(b.grid, p->c[i].grid, sizeof b.grid);
+        b.cp = p->c[i].cp;
         b.quiet = 1;
         ax_bench_result r;
         AX_TRY(ax_bench(&b, iters, 1, MPI_COMM_WORLD, &r));
@@ -151,8 +152,7 @@ int ax_cmd_plan(int argc, char **argv) {
         {"ranks", AX_OPT_INT, &ranks, "P", "rank count (required)", AX_RANGE('[', 1, 1048576, ']')},
         {"machine", AX_OPT_STR, &machine, "FILE|NAME", "machine description (axonn bench comm --out) or preset"},
         AX_CLI_JOB_OPTS(o, mf),
-        {"cp", AX_OPT_INT, &cp, "C", "the context split C only (default: every C; 1 with --run)",
-         AX_RANGE('[', 1, 1048576, ']')},
+        {"cp", AX_OPT_INT, &cp, "C", "the context split C only (default: every C)", AX_RANGE('[', 1, 1048576, ']')},
         {"recompute", AX_OPT_STR, &o.recompute, "MODE", "activation recomputation: none, attn or block"},
         {"hidden", AX_OPT_DOUBLE, &overlap, "F",
          "share of communication the time model takes as hidden behind compute (default 0)", AX_RANGE('[', 0, 1, ']')},
@@ -175,7 +175,7 @@ int ax_cmd_plan(int argc, char **argv) {
     AX_TRY(ax_cli_job_options(opts, &mf, &o, &j));
     if (cp) AX_TRY(ax_cp_check(j.seq, cp));
     if (cp && ranks % cp) return AX_ERR("--cp %d: expected a divisor of --ranks %d", cp, ranks);
-    j.cp = cp ? cp : run ? 1 : 0; /* --run times grids with axonn bench, which runs C = 1 */
+    j.cp = cp; /* 0: every C that divides the ranks and the sequence */
     ax_machine m;
     AX_TRY(ax_cli_machine(machine, &m));
     j.overlap = overlap;

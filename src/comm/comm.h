@@ -13,9 +13,10 @@
  *
  * MPI progresses a non-blocking collective only inside MPI calls (Open MPI has
  * no progress thread by default). ax_progress() tests every collective in
- * flight; the backend calls it between the tiles of a long GEMM (backend.h:
- * ax_backend_set_progress), so communication started before a GEMM advances
- * while it runs. OpenMP threads never call MPI (MPI_THREAD_FUNNELED). An
+ * flight; the backend calls it between the tiles of a long GEMM and of the
+ * CPU attention (backend.h: ax_backend_set_progress, ax_backend_poll), so
+ * communication started before them advances while they run. Only the main
+ * thread calls MPI, OpenMP's thread 0 in a kernel (MPI_THREAD_FUNNELED). An
  * ax_req stays at one address from its start to its completion.
  *
  * Under a GPU backend a group with an NCCL communicator (comm/nccl.h) runs

@@ -9,7 +9,10 @@
  * q, k, v stored in bf16 are widened a tile at a time into fp32 tiles of the
  * thread's scratch, and a bf16 output is accumulated in one and rounded as it
  * is stored: the products see the values an fp32 copy would hold, so the
- * results are those of the fp32 path on the widened inputs. */
+ * results are those of the fp32 path on the widened inputs.
+ * Between tiles the calling thread tests the communication in flight
+ * (ax_backend_poll): ring attention's key/value transfers, started before
+ * its blocks, move while they compute instead of only in the wait after. */
 #include "backend/cpu/cpu.h"
 #include "backend/kmath.h"
 #include <math.h>
@@ -24,6 +27,11 @@ size_t ax_cpu_attention_scratch(int T, int hd) {
     return 2 * (size_t)TL * TL + (size_t)T + 2 * TL + 4 * (size_t)TL * hd;
 }
 static float *tiles(float *scratch, const ax_attn_block *a) { return scratch + 2 * (size_t)TL * TL + a->Tq + 2 * TL; }
+
+/* the communication in flight tested, by the thread that may call MPI */
+static void poll_comm(void) {
+    if (omp_get_thread_num() == 0) ax_backend_poll();
+}
 
 /* n rows of one head's hd values at element off of p (stored in st, row
  * stride ld) as fp32 rows: fp32 ones where they are, bf16 ones widened into
@@ -116,6 +124,7 @@ static void block_forward(const ax_attn_block *a, void *out, ax_dtype ot, float 
         int bh = u / nt, i0 = (u % nt) * TL, nq = a->Tq - i0 < TL ? a->Tq - i0 : TL;
         forward_tile(a, bh / a->Hl, bh % a->Hl, i0, nq, out, ot, lse, merge,
                      scratch + (size_t)omp_get_thread_num() * per);
+        poll_comm();
     }
 }
 
@@ -168,6 +177,7 @@ static void backward_head(const ax_attn_block *a, int b, int h, float *dq, float
             ax_cpu_sgemm(0, 0, nq, hd, nk, 1.0f, dP, TL, kj, ldkj, 1.0f, dq + (size_t)i0 * ldq, ldq); /* dq += ds k */
             ax_cpu_sgemm(1, 0, nk, hd, nq, 1.0f, dP, TL, qi, ldqi, 1.0f, dk + (size_t)j0 * ldk, ldk); /* dk += ds^T q */
         }
+        poll_comm();
     }
 }
 

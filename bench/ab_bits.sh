@@ -1,6 +1,9 @@
 #!/bin/bash
-# bf16/fp32 runs with the old and new binaries: final checkpoint bytes and metrics
-# OLD, NEW: the two builds' axonn binaries (here 7874d5d and this commit)
+# bench/ab_bits.sh: two builds against each other, bit for bit. Ten short runs
+# (fp32, bf16, recomputation, Llama, --cp 2, a Y split) with each binary; per run,
+# IDENTICAL when the final model.safetensors and every logged loss agree.
+#   OLD=path/to/axonn NEW=path/to/axonn [OUT=/tmp/bw] bash bench/ab_bits.sh
+# (bench/results/2026-12-07-bf16-attention: 7874d5d against that record's commit)
 OLD=${OLD:?axonn of the build before}; NEW=${NEW:?axonn of the build after}
 MPI=(mpiexec --oversubscribe --allow-run-as-root --bind-to none)
 export OMP_NUM_THREADS=1

@@ -1,6 +1,9 @@
 #!/bin/bash
-# activation MiB at start-up, old and new builds, and axonn plan's activation bytes
-# OLD, NEW: the two builds' axonn binaries (here 7874d5d and this commit)
+# bench/ab_memory.sh: two builds' activation memory: the MiB the trainer's
+# start-up line reports (GPT-2 and Llama small, one rank, X = 2, --cp 2; fp32 and
+# bf16) and axonn plan's activation_bytes at B 8, T 1024.
+#   OLD=path/to/axonn NEW=path/to/axonn [OUT=/tmp/bm] bash bench/ab_memory.sh
+# (bench/results/2026-12-07-bf16-attention: 7874d5d against that record's commit)
 OLD=${OLD:?axonn of the build before}; NEW=${NEW:?axonn of the build after}
 MPI=(mpiexec --oversubscribe --allow-run-as-root --bind-to none)
 export OMP_NUM_THREADS=1
