@@ -313,7 +313,7 @@ int ax_gpt_logit_rows(int64_t M, int64_t Vl);
 
 /* Forward over Bl local sequences of T tokens (rows of this data x Z shard;
  * under context parallelism, Gc > 1, the rank's Bl * T / Gc rows: its two
- * chunks of each sequence, as train/optim.h's ax_seq_rows takes them).
+ * chunks of each sequence, as train/step.h's ax_seq_rows takes them).
  * Returns the sum over rows of weight * loss (local, not reduced). With
  * dscale != 0 (the loss's gradient scale) the LM head's backward has run too: the final norm output's
  * gradient is in m->dx (completed over Y) and the head's weight gradient

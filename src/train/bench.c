@@ -134,10 +134,10 @@ static void summarize(const double *t_all, double loc[SUM_N], MPI_Comm world, ax
     if (res->compute_s < 0) res->compute_s = 0;
 }
 
-int ax_bench(const ax_train_opts *o, int iters, int silent, MPI_Comm comm, ax_bench_result *res) {
+int ax_bench(const ax_train_opts *o, int iters, bool silent, MPI_Comm comm, ax_bench_result *res) {
     if (iters < 3) return AX_ERR("--iters %d: expected >= 3 (the first two are warm-up)", iters);
     ax_run r;
-    AX_TRY(ax_run_setup_measure(&r, o, iters, 1, silent, comm)); /* GEMM seconds on */
+    AX_TRY(ax_run_setup_measure(&r, o, iters, AX_MEASURE_PROFILE | (silent ? AX_MEASURE_SILENT : 0), comm));
     describe_run(&r, o, iters, res);
     double loc[SUM_N] = {0};
     double *t_all = ax_malloc(sizeof(double) * (size_t)iters); /* before the loop: no allocation between steps */

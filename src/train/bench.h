@@ -8,6 +8,7 @@
 #include "axonn/axonn.h"
 #include "backend/backend.h"
 #include "backend/gemm_tune.h"
+#include <stdbool.h>
 
 /* groups whose blocked time is reported: X, Y, Z (with its all-gather twin),
  * data, data x Z (replicated gradients, token counts), X x Y x Z (norm) */
@@ -38,7 +39,7 @@ typedef struct {
 
 /* Sets up the run of o (o->out, checkpoints and metrics are ignored) and times
  * iters >= 3 steps. silent: no start-up lines. Collective over comm. */
-int ax_bench(const ax_train_opts *o, int iters, int silent, MPI_Comm comm, ax_bench_result *res);
+int ax_bench(const ax_train_opts *o, int iters, bool silent, MPI_Comm comm, ax_bench_result *res);
 
 /* axonn bench gemm: each local GEMM of a training step (forward, dX and dW of
  * the block's qkv, proj, fc, fcproj and the LM head), every tuner layout timed
@@ -63,5 +64,5 @@ typedef struct {
 /* Sets up the run of o (as ax_bench) and times each row's layouts as the
  * tuner does (ax_gemm_tune_time), on every rank at once (they share the node in a
  * step); the figures are rank 0's. Collective over comm. */
-int ax_bench_gemm(const ax_train_opts *o, int silent, MPI_Comm comm, ax_bench_gemm_result *res);
+int ax_bench_gemm(const ax_train_opts *o, bool silent, MPI_Comm comm, ax_bench_gemm_result *res);
 #endif

@@ -481,16 +481,16 @@ int ax_run_setup(ax_run *r) {
     return 0;
 }
 
-int ax_run_setup_measure(ax_run *r, const ax_train_opts *o, int steps, int profile, int silent, MPI_Comm comm) {
+int ax_run_setup_measure(ax_run *r, const ax_train_opts *o, int steps, int flags, MPI_Comm comm) {
     ax_train_opts a = *o;
     a.out = NULL;
     a.metrics = NULL;
     a.resume = NULL;
     a.save_every = 0;
-    a.profile = profile;
+    a.profile = (flags & AX_MEASURE_PROFILE) != 0;
     a.steps = steps;
     ax_run_init(r, &a, comm); /* copies the options */
-    r->silent = silent;
+    r->silent = (flags & AX_MEASURE_SILENT) != 0;
     int rc = ax_run_setup(r);
     if (rc) ax_run_teardown(r);
     return rc;
