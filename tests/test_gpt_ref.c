@@ -5,7 +5,7 @@
 #include "test.h"
 #include "model_check.h"
 #include "model/gpt.h"
-#include "train/optim.h"
+#include "train/step.h"
 #include "memo/goldfish.h"
 #include "util/err.h"
 #include <jansson.h>

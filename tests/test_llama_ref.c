@@ -13,7 +13,7 @@
 #include "model_check.h"
 #include "model/gpt.h"
 #include "model/gpt_decode.h"
-#include "train/optim.h"
+#include "train/step.h"
 #include "train/checkpoint.h"
 #include "util/fileio.h"
 #include <unistd.h>

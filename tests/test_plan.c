@@ -10,9 +10,9 @@
 #include "model/gpt.h"
 #include "plan/calibrate.h"
 #include "plan/plan.h"
-#include "train/bench.h"
+#include "measure/timing.h"
 #include "train/flops.h"
-#include "train/peak.h"
+#include "measure/peak.h"
 #include "util/err.h"
 #include "util/stats.h"
 #include <time.h>
@@ -225,7 +225,7 @@ static void test_fit_and_files(void) {
     ax_machine m, r;
     CHECK(ax_machine_preset(&m, "frontier") == 0, "preset");
     CHECK(ax_machine_preset(&m, "nowhere") != 0 && strstr(ax_err_msg(), "perlmutter"), "bad preset: %s", ax_err_msg());
-    /* GEMMs at 80% of the dense bf16 peak: the NVIDIA presets' from train/peak.c, by their GPUs' names */
+    /* GEMMs at 80% of the dense bf16 peak: the NVIDIA presets' from measure/peak.c, by their GPUs' names */
     static const struct {
         const char *name;
         double peak;
@@ -442,7 +442,7 @@ static void test_flops(void) {
           ax_model_flops(&ll, 3, 32), 3 * 3 * 32 * fwd);
 }
 
-/* MFU's denominators (train/peak.h): a device name, cut into words at spaces
+/* MFU's denominators (measure/peak.h): a device name, cut into words at spaces
  * and dashes, picks the first row whose words it holds whole */
 static void test_peak(void) {
     static const struct {
@@ -592,13 +592,13 @@ static void test_gemm_shapes(void) {
  * KiB, 1 MiB for two ranks) hot, model b's (512 x 512 x 256: 2 MiB, 4 MiB)
  * cold; exact, the bytes being powers of two. */
 static void test_hot_share(void) {
-    long l2 = 2 << 20;
+    ax_cores two = {.share = 2, .l2 = 2 << 20}, four = {.share = 4, .l2 = 2 << 20}, unknown = {.share = 2};
     ax_gemm_point a = {256, 256, 128, 0, 1, 0, 0}, b = {512, 512, 256, 0, 1, 0, 0};
     ax_gemm_point mid = {256, 256, 256, 0, 1, 0, 0}; /* 3 x 256 KiB: 1.5 MiB for two, halfway */
     ax_gemm_point mid16 = mid;
     mid16.bf16 = 1; /* A and B half the bytes: 1 MiB for two, hot */
-    double got[6] = {ax_gemm_hot_share(&a, 2, l2),     ax_gemm_hot_share(&b, 2, l2), ax_gemm_hot_share(&mid, 2, l2),
-                     ax_gemm_hot_share(&mid16, 2, l2), ax_gemm_hot_share(&a, 4, l2), ax_gemm_hot_share(&a, 2, 0)};
+    double got[6] = {ax_gemm_hot_share(&a, &two),     ax_gemm_hot_share(&b, &two),  ax_gemm_hot_share(&mid, &two),
+                     ax_gemm_hot_share(&mid16, &two), ax_gemm_hot_share(&a, &four), ax_gemm_hot_share(&a, &unknown)};
     double want[6] = {1, 0, 0.5, 1, 0, 0};
     for (int i = 0; i < 6; i++) CHECK(got[i] == want[i], "hot share %d: %g, expected %g", i, got[i], want[i]);
 }

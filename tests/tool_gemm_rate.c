@@ -4,7 +4,7 @@
  *   gemm_rate cuda bf16 8192,2304,768 8192,768,768 ...
  * prints one line per shape and the best: "best <TFLOP/s>". */
 #include "backend/backend.h"
-#include "train/bench.h"
+#include "measure/timing.h"
 #include "util/err.h"
 #include <mpi.h>
 #include <stdio.h>

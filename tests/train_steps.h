@@ -5,7 +5,7 @@
 #define AX_TESTS_TRAIN_STEPS_H
 #include "memo/goldfish.h"
 #include "model/gpt.h"
-#include "train/optim.h"
+#include "train/step.h"
 #include "train/source.h"
 #include "util/err.h"
 #include <stdlib.h>

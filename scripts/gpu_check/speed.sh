@@ -66,7 +66,7 @@ def read(name):
     except OSError: return ""
 peak = re.search(r"M=8192 N=8192 K=8192: ([\d.]+) TFLOP/s", read("gemm.log"))
 peak = float(peak.group(1)) if peak else None
-# the device's datasheet peak, as axonn bench names it (src/train/peak.c): MFU's denominator
+# the device's datasheet peak, as axonn bench names it (src/measure/peak.c): MFU's denominator
 sheet = next((float(m.group(1)) for n in sorted(os.listdir(d)) if n.startswith("bench_")
               for m in [re.search(r"MFU [\d.]+% \(model FLOP/s per rank over ([\d.]+) TFLOP/s", read(n))] if m), None)
 def cols(r):  # ms, tokens/s, model TFLOP/s; then the shares of the measured GEMM peak and of the datasheet

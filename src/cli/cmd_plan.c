@@ -134,7 +134,8 @@ static int run_top(const ax_train_opts *o, const ax_plan *p, int top, int iters,
         b.cp = p->c[i].cp;
         b.quiet = 1;
         ax_bench_result r;
-        AX_TRY(ax_bench(&b, iters, 1, MPI_COMM_WORLD, &r));
+        bool silent = true; /* the plan's table is the output */
+        AX_TRY(ax_bench(&b, iters, silent, MPI_COMM_WORLD, &r));
         (*measured)[i] = r.step_med_s; /* the steady step the model predicts, not a burst of other work */
     }
     return 0;

@@ -322,8 +322,8 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
     m->logits = ONE(AX_ACT_LOGITS);
     m->losses = ONE(AX_ACT_LOSSES);
     m->dres = ONE(AX_ACT_DRES);
-    m->s1 = ONE(AX_ACT_S1);
-    m->s2 = ONE(AX_ACT_S2);
+    m->dx = ONE(AX_ACT_DX);
+    m->dhidden = ONE(AX_ACT_DHIDDEN);
     m->scratch = ONE(AX_ACT_SCRATCH);
     float *ring = ONE(AX_ACT_RING);
     m->ring_ws = b[AX_ACT_RING].floats ? ring : NULL;
@@ -331,9 +331,9 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
     for (int l = 0; base && l < m->cfg.n_layer; l++) { /* the fp32 working copies (gpt.h) */
         ax_layer_acts *a = &m->L[l];
         int h = m->dtype == AX_BF16, ring = g->gc > 1;
-        a->qkv32 = h ? m->s1 : (float *)a->qkv; /* s1: forward does not use it */
+        a->qkv32 = h ? m->dx : (float *)a->qkv; /* dx: backward's, free in forward */
         a->atty32 = !h ? (float *)a->atty : ring ? atty32 : NULL;
-        a->fcy = h ? m->s1 : (float *)a->fch;
+        a->fcy = h ? m->dx : (float *)a->fch;
     }
     /* the attention's rows: the sequence, or under the ring the rank's two chunks (nn/ring_attention.h) */
     m->att_scratch = TAKE((int64_t)m->att_threads * ax_attention_scratch(T / g->gc, m->hd));
@@ -386,17 +386,17 @@ void ax_gpt_set_overlap(ax_gpt *m, int flags, int keep_gathered, int64_t bucket_
     m->bucket_bytes = bucket_bytes > 0 ? bucket_bytes : AX_BUCKET_BYTES_DEFAULT;
     ax_linear_ws_free(&m->ws);
     ax_zfetch_free(&m->wf);
-    const ax_linear *fcs[4] = {&m->qkv, &m->proj, &m->fc, &m->fcproj};
+    const ax_linear *fcs[AX_LW_N] = {&m->qkv, &m->proj, &m->fc, &m->fcproj};
     int64_t nw = ax_shard_numel(&m->lmhead.w, g);
     /* one reduce-scatter slot per FC of a layer: a layer's complete while the next one computes */
-    ax_linear_ws_init(&m->ws, g, fcs, 4, flags & AX_OV_ORS ? 4 : 1, nw);
+    ax_linear_ws_init(&m->ws, g, fcs, AX_LW_N, flags & AX_OV_ORS ? AX_LW_N : 1, nw);
     m->ws.oar = !!(flags & AX_OV_OAR);
     m->ws.ors = !!(flags & AX_OV_ORS);
     size_t cap = 0;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < AX_LW_N; i++)
         if ((size_t)(ax_shard_numel(&fcs[i]->w, g) * g->gz) > cap)
             cap = (size_t)(ax_shard_numel(&fcs[i]->w, g) * g->gz);
-    int nbuf = keep_gathered ? 4 * m->cfg.n_layer : flags & AX_OV_OAG ? 2 : 1;
+    int nbuf = keep_gathered ? AX_LW_N * m->cfg.n_layer : flags & AX_OV_OAG ? 2 : 1;
     ax_zfetch_init(&m->wf, g, m->dtype, cap, nbuf, keep_gathered);
     m->ws_bytes = ax_zscatter_bytes(&m->ws.rs) + ax_zfetch_bytes(&m->wf) +
                   (g->gz > 1 ? 4.0 * 2 * (m->cfg.untied ? 2 : 1) * nw * g->gz : 0);

@@ -43,6 +43,11 @@ enum {
 #define AX_PID_LNFB(m) ((m)->np - 2)
 #define AX_PID_HEAD(m) ((m)->np - 1)
 
+/* A layer's four FC weights, in forward's order of execution: the index of
+ * their parameter slots (AX_P_QKVW ...), of ax_gpt's linear layers (qkv ...)
+ * and of their gathers over Z, keyed AX_LW_N * layer + weight. */
+typedef enum { AX_LW_QKV, AX_LW_PROJ, AX_LW_FC, AX_LW_FCPROJ, AX_LW_N } ax_layer_weight;
+
 typedef struct {
     char name[64];     /* Hugging Face name, e.g. "h.3.attn.c_attn.weight" */
     int present;       /* 0: a slot this architecture lacks (numel 0, no name) */
@@ -164,7 +169,11 @@ typedef struct {
                            fp32, its logits and their gradient; bf16, the X all-reduce's sum (G_x > 1) */
     int logit_rows_max; /* tests: fewer rows per classifier chunk than the rule gives (0: the rule) */
     ax_layer_acts *L;
-    float *dres, *s1, *s2, *scratch, *att_scratch;
+    /* backward's gradients, one buffer each for all layers: dres the residual stream's (M, Cx);
+     * dx a linear layer's input's, fp32 (M, the widest row; under bf16 forward also writes
+     * the q|k|v and fc GEMMs' fp32 outputs there); dhidden q|k|v's (fp32) or the MLP hidden's
+     * (in the GEMMs' dtype) */
+    float *dres, *dx, *dhidden, *scratch, *att_scratch;
     float *ring_ws; /* the ring attention's buffers (Gc > 1: ax_ring_workspace_floats; else NULL) */
     ax_bf16 *dy_h;  /* bf16: a backward GEMM's fp32 dy rounded; a classifier chunk's logits, then their gradient */
     /* a backend of its own memory (a GPU): the micro-batch's tokens, targets,
@@ -233,8 +242,8 @@ enum {
     AX_ACT_LOGITS,
     AX_ACT_LOSSES,
     AX_ACT_DRES,
-    AX_ACT_S1,
-    AX_ACT_S2,
+    AX_ACT_DX,
+    AX_ACT_DHIDDEN,
     AX_ACT_SCRATCH,
     AX_ACT_RING,   /* the ring attention's buffers (C > 1; nn/ring_attention.h) */
     AX_ACT_CP_POS, /* the rows' global positions (C > 1; int32) */
@@ -304,10 +313,10 @@ int ax_gpt_logit_rows(int64_t M, int64_t Vl);
 
 /* Forward over Bl local sequences of T tokens (rows of this data x Z shard;
  * under context parallelism, Gc > 1, the rank's Bl * T / Gc rows: its two
- * chunks of each sequence, as train/optim.h's ax_seq_rows takes them).
+ * chunks of each sequence, as train/step.h's ax_seq_rows takes them).
  * Returns the sum over rows of weight * loss (local, not reduced). With
  * dscale != 0 (the loss's gradient scale) the LM head's backward has run too: the final norm output's
- * gradient is in m->s1 (completed over Y) and the head's weight gradient
+ * gradient is in m->dx (completed over Y) and the head's weight gradient
  * accumulated, for ax_gpt_backward to go on from. Without targets only the
  * final norm runs: ax_gpt_logits gives the logit rows a caller needs. */
 double ax_gpt_forward(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights, int Bl, int T,

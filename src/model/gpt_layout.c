@@ -32,9 +32,9 @@ void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int cp, int B,
     int64_t R = ax_gpt_logit_rows(M, Vl);               /* the classifier's chunk of rows */
     int64_t dy = M * wide > R * Vl ? M * wide : R * Vl; /* a backward GEMM's dy, or a chunk's bf16 logits */
     int block = recompute == AX_RECOMPUTE_BLOCK, attn = recompute != AX_RECOMPUTE_NONE, h = dtype == AX_BF16;
-    /* S2 holds the fp32 q|k|v gradient, or the MLP hidden's in the GEMMs' dtype */
-    int64_t s2 = M * (Q > Cx ? Q : Cx), dfc = h ? (M * Fc + 1) / 2 : M * Fc;
-    if (dfc > s2) s2 = dfc;
+    /* DHIDDEN holds the fp32 q|k|v gradient, or the MLP hidden's in the GEMMs' dtype */
+    int64_t dhidden = M * (Q > Cx ? Q : Cx), dfc = h ? (M * Fc + 1) / 2 : M * Fc;
+    if (dfc > dhidden) dhidden = dfc;
 #define F32(n, k)  ((ax_gpt_act_buf){(n), (k)})
 #define BF16(n, k) ((ax_gpt_act_buf){((n) + 1) / 2, (k)}) /* two bf16 to a float */
 #define ACT(n, k)  (h ? BF16(n, k) : F32(n, k))           /* in the GEMMs' dtype */
@@ -51,7 +51,7 @@ void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int cp, int B,
         .buf[AX_ACT_LN2] = ACT(M * Cx, !block),
         .buf[AX_ACT_LN2_MEAN] = F32(M, !block),
         .buf[AX_ACT_LN2_RSTD] = F32(M, !block),
-        /* under bf16 the up-projection's fp32 output goes to S1 (forward does
+        /* under bf16 the up-projection's fp32 output goes to DX (forward does
          * not use it), its fused bias + activation writes these two */
         .buf[AX_ACT_FCH] = ACT(M * Fc, !block),
         .buf[AX_ACT_FCH_ACT] = ACT(M * Fa, !block),
@@ -59,7 +59,7 @@ void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int cp, int B,
         /* bf16 under context parallelism: ring attention's output, fp32 as
          * its chunks merge, one for all layers (the attention reads the kept
          * bf16 q|k|v, and without a ring writes the bf16 output itself; the
-         * q|k|v GEMM's fp32 output goes to S1) */
+         * q|k|v GEMM's fp32 output goes to DX) */
         .buf[AX_ACT_ATTY32] = F32(h && cp > 1 ? M * Cy : 0, 0),
         .buf[AX_ACT_DY_H] = BF16(h ? dy : 0, 0),
         .buf[AX_ACT_LNF] = ACT(M * Cx, 0),
@@ -69,8 +69,8 @@ void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int cp, int B,
         .buf[AX_ACT_LOGITS] = F32(h && g[1] == 1 ? 0 : R * Vl, 0),
         .buf[AX_ACT_LOSSES] = F32(M, 0),
         .buf[AX_ACT_DRES] = F32(M * Cx, 0),
-        .buf[AX_ACT_S1] = F32(M * wide, 0),
-        .buf[AX_ACT_S2] = F32(s2, 0),
+        .buf[AX_ACT_DX] = F32(M * wide, 0),
+        .buf[AX_ACT_DHIDDEN] = F32(dhidden, 0),
         .buf[AX_ACT_SCRATCH] = F32(4 * M, 0),
         /* the key/value chunks in flight and their gradients, shared by all layers */
         .buf[AX_ACT_RING] = F32(cp > 1 ? (int64_t)ax_ring_workspace_floats(B, T / (2 * cp), m.KVl, m.hd) : 0, 0),
@@ -124,9 +124,9 @@ void ax_gpt_param_sizes(const ax_gpt_config *given, const int g[4], ax_gpt_param
     m.g = &sizes;
     ax_gpt_shapes(&m);
     ax_gpt_build_table(&m);
-    const ax_linear *fcs[4] = {&m.qkv, &m.proj, &m.fc, &m.fcproj};
+    const ax_linear *fcs[AX_LW_N] = {&m.qkv, &m.proj, &m.fc, &m.fcproj};
     *s = (ax_gpt_params){.n_local = m.n_local, .n_zchunk = m.n_zchunk, .table = ax_shard_numel(&m.lmhead.w, &sizes)};
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < AX_LW_N; i++)
         if (ax_shard_numel(&fcs[i]->w, &sizes) * sizes.gz > s->gathered)
             s->gathered = ax_shard_numel(&fcs[i]->w, &sizes) * sizes.gz;
     free(m.p);

@@ -14,14 +14,16 @@
 #include "util/err.h"
 #include <stdlib.h>
 
-/* the FC weights in execution order; a weight's prefetch key is 4 l + index */
-static const int fc_ids[4] = {AX_P_QKVW, AX_P_PROJW, AX_P_FCW, AX_P_FCPW};
+/* a layer's FC weights' parameter slots; a weight's prefetch key (fc_key) */
+static const int fc_ids[AX_LW_N] = {AX_P_QKVW, AX_P_PROJW, AX_P_FCW, AX_P_FCPW};
 enum { AX_PHASE_FWD, AX_PHASE_BWD, AX_PHASE_RECOMPUTE };
 
-static const ax_linear *fc_layer(const ax_gpt *m, int i) {
-    const ax_linear *all[4] = {&m->qkv, &m->proj, &m->fc, &m->fcproj};
+static const ax_linear *fc_layer(const ax_gpt *m, ax_layer_weight i) {
+    const ax_linear *all[AX_LW_N] = {&m->qkv, &m->proj, &m->fc, &m->fcproj};
     return all[i];
 }
+
+static int fc_key(int l, ax_layer_weight i) { return AX_LW_N * l + i; }
 
 /* Under context parallelism the global positions of the rows of Bl
  * sequences of T tokens (grid.h: ax_grid_cp_pos), where the kernels read
@@ -62,43 +64,44 @@ ax_mat ax_gpt_lm_weight(const ax_gpt *m) {
 /* The weight after FC i of layer l in this phase's order: forward order, or
  * reversed in backward, where under block recomputation each layer's
  * forward runs again first. 0: none. */
-static int next_fc(const ax_gpt *m, int l, int i, int *nl, int *ni) {
+static int next_fc(const ax_gpt *m, int l, ax_layer_weight i, int *nl, ax_layer_weight *ni) {
     *nl = l;
     if (m->phase != AX_PHASE_BWD) {
-        if (i < 3) {
+        if (i < AX_LW_FCPROJ) {
             *ni = i + 1;
             return 1;
         }
         if (m->phase == AX_PHASE_RECOMPUTE) {
-            *ni = 3;
+            *ni = AX_LW_FCPROJ;
             return 1;
         } /* its backward starts with it */
         *nl = l + 1;
-        *ni = 0;
+        *ni = AX_LW_QKV;
         return l + 1 < m->cfg.n_layer;
     }
-    if (i > 0) {
+    if (i > AX_LW_QKV) {
         *ni = i - 1;
         return 1;
     }
     *nl = l - 1;
-    *ni = m->recompute == AX_RECOMPUTE_BLOCK ? 0 : 3;
+    *ni = m->recompute == AX_RECOMPUTE_BLOCK ? AX_LW_QKV : AX_LW_FCPROJ;
     return l > 0;
 }
 
-static const void *fc_chunk(const ax_gpt *m, int l, int i) {
+static const void *fc_chunk(const ax_gpt *m, int l, ax_layer_weight i) {
     int64_t off = m->p[AX_PID(l, fc_ids[i])].offset;
     return m->dtype == AX_BF16 ? (const void *)(m->params_h + off) : (const void *)(m->params + off);
 }
 
 /* FC i of layer l, gathered over Z in the dtype the GEMMs read; with OAG the
  * next weight's gather starts now, to run behind this one's GEMMs */
-static ax_mat layer_weight(ax_gpt *m, int l, int i) {
+static ax_mat layer_weight(ax_gpt *m, int l, ax_layer_weight i) {
     const ax_linear *L = fc_layer(m, i);
-    ax_mat W = ax_zfetch_get(&m->wf, 4 * l + i, fc_chunk(m, l, i), ax_shard_numel(&L->w, m->g), L->out_l, L->in_l);
-    int nl, ni;
+    ax_mat W = ax_zfetch_get(&m->wf, fc_key(l, i), fc_chunk(m, l, i), ax_shard_numel(&L->w, m->g), L->out_l, L->in_l);
+    int nl;
+    ax_layer_weight ni;
     if ((m->overlap & AX_OV_OAG) && next_fc(m, l, i, &nl, &ni))
-        ax_zfetch_start(&m->wf, 4 * nl + ni, fc_chunk(m, nl, ni), ax_shard_numel(&fc_layer(m, ni)->w, m->g));
+        ax_zfetch_start(&m->wf, fc_key(nl, ni), fc_chunk(m, nl, ni), ax_shard_numel(&fc_layer(m, ni)->w, m->g));
     return W;
 }
 
@@ -160,7 +163,7 @@ void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, in
     /* q|k|v: the GEMM's fp32 output, its bias, rotary embedding, then kept in
      * dt; the attention reads the kept values and writes its output in dt */
     const float *qb = P(AX_P_QKVB);
-    ax_linear_forward(&m->qkv, layer_weight(m, l, 0), NULL, ax_gpt_act(m, a->ln1, M, m->qkv.in_l), a->qkv32);
+    ax_linear_forward(&m->qkv, layer_weight(m, l, AX_LW_QKV), NULL, ax_gpt_act(m, a->ln1, M, m->qkv.in_l), a->qkv32);
     if (m->rope_on) {
         if (qb) ax_be()->bias_add(a->qkv32, qb, M, m->qkv.out_l);
         qb = NULL;
@@ -172,15 +175,15 @@ void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, in
         ax_bias_round(a->atty32, a->atty, dt, NULL, M, m->proj.in_l);
     } else attention_forward(m, a, Bl, T);
     /* res2 = (proj + bias) + h and ln2 = norm(res2) in one kernel */
-    ax_linear_forward(&m->proj, layer_weight(m, l, 1), NULL, ax_gpt_act(m, a->atty, M, m->proj.in_l), a->res2);
+    ax_linear_forward(&m->proj, layer_weight(m, l, AX_LW_PROJ), NULL, ax_gpt_act(m, a->atty, M, m->proj.in_l), a->res2);
     norm_forward(m, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(AX_P_PROJB), h, P(AX_P_LN2W), P(AX_P_LN2B), M,
                  scratch);
     /* fch = fcy + bias and fch_act = act(fch) in one kernel, both in dt */
-    ax_linear_forward(&m->fc, layer_weight(m, l, 2), NULL, ax_gpt_act(m, a->ln2, M, m->fc.in_l), a->fcy);
+    ax_linear_forward(&m->fc, layer_weight(m, l, AX_LW_FC), NULL, ax_gpt_act(m, a->ln2, M, m->fc.in_l), a->fcy);
     if (m->swiglu) ax_swiglu_forward(a->fch_act, dt, a->fch, dt, a->fcy, M, m->fcproj.in_l);
     else ax_bias_gelu_forward(a->fch_act, dt, a->fch, dt, a->fcy, P(AX_P_FCB), M, m->fc.out_l);
-    ax_linear_forward(&m->fcproj, layer_weight(m, l, 3), P(AX_P_FCPB), ax_gpt_act(m, a->fch_act, M, m->fcproj.in_l),
-                      a->res3);
+    ax_linear_forward(&m->fcproj, layer_weight(m, l, AX_LW_FCPROJ), P(AX_P_FCPB),
+                      ax_gpt_act(m, a->fch_act, M, m->fcproj.in_l), a->res3);
     ax_add_inplace(a->res3, a->res2, (size_t)M * m->Cx);
 #undef P
 }
@@ -225,7 +228,7 @@ static float *head_grad_begin(ax_gpt *m) {
 }
 
 /* Logits, loss and (dscale, in the backend's memory, not NULL) the LM
- * head's backward, chunk of rows by chunk: dlnf (M, Cx) into s1, completed
+ * head's backward, chunk of rows by chunk: dlnf (M, Cx) into dx, completed
  * over Y once at the end, and the head's gradient += dlogits^T lnf. Every row's arithmetic is the one of a
  * single pass over all rows; only the head gradient's sum over rows is cut
  * at chunk boundaries. */
@@ -244,10 +247,10 @@ static void classifier(ax_gpt *m, const int32_t *targets, const float *weights, 
         ax_xent_forward_backward(&g->Y, dl.data, m->losses + r0, targets + r0, weights ? weights + r0 : NULL, n, Vl,
                                  m->v0, m->cfg.vocab_size, dscale, dl.data, m->dtype, m->scratch);
         if (!train) continue;
-        ax_gemm(1.0f, dl, 0, head, 0, 0.0f, ax_mat_f32(m->s1 + (size_t)r0 * Cx, n, Cx));
+        ax_gemm(1.0f, dl, 0, head, 0, 0.0f, ax_mat_f32(m->dx + (size_t)r0 * Cx, n, Cx));
         ax_gemm(1.0f, dl, 1, x, 0, 1.0f, ax_mat_f32(dhead, Vl, Cx));
     }
-    if (train) ax_allreduce_f32(&g->Y, m->s1, (size_t)M * Cx);
+    if (train) ax_allreduce_f32(&g->Y, m->dx, (size_t)M * Cx);
 }
 
 void ax_gpt_forward_queue(ax_gpt *m, const int32_t *inputs, const int32_t *targets, const float *weights, int Bl, int T,
@@ -323,26 +326,26 @@ static void layer_backward(ax_gpt *m, int l, int Bl, int T, const int32_t *pos) 
 #define G(k) ax_gpt_grad(m, AX_PID(l, k))
     ax_dtype dt = m->dtype;
     /* MLP: res3 = res2 + fcproj(act(fc(norm2(res2)))) */
-    ax_linear_backward(&m->fcproj, g, layer_weight(m, l, 3), ax_gpt_act(m, a->fch_act, M, m->fcproj.in_l),
-                       ax_mat_f32(m->dres, M, m->Cx), m->s1, G(AX_P_FCPW), G(AX_P_FCPB), &m->ws, m->dy_h);
+    ax_linear_backward(&m->fcproj, g, layer_weight(m, l, AX_LW_FCPROJ), ax_gpt_act(m, a->fch_act, M, m->fcproj.in_l),
+                       ax_mat_f32(m->dres, M, m->Cx), m->dx, G(AX_P_FCPW), G(AX_P_FCPB), &m->ws, m->dy_h);
     /* the MLP hidden's gradient, written in dt for the GEMMs (GELU's fused
      * with fc's bias gradient), then the norm output's; out of place, which
      * is faster than in place (figures: docs/design.md, Choices and why) */
-    void *dfc = m->s2;
-    float *dln2 = m->s1;
-    if (m->swiglu) ax_swiglu_backward(dfc, dt, a->fch, dt, m->s1, M, m->fcproj.in_l);
-    else ax_gelu_backward(dfc, dt, G(AX_P_FCB), a->fch, dt, m->s1, M, m->fc.out_l);
-    ax_linear_backward(&m->fc, g, layer_weight(m, l, 2), ax_gpt_act(m, a->ln2, M, m->fc.in_l),
+    void *dfc = m->dhidden;
+    float *dln2 = m->dx;
+    if (m->swiglu) ax_swiglu_backward(dfc, dt, a->fch, dt, m->dx, M, m->fcproj.in_l);
+    else ax_gelu_backward(dfc, dt, G(AX_P_FCB), a->fch, dt, m->dx, M, m->fc.out_l);
+    ax_linear_backward(&m->fc, g, layer_weight(m, l, AX_LW_FC), ax_gpt_act(m, a->ln2, M, m->fc.in_l),
                        ax_mat_of(dfc, dt, M, m->fc.out_l), dln2, G(AX_P_FCW), NULL, &m->ws, m->dy_h);
     norm_backward(m, m->dres, G(AX_P_LN2W), G(AX_P_LN2B), dln2, a->res2, P(AX_P_LN2W), a->ln2_mean, a->ln2_rstd, M);
     /* attention: res2 = h + proj(attend(rope(qkv(norm1(h))))) */
-    ax_linear_backward(&m->proj, g, layer_weight(m, l, 1), ax_gpt_act(m, a->atty, M, m->proj.in_l),
-                       ax_mat_f32(m->dres, M, m->Cx), m->s1, G(AX_P_PROJW), G(AX_P_PROJB), &m->ws, m->dy_h);
-    attention_backward(m, a, m->s2, m->s1, Bl, T);
-    if (m->rope_on) ax_rope_backward(&m->rope, m->s2, m->qkv.out_l, M, T, pos, m->Hl + m->KVl);
-    ax_linear_backward(&m->qkv, g, layer_weight(m, l, 0), ax_gpt_act(m, a->ln1, M, m->qkv.in_l),
-                       ax_mat_f32(m->s2, M, m->qkv.out_l), m->s1, G(AX_P_QKVW), G(AX_P_QKVB), &m->ws, m->dy_h);
-    norm_backward(m, m->dres, G(AX_P_LN1W), G(AX_P_LN1B), m->s1, h, P(AX_P_LN1W), a->ln1_mean, a->ln1_rstd, M);
+    ax_linear_backward(&m->proj, g, layer_weight(m, l, AX_LW_PROJ), ax_gpt_act(m, a->atty, M, m->proj.in_l),
+                       ax_mat_f32(m->dres, M, m->Cx), m->dx, G(AX_P_PROJW), G(AX_P_PROJB), &m->ws, m->dy_h);
+    attention_backward(m, a, m->dhidden, m->dx, Bl, T);
+    if (m->rope_on) ax_rope_backward(&m->rope, m->dhidden, m->qkv.out_l, M, T, pos, m->Hl + m->KVl);
+    ax_linear_backward(&m->qkv, g, layer_weight(m, l, AX_LW_QKV), ax_gpt_act(m, a->ln1, M, m->qkv.in_l),
+                       ax_mat_f32(m->dhidden, M, m->qkv.out_l), m->dx, G(AX_P_QKVW), G(AX_P_QKVB), &m->ws, m->dy_h);
+    norm_backward(m, m->dres, G(AX_P_LN1W), G(AX_P_LN1B), m->dx, h, P(AX_P_LN1W), a->ln1_mean, a->ln1_rstd, M);
     ax_gpt_buckets_layer_done(m, l);
 #undef P
 #undef G
@@ -356,13 +359,13 @@ void ax_gpt_backward(ax_gpt *m, const int32_t *inputs, int Bl, int T) {
     int M = Bl * T, Cx = m->Cx, untied = m->cfg.untied;
     /* the LM head's and the embedding's gradients: the same table when tied, a
      * full block to reduce-scatter over Z when Gz > 1; the classifier in
-     * forward has left dlnf in s1 and readied the blocks (head_grad_begin) */
+     * forward has left dlnf in dx and readied the blocks (head_grad_begin) */
     float *dhead = g->gz == 1 ? ax_gpt_grad(m, untied ? AX_PID_HEAD(m) : 0) : m->head_gblock;
     float *dwte = g->gz == 1 ? ax_gpt_grad(m, 0) : m->wte_gblock;
     if (!ax_be()->host_memory) inputs = m->dev_inputs; /* sent by this micro-batch's forward */
     const float *hlast = m->L[m->cfg.n_layer - 1].res3;
     ax_be()->zero(m->dres, (size_t)M * Cx * sizeof(float));
-    norm_backward(m, m->dres, ax_gpt_grad(m, AX_PID_LNFW(m)), ax_gpt_grad(m, AX_PID_LNFB(m)), m->s1, hlast,
+    norm_backward(m, m->dres, ax_gpt_grad(m, AX_PID_LNFW(m)), ax_gpt_grad(m, AX_PID_LNFB(m)), m->dx, hlast,
                   ax_gpt_param(m, AX_PID_LNFW(m)), m->lnf_mean, m->lnf_rstd, M);
     for (int l = m->cfg.n_layer - 1; l >= 0; l--) layer_backward(m, l, Bl, T, pos);
     ax_embedding_backward(dwte, ax_gpt_grad(m, 1), m->dres, inputs, pos, M, Tseq, m->v0, m->Vl, Cx);

@@ -52,11 +52,15 @@ static void layer_ranges(const ax_gpt *m, int l, int64_t z[2], int64_t r[2]) {
     if (z[1] == 0) z[0] = 0;
 }
 
-static void add_range(ax_bucket *b, int64_t lo, int64_t hi, int zchunk) {
+/* the flat buffer's regions: a range's gradients are summed over data (the
+ * Z-chunked region, first) or over data x Z (the replicated one) */
+typedef enum { AX_REGION_REPLICATED, AX_REGION_ZCHUNK } ax_region;
+
+static void add_range(ax_bucket *b, int64_t lo, int64_t hi, ax_region region) {
     if (hi <= lo) return;
     b->r[b->n].off = lo;
     b->r[b->n].len = hi - lo;
-    b->r[b->n].zchunk = zchunk;
+    b->r[b->n].zchunk = region == AX_REGION_ZCHUNK;
     b->n++;
 }
 
@@ -78,8 +82,8 @@ void ax_gpt_buckets_init(ax_gpt *m) {
         ax_bucket *b = &m->buckets[m->nbuckets++];
         b->l0 = l;
         b->l1 = top;
-        add_range(b, z[0], ztop[1], 1);
-        add_range(b, r[0], rtop[1], 0);
+        add_range(b, z[0], ztop[1], AX_REGION_ZCHUNK);
+        add_range(b, r[0], rtop[1], AX_REGION_REPLICATED);
         top = l - 1;
         bytes = 0;
     }
@@ -90,10 +94,10 @@ void ax_gpt_buckets_init(ax_gpt *m) {
     ax_bucket *b = &m->buckets[m->nbuckets++];
     b->l0 = 1;
     b->l1 = 0;
-    add_range(b, 0, z0[0], 1);
-    add_range(b, zL[1], m->n_zchunk, 1);
-    add_range(b, m->n_zchunk, r0[0] < INT64_MAX ? r0[0] : m->n_local, 0);
-    add_range(b, rL[1] > m->n_zchunk ? rL[1] : m->n_local, m->n_local, 0);
+    add_range(b, 0, z0[0], AX_REGION_ZCHUNK);
+    add_range(b, zL[1], m->n_zchunk, AX_REGION_ZCHUNK);
+    add_range(b, m->n_zchunk, r0[0] < INT64_MAX ? r0[0] : m->n_local, AX_REGION_REPLICATED);
+    add_range(b, rL[1] > m->n_zchunk ? rL[1] : m->n_local, m->n_local, AX_REGION_REPLICATED);
 }
 
 /* Replicated key/value heads: each copy's gradient holds only its own query

@@ -5,7 +5,7 @@
 #include "plan/shared_cores.h"
 #include "comm/comm.h"
 #include "comm/devices.h"
-#include "train/bench.h"
+#include "measure/timing.h"
 #include "util/err.h"
 #include "util/stats.h"
 #include <math.h>
@@ -433,9 +433,9 @@ static double attn_rate(int T, int hd, size_t span, double min_s, MPI_Comm w) {
  * it within half the core's L2 (the kernel before and MPI's buffers take the
  * rest), none beyond the whole L2, linear between (the step times behind the
  * rule: docs/planner-shared-cores.md). 0 where the L2 size is not known. */
-double ax_gemm_hot_share(const ax_gemm_point *p, int share, long l2) {
+double ax_gemm_hot_share(const ax_gemm_point *p, const ax_cores *k) {
     double bytes = ((double)p->m * p->k + (double)p->n * p->k) * (p->bf16 ? 2 : 4) + 4.0 * p->m * p->n;
-    double f = l2 > 0 ? 2 - 2 * share * bytes / l2 : 0;
+    double f = k->l2 > 0 ? 2 - 2 * k->share * bytes / k->l2 : 0;
     return f < 0 ? 0 : f > 1 ? 1 : f;
 }
 
@@ -444,7 +444,7 @@ double ax_gemm_hot_share(const ax_gemm_point *p, int share, long l2) {
  * timed cold (every operand in turn over the pool) and, for the share of its
  * time ax_gemm_hot_share gives, with its first operand hot; and the attention at its
  * T and head size. Every rank at once, as in training. */
-static void measure_job(ax_machine *m, const ax_calib_opts *o, const ax_operand_pool *pool, int share, long l2,
+static void measure_job(ax_machine *m, const ax_calib_opts *o, const ax_operand_pool *pool, const ax_cores *k,
                         MPI_Comm w) {
     const ax_plan_job *j = o->job;
     int W, r;
@@ -472,7 +472,7 @@ static void measure_job(ax_machine *m, const ax_calib_opts *o, const ax_operand_
         for (int q = 0; q < n - n0; q++) {
             ax_gemm_point *p = &m->gemm[pass ? n - 1 - q : n0 + q];
             ax_dtype t = p->bf16 ? AX_BF16 : AX_F32;
-            double f = ax_gemm_hot_share(p, share, l2), fl = 2.0 * p->m * p->n * p->k;
+            double f = ax_gemm_hot_share(p, k), fl = 2.0 * p->m * p->n * p->k;
             double s = fl / ax_gemm_rate(t, p->m, p->n, p->k, p->ta, p->tb, pool, o->min_s, w);
             if (f > 0.05) { /* below, not worth a second timing */
                 s = (1 - f) * s + f * fl / ax_gemm_rate(t, p->m, p->n, p->k, p->ta, p->tb, &hot, o->min_s, w);
@@ -489,7 +489,7 @@ static void measure_job(ax_machine *m, const ax_calib_opts *o, const ax_operand_
         printf("the model's kernels: %d GEMM shapes of its grids of %d ranks, %d with their first operand partly hot "
                "(L2 %.1f MiB a core) (two passes, the faster kept: %.1f s)%s, attention at T %d, head %d: "
                "%.2f GFLOP/s\n",
-               n - n0, W, nhot, l2 / 1048576.0, MPI_Wtime() - t0,
+               n - n0, W, nhot, k->l2 / 1048576.0, MPI_Wtime() - t0,
                n == AX_MACHINE_GEMMS ? " -- the file's limit: any further shapes are charged at the fit" : "", T, hd,
                m->attn[m->nattn - 1].flops / 1e9);
 }
@@ -513,14 +513,14 @@ static void fit_gemm(ax_machine *m, const ax_calib_opts *o, const ax_operand_poo
     *rate = inv > 0 ? 1.0 / inv : fx[k - 1] / ft[k - 1];
 }
 
-/* The span of the kernels' operand sets (train/bench.h): the bytes a rank of
+/* The span of the kernels' operand sets (measure/timing.h): the bytes a rank of
  * the job holds (job_sizes' mem); 64 MiB without a job; times the ranks that
- * share a core (share: 1 on a cluster; plan/shared_cores.h): in a step they
+ * share a core (k->share: 1 on a cluster; plan/shared_cores.h): in a step they
  * take turns on it at every collective that waits, each through its own
  * memory, so between two uses of a rank's operands the core's caches see all
  * of theirs; at most 1 GiB, beyond any cache. */
-static size_t operand_span(const job_sizes *z, int share) {
-    double span = (z->mem > 0 ? z->mem : 64 << 20) * share;
+static size_t operand_span(const job_sizes *z, const ax_cores *k) {
+    double span = (z->mem > 0 ? z->mem : 64 << 20) * k->share;
     return span > (1 << 30) ? (size_t)1 << 30 : (size_t)span;
 }
 
@@ -539,7 +539,9 @@ static int *measure_nodes(ax_machine *m, MPI_Comm w, ax_cores *k) {
     int *node_of = ax_malloc(W * sizeof(int));
     MPI_Allgather(&leader, 1, MPI_INT, node_of, 1, MPI_INT, w);
     MPI_Allreduce(&local, &m->ranks_per_node, 1, MPI_INT, MPI_MAX, w);
-    ax_cores_detect(k, m, w, node);
+    ax_cores_detect(k, m->ranks_per_node, w, node);
+    m->cores_per_node = k->cores_per_node;
+    m->core_map = k->core_map;
     MPI_Comm_free(&node);
     double mem = (double)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE) / local;
     MPI_Allreduce(&mem, &m->mem_bytes, 1, MPI_DOUBLE, MPI_MIN, w);
@@ -570,23 +572,23 @@ static void measure_collectives(ax_machine *m, const ax_calib_opts *o, MPI_Comm 
 
 /* The GEMM fits (fp32, and bf16 where the build has it), the overlap efficiency and the job's
  * own kernels, on a pool of operands over the span; returns the span */
-static size_t measure_gemms(ax_machine *m, const ax_calib_opts *o, const job_sizes *z, int share, MPI_Comm w) {
+static size_t measure_gemms(ax_machine *m, const ax_calib_opts *o, const job_sizes *z, const ax_cores *k, MPI_Comm w) {
     int r;
     MPI_Comm_rank(w, &r);
-    ax_operand_pool pool = {NULL, operand_span(z, share), 0};
+    ax_operand_pool pool = {NULL, operand_span(z, k), 0};
     pool.base = ax_be()->alloc(pool.bytes);
     ax_be()->zero(pool.base, pool.bytes); /* every page touched once, before any timing */
     if (o->verbose && r == 0)
         printf("kernels timed on operand sets in turn over %.1f MiB per rank (%s, times %d rank%s to a core)\n",
                pool.bytes / 1048576.0,
-               o->job ? "the median of the job's memory per rank over its grids" : "no job given", share,
-               share > 1 ? "s" : "");
+               o->job ? "the median of the job's memory per rank over its grids" : "no job given", k->share,
+               k->share > 1 ? "s" : "");
     fit_gemm(m, o, &pool, w, AX_F32, &m->gemm_alpha, &m->gemm_flops);
     int emulated;
     if (ax_be()->gemm_kernel(AX_BF16, &emulated)) /* NULL: this build has no bf16 GEMMs */
         fit_gemm(m, o, &pool, w, AX_BF16, &m->gemm_bf16_alpha, &m->gemm_bf16_flops);
     m->overlap_eff = overlap_efficiency(m, o, z, w);
-    if (o->job) measure_job(m, o, &pool, share, sysconf(_SC_LEVEL2_CACHE_SIZE), w);
+    if (o->job) measure_job(m, o, &pool, k, w);
     ax_be()->free(pool.base); /* the other kernels' sets are slices of their own arrays */
     return pool.bytes;
 }
@@ -677,7 +679,7 @@ int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm) {
     measure_collectives(m, o, w, node_of, &k);
     job_sizes z;
     job_sizes_of(m, o, W, &z);
-    size_t span = measure_gemms(m, o, &z, k.share, w);
+    size_t span = measure_gemms(m, o, &z, &k, w);
     m->attn_flops = attn_rate(256, 64, span, o->min_s, w); /* the kernel's rate at T 256, head size 64 */
     int rows = z.rows > 0 ? (int)z.rows : 1024, cx = z.rows > 0 ? (int)z.cx : 1024;
     measure_add(m, o, rows, cx, span, w);

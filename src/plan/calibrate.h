@@ -26,8 +26,8 @@ void ax_calib_defaults(ax_calib_opts *o);
 /* Collective over comm. */
 int ax_calibrate(ax_machine *m, const ax_calib_opts *o, MPI_Comm comm);
 /* The share of a job GEMM's time its first operand (x, dY) spends hot in a
- * step, with share ranks to a core of l2 bytes of L2 (0: not known, none). */
-double ax_gemm_hot_share(const ax_gemm_point *p, int share, long l2);
+ * step, with k->share ranks to a core of k->l2 bytes of L2 (not known: none). */
+double ax_gemm_hot_share(const ax_gemm_point *p, const ax_cores *k);
 /* Weighted least squares of t = a + b x minimising the relative error; a, b >= 0. */
 void ax_fit_alpha_beta(const double *x, const double *t, int n, double *a, double *b);
 #endif

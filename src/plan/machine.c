@@ -1,5 +1,5 @@
 #include "plan/machine.h"
-#include "train/peak.h"
+#include "measure/peak.h"
 #include "util/err.h"
 #include "util/fileio.h"
 #include <jansson.h>
@@ -28,7 +28,8 @@ int ax_machine_place(const ax_machine *m, int s, int p, int P) {
     int R = m->ranks_per_node;
     /* a group of p ranks, stride s, stays in one node when the job fits in one node or s*p ranks tile the node */
     if (p > 1 && P > R && !(s * p <= R && R % (s * p) == 0)) return AX_PLACE_INTER;
-    return ax_cores_one_core(m, s, p) ? AX_PLACE_CORE : AX_PLACE_INTRA; /* shared cores only */
+    int one_core = ax_cores_one_core(R, m->cores_per_node, m->core_map, s, p); /* shared cores only */
+    return one_core ? AX_PLACE_CORE : AX_PLACE_INTRA;
 }
 
 double ax_machine_coll(const ax_machine *m, int op, int p, int place, double bytes) {
@@ -85,8 +86,25 @@ static int num(json_t *o, const char *key, double *v, const char *path, const ch
     return 0;
 }
 
-int ax_machine_num(json_t *o, const char *key, double *v, const char *path, const char *where, int required) {
-    return num(o, key, v, path, where, required);
+/* "cores_per_node" and "core_map", both optional: where ranks outnumber cores (plan/shared_cores.h) */
+static int parse_cores(ax_machine *m, json_t *j, const char *path) {
+    double cpn = 0;
+    AX_TRY(num(j, "cores_per_node", &cpn, path, "", 0));
+    if (cpn != floor(cpn)) return AX_ERR("--machine %s: \"cores_per_node\" must be a whole number", path);
+    m->cores_per_node = (int)cpn;
+    json_t *cm = json_object_get(j, "core_map");
+    m->core_map = cm ? -1 : AX_CORES_UNKNOWN;
+    for (int k = 0; json_is_string(cm) && k < AX_CORES_N; k++)
+        if (!strcmp(json_string_value(cm), ax_core_map_names[k])) m->core_map = k;
+    if (m->core_map < 0)
+        return AX_ERR("--machine %s: field \"core_map\": expected unknown, round_robin or block", path);
+    return 0;
+}
+
+static void write_cores(const ax_machine *m, json_t *j) {
+    if (m->cores_per_node <= 0) return; /* ranks did not outnumber cores */
+    json_object_set_new(j, "cores_per_node", json_integer(m->cores_per_node));
+    json_object_set_new(j, "core_map", json_string(ax_core_map_names[m->core_map]));
 }
 
 /* name, source, ranks per node (and the shared cores' fields), memory and the per-element costs */
@@ -99,7 +117,7 @@ static int parse_node(ax_machine *m, json_t *j, const char *path) {
     AX_TRY(num(j, "ranks_per_node", &rpn, path, "", 1));
     if (rpn < 1 || rpn != floor(rpn)) return AX_ERR("--machine %s: \"ranks_per_node\" must be an integer >= 1", path);
     m->ranks_per_node = (int)rpn;
-    AX_TRY(ax_cores_read(m, j, path));
+    AX_TRY(parse_cores(m, j, path));
     AX_TRY(num(j, "memory_per_rank_bytes", &m->mem_bytes, path, "", 1));
     AX_TRY(num(j, "attention_flops", &m->attn_flops, path, "", 1));
     AX_TRY(num(j, "memory_bandwidth", &m->mem_bw, path, "", 1));
@@ -255,7 +273,7 @@ int ax_machine_write(const ax_machine *m, const char *path) {
     json_object_set_new(j, "name", json_string(m->name));
     json_object_set_new(j, "source", json_string(m->source));
     json_object_set_new(j, "ranks_per_node", json_integer(m->ranks_per_node));
-    ax_cores_write(m, j);
+    write_cores(m, j);
     json_object_set_new(j, "memory_per_rank_bytes", json_real(m->mem_bytes));
     json_object_set_new(g, "flops", json_real(m->gemm_flops));
     json_object_set_new(g, "alpha_s", json_real(m->gemm_alpha));
@@ -324,7 +342,7 @@ int ax_machine_write(const ax_machine *m, const char *path) {
 typedef struct {
     const char *name, *desc;
     int rpn;
-    const char *gpu; /* NVIDIA's: its name as CUDA gives it, whose peak train/peak.c holds; else peak below */
+    const char *gpu; /* NVIDIA's: its name as CUDA gives it, whose peak measure/peak.c holds; else peak below */
     double peak, mem, hbm, intra_bw, inter_bw; /* per rank: FLOP/s, bytes, bytes/s, bytes/s, bytes/s */
 } ax_preset;
 

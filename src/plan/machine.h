@@ -52,7 +52,7 @@ typedef struct {
 #define AX_MACHINE_FITS  256
 #define AX_MACHINE_GEMMS 1024
 #define AX_MACHINE_ATTNS 64
-typedef struct ax_machine {
+typedef struct {
     char name[128], source[256];
     int ranks_per_node;
     int cores_per_node, core_map;            /* where ranks outnumber cores (plan/shared_cores.h), else 0 */
@@ -101,9 +101,6 @@ double ax_machine_coll(const ax_machine *m, int op, int p, int place, double byt
  * blocks of ranks_per_node; on one core by ax_cores_one_core where ranks
  * outnumber cores). */
 int ax_machine_place(const ax_machine *m, int s, int p, int P);
-/* For the readers of machine files: the number at key in o, non-negative and finite, into *v
- * (absent: an error when required, else *v kept); errors name path, key and where. */
-int ax_machine_num(json_t *o, const char *key, double *v, const char *path, const char *where, int required);
 /* Seconds of a GEMM of `flops`, its inputs in bf16 or fp32, at the fit */
 static inline double ax_machine_gemm(const ax_machine *m, double flops, int bf16) {
     if (bf16 && m->gemm_bf16_flops > 0) return m->gemm_bf16_alpha + flops / m->gemm_bf16_flops;

@@ -2,44 +2,22 @@
 #define _GNU_SOURCE 1
 #include "plan/shared_cores.h"
 #include "backend/backend.h"
-#include "plan/machine.h"
 #include "util/err.h"
-#include <math.h>
 #include <sched.h>
 #include <stdlib.h>
-#include <string.h>
+#include <unistd.h>
 
 const char *const ax_core_map_names[AX_CORES_N] = {"unknown", "round_robin", "block"};
 
-int ax_cores_one_core(const ax_machine *m, int s, int p) {
-    int R = m->ranks_per_node, C = m->cores_per_node;
+int ax_cores_one_core(int ranks_per_node, int cores_per_node, int core_map, int s, int p) {
+    int R = ranks_per_node, C = cores_per_node;
     if (p < 2 || C < 1 || R <= C) return 0;
-    if (m->core_map == AX_CORES_ROUND_ROBIN && s % C == 0) return 1; /* stride a multiple of the cores */
-    int per = R / C;                                                 /* in blocks: s*p ranks tile a core's */
-    return m->core_map == AX_CORES_BLOCK && R % C == 0 && s * p <= per && per % (s * p) == 0;
+    if (core_map == AX_CORES_ROUND_ROBIN && s % C == 0) return 1; /* stride a multiple of the cores */
+    int per = R / C;                                              /* in blocks: s*p ranks tile a core's */
+    return core_map == AX_CORES_BLOCK && R % C == 0 && s * p <= per && per % (s * p) == 0;
 }
 
-int ax_cores_read(ax_machine *m, json_t *j, const char *path) {
-    double cpn = 0;
-    AX_TRY(ax_machine_num(j, "cores_per_node", &cpn, path, "", 0));
-    if (cpn != floor(cpn)) return AX_ERR("--machine %s: \"cores_per_node\" must be a whole number", path);
-    m->cores_per_node = (int)cpn;
-    json_t *cm = json_object_get(j, "core_map");
-    m->core_map = cm ? -1 : AX_CORES_UNKNOWN;
-    for (int k = 0; json_is_string(cm) && k < AX_CORES_N; k++)
-        if (!strcmp(json_string_value(cm), ax_core_map_names[k])) m->core_map = k;
-    if (m->core_map < 0)
-        return AX_ERR("--machine %s: field \"core_map\": expected unknown, round_robin or block", path);
-    return 0;
-}
-
-void ax_cores_write(const ax_machine *m, json_t *j) {
-    if (m->cores_per_node <= 0) return;
-    json_object_set_new(j, "cores_per_node", json_integer(m->cores_per_node));
-    json_object_set_new(j, "core_map", json_string(ax_core_map_names[m->core_map]));
-}
-
-void ax_cores_detect(ax_cores *k, ax_machine *m, MPI_Comm w, MPI_Comm node) {
+void ax_cores_detect(ax_cores *k, int ranks_per_node, MPI_Comm w, MPI_Comm node) {
     int W, local, lr;
     MPI_Comm_size(w, &W);
     MPI_Comm_size(node, &local);
@@ -52,6 +30,7 @@ void ax_cores_detect(ax_cores *k, ax_machine *m, MPI_Comm w, MPI_Comm node) {
     MPI_Allreduce(MPI_IN_PLACE, &cores, sizeof cores, MPI_BYTE, MPI_BOR, node);
     int ncores = CPU_COUNT(&cores);
     k->share = (local * ax_be()->threads() + ncores - 1) / ncores;
+    k->l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
     /* a rank bound to one core: that core, and its place among the node's (-1: not bound to one) */
     int core = -1, pos = -1;
     for (int c = 0; c < CPU_SETSIZE && CPU_COUNT(&mine) == 1; c++)
@@ -69,10 +48,9 @@ void ax_cores_detect(ax_cores *k, ax_machine *m, MPI_Comm w, MPI_Comm node) {
     int fit[2] = {core >= 0 && pos == lr % ncores, core >= 0 && local % ncores == 0 && pos == lr / (local / ncores)};
     MPI_Allreduce(MPI_IN_PLACE, fit, 2, MPI_INT, MPI_MIN, w);
     MPI_Allreduce(MPI_IN_PLACE, &ncores, 1, MPI_INT, MPI_MIN, w);
-    if (m->ranks_per_node > ncores) {
-        m->cores_per_node = ncores;
-        m->core_map = fit[0] ? AX_CORES_ROUND_ROBIN : fit[1] ? AX_CORES_BLOCK : AX_CORES_UNKNOWN;
-    }
+    int over = ranks_per_node > ncores;
+    k->cores_per_node = over ? ncores : 0;
+    k->core_map = !over ? AX_CORES_UNKNOWN : fit[0] ? AX_CORES_ROUND_ROBIN : fit[1] ? AX_CORES_BLOCK : AX_CORES_UNKNOWN;
 }
 
 void ax_cores_free(ax_cores *k) {

@@ -24,35 +24,35 @@
  * Measurements behind these rules: docs/planner-shared-cores.md. */
 #ifndef AX_PLAN_SHARED_CORES_H
 #define AX_PLAN_SHARED_CORES_H
-#include <jansson.h>
 #include <mpi.h>
-
-struct ax_machine;
 
 /* How a node's ranks, in rank order, fill its cores when they outnumber them: unknown (no
  * group is taken as one core's), round robin (node rank l on core l mod cores: Open MPI's
- * --bind-to core), or in blocks (l / ranks per core). */
+ * --bind-to core), or in blocks (l / ranks per core). A machine file names it by
+ * ax_core_map_names ("core_map", beside "cores_per_node": plan/machine.c). */
 typedef enum { AX_CORES_UNKNOWN, AX_CORES_ROUND_ROBIN, AX_CORES_BLOCK, AX_CORES_N } ax_core_map;
 extern const char *const ax_core_map_names[AX_CORES_N]; /* unknown, round_robin, block */
 
 /* ---- the planner ---- */
-/* 1 where a group of p > 1 ranks at stride s within a node sits on one core (the machine's
- * cores_per_node and core_map); 0 on a machine whose ranks do not outnumber its cores. */
-int ax_cores_one_core(const struct ax_machine *m, int s, int p);
-
-/* ---- the machine file: "cores_per_node" and "core_map", both optional ---- */
-int ax_cores_read(struct ax_machine *m, json_t *j, const char *path);
-void ax_cores_write(const struct ax_machine *m, json_t *j);
+/* 1 where a group of p > 1 ranks at stride s within a node sits on one core, the node's
+ * ranks_per_node ranks filling its cores_per_node cores as core_map says; 0 where the ranks
+ * do not outnumber the cores (cores_per_node 0: a machine file without it). */
+int ax_cores_one_core(int ranks_per_node, int cores_per_node, int core_map, int s, int p);
 
 /* ---- the calibration (axonn bench comm) ---- */
+/* The node's cores as the calibration finds them: every figure above that depends on them
+ * is taken from this one description. */
 typedef struct {
-    int share;    /* ranks (times their threads) to a core of the node, rounded up; 1: a core each */
-    int *core_of; /* per rank of the world: the core it is bound to alone, -1 where not bound to one */
+    int share;          /* ranks (times their threads) to a core of the node, rounded up; 1: a core each */
+    long l2;            /* bytes of a core's L2 cache (0 or less: not known) */
+    int cores_per_node; /* where a node's ranks outnumber its cores: the cores (the fewest of any node); else 0 */
+    int core_map;       /* then how the ranks fill them (ax_core_map); else AX_CORES_UNKNOWN */
+    int *core_of;       /* per rank of the world: the core it is bound to alone, -1 where not bound to one */
 } ax_cores;
-/* Collective over w (node: w's ranks sharing this one's memory): reads every rank's binding,
- * fills k, and where ranks outnumber cores (m->ranks_per_node, already set, above the cores)
- * sets m->cores_per_node and m->core_map. ax_cores_free releases k. */
-void ax_cores_detect(ax_cores *k, struct ax_machine *m, MPI_Comm w, MPI_Comm node);
+/* Collective over w (node: w's ranks sharing this one's memory; ranks_per_node: the most
+ * ranks of any node): reads every rank's binding and the L2's size into k. ax_cores_free
+ * releases k. */
+void ax_cores_detect(ax_cores *k, int ranks_per_node, MPI_Comm w, MPI_Comm node);
 void ax_cores_free(ax_cores *k);
 /* 1 where the p ranks first, first + s, ... are all bound to one core (local; no communication) */
 int ax_cores_group_on_one(const ax_cores *k, int first, int s, int p);

@@ -28,9 +28,10 @@ static void *filled(const ax_backend *be, ax_dtype t, size_t n, float *tmp) {
     return p;
 }
 
-int ax_bench_gemm(const ax_train_opts *o, int silent, MPI_Comm comm, ax_bench_gemm_result *res) {
+int ax_bench_gemm(const ax_train_opts *o, bool silent, MPI_Comm comm, ax_bench_gemm_result *res) {
     ax_run r;
-    AX_TRY(ax_run_setup_measure(&r, o, 1, o->profile, silent, comm));
+    int flags = (o->profile ? AX_MEASURE_PROFILE : 0) | (silent ? AX_MEASURE_SILENT : 0);
+    AX_TRY(ax_run_setup_measure(&r, o, 1, flags, comm));
     const ax_backend *be = ax_be();
     ax_dtype t = r.m.dtype;
     int emulated;

@@ -79,8 +79,7 @@ int ax_ckpt_install(const char *tmp, const char *dir) {
     if (had) {
         ax_ckpt_remove(old); /* an earlier replacement's leftover: dir is newer */
         if (rename(dir, old) != 0)
-            return AX_ERR("%s: cannot move the checkpoint of the same step aside to %s: %s", dir, old,
-                          strerror(errno));
+            return AX_ERR("%s: cannot move the checkpoint of the same step aside to %s: %s", dir, old, strerror(errno));
     }
     if (rename(tmp, dir) != 0) {
         int e = errno;
@@ -136,7 +135,8 @@ int ax_ckpt_recover(const char *dir, char *said, size_t n) {
             snprintf(q, sizeof q, "%s/ckpt-%06d", dir, e[i].step);
             if (e[i].kind == CK_TMP && complete(p) && state_step(p) == e[i].step) {
                 /* written whole, not yet renamed: the save finished */
-                if (ax_ckpt_install(p, q) == 0) say(said, n, "%sadopted %s (its write had finished) as %s", e[i].name, q);
+                if (ax_ckpt_install(p, q) == 0)
+                    say(said, n, "%sadopted %s (its write had finished) as %s", e[i].name, q);
                 else rc = -1;
             } else if (e[i].kind == CK_OLD && !ax_file_exists(q)) {
                 /* moved aside, its replacement never put in place */

@@ -1,5 +1,5 @@
 #include "train/evaluate.h"
-#include "train/optim.h"
+#include "train/step.h"
 #include "util/err.h"
 #include <stdlib.h>
 #include <string.h>

@@ -12,7 +12,7 @@
 #include "comm/devices.h"
 #include "train/source.h"
 #include "train/stop.h"
-#include "train/peak.h"
+#include "measure/peak.h"
 #include "memo/goldfish.h"
 #include "util/err.h"
 #include "util/fileio.h"
@@ -314,7 +314,7 @@ static int resolve_start(ax_run *r, setup_ctx *s) {
 }
 
 /* the peak behind MFU: --peak-tflops, else the device's datasheet figure for
- * the GEMM dtype (train/peak.h), else none (no MFU) */
+ * the GEMM dtype (measure/peak.h), else none (no MFU) */
 static void resolve_peak(ax_run *r, ax_dtype t) {
     const char *dev = ax_be()->device_name ? ax_be()->device_name() : NULL;
     r->peak = r->o->peak_tflops > 0 ? r->o->peak_tflops * 1e12 : ax_peak_flops(dev, t);
@@ -481,16 +481,16 @@ int ax_run_setup(ax_run *r) {
     return 0;
 }
 
-int ax_run_setup_measure(ax_run *r, const ax_train_opts *o, int steps, int profile, int silent, MPI_Comm comm) {
+int ax_run_setup_measure(ax_run *r, const ax_train_opts *o, int steps, int flags, MPI_Comm comm) {
     ax_train_opts a = *o;
     a.out = NULL;
     a.metrics = NULL;
     a.resume = NULL;
     a.save_every = 0;
-    a.profile = profile;
+    a.profile = (flags & AX_MEASURE_PROFILE) != 0;
     a.steps = steps;
     ax_run_init(r, &a, comm); /* copies the options */
-    r->silent = silent;
+    r->silent = (flags & AX_MEASURE_SILENT) != 0;
     int rc = ax_run_setup(r);
     if (rc) ax_run_teardown(r);
     return rc;

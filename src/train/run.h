@@ -13,8 +13,9 @@
 #include "grid/grid.h"
 #include "model/gpt.h"
 #include "train/checkpoint.h"
-#include "train/optim.h"
+#include "train/step.h"
 #include "train/source.h"
+#include <stdbool.h>
 #include <stdio.h>
 
 typedef struct {
@@ -37,7 +38,7 @@ typedef struct {
     float *weights;  /* loss weights of the step's targets (instruction data, goldfish), or NULL */
     float *mask;     /* goldfish: one sequence's mask, to multiply into instruction weights */
     int32_t *window; /* goldfish: h-1 tokens of stream context, then one sequence */
-    int silent;      /* no start-up lines (axonn bench --json) */
+    bool silent;     /* no start-up lines (axonn bench --json) */
     double peak;     /* a rank's peak FLOP/s for MFU, 0: unknown (ax_run_setup) */
     char peak_from[200];
 } ax_run;
@@ -50,8 +51,10 @@ void ax_run_init(ax_run *r, const ax_train_opts *o, MPI_Comm comm);
 int ax_run_setup(ax_run *r);
 /* A run set up for measuring (axonn bench): o's model, grid and step options
  * for `steps` steps, writing nothing (no outputs, metrics, checkpoints or
- * resumption); profile: the GEMMs timed. Collective; torn down on failure. */
-int ax_run_setup_measure(ax_run *r, const ax_train_opts *o, int steps, int profile, int silent, MPI_Comm comm);
+ * resumption); flags: AX_MEASURE_PROFILE the GEMMs timed, AX_MEASURE_SILENT
+ * no start-up lines. Collective; torn down on failure. */
+enum { AX_MEASURE_PROFILE = 1, AX_MEASURE_SILENT = 2 };
+int ax_run_setup_measure(ax_run *r, const ax_train_opts *o, int steps, int flags, MPI_Comm comm);
 /* the sequences (and goldfish masks) of `step` into r->seqs (r->weights) */
 void ax_run_load_step(ax_run *r, int step);
 void ax_run_teardown(ax_run *r);

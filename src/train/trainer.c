@@ -39,10 +39,14 @@ static int committed(ax_run *r) {
     return 0;
 }
 
-/* At a step boundary: the save in flight advanced (wait: to its commit). */
-static int poll_save(ax_run *r, int wait) {
+/* How far poll_save takes the save in flight: as far as it got without
+ * waiting, or to its commit. */
+typedef enum { AX_SAVE_ADVANCE, AX_SAVE_COMMIT } ax_save_until;
+
+/* At a step boundary: the save in flight advanced, or committed. */
+static int poll_save(ax_run *r, ax_save_until until) {
     if (!r->ckw || !ax_ckpt_pending(r->ckw)) return 0;
-    int rc = ax_ckpt_poll(r->ckw, wait);
+    int rc = ax_ckpt_poll(r->ckw, until == AX_SAVE_COMMIT);
     return rc < 0 ? -1 : rc == 1 ? committed(r) : 0;
 }
 
@@ -56,7 +60,7 @@ static int save(ax_run *r, int next_step, double step_ms) {
     /* one save in flight at a time: training waits for the last one to commit */
     int pending = r->ckw && ax_ckpt_pending(r->ckw);
     double t0 = MPI_Wtime();
-    AX_TRY(poll_save(r, 1));
+    AX_TRY(poll_save(r, AX_SAVE_COMMIT));
     double waited = (MPI_Wtime() - t0) * 1e3;
     if (pending && step_ms > 0 && waited > step_ms)
         AX_SAY(r,
@@ -170,7 +174,7 @@ static int export_model(ax_run *r) {
 static int stop_for_signal(ax_run *r, int done, int sig) {
     ax_stop_agree(sig);
     if (r->o->out && r->st.step != done) AX_TRY(save(r, done, 0));
-    AX_TRY(poll_save(r, 1));
+    AX_TRY(poll_save(r, AX_SAVE_COMMIT));
     AX_SAY(r, "%sstopped by signal %d (%s) after step %d; last checkpoint: %s%s\n", r->tty ? "\r\033[K" : "", sig,
            strsignal(sig), done, r->last_ckpt, r->o->out ? " (continue with --resume auto)" : "");
     return AX_TRAIN_SIGNALED;
@@ -205,13 +209,14 @@ static int loop(ax_run *r) {
                 fflush(r->metrics);
             }
             if (skips >= o->max_skips) {
-                AX_TRY(poll_save(r, 1)); /* the save in flight committed: the stop names it as the last good one */
+                /* the save in flight committed: the stop names it as the last good one */
+                AX_TRY(poll_save(r, AX_SAVE_COMMIT));
                 ax_err_set("step %d: %d consecutive steps with a non-finite loss or gradient norm; stopped "
                            "(lower --lr or raise --warmup); last good checkpoint: %s",
                            step + 1, skips, r->last_ckpt);
                 return AX_TRAIN_DIVERGED;
             }
-            AX_TRY(poll_save(r, 0));
+            AX_TRY(poll_save(r, AX_SAVE_ADVANCE));
             if (sig) return stop_for_signal(r, step + 1, sig);
             continue;
         }
@@ -229,13 +234,13 @@ static int loop(ax_run *r) {
         record_step(r, step, &st, dt, flops, log_now, ms_avg);
         if (r->val.set && o->val_every > 0 && ((step + 1) % o->val_every == 0 || step + 1 == o->steps))
             log_val_loss(r, step);
-        AX_TRY(poll_save(r, 0));
+        AX_TRY(poll_save(r, AX_SAVE_ADVANCE));
         int last = step + 1 == end;
         if (o->out && ((o->save_every > 0 && (step + 1) % o->save_every == 0) || last))
             AX_TRY(save(r, step + 1, ms_avg));
         if (sig && !last) return stop_for_signal(r, step + 1, sig);
     }
-    AX_TRY(poll_save(r, 1)); /* the run ends with its last checkpoint committed */
+    AX_TRY(poll_save(r, AX_SAVE_COMMIT)); /* the run ends with its last checkpoint committed */
     if (r->tty) printf("\r\033[K");
     if (t_n > 0) {
         double dt = t_sum / t_n;

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #define POLY 0xc96c5795d7870f42ull /* ECMA-182, reflected */
-#define X0 0x8000000000000000ull   /* the polynomial 1, reflected */
+#define X0   0x8000000000000000ull /* the polynomial 1, reflected */
 
 uint64_t ax_crc64(uint64_t crc, const void *p, int64_t n) {
     return crc64_ecma_refl(crc, (const unsigned char *)p, (uint64_t)n);

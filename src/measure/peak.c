@@ -1,4 +1,4 @@
-#include "train/peak.h"
+#include "measure/peak.h"
 #include <string.h>
 
 /* A row matches a device name holding each of its words, whole: the name is
