@@ -40,6 +40,9 @@ int main(int argc, char **argv) {
         memcpy(zeros, buf, (size_t)n);
         CHECK(ax_crc64_finish(ax_crc64_shift(ax_crc64_raw(0, buf, n), z), n + z) == ax_crc64(0, zeros, n + z),
               "trial %d: shift by %lld zeros", trial, (long long)z);
+        CHECK(ax_crc64_apply(ax_crc64_shift_op(z), ax_crc64_raw(0, buf, n)) ==
+                  ax_crc64_shift(ax_crc64_raw(0, buf, n), z),
+              "trial %d: shift by an operator made once", trial);
         memset(zeros, 0, (size_t)n);
     }
     free(buf);

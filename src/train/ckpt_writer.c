@@ -57,7 +57,13 @@ struct ax_ckpt_writer {
     unsigned char *head[NF];
     size_t head_len[NF]; /* = where the data section starts */
     int64_t bytes[NF], nchunk[NF];
-    uint64_t *crc; /* raw CRC-64 of this rank's bytes in each checksum range, zeros elsewhere (both files) */
+    uint64_t *crc;      /* raw CRC-64 of this rank's bytes in each checksum range, zeros elsewhere (both files) */
+    struct crc_run {    /* file f's range in progress: its raw CRC of [range start, end) */
+        int64_t k, end; /* k < 0: none */
+        uint64_t acc;
+        int64_t gap;     /* the last gap between pieces, and its shift operator: */
+        uint64_t gap_op; /* a rank's gaps repeat (the other ranks' runs of a tensor) */
+    } run[NF];
     /* the save in flight */
     int phase, fd[NF], thread_live, background;
     char dir[4096], tmp[4200], last[4096];
@@ -131,17 +137,41 @@ static int pwrite_all(int fd, const void *p, int64_t n, int64_t off) {
     return 0;
 }
 
+static int64_t range_end(const ax_ckpt_writer *w, int f, int64_t k) {
+    return (k + 1) * w->o.chunk < w->bytes[f] ? (k + 1) * w->o.chunk : w->bytes[f];
+}
+
+/* file f's range in progress finished: its raw CRC shifted past the range's
+ * end, into w->crc */
+static void crc_flush(ax_ckpt_writer *w, int f) {
+    struct crc_run *u = &w->run[f];
+    if (u->k >= 0)
+        w->crc[(f == F_OPTIM ? w->nchunk[F_MODEL] : 0) + u->k] ^=
+            ax_crc64_shift(u->acc, range_end(w, f, u->k) - u->end);
+    u->k = -1;
+}
+
 /* n bytes at p, to stand at byte off of file f: their share of the raw
  * CRC-64 of each checksum range they fall in (as if every other byte of the
  * range were zero), XORed into w->crc; the ranks' shares XOR to the range's
- * raw CRC (util/crc64.h) */
+ * raw CRC (util/crc64.h). The range in progress is extended over the gap
+ * since the last piece, then by the bytes: one shift per gap, by an operator
+ * kept while the gaps repeat (a rank's pieces come in file order). Any order
+ * gives the same sums: runs over one range add up by XOR too. */
 static void crc_add(ax_ckpt_writer *w, int f, int64_t off, const unsigned char *p, int64_t n) {
-    int64_t ch = w->o.chunk;
-    uint64_t *crc = w->crc + (f == F_OPTIM ? w->nchunk[F_MODEL] : 0);
+    struct crc_run *u = &w->run[f];
     while (n > 0) {
-        int64_t k = off / ch, end = (k + 1) * ch < w->bytes[f] ? (k + 1) * ch : w->bytes[f];
-        int64_t len = end - off < n ? end - off : n;
-        crc[k] ^= ax_crc64_shift(ax_crc64_raw(0, p, len), end - (off + len));
+        int64_t k = off / w->o.chunk, end = range_end(w, f, k), len = end - off < n ? end - off : n;
+        if (k != u->k || off < u->end) { /* a new range, or a piece out of order: a run of its own */
+            crc_flush(w, f);
+            *u = (struct crc_run){.k = k, .end = k * w->o.chunk, .gap = -1};
+        }
+        if (off > u->end && u->acc) { /* zeros after a zero remainder leave it zero */
+            if (off - u->end != u->gap) u->gap = off - u->end, u->gap_op = ax_crc64_shift_op(u->gap);
+            u->acc = ax_crc64_apply(u->gap_op, u->acc);
+        }
+        u->acc = ax_crc64_raw(u->acc, p, len);
+        u->end = off + len;
         off += len, p += len, n -= len;
     }
 }
@@ -178,6 +208,7 @@ static int write_share(ax_ckpt_writer *w) {
         if (rc == 0 && write_stage(w, f, w->stage[f], 0)) rc = fail(w, path, "cannot write this rank's share");
         if (rc == 0 && f == F_OPTIM && write_stage(w, f, w->stage[2], w->share.data_bytes))
             rc = fail(w, path, "cannot write this rank's share");
+        crc_flush(w, f);
         double t = now();
         if (rc == 0 && fsync(w->fd[f]) != 0) rc = fail(w, path, "fsync failed");
         w->phase_s[0] += now() - t;
@@ -366,6 +397,7 @@ int ax_ckpt_begin(ax_ckpt_writer *w, const char *dir, const ax_adamw *o, const a
     w->phase = WRITING;
     w->phase_s[0] = w->phase_s[1] = 0;
     memset(w->crc, 0, (size_t)(w->nchunk[0] + w->nchunk[1]) * sizeof *w->crc);
+    for (int f = 0; f < NF; f++) w->run[f].k = -1;
     AX_TRY(settle(w, m->g->rank == 0 ? create_files(w, st) : 0));
     for (int f = 0; f < NF && m->g->rank == 0; f++) crc_add(w, f, 0, w->head[f], (int64_t)w->head_len[f]);
     AX_TRY(settle(w, open_files(w)));

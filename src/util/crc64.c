@@ -46,13 +46,17 @@ static void x2k_init(void) {
     for (int k = 1; k < 64; k++) x2k[k] = mulmod(x2k[k - 1], x2k[k - 1]);
 }
 
-uint64_t ax_crc64_shift(uint64_t r, int64_t n) {
+uint64_t ax_crc64_shift_op(int64_t n) {
     pthread_once(&x2k_once, x2k_init);
-    /* r * x^(8n): n's bits k multiply by x^(2^(k+3)) */
-    for (int k = 3; n && r; n >>= 1, k++)
-        if (n & 1) r = mulmod(x2k[k & 63], r);
-    return r;
+    uint64_t op = X0; /* x^(8n): n's bits k multiply by x^(2^(k+3)) */
+    for (int k = 3; n; n >>= 1, k++)
+        if (n & 1) op = mulmod(x2k[k & 63], op);
+    return op;
 }
+
+uint64_t ax_crc64_apply(uint64_t op, uint64_t r) { return r ? mulmod(op, r) : 0; }
+
+uint64_t ax_crc64_shift(uint64_t r, int64_t n) { return r && n ? mulmod(ax_crc64_shift_op(n), r) : r; }
 
 /* the standard CRC: the all-ones initial register advanced over n bytes,
  * plus the message's remainder, complemented */

@@ -11,7 +11,9 @@
  * pieces each followed by the zeros up to the range's end, and pieces held
  * by different ranks meet by an XOR reduction:
  *   uint64_t r = ax_crc64_shift(ax_crc64_raw(0, piece, len), end - (off + len));
- *   ... XOR over every piece of [0, end) ...;  ax_crc64_finish(r, end) == ax_crc64(0, range, end) */
+ *   ... XOR over every piece of [0, end) ...;  ax_crc64_finish(r, end) == ax_crc64(0, range, end)
+ * Pieces taken in order need one shift per gap between them instead:
+ *   r = ax_crc64_raw(ax_crc64_shift(r, off - last_end), piece, len); ... ax_crc64_shift(r, end - last_end) */
 #ifndef AX_UTIL_CRC64_H
 #define AX_UTIL_CRC64_H
 #include <stdint.h>
@@ -22,6 +24,11 @@ uint64_t ax_crc64(uint64_t crc, const void *p, int64_t n);
 uint64_t ax_crc64_raw(uint64_t r, const void *p, int64_t n);
 /* raw CRC r followed by n zero bytes */
 uint64_t ax_crc64_shift(uint64_t r, int64_t n);
+/* the same in two halves, for many shifts by one n: op = x^(8n) modulo the
+ * polynomial (made in about 30 multiplications), applied in one:
+ * ax_crc64_apply(ax_crc64_shift_op(n), r) == ax_crc64_shift(r, n) */
+uint64_t ax_crc64_shift_op(int64_t n);
+uint64_t ax_crc64_apply(uint64_t op, uint64_t r);
 /* the standard CRC of a message of n bytes from its raw CRC */
 uint64_t ax_crc64_finish(uint64_t r, int64_t n);
 /* standard CRC-64/XZ of a whole file and its size, read in blocks */
