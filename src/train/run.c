@@ -9,6 +9,7 @@
 #include "train/checkpoint.h"
 #include "train/optim.h"
 #include "train/run.h"
+#include "train/resume.h"
 #include "comm/devices.h"
 #include "train/source.h"
 #include "train/stop.h"
@@ -145,85 +146,11 @@ static void print_memory(ax_run *r) {
  * resumed from, and the step settings parsed from the options. */
 typedef struct {
     ax_gpt_config cfg;
-    char ckdir[4096];
-    int fallback; /* ckdir was picked, not named: an older one may stand in for it */
+    ax_resume ck; /* the checkpoint started from */
     int overlap, emulated;
     const char *kernel; /* the GEMM kernel of the dtype */
     double load_s;      /* the checkpoint's verification and reads, slowest rank */
 } setup_ctx;
-
-/* Which checkpoint to start from. Rank 0 looks and every rank takes its path
- * (and then reads the files itself), so all ranks resume from the same step.
- * A checkpoint the program picked (--resume auto, or an output directory)
- * may be passed over for an older one when it fails verification
- * (s->fallback); one the user named may not. Under auto, what an
- * interrupted run left is put right first (ax_ckpt_recover).
- * 1: resume from s->ckdir, 0: start fresh, -1: error. Collective. */
-static int find_checkpoint(ax_run *r, setup_ctx *s) {
-    const ax_train_opts *o = r->o;
-    if (!o->resume) return 0;
-    int found = 1, rc = 0, n = (int)sizeof s->ckdir;
-    char said[1024] = "";
-    if (r->root) {
-        int aut = strcmp(o->resume, "auto") == 0;
-        if (aut && !o->out) rc = AX_ERR("--resume auto: expected --out (the directory holding the checkpoints)");
-        else if (aut && (rc = ax_ckpt_recover(o->out, said, sizeof said)) == 0)
-            found = ax_ckpt_latest(o->out, s->ckdir, n), s->fallback = 1;
-        else if (!aut && (rc = ax_ckpt_resolve(o->resume, s->ckdir, n)) == 1) rc = 0, s->fallback = 1;
-    }
-    AX_TRY(ax_agree(r->g.world, rc));
-    if (said[0]) AX_SAY(r, "resume: %s\n", said);
-    MPI_Bcast(&found, 1, MPI_INT, 0, r->g.world);
-    MPI_Bcast(&s->fallback, 1, MPI_INT, 0, r->g.world);
-    MPI_Bcast(s->ckdir, n, MPI_CHAR, 0, r->g.world);
-    if (!found) AX_SAY(r, "resume auto: no complete checkpoint in %s; starting fresh\n", o->out);
-    return found;
-}
-
-/* s->ckdir failed verification (the error is set): with s->fallback it is
- * set aside for inspection and the next older one taken (1), or none is
- * left (0: the run starts fresh); without, the run stops (-1). Collective. */
-static int pass_over(ax_run *r, setup_ctx *s) {
-    if (!s->fallback) return -1;
-    char err[2048], aside[4200] = "", dir[4096], bad[4096];
-    snprintf(err, sizeof err, "%s", ax_err_msg());
-    snprintf(bad, sizeof bad, "%s", s->ckdir);
-    int rc = 0, found = 0;
-    if (r->root) {
-        ax_dirname(s->ckdir, dir, sizeof dir);
-        rc = ax_ckpt_set_aside(s->ckdir, aside, sizeof aside);
-        if (rc == 0) found = ax_ckpt_latest(dir, s->ckdir, sizeof s->ckdir);
-    }
-    AX_TRY(ax_agree(r->g.world, rc));
-    AX_SAY(r, "resume: passing over %s, set aside as %s: %s\n", bad, aside, err);
-    MPI_Bcast(&found, 1, MPI_INT, 0, r->g.world);
-    MPI_Bcast(s->ckdir, (int)sizeof s->ckdir, MPI_CHAR, 0, r->g.world);
-    if (!found) AX_SAY(r, "resume: no checkpoint left that verifies; starting fresh\n");
-    return found;
-}
-
-/* A resumed run appends to the metrics of the run it continues; the lines of
- * steps after the checkpoint (written before a crash) are dropped first, so
- * every step appears once. */
-static int trim_metrics(const char *path, int step) {
-    FILE *in = fopen(path, "r");
-    if (!in) return 0; /* nothing written yet */
-    ax_outfile out;
-    if (ax_out_open(&out, path)) {
-        fclose(in);
-        return -1;
-    }
-    char line[4096];
-    int rc = 0, s;
-    while (rc == 0 && fgets(line, sizeof line, in))
-        if (sscanf(line, "{\"step\": %d", &s) != 1 || s <= step) rc = ax_out_write(&out, line, strlen(line));
-    fclose(in);
-    if (rc) {
-        ax_out_abort(&out);
-        return -1;
-    }
-    return ax_out_commit(&out);
-}
 
 /* G_data as given, or (0) the ranks left after X*Y*Z*C */
 static int grid_data(const ax_train_opts *o, MPI_Comm comm) {
@@ -250,43 +177,6 @@ static int setup_runtime(ax_run *r) {
     return 0;
 }
 
-/* From s->ckdir on, the first checkpoint whose files check against its
- * manifest (not the tensors' bytes: ax_ckpt_load), passing over those that
- * fail where s->fallback allows: 1, its config in s->cfg and its state in
- * saved; 0: none left. Collective. */
-static int peek_checkpoint(ax_run *r, setup_ctx *s, ax_ckpt_state *saved) {
-    int found = 1;
-    while (found == 1 && ax_agree(r->g.world, ax_ckpt_peek(s->ckdir, &s->cfg, saved)) != 0) found = pass_over(r, s);
-    return found;
-}
-
-/* The checkpoint's model, batch geometry and step against the options (once
- * the model is built, as `built`, it must be that model), and its step and
- * seed into r->st. */
-static int take_checkpoint(ax_run *r, setup_ctx *s, const ax_ckpt_state *saved, const ax_gpt_config *built) {
-    ax_train_opts *o = &r->args;
-    ax_gpt_config want = o->model;
-    ax_gpt_config_defaults(&want);
-    const char *ckdir = s->ckdir;
-    const ax_gpt_config *cfg = &s->cfg;
-    if (built && memcmp(cfg, built, sizeof *built) != 0)
-        return AX_ERR("--resume %s: the older checkpoint %s holds another model than the newer one", o->resume, ckdir);
-    if (!o->init && strcmp(o->resume, "auto") == 0 && memcmp(cfg, &want, sizeof want) != 0)
-        return AX_ERR("--resume auto: %s holds a model of n_layer %d, n_head %d, n_embd %d, n_positions %d, "
-                      "vocab %d; the options describe another",
-                      ckdir, cfg->n_layer, cfg->n_head, cfg->n_embd, cfg->block_size, cfg->vocab_size);
-    if ((o->batch && saved->batch != o->batch) || (o->seq && saved->seq != o->seq))
-        return AX_ERR("--resume %s: saved with --batch %d --seq %d; resume with the same (got %d, %d)", ckdir,
-                      saved->batch, saved->seq, o->batch, o->seq);
-    if (saved->step > o->steps)
-        return AX_ERR("--steps %d: the checkpoint %s is already at step %d", o->steps, ckdir, saved->step);
-    r->st.step = saved->step;
-    r->st.seed = saved->seed;
-    if (!o->batch) o->batch = saved->batch;
-    if (!o->seq) o->seq = saved->seq;
-    return 0;
-}
-
 /* Where the run starts: a checkpoint (its config, step, batch and seq), a
  * model to fine-tune (its config), or the options' model; then the batch
  * shape. Every rank reads the files itself; each rank-local step ends in
@@ -297,9 +187,9 @@ static int resolve_start(ax_run *r, setup_ctx *s) {
     s->cfg = o->model;
     MPI_Comm w = r->g.world;
     r->st = (ax_ckpt_state){.step = 0, .seed = o->seed};
-    if ((r->resumed = find_checkpoint(r, s)) < 0) return -1;
-    if (r->resumed && (r->resumed = peek_checkpoint(r, s, &saved)) < 0) return -1;
-    if (r->resumed) AX_TRY(take_checkpoint(r, s, &saved, NULL));
+    if ((r->resumed = ax_resume_find(r, &s->ck)) < 0) return -1;
+    if (r->resumed && (r->resumed = ax_resume_peek(r, &s->ck, &s->cfg, &saved)) < 0) return -1;
+    if (r->resumed) AX_TRY(ax_resume_take(r, &s->ck, &s->cfg, &saved, NULL));
     else s->cfg = o->model;
     if (!r->resumed && o->init) {
         char st[4200], path[4200];
@@ -350,10 +240,11 @@ static int build_model(ax_run *r, setup_ctx *s) {
     MPI_Comm w = r->g.world;
     double t0 = MPI_Wtime();
     const ax_gpt_config built = s->cfg;
-    while (r->resumed && ax_agree(w, ax_ckpt_load(s->ckdir, &r->m, &r->opt)) != 0) {
+    while (r->resumed && ax_agree(w, ax_ckpt_load(s->ck.dir, &r->m, &r->opt)) != 0) {
         ax_ckpt_state saved;
-        if ((r->resumed = pass_over(r, s)) == 1 && (r->resumed = peek_checkpoint(r, s, &saved)) == 1)
-            AX_TRY(take_checkpoint(r, s, &saved, &built));
+        if ((r->resumed = ax_resume_pass_over(r, &s->ck)) == 1 &&
+            (r->resumed = ax_resume_peek(r, &s->ck, &s->cfg, &saved)) == 1)
+            AX_TRY(ax_resume_take(r, &s->ck, &s->cfg, &saved, &built));
         if (r->resumed < 0) return -1;
         if (!r->resumed) { /* none verifies: a fresh start, from state a failed read may have touched */
             r->st.step = 0, r->st.seed = o->seed, s->cfg = built;
@@ -415,7 +306,7 @@ static int open_outputs(ax_run *r) {
     if (rc == 0 && r->root && (o->metrics || o->out)) {
         if (o->metrics) snprintf(path, sizeof path, "%s", o->metrics);
         else snprintf(path, sizeof path, "%s/metrics.jsonl", o->out);
-        if (r->resumed) rc = trim_metrics(path, r->st.step);
+        if (r->resumed) rc = ax_resume_trim_metrics(path, r->st.step);
         r->metrics = rc ? NULL : fopen(path, r->resumed ? "a" : "w");
         if (!rc && !r->metrics) rc = AX_ERR("%s: cannot open the metrics file for writing: %s", path, strerror(errno));
     }
@@ -457,7 +348,7 @@ static void say_setup(ax_run *r, const setup_ctx *s) {
            o->data ? o->data : "synthetic Markov stream", o->batch, o->seq, o->grad_accum, r->Bl,
            r->resumed ? "; resuming" : "");
     if (r->resumed)
-        AX_SAY(r, "resumed from %s at step %d (verified and read in %.1f s)\n", s->ckdir, r->st.step, s->load_s);
+        AX_SAY(r, "resumed from %s at step %d (verified and read in %.1f s)\n", s->ck.dir, r->st.step, s->load_s);
     print_memory(r);
 }
 
