@@ -29,10 +29,13 @@ ax_test(grid_equiv_6_llama_kv2 test_grid_equiv 6 --arch llama --kv 2)
 # Context parallelism (tests/test_grid_equiv.c: --cp): every 5D grid with C >= 2 against the
 # serial run. 2 and 4 ranks (C = 2, 4 beside every other split), 6 ranks with T = 12
 # (C = 2, 3, 6), the Llama kind with two key/value heads on 8 ranks (C with Y > 1 and
-# grouped-query heads, with Z > 1, with D > 1), Llama in bf16, and 2 threads per rank.
+# grouped-query heads, with Z > 1, with D > 1), GPT-2 and Llama in bf16, and 2 threads
+# per rank (4 ranks, and 6 with the Llama kind).
 ax_test(grid_equiv_2_cp test_grid_equiv 2 --cp)
 ax_test(grid_equiv_4_cp test_grid_equiv 4 --cp)
 ax_test(grid_equiv_6_cp test_grid_equiv 6 --cp --seq 12)
 ax_test(grid_equiv_8_cp_llama_kv2 test_grid_equiv 8 --cp --arch llama --kv 2)
+ax_test(grid_equiv_4_cp_bf16 test_grid_equiv 4 --cp --dtype bf16)
 ax_test(grid_equiv_4_cp_llama_bf16 test_grid_equiv 4 --cp --arch llama --dtype bf16)
 ax_test_threads(grid_equiv_4_cp_t2 test_grid_equiv 4 2 --cp)
+ax_test_threads(grid_equiv_6_cp_t2_llama test_grid_equiv 6 2 --cp --seq 12 --arch llama)

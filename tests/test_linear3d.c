@@ -22,6 +22,7 @@
  * fp32, so the tolerance stays the fp32 one. Both dtypes run again with the
  * backward's collectives left in flight (OAR, ORS), completed afterwards. */
 #include "test.h"
+#include "grids.h"
 #include "backend/bf16.h"
 #include "backend/kmath.h"
 #include "grid/grid.h"
@@ -365,13 +366,7 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     double t0 = MPI_Wtime();
-    for (int D = 1; D <= P; D++)
-        for (int X = 1; P % D == 0 && X <= P / D; X++)
-            for (int Y = 1; (P / D) % X == 0 && Y <= P / D / X; Y++)
-                if ((P / D / X) % Y == 0) {
-                    run_grid(D, X, Y, P / D / X / Y);
-                    n++;
-                }
+    for (ax_t_grids q = {.P = P}; ax_t_grids_next(&q); n++) run_grid(q.d, q.x, q.y, q.z);
     if (rank == 0) printf("linear3d: %d grids of %d ranks in %.2f s\n", n, P, MPI_Wtime() - t0);
     int rc = ax_test_done("linear3d");
     MPI_Finalize();

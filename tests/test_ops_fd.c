@@ -668,6 +668,33 @@ static double xent_loss(void *v) {
     return s;
 }
 
+/* bf16 logits (as the LM head's bf16 GEMM writes them): the fp32 op's
+ * losses on the same values widened, bit for bit, and its gradient rounded
+ * once, in place over the logits and out of place alike. M rows of V real
+ * columns, Vl - V of padding. */
+static void xent_bf16(const float *logits, const int32_t *targets, const float *weight, int M, int Vl, int V,
+                      float dscale) {
+    long n = (long)M * Vl;
+    ax_bf16 *h16 = ax_malloc(sizeof(ax_bf16) * n), *d16 = ax_malloc(sizeof(ax_bf16) * n);
+    float *wide = filled(n, 0), *want_losses = filled(M, 0), *losses = filled(M, 0), *scratch = filled(3 * M, 0);
+    for (long i = 0; i < n; i++) wide[i] = ax_bf16_widen(h16[i] = ax_bf16_round(logits[i]));
+    ax_xent_forward_backward(&g.Y, wide, want_losses, targets, weight, M, Vl, 0, V, &dscale, wide, AX_F32, scratch);
+    for (int in_place = 0; in_place < 2; in_place++) {
+        ax_bf16 *out = in_place ? h16 : d16;
+        if (!in_place) memset(d16, 0x7f, sizeof(ax_bf16) * n);
+        ax_xent_forward_backward(&g.Y, h16, losses, targets, weight, M, Vl, 0, V, &dscale, out, AX_BF16, scratch);
+        int bf16_ok = 1;
+        for (long i = 0; i < n; i++) bf16_ok &= out[i] == ax_bf16_round(wide[i]);
+        CHECK(bf16_ok, "xent bf16 (%s, %d columns): the gradient is not the fp32 one rounded",
+              in_place ? "in place" : "out of place", V);
+        CHECK(memcmp(losses, want_losses, sizeof(float) * M) == 0,
+              "xent bf16 (%s, %d columns): the losses differ from fp32's on the widened logits",
+              in_place ? "in place" : "out of place", V);
+    }
+    void *all[] = {h16, d16, wide, want_losses, losses, scratch};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+}
+
 static void test_xent(void) {
     enum { M = 7, V = 10, Vl = 13 }; /* columns V..Vl are vocabulary padding */
     int32_t targets[M] = {3, 0, 9, 3, 7, 1, 5};
@@ -703,32 +730,22 @@ static void test_xent(void) {
                              c.scratch);
     CHECK(memcmp(d32, d, sizeof(float) * M * Vl) == 0, "xent: the gradient out of place differs from in place");
     CHECK(memcmp(c.tmp, c.logits, sizeof(float) * M * Vl) == 0, "xent out of place modified the logits");
-    /* bf16 logits (as the LM head's bf16 GEMM writes them): the fp32 op's
-     * losses on the same values widened, bit for bit, and its gradient
-     * rounded once, in place over the logits and out of place alike */
-    ax_bf16 *h16 = ax_malloc(sizeof(ax_bf16) * M * Vl), *d16 = ax_malloc(sizeof(ax_bf16) * M * Vl);
-    float *wide = filled(M * Vl, 0), *want_losses = filled(M, 0);
-    for (int i = 0; i < M * Vl; i++) wide[i] = ax_bf16_widen(h16[i] = ax_bf16_round(c.logits[i]));
-    ax_xent_forward_backward(&g.Y, wide, want_losses, targets, c.weight, M, Vl, 0, V, &c.dscale, wide, AX_F32,
-                             c.scratch);
-    for (int in_place = 0; in_place < 2; in_place++) {
-        ax_bf16 *out = in_place ? h16 : d16;
-        if (!in_place) memset(d16, 0x7f, sizeof(ax_bf16) * M * Vl);
-        ax_xent_forward_backward(&g.Y, h16, c.losses, targets, c.weight, M, Vl, 0, V, &c.dscale, out, AX_BF16,
-                                 c.scratch);
-        int bf16_ok = 1;
-        for (int i = 0; i < M * Vl; i++) bf16_ok &= out[i] == ax_bf16_round(wide[i]);
-        CHECK(bf16_ok, "xent bf16 (%s): the gradient is not the fp32 one rounded",
-              in_place ? "in place" : "out of place");
-        CHECK(memcmp(c.losses, want_losses, sizeof(float) * M) == 0,
-              "xent bf16 (%s): the losses differ from fp32's on the widened logits",
-              in_place ? "in place" : "out of place");
-    }
     free(d32);
-    free(h16);
-    free(d16);
-    free(wide);
-    free(want_losses);
+    xent_bf16(c.logits, targets, c.weight, M, Vl, V, c.dscale);
+    /* rows of whole blocks of the CPU's running sums and a tail; each row's
+     * largest logit 0 and its target, so that the loss, log(sum exp), shows
+     * a sum that is a bit off (beside a larger max, it would round away) */
+    float *lw = randn(3 * 80, 1.0), ww[3] = {1.0f, 0.5f, 2.0f};
+    int32_t tw[3];
+    for (int i = 0; i < 3; i++) {
+        float *r = lw + i * 80;
+        tw[i] = 0;
+        for (int j = 1; j < 77; j++) tw[i] = r[j] > r[tw[i]] ? j : tw[i];
+        float top = r[tw[i]];
+        for (int j = 0; j < 77; j++) r[j] -= top;
+    }
+    xent_bf16(lw, tw, ww, 3, 80, 77, 0.25f);
+    free(lw);
     int pad_zero = 1;
     for (int i = 0; i < M; i++) pad_zero &= all_zero(d + i * Vl + V, Vl - V);
     CHECK(pad_zero, "xent: padded vocabulary columns got a nonzero gradient");

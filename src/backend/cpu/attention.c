@@ -8,8 +8,9 @@
  * its dk, dv and dq rows. Results do not depend on the thread count.
  * q, k, v stored in bf16 are widened a tile at a time into fp32 tiles of the
  * thread's scratch, and a bf16 output is accumulated in one and rounded as it
- * is stored: the products see the values an fp32 copy would hold, so the
- * results are those of the fp32 path on the widened inputs.
+ * is stored (and widened into it again for the backward): the products see
+ * the values an fp32 copy would hold, through the same loops, so the results
+ * are those of the fp32 path on the widened inputs.
  * Between tiles the calling thread tests the communication in flight
  * (ax_backend_poll): ring attention's key/value transfers, started before
  * its blocks, move while they compute instead of only in the wait after. */
@@ -46,6 +47,23 @@ static const float *rows_f32(const void *p, ax_dtype st, size_t off, int ld, int
         for (int e = 0; e < hd; e++) buf[(size_t)r * hd + e] = ax_bf16_widen(h[(size_t)r * ld + e]);
     *ldr = hd;
     return buf;
+}
+
+/* a . b over n values in order, each term a fused multiply-add where the
+ * CPU has them (FP_FAST_FMAF), else a product then a sum: the same arithmetic
+ * however the compiler lays out the loop. A plain `d += a * b` may be
+ * vectorised with unfused products and a fused remainder, so its bits would
+ * follow the loop's copy, the tuning and the operands' alignment, which must
+ * not tell an fp32 row read in place from a bf16 row widened in the scratch. */
+static float row_dot(const float *a, const float *b, int n) {
+    float d = 0;
+    for (int e = 0; e < n; e++)
+#ifdef FP_FAST_FMAF
+        d = fmaf(a[e], b[e], d);
+#else
+        d += a[e] * b[e];
+#endif
+    return d;
 }
 
 /* keys of tile j0 (nk of them) that query i may see */
@@ -145,11 +163,10 @@ static void backward_head(const ax_attn_block *a, int b, int h, float *dq, float
     dq += qb;
     dk += kb;
     dv += kb;
-    for (int i = 0; i < a->Tq; i++) { /* D_i = dO_i . O_i */
-        const float *dO = dout + ob + (size_t)i * Cl;
-        float d = 0;
-        for (int e = 0; e < hd; e++) d += dO[e] * ax_load(out, ot, ob + (size_t)i * Cl + e);
-        D[i] = d;
+    for (int i0 = 0; i0 < a->Tq; i0 += TL) { /* D_i = dO_i . O_i, on out's rows as fp32 */
+        int n = a->Tq - i0 < TL ? a->Tq - i0 : TL, ldo;
+        const float *o = rows_f32(out, ot, ob + (size_t)i0 * Cl, Cl, n, hd, W + 3 * TL * hd, &ldo);
+        for (int r = 0; r < n; r++) D[i0 + r] = row_dot(dout + ob + (size_t)(i0 + r) * Cl, o + (size_t)r * ldo, hd);
     }
     for (int j0 = 0; j0 < a->Tk; j0 += TL) {
         int nk = a->Tk - j0 < TL ? a->Tk - j0 : TL;

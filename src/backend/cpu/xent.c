@@ -6,6 +6,27 @@
 #include "backend/kmath.h"
 #include <math.h>
 
+/* Sum over the row's nv columns from r of exp(z - m), in LANES running sums
+ * (lane l takes the columns j = l mod LANES, in order) added pairwise at the
+ * end: an order fixed by this code, where an omp simd reduction would leave
+ * it to the compiler, which may vectorise one dtype's loop and not the
+ * other's. So bf16 logits give the sums of the fp32 path on the widened
+ * values, on any instruction set. ax_expf's last step multiplies by a power
+ * of two into a normal float, exactly, so a fused multiply-add there changes
+ * nothing either. */
+#define LANES 16
+static inline __attribute__((always_inline)) float sum_exp(const void *logits, ax_dtype dt, size_t r, int nv, float m) {
+    float acc[LANES] = {0};
+    int j0 = 0;
+    for (; j0 + LANES <= nv; j0 += LANES)
+#pragma omp simd
+        for (int l = 0; l < LANES; l++) acc[l] += ax_expf(ax_load(logits, dt, r + j0 + l) - m);
+    for (int l = 0; j0 + l < nv; l++) acc[l] += ax_expf(ax_load(logits, dt, r + j0 + l) - m);
+    for (int w = LANES / 2; w > 0; w /= 2)
+        for (int l = 0; l < w; l++) acc[l] += acc[l + w];
+    return acc[0];
+}
+
 /* The whole computation for one dtype: always inlined with dt a constant, so
  * each element's load and store compile to the plain fp32 or bf16 access. */
 static inline __attribute__((always_inline)) void xent(const void *logits, float *losses, const int32_t *targets,
@@ -28,11 +49,8 @@ static inline __attribute__((always_inline)) void xent(const void *logits, float
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
         size_t r = (size_t)i * Vl;
-        float m = mx[i], s = 0;
-#pragma omp simd reduction(+ : s)
-        for (int j = 0; j < nv; j++) s += ax_expf(ax_load(logits, dt, r + j) - m);
         int t = targets[i] - v0;
-        st[2 * i] = s;
+        st[2 * i] = sum_exp(logits, dt, r, nv, mx[i]);
         st[2 * i + 1] = (t >= 0 && t < nv) ? ax_load(logits, dt, r + t) : 0.0f;
     }
     Y->sum(Y->ctx, st, 2 * (size_t)M);
