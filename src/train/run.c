@@ -351,6 +351,7 @@ static int open_outputs(ax_run *r) {
     char path[4200];
     int rc = 0;
     if (r->root && o->out) rc = ax_mkdir_p(o->out);
+    if (rc == 0 && r->root && o->tensorboard) rc = ax_tblog_open(&r->tb, r);
     if (rc == 0 && r->root && (o->metrics || o->out)) {
         if (o->metrics) snprintf(path, sizeof path, "%s", o->metrics);
         else snprintf(path, sizeof path, "%s/metrics.jsonl", o->out);
@@ -358,7 +359,6 @@ static int open_outputs(ax_run *r) {
         r->metrics = rc ? NULL : fopen(path, r->resumed ? "a" : "w");
         if (!rc && !r->metrics) rc = AX_ERR("%s: cannot open the metrics file for writing: %s", path, strerror(errno));
     }
-    if (rc == 0 && r->root && o->tensorboard) rc = ax_tblog_open(&r->tb, r);
     return ax_agree(r->g.world, rc);
 }
 
