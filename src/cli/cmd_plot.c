@@ -28,7 +28,7 @@ static void metrics_path(const char *arg, char *buf, size_t n) {
     else snprintf(buf, n, "%s", arg);
 }
 
-/* a run's name in the legend: the folder of its metrics (the current one's name for ".") */
+/* the folder of a run's metrics (the current one's name for ".") */
 static void run_label(const char *path, char *buf, size_t n) {
     char dir[4096], cwd[4096];
     ax_dirname(path, dir, sizeof dir);
@@ -96,8 +96,10 @@ static void smooth(ax_curve *c, int n) {
     free(raw);
 }
 
-/* runs whose folders share a name are named by their files instead */
-static void distinct_labels(ax_plot_run *runs, const char **paths, int n) {
+/* The legend's names: each run's folder, or its file where two share a
+ * folder, less the leading folders common to all ("runs/a" and "runs/b": "a"
+ * and "b"; one run: its folder's name). */
+static void label_runs(ax_plot_run *runs, const char **paths, int n) {
     int *same = ax_calloc(n, sizeof *same);
     for (int i = 0; i < n; i++)
         for (int k = i + 1; k < n; k++)
@@ -105,6 +107,14 @@ static void distinct_labels(ax_plot_run *runs, const char **paths, int n) {
     for (int i = 0; i < n; i++)
         if (same[i]) snprintf(runs[i].label, sizeof runs[i].label, "%s", paths[i]);
     free(same);
+    size_t cut = 0; /* just after the last '/' of the prefix all share */
+    for (size_t k = 0; runs[0].label[k]; k++) {
+        int all = 1;
+        for (int i = 1; i < n && all; i++) all = runs[i].label[k] == runs[0].label[k];
+        if (!all) break;
+        if (runs[0].label[k] == '/') cut = k + 1;
+    }
+    for (int i = 0; i < n; i++) memmove(runs[i].label, runs[i].label + cut, strlen(runs[i].label + cut) + 1);
 }
 
 static int write_svg(const char *out, const char *svg) {
@@ -131,7 +141,7 @@ static int plot(const char **args, int n, const char *out, int by_tokens, int lo
         if (width > 1) smooth(&runs[i].train, width);
     }
     if (rc == 0) {
-        distinct_labels(runs, paths, n);
+        label_runs(runs, paths, n);
         ax_plot_axes axes = {.xlabel = by_tokens ? "tokens" : "step", .ylabel = "loss", .log_x = log_x};
         char *svg = ax_plot_svg(runs, n, &axes);
         rc = write_svg(out, svg);
