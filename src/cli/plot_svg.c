@@ -175,9 +175,13 @@ static void curve(text *t, const ax_curve *c, const char *cls, const char *label
 /* top right, inside the plot: a line of each run's colour and its label, then
  * what solid and dashed mean when there are validation curves */
 static void legend(text *t, const ax_plot_run *runs, int n) {
-    int any_val = 0, w = 0;
-    for (int r = 0; r < n; r++) any_val |= runs[r].val.n > 0, w = fmax(w, (int)strlen(runs[r].label));
-    int rows = n + 2 * any_val, bw = 40 + 7 * (w > 12 ? w : 12), x = WIDTH - RIGHT - bw - 8, y = TOP + 8;
+    int any_val = 0, w = 12; /* the widest label, in characters ("validation" fits) */
+    for (int r = 0; r < n; r++) {
+        int len = (int)strlen(runs[r].label);
+        any_val |= runs[r].val.n > 0;
+        if (len > w) w = len;
+    }
+    int rows = n + 2 * any_val, bw = 40 + 7 * w, x = WIDTH - RIGHT - bw - 8, y = TOP + 8;
     say(t, "<g class=\"legend\" font-family=\"sans-serif\" font-size=\"12\">\n");
     say(t,
         "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"white\" fill-opacity=\"0.85\" stroke=\"#ccc\"/>\n",

@@ -6,7 +6,7 @@
  * messages a training log needs (tensorflow/core/util/event.proto and
  * summary.proto): Event {wall_time, step, file_version | summary | session_log},
  * Summary.Value {tag, simple_value} for scalars and {tag, metadata, tensor}
- * for a text plugin string. Why by hand: docs/usage.md, "TensorBoard".
+ * for a text plugin string. Why by hand: docs/usage.md, "Watching runs".
  *
  *   ax_tfevents w;
  *   if (ax_tfevents_create(&w, "runs/a") == 0) {     // events.out.tfevents.<time>.<host>.<pid>.<n>
