@@ -13,73 +13,75 @@ struct ax_tblog {
     ax_tfevents w;
 };
 
-static void set_str(json_t *j, const char *key, const char *v) {
+/* j[key] = v; a NULL string is left out */
+static void put_s(json_t *j, const char *key, const char *v) {
     if (v) json_object_set_new(j, key, json_string(v));
 }
+static void put_i(json_t *j, const char *key, long long v) { json_object_set_new(j, key, json_integer(v)); }
+static void put_d(json_t *j, const char *key, double v) { json_object_set_new(j, key, json_real(v)); }
+static void put_b(json_t *j, const char *key, int v) { json_object_set_new(j, key, json_boolean(v)); }
 
-/* the run's resolved options under the names --config takes */
-static json_t *run_config(const ax_run *r) {
-    const ax_train_opts *o = r->o;
+/* the model and grid the run trains, resolved (a resumed run: the checkpoint's model) */
+static void config_model(json_t *j, const ax_run *r) {
     const ax_gpt_config *c = &r->m.cfg;
     const ax_grid *g = &r->g;
     char grid[64];
     snprintf(grid, sizeof grid, "%d,%d,%d,%d", g->gd, g->gx, g->gy, g->gz);
-    json_t *j = json_object();
-    json_object_set_new(j, "arch", json_string(c->arch == AX_ARCH_LLAMA ? "llama" : "gpt2"));
-    json_object_set_new(j, "n_layer", json_integer(c->n_layer));
-    json_object_set_new(j, "n_head", json_integer(c->n_head));
-    json_object_set_new(j, "n_kv_head", json_integer(c->n_kv_head));
-    json_object_set_new(j, "n_embd", json_integer(c->n_embd));
-    json_object_set_new(j, "n_inner", json_integer(c->n_inner));
-    json_object_set_new(j, "block_size", json_integer(c->block_size));
-    json_object_set_new(j, "vocab_size", json_integer(c->vocab_size));
-    if (c->arch == AX_ARCH_LLAMA) {
-        json_object_set_new(j, "untied", json_boolean(c->untied));
-        json_object_set_new(j, "rope_theta", json_real(c->rope_theta));
-    }
-    json_object_set_new(j, "grid", json_string(grid));
-    json_object_set_new(j, "cp", json_integer(g->gc));
-    json_object_set_new(j, "steps", json_integer(o->steps));
-    json_object_set_new(j, "batch", json_integer(o->batch));
-    json_object_set_new(j, "seq", json_integer(o->seq));
-    json_object_set_new(j, "grad_accum", json_integer(o->grad_accum));
-    json_object_set_new(j, "lr", json_real(o->lr));
-    json_object_set_new(j, "min_lr_frac", json_real(o->min_lr_frac));
-    json_object_set_new(j, "warmup", json_integer(o->warmup));
-    json_object_set_new(j, "weight_decay", json_real(o->weight_decay));
-    json_object_set_new(j, "beta1", json_real(o->beta1));
-    json_object_set_new(j, "beta2", json_real(o->beta2));
-    json_object_set_new(j, "eps", json_real(o->eps));
-    json_object_set_new(j, "clip", json_real(o->clip));
-    json_object_set_new(j, "seed", json_integer((json_int_t)r->st.seed));
-    json_object_set_new(j, "shuffle", json_boolean(o->shuffle));
-    json_object_set_new(j, "dtype", json_string(o->dtype));
-    json_object_set_new(j, "recompute", json_string(o->recompute));
-    json_object_set_new(j, "overlap", json_string(o->overlap));
-    if (o->data) set_str(j, "data", o->data);
-    else json_object_set_new(j, "synthetic", json_true());
-    set_str(j, "val_data", o->val_data);
-    set_str(j, "init", o->init);
-    set_str(j, "tokenizer", o->tokenizer);
-    if (o->goldfish_k) {
-        json_object_set_new(j, "goldfish_k", json_integer(o->goldfish_k));
-        json_object_set_new(j, "goldfish_h", json_integer(o->goldfish_h));
-    }
-    json_object_set_new(j, "val_every", json_integer(o->val_every));
-    json_object_set_new(j, "val_batches", json_integer(o->val_batches));
-    json_object_set_new(j, "log_every", json_integer(o->log_every));
-    json_object_set_new(j, "save_every", json_integer(o->save_every));
-    set_str(j, "out", o->out);
-    if (r->resumed) set_str(j, "resume", o->resume);
-    set_str(j, "backend", ax_be()->name);
-    json_object_set_new(j, "threads", json_integer(ax_be()->threads()));
-    set_str(j, "tensorboard", o->tensorboard);
-    return j;
+    put_s(j, "arch", c->arch == AX_ARCH_LLAMA ? "llama" : "gpt2");
+    put_i(j, "n_layer", c->n_layer);
+    put_i(j, "n_head", c->n_head);
+    put_i(j, "n_kv_head", c->n_kv_head);
+    put_i(j, "n_embd", c->n_embd);
+    put_i(j, "n_inner", c->n_inner);
+    put_i(j, "block_size", c->block_size);
+    put_i(j, "vocab_size", c->vocab_size);
+    if (c->arch == AX_ARCH_LLAMA) put_b(j, "untied", c->untied), put_d(j, "rope_theta", c->rope_theta);
+    put_s(j, "grid", grid);
+    put_i(j, "cp", g->gc);
+    put_s(j, "backend", ax_be()->name);
+    put_i(j, "threads", ax_be()->threads());
+}
+
+/* the training options, resolved (a resumed run: the checkpoint's batch, seq and seed) */
+static void config_training(json_t *j, const ax_run *r) {
+    const ax_train_opts *o = r->o;
+    put_i(j, "steps", o->steps);
+    put_i(j, "batch", o->batch);
+    put_i(j, "seq", o->seq);
+    put_i(j, "grad_accum", o->grad_accum);
+    put_d(j, "lr", o->lr);
+    put_d(j, "min_lr_frac", o->min_lr_frac);
+    put_i(j, "warmup", o->warmup);
+    put_d(j, "weight_decay", o->weight_decay);
+    put_d(j, "beta1", o->beta1);
+    put_d(j, "beta2", o->beta2);
+    put_d(j, "eps", o->eps);
+    put_d(j, "clip", o->clip);
+    put_i(j, "seed", (long long)r->st.seed);
+    put_b(j, "shuffle", o->shuffle);
+    put_s(j, "dtype", o->dtype);
+    put_s(j, "recompute", o->recompute);
+    put_s(j, "overlap", o->overlap);
+    if (o->data) put_s(j, "data", o->data);
+    else put_b(j, "synthetic", 1);
+    put_s(j, "val_data", o->val_data);
+    put_s(j, "init", o->init);
+    put_s(j, "tokenizer", o->tokenizer);
+    if (o->goldfish_k) put_i(j, "goldfish_k", o->goldfish_k), put_i(j, "goldfish_h", o->goldfish_h);
+    put_i(j, "val_every", o->val_every);
+    put_i(j, "val_batches", o->val_batches);
+    put_i(j, "log_every", o->log_every);
+    put_i(j, "save_every", o->save_every);
+    put_s(j, "out", o->out);
+    put_s(j, "resume", r->resumed ? o->resume : NULL);
+    put_s(j, "tensorboard", o->tensorboard);
 }
 
 /* the configuration as a Markdown code block (the text plugin renders Markdown) */
 static char *config_text(const ax_run *r) {
-    json_t *j = run_config(r);
+    json_t *j = json_object(); /* the options under the names --config takes */
+    config_model(j, r);
+    config_training(j, r);
     char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
     json_decref(j);
     if (!s) ax_fatal(__FILE__, __LINE__, "out of memory");
