@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: build, train the default model (extra arguments go to `axonn train`),
-# then draw its loss curves into <out>/loss.svg (out/ unless --out says otherwise).
+# then draw its loss curves into <out>/loss.svg (out/ unless --out says otherwise), the
+# training loss as the mean of the last 10 steps.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -17,4 +18,4 @@ for ((i = 1; i <= $#; i++)); do
     --metrics=*) metrics="${!i#--metrics=}" ;;
   esac
 done
-"$bin" plot "${metrics:-$out/metrics.jsonl}" --out "$out/loss.svg"
+"$bin" plot "${metrics:-$out/metrics.jsonl}" --smooth 10 --out "$out/loss.svg"

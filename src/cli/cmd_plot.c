@@ -142,7 +142,8 @@ static int plot(const char **args, int n, const char *out, int by_tokens, int lo
     }
     if (rc == 0) {
         label_runs(runs, paths, n);
-        ax_plot_axes axes = {.xlabel = by_tokens ? "tokens" : "step", .ylabel = "loss", .log_x = log_x};
+        ax_plot_axes axes = {
+            .xlabel = by_tokens ? "tokens" : "step", .ylabel = "loss", .log_x = log_x, .smooth = width};
         char *svg = ax_plot_svg(runs, n, &axes);
         rc = write_svg(out, svg);
         free(svg);

@@ -21,7 +21,8 @@ typedef struct {
 
 typedef struct {
     const char *xlabel, *ylabel;
-    int log_x; /* x on a logarithmic scale (every x > 0) */
+    int log_x;  /* x on a logarithmic scale (every x > 0) */
+    int smooth; /* > 1: the training curves are means of this many points (said in the legend) */
 } ax_plot_axes;
 
 void ax_curve_add(ax_curve *c, double x, double y);

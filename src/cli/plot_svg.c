@@ -173,15 +173,17 @@ static void curve(text *t, const ax_curve *c, const char *cls, const char *label
 }
 
 /* top right, inside the plot: a line of each run's colour and its label, then
- * what solid and dashed mean when there are validation curves */
-static void legend(text *t, const ax_plot_run *runs, int n) {
-    int any_val = 0, w = 12; /* the widest label, in characters ("validation" fits) */
+ * what solid and dashed mean when there are validation curves or smoothing */
+static void legend(text *t, const ax_plot_run *runs, int n, int smooth) {
+    char train[64] = "training";
+    if (smooth > 1) snprintf(train, sizeof train, "training, mean of %d", smooth);
+    int any_val = 0, w = (int)strlen(train); /* the widest label, in characters */
     for (int r = 0; r < n; r++) {
         int len = (int)strlen(runs[r].label);
         any_val |= runs[r].val.n > 0;
         if (len > w) w = len;
     }
-    int rows = n + 2 * any_val, bw = 40 + 7 * w, x = WIDTH - RIGHT - bw - 8, y = TOP + 8;
+    int keys = any_val ? 2 : smooth > 1, rows = n + keys, bw = 40 + 7 * w, x = WIDTH - RIGHT - bw - 8, y = TOP + 8;
     say(t, "<g class=\"legend\" font-family=\"sans-serif\" font-size=\"12\">\n");
     say(t,
         "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"white\" fill-opacity=\"0.85\" stroke=\"#ccc\"/>\n",
@@ -192,7 +194,7 @@ static void legend(text *t, const ax_plot_run *runs, int n) {
         say(t, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"%s/>\n", x + 8, ly - 4,
             x + 32, ly - 4, color, dash);
         say(t, "<text class=\"%s\" x=\"%d\" y=\"%d\">", r ? "run" : "key", x + 38, ly);
-        say_escaped(t, r ? runs[i].label : i == n ? "training" : "validation");
+        say_escaped(t, r ? runs[i].label : i == n ? train : "validation");
         say(t, "</text>\n");
     }
     say(t, "</g>\n");
@@ -213,7 +215,7 @@ char *ax_plot_svg(const ax_plot_run *runs, int n, const ax_plot_axes *a) {
         if (runs[r].val.n) curve(&t, &runs[r].val, "val", runs[r].label, palette[r % NCOLORS], &x, &y);
     }
     say(&t, "</g>\n");
-    legend(&t, runs, n);
+    legend(&t, runs, n, a->smooth);
     say(&t, "</svg>\n");
     return t.p;
 }
