@@ -59,6 +59,8 @@ os.makedirs(W + '/in/emptyrun/sub')
 os.makedirs(W + '/in/emptyrun2/ckpt-000004')        # a checkpoint directory without its files
 open(W + '/in/emptyrun/notes.txt', 'w').write('no checkpoint here\n')
 json.dump({'steps': 3, 'no_such_option': 1}, open(W + '/in/unknown.json', 'w'))
+open(W + '/in/noloss.jsonl', 'w').write('{"step": 1, "skipped": true}\n{"step": 2, "val_loss": 3.5}\n')
+open(W + '/in/notokens.jsonl', 'w').write('{"step": 1, "loss": 3.5}\n')
 open(W + '/in/invalid.json', 'w').write('{"steps": 3,\n "batch": }\n')
 EOF
 [ -f "$W/in/missing/model.safetensors" ] || { echo "cli_errors: 0 passed, 1 failed (input generation)"; exit 1; }
@@ -280,6 +282,24 @@ expect_err metrics_unwritable 0 "nodir/m\.jsonl" -- train "${TINY[@]}" --steps 2
 TMO=20 expect_err metrics_unwritable_2ranks 2 "nodir/m\.jsonl" -- \
   train "${TINY[@]}" --steps 2 --grid 1,1,2,1 --metrics "$W/nodir/m.jsonl" --out "$W/o21b"
 
+mkdir -p "$W/o21c" "$W/o21d"
+expect_err tensorboard_unwritable 0 "--tensorboard: .*good\.bin/tb: cannot create directory" -- \
+  train "${TINY[@]}" --steps 2 --tensorboard "$W/in/good.bin/tb" --out "$W/o21c"
+TMO=20 expect_err tensorboard_unwritable_2ranks 2 "--tensorboard: .*good\.bin/tb: cannot create directory" -- \
+  train "${TINY[@]}" --steps 2 --grid 1,1,2,1 --tensorboard "$W/in/good.bin/tb" --out "$W/o21d"
+
+# ---------------------------------------------------------------- plot
+expect_err plot_no_metrics 0 "plot: expected one or more METRICS\.jsonl" -- plot --out "$W/p.svg"
+expect_err plot_no_out 0 "--out: expected the SVG file" -- plot "$W/in/notokens.jsonl"
+expect_err plot_missing_file 0 "in/none\.jsonl: cannot open" -- plot "$W/in/none.jsonl" --out "$W/p.svg"
+expect_err plot_no_loss_lines 0 "noloss\.jsonl: no training loss lines" -- plot "$W/in/noloss.jsonl" --out "$W/p.svg"
+expect_err plot_not_json 0 "invalid\.json:1: not a JSON object" -- plot "$W/in/invalid.json" --out "$W/p.svg"
+expect_err plot_x_unknown 0 "--x 'time': expected step or tokens" -- plot "$W/in/notokens.jsonl" --x time --out "$W/p.svg"
+expect_err plot_x_tokens_missing 0 "notokens\.jsonl:1: no \"tokens\"" -- \
+  plot "$W/in/notokens.jsonl" --x tokens --out "$W/p.svg"
+expect_err plot_smooth_zero 0 "--smooth 0" -- plot "$W/in/notokens.jsonl" --smooth 0 --out "$W/p.svg"
+expect_err plot_out_unwritable 0 "nodir/p\.svg: cannot create" -- plot "$W/in/notokens.jsonl" --out "$W/nodir/p.svg"
+
 # ---------------------------------------------------------------- a file only one rank cannot read
 # Four ranks given the same relative paths, rank 3 started in another working
 # directory (as a node with its own local scratch would be): there the shard,
@@ -330,7 +350,7 @@ else bad "train --init without --seq: exit $rc: $(head -n 1 "$W/cap/init.err")";
 rm -rf "$W/o22"
 
 # ---------------------------------------------------------------- --help
-for c in "" train eval sample; do
+for c in "" train eval sample plot; do
   "$BIN" $c --help >"$W/cap/help.out" 2>"$W/cap/help.err"; rc=$?
   if [ "$rc" = 0 ] && grep -q '^usage:' "$W/cap/help.out" && [ ! -s "$W/cap/help.err" ]; then
     ok "axonn ${c:-(no command)} --help: exit 0, usage on stdout"

@@ -60,6 +60,7 @@ typedef struct {
     const char *resume;                /* checkpoint directory to resume from; "auto": the newest
                                           complete one in out, or a fresh start when there is none */
     const char *metrics;               /* JSONL metrics file (default: <out>/metrics.jsonl) */
+    const char *tensorboard;           /* TensorBoard event files into this directory (NULL: none) */
     ax_gpt_config model;               /* used when init is NULL */
     int grid[4];                       /* D, X, Y, Z; D 0: the ranks left after X*Y*Z*cp */
     int cp;                            /* context parallelism: ranks splitting each sequence (1: none) */

@@ -18,6 +18,7 @@ int ax_cmd_bench(int argc, char **argv);
 /* axonn bench gemm's table, or one JSON object (cmd_bench_gemm.c) */
 void ax_cli_print_bench_gemm(const ax_bench_gemm_result *g, int json);
 int ax_cmd_plan(int argc, char **argv);
+int ax_cmd_plot(int argc, char **argv);
 
 /* Builds (or finds in the cache) the default corpus; dir gets its directory
  * (tokenizer.json, corpus/train_*.bin, corpus/val_*.bin). Collective. */

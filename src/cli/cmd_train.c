@@ -47,6 +47,8 @@ static void train_options(train_cli *t, ax_opt *table) {
         {"resume", AX_OPT_STR, &o->resume, "DIR|auto",
          "resume from a checkpoint, or the newest complete ckpt-* in DIR; auto: in --out, else start fresh"},
         {"metrics", AX_OPT_STR, &o->metrics, "FILE", "JSONL metrics (default DIR/metrics.jsonl)"},
+        {"tensorboard", AX_OPT_STR, &o->tensorboard, "DIR",
+         "also write the metrics as TensorBoard event files into DIR (rank 0; off by default)"},
         {"max-shard-size", AX_OPT_BYTES, &o->max_shard_size, "SIZE",
          "the final model as shards of at most SIZE (e.g. 5GB, 500MiB) plus model.safetensors.index.json when larger "
          "(default 5GB, as transformers; 0: one file)"},

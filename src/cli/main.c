@@ -19,7 +19,8 @@ static void usage(void) {
            "  tokenizer train|encode|decode  byte-level BPE tokenizers\n"
            "  memorize verbatim-memorization audit of a model on documents\n"
            "  bench    time training steps (paper's method); 'bench comm': measure this machine\n"
-           "  plan     rank every grid of P ranks by predicted step time and memory\n\n"
+           "  plan     rank every grid of P ranks by predicted step time and memory\n"
+           "  plot     loss curves of runs (their metrics.jsonl) as an SVG\n\n"
            "'axonn <command> --help' lists each command's options; 'axonn --version' the build.\n");
 }
 
@@ -54,10 +55,11 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[1], "memorize") == 0) cmd = ax_cmd_memorize;
     else if (strcmp(argv[1], "bench") == 0) cmd = ax_cmd_bench;
     else if (strcmp(argv[1], "plan") == 0) cmd = ax_cmd_plan;
+    else if (strcmp(argv[1], "plot") == 0) cmd = ax_cmd_plot;
     else {
         fprintf(stderr,
-                "axonn: error: unknown command '%s' (expected train, eval, sample, prepare, tokenizer, memorize, bench "
-                "or plan)\n",
+                "axonn: error: unknown command '%s' (expected train, eval, sample, prepare, tokenizer, memorize, "
+                "bench, plan or plot)\n",
                 argv[1]);
         return 2;
     }

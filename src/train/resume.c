@@ -115,4 +115,3 @@ int ax_resume_trim_metrics(const char *path, int step) {
     }
     return ax_out_commit(&out);
 }
-

@@ -14,6 +14,7 @@
 #include "train/source.h"
 #include "train/stop.h"
 #include "measure/peak.h"
+#include "train/tblog.h"
 #include "memo/goldfish.h"
 #include "util/err.h"
 #include "util/fileio.h"
@@ -297,12 +298,14 @@ static int open_data(ax_run *r, const setup_ctx *s) {
 /* the optimizer's wait for a save's background copy of the state */
 static void fence(void *w) { ax_ckpt_fence(w); }
 
-/* the output directory and the metrics file (a resumed run's trimmed and appended to) */
+/* the output directory, the metrics file (a resumed run's trimmed and appended
+ * to) and the TensorBoard log (the same) */
 static int open_outputs(ax_run *r) {
     const ax_train_opts *o = r->o;
     char path[4200];
     int rc = 0;
     if (r->root && o->out) rc = ax_mkdir_p(o->out);
+    if (rc == 0 && r->root && o->tensorboard) rc = ax_tblog_open(&r->tb, r);
     if (rc == 0 && r->root && (o->metrics || o->out)) {
         if (o->metrics) snprintf(path, sizeof path, "%s", o->metrics);
         else snprintf(path, sizeof path, "%s/metrics.jsonl", o->out);
@@ -376,6 +379,7 @@ int ax_run_setup_measure(ax_run *r, const ax_train_opts *o, int steps, int flags
     ax_train_opts a = *o;
     a.out = NULL;
     a.metrics = NULL;
+    a.tensorboard = NULL;
     a.resume = NULL;
     a.save_every = 0;
     a.profile = (flags & AX_MEASURE_PROFILE) != 0;
@@ -420,6 +424,7 @@ void ax_run_teardown(ax_run *r) {
     ax_stop_release();
     ax_ckpt_writer_free(r->ckw); /* a background write left uncommitted: resume ignores it */
     if (r->metrics) fclose(r->metrics);
+    ax_tblog_close(r->tb);
     ax_source_close(&r->data);
     ax_source_close(&r->val);
     ax_adamw_free(&r->opt);

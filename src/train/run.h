@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+typedef struct ax_tblog ax_tblog; /* train/tblog.h */
+
 typedef struct {
     ax_train_opts args; /* the caller's options, defaults resolved */
     const ax_train_opts *o;
@@ -31,6 +33,7 @@ typedef struct {
     ax_ckpt_writer *ckw;  /* with out: the checkpoint writer (its buffers allocated once) */
     char last_ckpt[4200]; /* the last one committed by this run */
     FILE *metrics;
+    ax_tblog *tb; /* rank 0 with --tensorboard */
     int root, tty, Bl;
     int resumed; /* started from a checkpoint */
     int32_t *seqs;

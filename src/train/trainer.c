@@ -12,8 +12,10 @@
 #include "train/source.h"
 #include "train/stop.h"
 #include "train/flops.h"
+#include "train/tblog.h"
 #include "util/err.h"
 #include "util/fileio.h"
+#include "util/rss.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +93,7 @@ static void log_val_loss(ax_run *r, int step) {
         fprintf(r->metrics, "{\"step\": %d, \"val_loss\": %.6f, \"val_tokens\": %.0f}\n", step + 1, sum / tok, tok);
         fflush(r->metrics);
     }
+    if (r->tb) ax_tblog_val(r->tb, step + 1, sum / tok);
 }
 
 static void reset_profile(ax_run *r) {
@@ -128,9 +131,10 @@ static void report_profile(ax_run *r, double t_total) {
 /* model FLOP/s of the whole job as a share of its ranks' peak */
 static double run_mfu(const ax_run *r, double flops_per_s) { return flops_per_s / r->g.size / r->peak; }
 
-/* a finished step's metrics line, log line and progress bar */
-static void record_step(ax_run *r, int step, const ax_step_stats *st, double dt, double flops, int log_now,
-                        double ms_avg) {
+/* a finished step's metrics line (and TensorBoard scalars), log line and progress bar;
+ * rss_mib: the largest peak resident set over the ranks */
+static void record_step(ax_run *r, int step, const ax_step_stats *st, double dt, double flops, double rss_mib,
+                        int log_now, double ms_avg) {
     const ax_train_opts *o = r->o;
     double tps = o->batch * o->seq / dt, tf = flops / dt / 1e12;
     if (r->metrics) {
@@ -139,8 +143,20 @@ static void record_step(ax_run *r, int step, const ax_step_stats *st, double dt,
                 "\"tokens_per_s\": %.1f, \"model_tflops\": %.5f, \"supervised_tokens\": %.0f, \"tokens\": %d",
                 step + 1, st->loss, st->lr, st->gnorm, dt * 1e3, tps, tf, st->tokens, o->batch * o->seq);
         if (r->peak > 0) fprintf(r->metrics, ", \"mfu\": %.5f", run_mfu(r, flops / dt));
-        fprintf(r->metrics, "}\n");
+        fprintf(r->metrics, ", \"peak_rss_mib\": %.1f}\n", rss_mib);
         fflush(r->metrics);
+    }
+    if (r->tb) {
+        ax_step_metrics m = {.step = step + 1,
+                             .loss = st->loss,
+                             .lr = st->lr,
+                             .grad_norm = st->gnorm,
+                             .ms = dt * 1e3,
+                             .tokens_per_s = tps,
+                             .model_tflops = tf,
+                             .mfu = r->peak > 0 ? run_mfu(r, flops / dt) : -1,
+                             .peak_rss_mib = rss_mib};
+        ax_tblog_step(r->tb, &m);
     }
     char line[320], sup[64] = "", mfu[32] = "";
     if (r->weights) snprintf(sup, sizeof sup, " | supervised %.0f/%d", st->tokens, o->batch * o->seq);
@@ -195,9 +211,10 @@ static int loop(ax_run *r) {
         ax_run_load_step(r, step);
         ax_step_stats st;
         ax_train_step(&r->m, &r->opt, &r->h, step, r->seqs, r->weights, o->grad_accum, r->Bl, o->seq, &st, r->scratch);
-        /* the slowest rank's time, and a stop any rank was asked for (signals reach ranks at different steps) */
-        double agreed[2] = {MPI_Wtime() - t0, ax_stop_signal()};
-        MPI_Allreduce(MPI_IN_PLACE, agreed, 2, MPI_DOUBLE, MPI_MAX, r->g.world);
+        /* the slowest rank's time, a stop any rank was asked for (signals reach ranks at different
+         * steps), and the largest rank's memory */
+        double agreed[3] = {MPI_Wtime() - t0, ax_stop_signal(), ax_peak_rss_mib()};
+        MPI_Allreduce(MPI_IN_PLACE, agreed, 3, MPI_DOUBLE, MPI_MAX, r->g.world);
         double dt = agreed[0];
         int sig = (int)agreed[1];
         if (st.skipped) {
@@ -231,7 +248,7 @@ static int loop(ax_run *r) {
         if (o->profile && step - first == 1) reset_profile(r);
         ms_avg = ms_avg ? 0.9 * ms_avg + 0.1 * dt * 1e3 : dt * 1e3;
         int log_now = (step + 1) % (o->log_every > 0 ? o->log_every : 1) == 0 || step == first || step + 1 == end;
-        record_step(r, step, &st, dt, flops, log_now, ms_avg);
+        record_step(r, step, &st, dt, flops, agreed[2], log_now, ms_avg);
         if (r->val.set && o->val_every > 0 && ((step + 1) % o->val_every == 0 || step + 1 == o->steps))
             log_val_loss(r, step);
         AX_TRY(poll_save(r, AX_SAVE_ADVANCE));
