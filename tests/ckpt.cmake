@@ -1,5 +1,5 @@
-# CRC-64 and the algebra that assembles a checksum from pieces of many ranks
-ax_test(crc64 test_crc64 1)
+# CRC-32C and CRC-64 check values, and the algebra that assembles a CRC-64 from pieces of many ranks
+ax_test(crc test_crc 1)
 # An async checkpoint saves the state of its step though the next update
 # comes at once (the optimizer's fence; tests/test_ckpt_fence.c).
 ax_test(ckpt_fence test_ckpt_fence 1)

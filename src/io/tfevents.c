@@ -2,6 +2,7 @@
  * protobuf encoding of the few messages written. */
 #define _GNU_SOURCE 1
 #include "io/tfevents.h"
+#include "util/crc.h"
 #include "util/err.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -9,26 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* ---------------------------------------------------------------- CRC-32C */
-
-static uint32_t crc_table[256];
-
-/* reflected Castagnoli polynomial 0x1EDC6F41 */
-static void crc_init(void) {
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++) c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-        crc_table[i] = c;
-    }
-}
-
-uint32_t ax_crc32c(const void *p, size_t n) {
-    if (!crc_table[1]) crc_init();
-    const uint8_t *b = p;
-    uint32_t c = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) c = crc_table[(c ^ b[i]) & 0xFF] ^ (c >> 8);
-    return c ^ 0xFFFFFFFFu;
-}
+/* ---------------------------------------------------------------- CRC-32C (util/crc.h) */
 
 /* the record format's mask: a CRC of data that holds CRCs is not a CRC of a CRC */
 uint32_t ax_crc32c_mask(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xA282EAD8u; }

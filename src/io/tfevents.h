@@ -19,6 +19,7 @@
 #define AX_IO_TFEVENTS_H
 #include <stddef.h>
 #include <stdint.h>
+#include "util/crc.h"
 #include <stdio.h>
 
 typedef struct {
@@ -44,7 +45,6 @@ void ax_tfevents_close(ax_tfevents *w);
  * torn or corrupt tail; files with nothing to drop are left as they are. */
 int ax_tfevents_trim(const char *dir, int64_t step);
 
-/* CRC-32C (Castagnoli), and the masked form the records store */
-uint32_t ax_crc32c(const void *p, size_t n);
+/* the masked form of a CRC-32C (util/crc.h) the records store */
 uint32_t ax_crc32c_mask(uint32_t crc);
 #endif

@@ -1,7 +1,7 @@
 #define _GNU_SOURCE 1
 #include "train/checkpoint.h"
 #include "train/ckpt_impl.h"
-#include "util/crc64.h"
+#include "util/crc.h"
 #include "util/err.h"
 #include "util/fileio.h"
 #include <glob.h>

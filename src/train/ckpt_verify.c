@@ -12,7 +12,7 @@
  * loads, and every rank reads the header). Each failure is one line naming
  * the file, the byte range and the tensors at the place. */
 #include "train/ckpt_impl.h"
-#include "util/crc64.h"
+#include "util/crc.h"
 #include "util/err.h"
 #include <errno.h>
 #include <fcntl.h>

@@ -7,7 +7,7 @@
  * files, each holding its header; every rank opens them. Write: every rank
  * copies its share of the state (ax_gpt_share) into host buffers in file
  * order, pwrites its segments, checksums them from those buffers (CRC-64,
- * each segment's share of its checksum range: util/crc64.h) and fsyncs.
+ * each segment's share of its checksum range: util/crc.h) and fsyncs.
  * Commit (collective): the ranks' checksum shares meet at rank 0 by an XOR
  * reduction; rank 0 writes the manifest last and renames the directory into
  * place. Nothing is read back: each rank checksums the bytes it wrote, and
@@ -26,7 +26,7 @@
 #include "train/ckpt_impl.h"
 #include "backend/backend.h"
 #include "util/err.h"
-#include "util/crc64.h"
+#include "util/crc.h"
 #include "util/fileio.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -154,7 +154,7 @@ static void crc_flush(ax_ckpt_writer *w, int f) {
 /* n bytes at p, to stand at byte off of file f: their share of the raw
  * CRC-64 of each checksum range they fall in (as if every other byte of the
  * range were zero), XORed into w->crc; the ranks' shares XOR to the range's
- * raw CRC (util/crc64.h). The range in progress is extended over the gap
+ * raw CRC (util/crc.h). The range in progress is extended over the gap
  * since the last piece, then by the bytes: one shift per gap, by an operator
  * kept while the gaps repeat (a rank's pieces come in file order). Any order
  * gives the same sums: runs over one range add up by XOR too. */

@@ -1,7 +1,9 @@
-/* CRC-64/XZ (ECMA-182 polynomial, reflected, init and final XOR all ones:
- * the check value of "123456789" is 0x995dc9bbdf1939fa), computed by
- * ISA-L, and its algebra for checksums assembled from pieces written by
- * different ranks (docs/reliability.md, "Checksums").
+/* Checksums, computed by ISA-L: CRC-32C (Castagnoli; "123456789" gives
+ * 0xe3069283), which TensorBoard's record format asks for, and CRC-64/XZ
+ * (ECMA-182 polynomial, reflected, init and final XOR all ones:
+ * "123456789" gives 0x995dc9bbdf1939fa), the checkpoints', with its algebra
+ * for checksums assembled from pieces written by different ranks
+ * (docs/reliability.md, "Why CRC-64, from ISA-L").
  *
  *   uint64_t c = ax_crc64(0, buf, n);             // the standard CRC of buf
  *   c = ax_crc64(c, more, m);                     // ... extended by more
@@ -14,9 +16,13 @@
  *   ... XOR over every piece of [0, end) ...;  ax_crc64_finish(r, end) == ax_crc64(0, range, end)
  * Pieces taken in order need one shift per gap between them instead:
  *   r = ax_crc64_raw(ax_crc64_shift(r, off - last_end), piece, len); ... ax_crc64_shift(r, end - last_end) */
-#ifndef AX_UTIL_CRC64_H
-#define AX_UTIL_CRC64_H
+#ifndef AX_UTIL_CRC_H
+#define AX_UTIL_CRC_H
+#include <stddef.h>
 #include <stdint.h>
+
+/* standard CRC-32C of n bytes */
+uint32_t ax_crc32c(const void *p, size_t n);
 
 /* standard CRC-64/XZ of n bytes, extending crc (0: a new one) */
 uint64_t ax_crc64(uint64_t crc, const void *p, int64_t n);
