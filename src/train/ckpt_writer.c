@@ -246,7 +246,9 @@ static void yield_to_training(void) {
 
 static void *write_main(void *arg) {
     ax_ckpt_writer *w = arg;
+    double t = now();
     if (!w->staged) stage_state(w, AX_FILL_SERIAL); /* beside training: one core */
+    w->phase_s[0] += now() - t;                     /* the log's "write": copy, writes and fsync */
     if (w->background) yield_to_training();
     w->failed = write_share(w) != 0;
     atomic_store(&w->done, 1);
