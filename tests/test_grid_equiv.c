@@ -50,6 +50,13 @@ static ax_dtype dt = AX_F32;
  * gradient norm after 3 steps, so 1e-2. */
 #define TOL  (dt == AX_F32 ? 1e-5 : 1e-2)
 #define TOL0 (dt == AX_F32 ? 1e-5 : 5e-5)
+/* The parameters after STEPS AdamW updates, fp32: losses and gradient norms
+ * agree to 1e-8..2e-6, but the update lr * m / (sqrt(v) + eps) divides each
+ * gradient by its own size, so the rounding of the small components, which
+ * reassociation changes most, comes through at the step's full size:
+ * measured 3e-6 to 1.04e-5 on the 6-rank grids with C > 1 (grid_equiv_6_cp),
+ * so 3e-5; the losses and gradient norms keep 1e-5. bf16: as TOL. */
+#define TOLP (dt == AX_F32 ? 3e-5 : 1e-2)
 static ax_gpt_config cfg = {.n_layer = 2, .n_head = 24, .n_embd = 48, .block_size = 8, .vocab_size = 101};
 static const int B = 24, ACCUM = 1;
 static int T = 8;
@@ -154,7 +161,7 @@ int main(int argc, char **argv) {
         double wp = sqrt(ax_gpt_sumsq(&m, diff) / ax_gpt_sumsq(&m, want));
         CHECK(wl < TOL, "grid %d,%d,%d,%d cp %d: losses differ by %.3g", d, x, y, z, c, wl);
         CHECK(wn < TOL, "grid %d,%d,%d,%d cp %d: gradient norms differ by %.3g", d, x, y, z, c, wn);
-        CHECK(wp < TOL, "grid %d,%d,%d,%d cp %d: parameters differ by %.3g", d, x, y, z, c, wp);
+        CHECK(wp < TOLP, "grid %d,%d,%d,%d cp %d: parameters differ by %.3g", d, x, y, z, c, wp);
         if (rank == 0)
             printf("grid %d,%d,%d,%d cp %d%s: first step %.2g; loss %.2g, gradient norm %.2g, parameters %.2g\n", d, x,
                    y, z, c, m.kv_copies > 1 ? " (key/value heads replicated)" : "", w0, wl, wn, wp);
