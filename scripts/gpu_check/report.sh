@@ -62,33 +62,38 @@ write_summary() {
 }
 
 # per step, the lines of its log that carry a figure or a verdict (the
-# machine's steps: the lines above); a step that did not pass, its last lines
+# machine's steps: the lines above); a SKIP, its reason; a step that did not
+# pass, its last lines too
 details() {
-  local name res f
+  local name res f lines
   while IFS='|' read -r _ name res _; do
     name=${name// /} res=${res# } res=${res% }
     f=$LOGS/$name.log
-    echo ""
-    echo "$name:"
-    echo '```'
-    case $name in
-    ops) grep -E "FAIL|passed|device|opt-in" "$f" | head -20 ;;
-    train) grep -E "^train|exit" "$f" ;;
-    grids) grep -E "^grid |^eval |processes|failed|rehearsed" "$f" ;;
-    ckpt | nccl*) grep -E ": ok|FAIL|passed|blocked|failed" "$f" | head -12 ;;
-    sanitize | racecheck) grep -E "^--|ERROR SUMMARY|RACE|passed|error" "$f" | head -12 ;;
-    gemm) grep -E "TFLOP/s" "$f" | head -12 ;;
-    gpt* | llama*)
-      grep -E "ms/iteration|model FLOP|^axonn: attention|^memory" "$f"
-      grep -A 7 "^entry" "$f" | cut -c 1-100
-      ;;
-    torch) grep -E "ms_per_step|compile" "$f" | cut -c 1-160 ;;
-    esac
     case $res in
-    ok) ;;
-    SKIP) grep -m 1 -E "SKIP|no usable" "$f" | cut -c 1-200 ;;
-    *) tail -5 "$f" | cut -c 1-200 ;;
+    SKIP) lines=$(grep -m 1 -E "SKIP|no usable" "$f") ;;
+    *) lines=$(figures "$name" "$f") ;;
     esac
-    echo '```'
+    [ "$res" = ok ] || [ "$res" = SKIP ] || lines=$(printf '%s\n%s' "$lines" "$(tail -5 "$f")")
+    lines=$(echo "$lines" | sed '/^$/d' | cut -c 1-200)
+    [ -n "$lines" ] && printf '\n%s:\n```\n%s\n```\n' "$name" "$lines"
   done < "$ROWS"
+  return 0
+}
+
+# figures NAME LOG: the lines that matter of step NAME's log
+figures() {
+  case $1 in
+  ops) grep -E "FAIL|passed|device|opt-in" "$2" | head -20 ;;
+  train) grep -E "^train|exit" "$2" ;;
+  grids) grep -E "^grid |^eval |processes|failed|rehearsed" "$2" ;;
+  ckpt) grep -E ": ok|FAIL|failed|differ" "$2" ;;
+  nccl*) grep -E "passed|FAIL|blocked over" "$2" ;;
+  sanitize | racecheck) grep -E "^--|ERROR SUMMARY|RACE|passed|error" "$2" | head -12 ;;
+  gemm) grep -E "TFLOP/s" "$2" | head -12 ;;
+  gpt* | llama*)
+    grep -E "ms/iteration|model FLOP|^axonn: attention|^memory" "$2"
+    grep -A 7 "^entry" "$2" | cut -c 1-100
+    ;;
+  torch) grep -E "ms_per_step|compile" "$2" | cut -c 1-160 ;;
+  esac
 }
