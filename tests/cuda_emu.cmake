@@ -64,8 +64,10 @@ if(AX_CUDA)
   ax_script_test(cuda_emu_train test_cuda_emu_train.sh $<TARGET_FILE:axonn_emu> $<TARGET_FILE:nccl_emu>)
   # ring attention's transfers staged through the host, its blocks the CUDA kernels
   ax_test(ring_2_emu test_ring_emu 2 --backend cuda)
-  # the NCCL layer (src/comm/nccl.c) on 2 ranks with a device each
+  # the NCCL layer (src/comm/nccl.c) on 2 ranks with a device each, and on 1
+  # rank (no group of the grid has a communicator; one made for the check)
   ax_test(nccl_2_emu test_nccl_emu 2)
+  ax_test(nccl_1_emu test_nccl_emu 1)
   get_test_property(nccl_2_emu ENVIRONMENT env)
-  set_tests_properties(nccl_2_emu PROPERTIES ENVIRONMENT "${env};${emu_nccl_env}")
+  set_tests_properties(nccl_2_emu nccl_1_emu PROPERTIES ENVIRONMENT "${env};${emu_nccl_env}")
 endif()

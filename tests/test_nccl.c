@@ -1,10 +1,11 @@
 /* nccl (label gpu): the device collectives on the grid's groups. Where the
- * ranks drive distinct GPUs every group has an NCCL communicator, checked
- * directly and through comm.c; where they share one (several ranks on one
- * GPU, or --mpi: every group asked to use MPI) no group has one and comm.c
- * stages the same collectives through host buffers. On one rank every group
- * is a communicator of one: sums stay unchanged, gathers copy the send
- * buffer. SKIP (77) without the CUDA backend or a device.
+ * ranks drive distinct GPUs every group of more than one rank has an NCCL
+ * communicator, checked directly and through comm.c; where they share one
+ * (several ranks on one GPU, or --mpi: every group asked to use MPI) no group
+ * has one and comm.c stages the same collectives through host buffers. A
+ * group of one has none (sums stay unchanged, gathers copy the send buffer),
+ * so on one rank the NCCL layer is checked on a communicator of one made
+ * for the purpose. SKIP (77) without the CUDA backend or a device.
  *   mpirun -np 4 build/test_nccl [--mpi]     (4 ranks on however many GPUs) */
 #include "test.h"
 #include "grid/grid.h"
@@ -33,9 +34,16 @@ int main(int argc, char **argv) {
     }
     ax_grid g;
     CHECK(ax_grid_init(&g, MPI_COMM_WORLD, P, 1, 1, 1) == 0, "grid");
-    int shared = ax_comm_shares_device(&g.tp), nccl = !shared && ax_get_device_comm() == AX_DEVICE_COMM_AUTO;
-    CHECK(nccl ? g.data.nccl && g.X.nccl && g.tp.nccl : !g.data.nccl && (P == 1 || !g.tp.nccl),
-          "groups on NCCL exactly where their ranks drive distinct GPUs (shared %d, nccl %d)", shared, nccl);
+    int shared = ax_comm_shares_device(&g.data), nccl = !shared && ax_get_device_comm() == AX_DEVICE_COMM_AUTO;
+    /* grid P,1,1,1: data has P ranks, X and X x Y x Z one each */
+    CHECK(!g.data.nccl == !(nccl && P > 1) && !g.X.nccl && !g.tp.nccl,
+          "groups on NCCL exactly where they have ranks on distinct GPUs (shared %d, nccl %d)", shared, nccl);
+    ax_comm one; /* one rank: a communicator of one, made for the NCCL layer's checks */
+    MPI_Comm self;
+    MPI_Comm_dup(MPI_COMM_SELF, &self);
+    ax_comm_from(&one, self);
+    if (nccl && P == 1) ax_nccl_attach(&one);
+    ax_comm *nc = P == 1 ? &one : &g.data;
     size_t n = 1 << 20;
     const ax_backend *be = ax_be();
     float *h = malloc(n * 4 * P), *a = be->alloc(n * 4), *all = be->alloc(n * 4 * P), *rs = be->alloc(n * 4);
@@ -44,8 +52,8 @@ int main(int argc, char **argv) {
     if (nccl) {
         /* the NCCL layer itself (comm.c skips groups of one), joined, then read
          * back through the compute stream */
-        ax_nccl_coll(&g.data, AX_NCCL_SUM, 0, a, a, n);
-        ax_nccl_join(&g.data);
+        ax_nccl_coll(nc, AX_NCCL_SUM, 0, a, a, n);
+        ax_nccl_join(nc);
         be->copy(h, a, n * 4);
         double bad = 0;
         for (size_t i = 0; i < n; i++) {
@@ -53,16 +61,16 @@ int main(int argc, char **argv) {
             if (fabs(h[i] - want) > bad) bad = fabs(h[i] - want);
         }
         CHECK(bad == 0, "allreduce over data: max error %g", bad);
-        ax_nccl_coll(&g.data, AX_NCCL_GATHER, 0, a, all, n);
-        ax_nccl_join(&g.data);
+        ax_nccl_coll(nc, AX_NCCL_GATHER, 0, a, all, n);
+        ax_nccl_join(nc);
         float first, head;
         be->copy(&first, all, 4);
         CHECK(first == h[0], "allgather: block 0 is rank 0's (%g, %g)", first, h[0]);
-        ax_nccl_coll(&g.data, AX_NCCL_SCATTER, 0, all, rs, n / P);
-        ax_nccl_join(&g.data);
+        ax_nccl_coll(nc, AX_NCCL_SCATTER, 0, all, rs, n / P);
+        ax_nccl_join(nc);
         be->copy(&head, rs, 4);
         CHECK(head == P * h[(size_t)g.rank * (n / P)], "reduce-scatter: %g", head);
-        CHECK(ax_nccl_done(&g.data), "the stream's collectives are done once read back");
+        CHECK(ax_nccl_done(nc), "the stream's collectives are done once read back");
     }
     /* through comm.c (NCCL, or MPI on host buffers): the same calls as on the CPU, non-blocking, then ax_wait */
     for (size_t i = 0; i < n; i++) h[i] = (float)(i % 1000) + g.rank;
@@ -116,6 +124,10 @@ int main(int argc, char **argv) {
     ax_comm_split(&g.data, 0, g.rank, &sub);
     CHECK(!sub.nccl == !g.data.nccl, "a group split from one with NCCL has NCCL, from one without none");
     ax_comm_free(&sub);
+    ax_comm_split(&g.data, g.rank, 0, &sub);
+    CHECK(!sub.nccl, "a group of one split from data has no NCCL communicator");
+    ax_comm_free(&sub);
+    ax_comm_free(&one);
     be->free(a);
     be->free(all);
     be->free(rs);

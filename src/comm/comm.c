@@ -58,7 +58,7 @@ void ax_comm_split(const ax_comm *parent, int color, int key, ax_comm *c) {
     AX_CHECK_MPI(MPI_Comm_split(parent->comm, color, key, &sub));
     ax_comm_from(c, sub);
 #ifdef AX_HAVE_CUDA
-    if (parent->nccl) ax_nccl_attach(c);
+    if (parent->nccl) ax_nccl_group(c); /* distinct GPUs still; none for a group of one */
 #endif
 }
 

@@ -41,9 +41,9 @@ int ax_devices_check(MPI_Comm comm, int share, char *line, size_t cap);
  * ax_device_comm_ready readies what the device groups need (NCCL's library
  * under the cuda backend and --device-comm auto; collective over comm, the
  * same one-line failure on every rank where it cannot be loaded), then
- * ax_comm_use_devices gives c NCCL where its ranks drive distinct devices
- * (collective over c); its collectives are staged through the host
- * otherwise. Nothing on a host backend. */
+ * ax_comm_use_devices gives c NCCL where it has more than one rank and they
+ * drive distinct devices (collective over c); its collectives are staged
+ * through the host otherwise. Nothing on a host backend. */
 int ax_device_comm_ready(MPI_Comm comm);
 void ax_comm_use_devices(ax_comm *c);
 

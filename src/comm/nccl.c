@@ -123,8 +123,10 @@ static int wanted(void) { return !strcmp(ax_be()->name, "cuda") && ax_get_device
 
 int ax_nccl_ready(MPI_Comm comm) { return wanted() ? ax_agree(comm, ax_nccl_load(NULL)) : 0; }
 
+/* a group of one rank gets none: its collectives and transfers are copies
+ * (comm.c), and each communicator costs NCCL's set-up and a stream */
 void ax_nccl_group(ax_comm *c) {
-    if (wanted() && !ax_comm_shares_device(c)) ax_nccl_attach(c);
+    if (c->size > 1 && wanted() && !ax_comm_shares_device(c)) ax_nccl_attach(c);
 }
 
 void ax_nccl_coll(ax_comm *c, int op, int bf16, const void *send, void *recv, size_t n) {

@@ -1,10 +1,11 @@
 /* NCCL beside MPI, for the CUDA backend. MPI stays the launcher and the
- * control plane: each of the grid's groups gets an NCCL communicator made
- * from an id that the group's rank 0 broadcasts over the group's MPI
- * communicator, where the group's ranks drive distinct GPUs (the backend
- * picked each rank's when it was opened: comm/devices.h). A group two of
- * whose ranks share a GPU gets none: NCCL refuses it, and comm.c stages its
- * collectives through the host instead.
+ * control plane: each of the grid's groups of more than one rank gets an
+ * NCCL communicator made from an id that the group's rank 0 broadcasts over
+ * the group's MPI communicator, where the group's ranks drive distinct GPUs
+ * (the backend picked each rank's when it was opened: comm/devices.h). A
+ * group two of whose ranks share a GPU gets none: NCCL refuses it, and
+ * comm.c stages its collectives through the host instead. A group of one
+ * gets none either: comm.c copies its gathers and transfers.
  *
  * src/comm/comm.c sends a group's float and bf16 collectives here when the
  * group has a communicator (ax_comm.nccl); nothing else calls these. Each
@@ -31,10 +32,11 @@ int ax_nccl_load(int *version);
  * library loaded (ax_nccl_load) or the same failure on every rank of comm
  * (collective); 0 elsewhere. */
 int ax_nccl_ready(MPI_Comm comm);
-/* attaches c when NCCL is wanted (as above) and c's ranks drive distinct
- * GPUs (collective over c; after ax_nccl_ready) */
+/* attaches c when NCCL is wanted (as above), c has more than one rank and
+ * they drive distinct GPUs (collective over c; after ax_nccl_ready) */
 void ax_nccl_group(ax_comm *c);
-/* a communicator for c (collective over c); ax_comm_free detaches it */
+/* a communicator for c, whatever its size (collective over c);
+ * ax_comm_free detaches it */
 void ax_nccl_attach(ax_comm *c);
 void ax_nccl_detach(ax_comm *c);
 

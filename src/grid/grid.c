@@ -81,9 +81,9 @@ int ax_grid_init_cp(ax_grid *g, MPI_Comm user, int gd, int gx, int gy, int gz, i
     split(g, &g->dz, xy, dcz);
     split(g, &g->tp, d * gc + c, (z * gy + y) * gx + x);
 #ifdef AX_HAVE_CUDA
-    /* a GPU backend: NCCL beside the MPI groups, on every group whose ranks
-     * drive distinct GPUs, size 1 included so that one GPU runs the same
-     * path; the others stage their collectives through the host (comm.h) */
+    /* a GPU backend: NCCL beside the MPI groups, on every group of more
+     * than one rank whose ranks drive distinct GPUs; a group of one copies,
+     * the others stage their collectives through the host (comm.h) */
     if (!ax_be()->host_memory) {
         AX_TRY(ax_nccl_ready(g->world));
         ax_comm *all[N_GROUPS];
