@@ -34,6 +34,7 @@ enum { TENSOR_DTYPE = 1, TENSOR_SHAPE = 2, TENSOR_STRING_VAL = 8, DT_STRING = 7 
 enum { SESSION_STATUS = 1, SESSION_START = 1 };
 
 static void put(pb_msg *m, const void *s, size_t n) {
+    if (n == 0) return; /* an empty message's bytes: s may be NULL, which memcpy may not take */
     if (m->n + n > m->cap) {
         m->cap = (m->n + n) * 2 + 64;
         m->p = ax_realloc(m->p, m->cap);
