@@ -45,7 +45,8 @@ static void train_options(train_cli *t, ax_opt *table) {
          "config.json beside it"},
         {"out", AX_OPT_STR, &o->out, "DIR", "checkpoints, metrics.jsonl and the final model (default {})"},
         {"resume", AX_OPT_STR, &o->resume, "DIR|auto",
-         "resume from a checkpoint, or the newest complete ckpt-* in DIR; auto: in --out, else start fresh"},
+         "resume from a checkpoint, or the newest complete ckpt-* in DIR that verifies (a corrupt one is set aside); "
+         "auto: in --out, else start fresh"},
         {"metrics", AX_OPT_STR, &o->metrics, "FILE", "JSONL metrics (default DIR/metrics.jsonl)"},
         {"tensorboard", AX_OPT_STR, &o->tensorboard, "DIR",
          "also write the metrics as TensorBoard event files into DIR (rank 0; off by default)"},
