@@ -79,14 +79,15 @@ typedef struct {
     int threads; /* OpenMP/BLAS threads per rank, 0: default */
     int log_every;
     int quiet;
-    int profile;                 /* report GEMM and per-group communication time */
-    int goldfish_k, goldfish_h;  /* goldfish loss: drop 1/k of targets by a hash of h ids (k 0: off) */
-    const char *recompute;       /* activations rebuilt in backward: "none" (default), "attn", "block" */
-    const char *dtype;           /* GEMM inputs: "fp32" (default) or "bf16" (fp32 master weights) */
-    const char *overlap;         /* communication behind compute: "all" (default), "none", or a
-                                    comma list of oar, ors, oag, dp (docs/algorithm.md §4) */
-    int keep_gathered;           /* keep Z-gathered weights from forward to backward */
-    double bucket_mb;            /* data-parallel gradient bucket, MiB (default 25) */
+    int profile;                /* report GEMM and per-group communication time */
+    int goldfish_k, goldfish_h; /* goldfish loss: drop 1/k of targets by a hash of h ids (k 0: off) */
+    const char *recompute;      /* activations rebuilt in backward: "none" (default), "attn", "block" */
+    const char *dtype;          /* GEMM inputs: "fp32" (default) or "bf16" (fp32 master weights) */
+    const char *overlap;        /* communication behind compute: "all" (default), "none", or a
+                                   comma list of oar, ors, oag, dp (docs/algorithm.md §4) */
+    int keep_gathered;          /* keep Z-gathered weights from forward to backward */
+    double bucket_mb;           /* data-parallel gradient bucket, MiB (default 25) */
+    int zero; /* 1: AdamW's state sharded over the data group (ZeRO-1, docs/design.md); 0 (default): replicated */
     int64_t max_shard_size;      /* the final model in shards of at most this many bytes when
                                     larger, with model.safetensors.index.json (default 5e9) */
     const char *export_dtype;    /* of the final model's tensors: "fp32" (default) or "bf16" */

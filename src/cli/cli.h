@@ -104,6 +104,13 @@ typedef struct {
          "reduce-scatter), oag (weight all-gather prefetch), dp (bucketed data-parallel all-reduce) (default {})"}, \
         {"keep-gathered", AX_OPT_FLAG, &(o).keep_gathered, NULL,                                                    \
          "keep the weights gathered over Z from forward to backward (memory for communication)"},                   \
+        {"zero",                                                                                                    \
+         AX_OPT_INT,                                                                                                \
+         &(o).zero,                                                                                                 \
+         "0|1",                                                                                                     \
+         "1: shard AdamW's state over the data group, gradients reduce-scattered and parameters all-gathered "      \
+         "(ZeRO-1; default {})",                                                                                    \
+         AX_RANGE('[', 0, 1, ']')},                                                                                 \
         {"bucket-mb",                                                                                               \
          AX_OPT_DOUBLE,                                                                                             \
          &(o).bucket_mb,                                                                                            \
