@@ -39,3 +39,17 @@ ax_test(grid_equiv_4_cp_bf16 test_grid_equiv 4 --cp --dtype bf16)
 ax_test(grid_equiv_4_cp_llama_bf16 test_grid_equiv 4 --cp --arch llama --dtype bf16)
 ax_test_threads(grid_equiv_4_cp_t2 test_grid_equiv 4 2 --cp)
 ax_test_threads(grid_equiv_6_cp_t2_llama test_grid_equiv 6 2 --cp --seq 12 --arch llama)
+# ZeRO-1 (tests/test_grid_equiv.c: --zero): every grid with D x C > 1 against the serial
+# run and against the same grid without ZeRO-1, both recompute modes; GPT-2 and Llama,
+# fp32 and bf16, with C, with 2 threads per rank. --embd 45 --heads 5: sizes that leave
+# bucket ranges of a length P does not divide (the tails every rank updates).
+foreach(np 2 4 8)
+  ax_test(grid_equiv_${np}_zero test_grid_equiv ${np} --zero)
+endforeach()
+ax_test(grid_equiv_4_zero_tails test_grid_equiv 4 --zero --embd 45 --heads 5)
+ax_test(grid_equiv_8_zero_tails test_grid_equiv 8 --zero --embd 45 --heads 5)
+ax_test(grid_equiv_4_zero_bf16 test_grid_equiv 4 --zero --dtype bf16)
+ax_test(grid_equiv_8_zero_llama_kv2 test_grid_equiv 8 --zero --arch llama --kv 2)
+ax_test(grid_equiv_4_zero_cp test_grid_equiv 4 --zero --cp)
+ax_test(grid_equiv_4_zero_cp_llama_bf16 test_grid_equiv 4 --zero --cp --arch llama --dtype bf16)
+ax_test_threads(grid_equiv_4_t2_zero test_grid_equiv 4 2 --zero)

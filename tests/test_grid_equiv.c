@@ -24,7 +24,12 @@
  * (docs/design.md, Context parallelism): each rank then trains on its two
  * chunks of every sequence, the attention going around the C ring; the same
  * checks and tolerances hold (the ring only sums the same softmax in another
- * order). --seq T sets the sequence length (default 8; C must divide T / 2). */
+ * order). --seq T sets the sequence length (default 8; C must divide T / 2).
+ *
+ * With --zero the grids with D x C > 1 train with ZeRO-1 (model/gpt.h,
+ * ax_gpt_set_zero) and are checked against the serial run as above and
+ * against the same grid without it (check_zero0). --embd N --heads H set
+ * other sizes (45 and 5 leave bucket ranges that P does not divide). */
 #include "test.h"
 #include "train_steps.h"
 #include "grids.h"
@@ -57,6 +62,8 @@ static ax_dtype dt = AX_F32;
  * measured 3e-6 to 1.04e-5 on the 6-rank grids with C > 1 (grid_equiv_6_cp),
  * so 3e-5; the losses and gradient norms keep 1e-5. bf16: as TOL. */
 #define TOLP (dt == AX_F32 ? 3e-5 : 1e-2)
+/* --zero: ZeRO-1 against the same grid without it (check_zero0) */
+static int zero = 0;
 static ax_gpt_config cfg = {.n_layer = 2, .n_head = 24, .n_embd = 48, .block_size = 8, .vocab_size = 101};
 static const int B = 24, ACCUM = 1;
 static int T = 8;
@@ -65,15 +72,47 @@ static const ax_hparams hp = AX_T_HPARAMS(STEPS);
 /* trains STEPS steps on grid g from the seed-7 initialisation; losses and
  * pre-clip gradient norms out (AdamW would hide a gradient scaled k times);
  * mode: which activations backward rebuilds */
-static void run(ax_gpt *m, ax_grid *g, double *losses, double *gnorms, ax_recompute mode, ax_dtype t) {
+static void run(ax_gpt *m, ax_grid *g, double *losses, double *gnorms, ax_recompute mode, ax_dtype t, int zero1) {
     ax_gpt_init(m, &cfg, g);
     ax_gpt_set_recompute(m, mode);
     ax_gpt_set_dtype(m, t);
+    ax_gpt_set_zero(m, zero1);
     ax_gpt_init_random(m, 7);
     ax_adamw o;
-    ax_adamw_init(&o, m->n_local);
+    ax_adamw_init(&o, ax_gpt_opt_numel(m));
     ax_t_train(m, &o, &hp, 11, B, ACCUM, T, STEPS, 1, losses, gnorms); /* goldfish weights at step 1 */
     ax_adamw_free(&o);
+}
+
+/* --zero: the ZeRO-1 run of grid g (losses, gradient norms, parameters in
+ * m) against the same grid's run without it. The gradients are the same
+ * messages summed by MPI's reduce-scatter instead of its all-reduce, which
+ * may associate the sums of more than two ranks otherwise, and the gradient
+ * norm adds the shares' squares in another order; the update is elementwise.
+ * So the 4D grids' tolerances hold (TOL, TOLP), and the run says whether the
+ * bits were the same (Open MPI 4.1 on 2..8 ranks: the parameters and losses
+ * were; the norms differed by 1e-14). */
+static void check_zero0(ax_gpt *m, ax_grid *g, const double *got, const double *gnorm, int d, int x, int y, int z,
+                        int c) {
+    ax_gpt m0;
+    double l0[STEPS], n0[STEPS], wl = 0, wn = 0, wp = 0;
+    run(&m0, g, l0, n0, AX_RECOMPUTE_NONE, dt, 0);
+    for (int s = 0; s < STEPS; s++) {
+        wl = fmax(wl, fabs(got[s] - l0[s]) / l0[s]);
+        wn = fmax(wn, fabs(gnorm[s] - n0[s]) / n0[s]);
+    }
+    float *diff = ax_malloc(m->n_local * sizeof(float));
+    for (int64_t k = 0; k < m->n_local; k++) diff[k] = m->params[k] - m0.params[k];
+    wp = sqrt(ax_gpt_sumsq(&m0, diff) / ax_gpt_sumsq(&m0, m0.params));
+    free(diff);
+    int same = !memcmp(m->params, m0.params, m->n_local * sizeof(float)) && !memcmp(got, l0, sizeof l0);
+    CHECK(wl < TOL && wn < TOL && wp < TOLP,
+          "grid %d,%d,%d,%d cp %d: ZeRO-1 against none: losses %.3g, gradient norms %.3g, parameters %.3g", d, x, y, z,
+          c, wl, wn, wp);
+    if (g->rank == 0)
+        printf("grid %d,%d,%d,%d cp %d: ZeRO-1 against none: %s (losses %.2g, gradient norms %.2g, parameters %.2g)\n",
+               d, x, y, z, c, same ? "the same bits" : "differ", wl, wn, wp);
+    ax_gpt_free(&m0);
 }
 
 /* One scenario read top to bottom (set up, run, check each quantity in order): kept whole on purpose. */
@@ -83,11 +122,15 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     int kv = 0, cp = 0;
-    for (int i = 1; i < argc; i++)
+    for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--cp")) cp = 1;
+        if (!strcmp(argv[i], "--zero")) zero = 1;
+    }
     for (int i = 1; i + 1 < argc; i++) {
         if (!strcmp(argv[i], "--kv")) kv = atoi(argv[i + 1]);
         if (!strcmp(argv[i], "--seq")) cfg.block_size = T = atoi(argv[i + 1]);
+        if (!strcmp(argv[i], "--embd")) cfg.n_embd = atoi(argv[i + 1]); /* with --heads: other sizes */
+        if (!strcmp(argv[i], "--heads")) cfg.n_head = atoi(argv[i + 1]);
         if (!strcmp(argv[i], "--dtype") && ax_dtype_parse(argv[i + 1], &dt)) ax_err_exit(1);
         if (!strcmp(argv[i], "--arch") && !strcmp(argv[i + 1], "llama")) {
             cfg.arch = AX_ARCH_LLAMA;
@@ -109,11 +152,11 @@ int main(int argc, char **argv) {
     ax_gpt m1;
     double ref[STEPS], rnorm[STEPS];
     if (ax_grid_init(&g1, MPI_COMM_SELF, 1, 1, 1, 1)) ax_err_exit(0);
-    run(&m1, &g1, ref, rnorm, AX_RECOMPUTE_NONE, dt);
+    run(&m1, &g1, ref, rnorm, AX_RECOMPUTE_NONE, dt, 0);
     if (dt == AX_BF16) {
         ax_gpt mf;
         double fl[STEPS], fn[STEPS], dl = 0, dn = 0;
-        run(&mf, &g1, fl, fn, AX_RECOMPUTE_NONE, AX_F32);
+        run(&mf, &g1, fl, fn, AX_RECOMPUTE_NONE, AX_F32, 0);
         for (int s = 0; s < STEPS; s++) {
             dl = fmax(dl, fabs(fl[s] - ref[s]) / fl[s]);
             dn = fmax(dn, fabs(fn[s] - rnorm[s]) / fn[s]);
@@ -146,7 +189,12 @@ int main(int argc, char **argv) {
             ax_grid_free(&g);
             continue;
         }
-        run(&m, &g, got, gnorm, AX_RECOMPUTE_NONE, dt);
+        if (zero && d * c == 1) { /* ZeRO-1 shards over the data group: these grids have none */
+            ax_grid_free(&g);
+            continue;
+        }
+        run(&m, &g, got, gnorm, AX_RECOMPUTE_NONE, dt, zero);
+        if (zero) check_zero0(&m, &g, got, gnorm, d, x, y, z, c);
         double wl = 0, wn = 0, w0 = fmax(fabs(got[0] - ref[0]) / ref[0], fabs(gnorm[0] - rnorm[0]) / rnorm[0]);
         CHECK(w0 < TOL0, "grid %d,%d,%d,%d cp %d: first step's loss or gradient norm differs by %.3g", d, x, y, z, c,
               w0);
@@ -180,7 +228,7 @@ int main(int argc, char **argv) {
         ax_recompute mode = ngrids % 2 ? AX_RECOMPUTE_BLOCK : AX_RECOMPUTE_ATTN;
         ax_gpt mr;
         double rl[STEPS], rn[STEPS];
-        run(&mr, &g, rl, rn, mode, dt);
+        run(&mr, &g, rl, rn, mode, dt, zero);
         CHECK(!memcmp(rl, got, sizeof rl) && !memcmp(rn, gnorm, sizeof rn) &&
                   !memcmp(mr.params, m.params, m.n_local * sizeof(float)),
               "grid %d,%d,%d,%d cp %d: recompute %s changes the results", d, x, y, z, c,

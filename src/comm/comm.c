@@ -138,8 +138,10 @@ static void part(ax_comm *c, const ax_coll *k, const void *send, void *recv, siz
         if (k->kind == AX_RS) op = part_op(k);
     }
     if (k->kind == AX_AG) {
-        if (q) AX_CHECK_MPI(MPI_Iallgather(sb, (int)len, k->el, rb, cnt, bt, c->comm, q));
-        else AX_CHECK_MPI(MPI_Allgather(sb, (int)len, k->el, rb, cnt, bt, c->comm));
+        /* the rank's block already in place in recv: MPI forbids the aliased send */
+        const void *in = sb == rb + (size_t)c->rank * n * k->width ? MPI_IN_PLACE : sb;
+        if (q) AX_CHECK_MPI(MPI_Iallgather(in, (int)len, k->el, rb, cnt, bt, c->comm, q));
+        else AX_CHECK_MPI(MPI_Allgather(in, (int)len, k->el, rb, cnt, bt, c->comm));
     } else {
         if (q) AX_CHECK_MPI(MPI_Ireduce_scatter_block(sb, rb, cnt, bt, op, c->comm, q));
         else AX_CHECK_MPI(MPI_Reduce_scatter_block(sb, rb, cnt, bt, op, c->comm));

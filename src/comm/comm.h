@@ -86,7 +86,8 @@ void ax_allreduce_f32(ax_comm *c, float *buf, size_t n);
 /* on host memory always (MPI): the control plane's sums (token counts, the loss) */
 void ax_allreduce_f64(ax_comm *c, double *buf, size_t n);
 void ax_allreduce_max_f32(ax_comm *c, float *buf, size_t n);
-/* recv (size*n) = concatenation of each rank's send (n) in rank order */
+/* recv (size*n) = concatenation of each rank's send (n) in rank order; send
+ * may be the rank's own block of recv (recv + rank*n: in place) */
 void ax_allgather_f32(ax_comm *c, const float *send, float *recv, size_t n);
 /* the same for bf16 (weights gathered in the precision the GEMMs read) */
 void ax_allgather_bf16(ax_comm *c, const ax_bf16 *send, ax_bf16 *recv, size_t n);

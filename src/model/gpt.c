@@ -231,6 +231,7 @@ void ax_gpt_free(ax_gpt *m) {
     ax_linear_ws_free(&m->ws);
     ax_zfetch_free(&m->wf);
     free(m->buckets);
+    ax_gpt_zero_free(m);
     if (m->head_block != m->wte_block) {
         be->free(m->head_block);
         be->free(m->head_gblock);

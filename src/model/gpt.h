@@ -116,10 +116,25 @@ typedef struct {
     struct {
         int64_t off, len;
         int zchunk;
+        /* ZeRO-1 (ax_gpt_set_zero): the range's P ranks (its group) own blocks
+         * of blk = len / P elements, rank k [off + k blk, off + (k+1) blk); the
+         * tail [off + P blk, off + len), fewer than P, is all-reduced and
+         * updated by every rank. sh: where the rank's block, then the tail,
+         * start in the share buffers. */
+        int64_t blk, tail, sh;
     } r[4];
-    ax_req req[4];
+    ax_req req[4], treq[4]; /* treq: the tails' all-reduces */
     int started;
+    int seg0, nseg; /* ZeRO-1: the bucket's segments in ax_gpt.zsegs */
 } ax_bucket;
+
+/* ZeRO-1: a contiguous part of the rank's share, flat [flat, flat + n) =
+ * share [share, share + n); AdamW decays its elements in the ranges
+ * zdecay[2 dr0 ..] (ndr pairs, relative to flat) */
+typedef struct {
+    int64_t flat, share, n;
+    int dr0, ndr;
+} ax_zero_seg;
 
 typedef struct {
     ax_gpt_config cfg;
@@ -154,8 +169,20 @@ typedef struct {
     ax_bucket *buckets;
     int nbuckets;
     int64_t bucket_bytes;
-    int sync_armed;                  /* the next backward starts the buckets (DP) */
-    int64_t buckets_early;           /* buckets started inside backward (statistics) */
+    int sync_armed;        /* the next backward starts the buckets (DP) */
+    int64_t buckets_early; /* buckets started inside backward (statistics) */
+    /* ZeRO-1 (ax_gpt_set_zero): the optimizer's share of each bucket range,
+     * the reduced gradients there (gshare, n_share floats, the backend's
+     * memory), its segments, their decay ranges (the backend's memory) and
+     * the share ranges the gradient norm counts (zsq, pairs of offset, length) */
+    int zero;
+    int64_t n_share;
+    float *gshare;
+    ax_zero_seg *zsegs;
+    int nzsegs;
+    int64_t *zdecay;
+    int64_t *zsq;
+    int nzsq;
     float *wte_block, *wte_gblock;   /* gathered token table and its gradient (Gz > 1) */
     float *head_block, *head_gblock; /* the same for an untied LM head (Gz > 1) */
     double ws_bytes;                 /* the Z gather/scatter buffers above, in ws and wf */
@@ -371,6 +398,33 @@ void ax_gpt_buckets_layer_done(ax_gpt *m, int l);
 /* Global sum of squares of a flat per-rank vector laid out like the
  * parameters, each logical element counted once. */
 double ax_gpt_sumsq(ax_gpt *m, const float *flat);
+
+/* ZeRO-1 over the data group (docs/design.md, "Optimizer state sharded over
+ * data"). zero 1: ax_gpt_grad_sync reduce-scatters each bucket range over
+ * its group (data for the Z-chunked region, data x Z for the replicated
+ * one) into m->gshare instead of all-reducing it, so a rank holds the summed
+ * gradients of its share alone; the optimizer updates that share
+ * (m->zsegs, bucket by bucket: ax_bucket.seg0, nseg) and
+ * ax_gpt_zero_gather_start / _wait all-gather the updated parameters. Call
+ * after ax_gpt_set_overlap (the buckets; later calls keep the setting).
+ *
+ *   ax_gpt_set_zero(m, 1);
+ *   ax_adamw_init(&o, ax_gpt_opt_numel(m));      // the share's moments
+ *   ...ax_gpt_grad_sync(m)...                    // m->gshare final
+ *   double g2 = ax_gpt_grad_sumsq(m);
+ *   for (b...) { update b's segments; ax_gpt_zero_gather_start(m, b); }
+ *   ax_gpt_zero_gather_wait(m);                  // params whole again */
+void ax_gpt_set_zero(ax_gpt *m, int zero);
+/* the optimizer state's elements on this rank: n_share (zero 1) or n_local */
+static inline int64_t ax_gpt_opt_numel(const ax_gpt *m) { return m->zero ? m->n_share : m->n_local; }
+/* between gpt.c and gpt_zero.c: the share layout of the current buckets (none under zero 0) */
+void ax_gpt_zero_layout(ax_gpt *m);
+void ax_gpt_zero_free(ax_gpt *m);
+/* the global sum of squares of the synchronised gradients, each logical
+ * element once: of m->grads (zero 0) or of the shares (zero 1) */
+double ax_gpt_grad_sumsq(ax_gpt *m);
+void ax_gpt_zero_gather_start(ax_gpt *m, int bucket);
+void ax_gpt_zero_gather_wait(ax_gpt *m);
 
 /* Parameter I/O in the logical Hugging Face layout. A tensor named
  * prefix + p->name is read into / written from the flat vector (params or an

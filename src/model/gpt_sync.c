@@ -98,6 +98,7 @@ void ax_gpt_buckets_init(ax_gpt *m) {
     add_range(b, zL[1], m->n_zchunk, AX_REGION_ZCHUNK);
     add_range(b, m->n_zchunk, r0[0] < INT64_MAX ? r0[0] : m->n_local, AX_REGION_REPLICATED);
     add_range(b, rL[1] > m->n_zchunk ? rL[1] : m->n_local, m->n_local, AX_REGION_REPLICATED);
+    ax_gpt_zero_layout(m); /* the shares follow the buckets */
 }
 
 /* Replicated key/value heads: each copy's gradient holds only its own query
@@ -121,10 +122,35 @@ static void start_bucket(ax_gpt *m, ax_bucket *b) {
         if (b->r[i].zchunk) ax_zscatter_complete_range(&m->ws.rs, g, g + b->r[i].len);
     }
     sum_kv_copies(m, b->l0, b->l1); /* none in the rest (l0 > l1) */
-    for (int i = 0; i < b->n; i++)
-        ax_iallreduce_f32(b->r[i].zchunk ? &m->g->data : &m->g->dz, m->grads + b->r[i].off, (size_t)b->r[i].len,
-                          &b->req[i]);
+    for (int i = 0; i < b->n; i++) {
+        ax_comm *c = b->r[i].zchunk ? &m->g->data : &m->g->dz;
+        float *g = m->grads + b->r[i].off;
+        if (!m->zero) {
+            ax_iallreduce_f32(c, g, (size_t)b->r[i].len, &b->req[i]);
+            continue;
+        }
+        /* ZeRO-1 (gpt_zero.c): the rank's block summed into its share, the tail on every rank */
+        int64_t blk = b->r[i].blk, tail = b->r[i].tail;
+        ax_ireduce_scatter_f32(c, g, m->gshare + b->r[i].sh, (size_t)blk, &b->req[i]);
+        ax_iallreduce_f32(c, g + c->size * blk, (size_t)tail, &b->treq[i]);
+    }
     b->started = 1;
+}
+
+/* bucket b's collectives complete; under ZeRO-1 its tails copied to the share */
+static void finish_bucket(ax_gpt *m, ax_bucket *b) {
+    const ax_backend *be = ax_be();
+    for (int k = 0; k < b->n; k++) {
+        ax_wait(&b->req[k]);
+        if (!m->zero) continue;
+        ax_wait(&b->treq[k]);
+        int64_t blk = b->r[k].blk, tail = b->r[k].tail;
+        ax_comm *c = b->r[k].zchunk ? &m->g->data : &m->g->dz;
+        if (tail) /* queued behind the all-reduce (a device's stream), as a gather of one is */
+            (be->copy_async ? be->copy_async : be->copy)(m->gshare + b->r[k].sh + blk,
+                                                         m->grads + b->r[k].off + c->size * blk, tail * sizeof(float));
+    }
+    b->started = 0;
 }
 
 void ax_gpt_buckets_layer_done(ax_gpt *m, int l) {
@@ -143,9 +169,6 @@ void ax_gpt_grad_sync(ax_gpt *m) {
     ax_zscatter_drain(&m->ws.rs);
     for (int i = 0; i < m->nbuckets; i++)
         if (!m->buckets[i].started) start_bucket(m, &m->buckets[i]);
-    for (int i = 0; i < m->nbuckets; i++) {
-        for (int k = 0; k < m->buckets[i].n; k++) ax_wait(&m->buckets[i].req[k]);
-        m->buckets[i].started = 0;
-    }
+    for (int i = 0; i < m->nbuckets; i++) finish_bucket(m, &m->buckets[i]);
     m->sync_armed = 0;
 }

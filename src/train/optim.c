@@ -14,6 +14,23 @@ void ax_adamw_free(ax_adamw *o) {
     memset(o, 0, sizeof *o);
 }
 
+/* ZeRO-1 (model/gpt.h, ax_gpt_set_zero): the rank's share of each bucket
+ * updated, then its parameters gathered while the next bucket's update
+ * runs; o->m, o->v hold the share's moments in the share's order */
+static void zero_update(ax_adamw *o, ax_gpt *m, ax_adamw_step s) {
+    const ax_backend *be = ax_be();
+    for (int b = 0; b < m->nbuckets; b++) {
+        const ax_bucket *bk = &m->buckets[b];
+        for (int k = bk->seg0; k < bk->seg0 + bk->nseg; k++) {
+            const ax_zero_seg *z = &m->zsegs[k];
+            be->adamw_all(m->params + z->flat, m->gshare + z->share, o->m + z->share, o->v + z->share, z->n,
+                          m->zdecay + 2 * z->dr0, z->ndr, NULL, 0, s);
+        }
+        ax_gpt_zero_gather_start(m, b);
+    }
+    ax_gpt_zero_gather_wait(m);
+}
+
 void ax_adamw_update(ax_adamw *o, ax_gpt *m, const ax_hparams *h, double lr, int64_t t, float gscale) {
     ax_adamw_step s = {
         .gscale = gscale,
@@ -26,6 +43,10 @@ void ax_adamw_update(ax_adamw *o, ax_gpt *m, const ax_hparams *h, double lr, int
         .decay = (float)(1.0 - lr * h->weight_decay),
     };
     if (o->before_update) o->before_update(o->before_ctx);
+    if (m->zero) {
+        zero_update(o, m, s);
+        return;
+    }
     /* one call over the flat buffer; under bf16 it also writes the rounded
      * copy the next forward's GEMMs read, which then need not round it */
     int bf16 = m->dtype == AX_BF16 && m->params_h;

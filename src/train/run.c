@@ -137,10 +137,16 @@ static void print_memory(ax_run *r) {
     ax_gpt_alloc_acts(&r->m, r->Bl, r->o->seq);
     double a = r->m.act_bytes * mib;
     double w = r->m.ws_bytes * mib;
+    /* ZeRO-1: the moments and the summed gradients of the rank's share */
+    double opt = 2 * ax_gpt_opt_numel(&r->m) * 4.0 * mib, gs = r->m.n_share * 4.0 * mib;
+    char zero[96] = "";
+    if (r->m.zero)
+        snprintf(zero, sizeof zero, " (ZeRO-1: a share of %.3g%%, its gradient sums %.1f)",
+                 100.0 * r->m.n_share / r->m.n_local, gs);
     AX_SAY(r,
-           "memory per rank: parameters %.1f MiB, gradients %.1f, AdamW %.1f, activations %.1f (recompute %s), "
+           "memory per rank: parameters %.1f MiB, gradients %.1f, AdamW %.1f%s, activations %.1f (recompute %s), "
            "Z gather/scatter buffers %.1f: %.1f MiB\n",
-           p, p, 2 * p, a, r->o->recompute, w, 4 * p + a + w);
+           p, p, opt, zero, a, r->o->recompute, w, 2 * p + opt + gs + a + w);
 }
 
 /* What the steps of ax_run_setup hand on: the model's config, the checkpoint
@@ -237,7 +243,8 @@ static int build_model(ax_run *r, setup_ctx *s) {
     ax_gpt_set_recompute(&r->m, recompute);
     ax_gpt_set_dtype(&r->m, dtype);
     ax_gpt_set_overlap(&r->m, s->overlap, o->keep_gathered, (int64_t)(o->bucket_mb * (1 << 20)));
-    ax_adamw_init(&r->opt, r->m.n_local);
+    ax_gpt_set_zero(&r->m, o->zero);
+    ax_adamw_init(&r->opt, ax_gpt_opt_numel(&r->m));
     MPI_Comm w = r->g.world;
     double t0 = MPI_Wtime();
     const ax_gpt_config built = s->cfg;
@@ -250,7 +257,7 @@ static int build_model(ax_run *r, setup_ctx *s) {
         if (!r->resumed) { /* none verifies: a fresh start, from state a failed read may have touched */
             r->st.step = 0, r->st.seed = o->seed, s->cfg = built;
             ax_adamw_free(&r->opt);
-            ax_adamw_init(&r->opt, r->m.n_local);
+            ax_adamw_init(&r->opt, ax_gpt_opt_numel(&r->m));
         }
     }
     s->load_s = MPI_Wtime() - t0; /* ax_agree's all-reduce: every rank has finished */

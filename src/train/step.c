@@ -105,7 +105,7 @@ void ax_train_step(ax_gpt *m, ax_adamw *o, const ax_hparams *h, int step, const 
     double loss = ax_gpt_loss_read(m); /* the step's first wait for the device: its backward is done */
     ax_allreduce_f64(&g->dz, &loss, 1);
     double t_opt = MPI_Wtime();
-    double gnorm = sqrt(ax_gpt_sumsq(m, m->grads));
+    double gnorm = sqrt(ax_gpt_grad_sumsq(m));
     st->loss = ntok > 0 ? loss / ntok : 0.0;
     st->gnorm = gnorm;
     st->tokens = ntok;
