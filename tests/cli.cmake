@@ -1,6 +1,7 @@
 ax_script_test(cli_resume test_cli_resume.sh)
 ax_script_test(cli_ckpt test_cli_ckpt.sh)
 ax_script_test(cli_ckpt_dirs test_cli_ckpt_dirs.sh)
+ax_script_test(cli_zero test_cli_zero.sh)
 # 35 launches of 1-8 ranks: ~90 s alone, ~300 s under load, more under ASan (its 15 grids passed there by hand)
 set_tests_properties(cli_ckpt PROPERTIES TIMEOUT 1500)
 ax_script_test(cli_errors test_cli_errors.sh)

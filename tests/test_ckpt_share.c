@@ -29,7 +29,7 @@ int main(int argc, char **argv) {
     int P = g.size, last = g.rank == P - 1;
     ax_gpt m;
     ax_gpt_share s;
-    if (ax_gpt_init(&m, &cfg, &g) || ax_gpt_share_init(&m, &s)) ax_err_exit(1);
+    if (ax_gpt_init(&m, &cfg, &g) || ax_gpt_share_init(&m, &s, AX_SHARE_PARAMS)) ax_err_exit(1);
     expect(&m, &s, "the model's shares", NULL);
     int64_t bytes = 0, total;
     for (int k = 0; k < s.nseg; k++) bytes += s.seg[k].n;

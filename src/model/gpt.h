@@ -135,6 +135,13 @@ typedef struct {
     int64_t flat, share, n;
     int dr0, ndr;
 } ax_zero_seg;
+/* ZeRO-1: flat [flat, flat + n) = share [share, share + n), a part of the
+ * share this rank alone stands for (its blocks; a tail, on every rank of the
+ * group, on its rank 0): what it counts in the gradient norm and writes of a
+ * checkpoint */
+typedef struct {
+    int64_t flat, share, n;
+} ax_zero_own;
 
 typedef struct {
     ax_gpt_config cfg;
@@ -183,6 +190,8 @@ typedef struct {
     int64_t *zdecay;
     int64_t *zsq;
     int nzsq;
+    ax_zero_own *zown; /* sorted by flat */
+    int nzown;
     float *wte_block, *wte_gblock;   /* gathered token table and its gradient (Gz > 1) */
     float *head_block, *head_gblock; /* the same for an untied LM head (Gz > 1) */
     double ws_bytes;                 /* the Z gather/scatter buffers above, in ws and wf */
@@ -412,7 +421,7 @@ double ax_gpt_sumsq(ax_gpt *m, const float *flat);
  *   ax_adamw_init(&o, ax_gpt_opt_numel(m));      // the share's moments
  *   ...ax_gpt_grad_sync(m)...                    // m->gshare final
  *   double g2 = ax_gpt_grad_sumsq(m);
- *   for (b...) { update b's segments; ax_gpt_zero_gather_start(m, b); }
+ *   for (b...) { update b's segments; ax_gpt_zero_gather_start(m, b, m->params); }
  *   ax_gpt_zero_gather_wait(m);                  // params whole again */
 void ax_gpt_set_zero(ax_gpt *m, int zero);
 /* the optimizer state's elements on this rank: n_share (zero 1) or n_local */
@@ -423,8 +432,15 @@ void ax_gpt_zero_free(ax_gpt *m);
 /* the global sum of squares of the synchronised gradients, each logical
  * element once: of m->grads (zero 0) or of the shares (zero 1) */
 double ax_gpt_grad_sumsq(ax_gpt *m);
-void ax_gpt_zero_gather_start(ax_gpt *m, int bucket);
+/* bucket's blocks of flat (m->params, or another vector laid out so) from
+ * their owners to every rank of each range's group, in place */
+void ax_gpt_zero_gather_start(ax_gpt *m, int bucket, float *flat);
 void ax_gpt_zero_gather_wait(ax_gpt *m);
+/* A vector of the share's layout (an AdamW moment) as the flat vector of
+ * every rank (collective: the blocks gathered), and back (local: the
+ * share's parts of flat). Checkpoints hold whole logical tensors. */
+void ax_gpt_zero_unshard(ax_gpt *m, const float *share, float *flat);
+void ax_gpt_zero_shard(const ax_gpt *m, const float *flat, float *share);
 
 /* Parameter I/O in the logical Hugging Face layout. A tensor named
  * prefix + p->name is read into / written from the flat vector (params or an
@@ -466,7 +482,12 @@ typedef struct {
     int64_t owned;      /* floats */
     int64_t data_bytes; /* of the whole data section */
 } ax_gpt_share;
-int ax_gpt_share_init(ax_gpt *m, ax_gpt_share *s);
+/* whose share: the parameters' (and the optimizer state's without
+ * ZeRO-1), or the optimizer state's under ZeRO-1 (its moments held for the
+ * rank's share alone, ax_gpt_set_zero: a copy's local index is then one of
+ * the share, and each element is the share owner's to write) */
+typedef enum { AX_SHARE_PARAMS, AX_SHARE_OPTIM } ax_share_of;
+int ax_gpt_share_init(ax_gpt *m, ax_gpt_share *s, ax_share_of of);
 /* Collective: the ranks' segments tile the data section exactly (every byte
  * written by one rank: no overlap, no gap); else one line naming the first
  * byte range two ranks or none would write, on every rank. */

@@ -12,12 +12,16 @@
  * replica i mod count (mixed radix over the data group's rank, d then c,
  * then x, y, z), so consecutive
  * parameters fall to different ranks. */
-static int writes_whole(const ax_gpt *m, int i) {
+static int writes_whole(const ax_gpt *m, int i, ax_share_of of) {
     const ax_grid *g = m->g;
-    int rep = ax_shard_replicated(&m->p[i].shard, g), n = g->data.size, me = g->data.rank;
+    int rep = ax_shard_replicated(&m->p[i].shard, g), n = 1, me = 0;
+    /* ZeRO-1's optimizer state: the share (data and, for the replicated
+     * region, Z) already names one rank; the X and Y copies remain */
+    int by_share = of == AX_SHARE_OPTIM && m->zero;
+    if (!by_share) me = g->data.rank, n = g->data.size;
     if (rep & 1) me = me * g->gx + g->x, n *= g->gx;
     if (rep & 2) me = me * g->gy + g->y, n *= g->gy;
-    if (rep & 4) me = me * g->gz + g->z, n *= g->gz;
+    if ((rep & 4) && !by_share) me = me * g->gz + g->z, n *= g->gz;
     return me == i % n;
 }
 
@@ -25,26 +29,55 @@ typedef struct {
     int64_t local, n, e; /* local elements [local, local+n) = logical [e, e+n) */
 } own_run;
 
+typedef struct {
+    own_run *r;
+    int64_t n, cap;
+} own_runs;
+
+static void push_run(own_runs *o, int64_t local, int64_t n, int64_t e) {
+    if (o->n == o->cap) o->r = ax_realloc(o->r, (size_t)(o->cap = 2 * o->cap + 64) * sizeof *o->r);
+    o->r[o->n++] = (own_run){local, n, e};
+}
+
+/* flat [f, f + n) at logical e: whole (local = flat index), or under ZeRO-1's
+ * optimizer state its parts in the rank's share (local = share index) */
+static void push_piece(const ax_gpt *m, ax_share_of of, own_runs *o, int64_t f, int64_t n, int64_t e) {
+    if (!(of == AX_SHARE_OPTIM && m->zero)) {
+        push_run(o, f, n, e);
+        return;
+    }
+    int lo = 0, hi = m->nzown; /* the first part ending after f */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (m->zown[mid].flat + m->zown[mid].n <= f) lo = mid + 1;
+        else hi = mid;
+    }
+    for (int k = lo; k < m->nzown && m->zown[k].flat < f + n; k++) {
+        const ax_zero_own *z = &m->zown[k];
+        int64_t a = z->flat > f ? z->flat : f, b = z->flat + z->n < f + n ? z->flat + z->n : f + n;
+        if (a < b) push_run(o, z->share + (a - z->flat), b - a, e + (a - f));
+    }
+}
+
 /* The local runs of parameter i this rank writes (a part replicated over c
  * consecutive Y shards, local [lo, hi): by the shard with y mod c = i mod c). */
-static int64_t owned_runs(const ax_gpt *m, int i, own_run **out) {
+static int64_t owned_runs(const ax_gpt *m, int i, ax_share_of of, own_run **out) {
     const ax_param *p = &m->p[i];
     const ax_grid *g = m->g;
-    int64_t n = ax_shard_numel(&p->shard, g), lo, hi, cnt = 0, cap = 64;
+    int64_t n = ax_shard_numel(&p->shard, g), lo, hi;
     int c = ax_shard_copies(&p->shard, g, g->z, &lo, &hi);
-    own_run *r = ax_malloc((size_t)cap * sizeof *r);
-    for (int64_t a = 0, k, j; writes_whole(m, i) && a < n; a += k) {
+    own_runs o = {0};
+    for (int64_t a = 0, k, j; writes_whole(m, i, of) && a < n; a += k) {
         j = ax_shard_logical_index(&p->shard, g, g->x, g->y, g->z, a);
         k = ax_shard_run(&p->shard, g, g->x, g->y, g->z, a);
         for (int64_t s = a, e; j >= 0 && s < a + k; s = e) { /* cut at lo and hi */
             e = s < lo && a + k > lo ? lo : s < hi && a + k > hi ? hi : a + k;
             if (s >= lo && s < hi && g->y % c != i % c) continue;
-            if (cnt == cap) r = ax_realloc(r, (size_t)(cap *= 2) * sizeof *r);
-            r[cnt++] = (own_run){p->offset + s, e - s, j + (s - a)}; /* in the flat vector */
+            push_piece(m, of, &o, p->offset + s, e - s, j + (s - a));
         }
     }
-    *out = r;
-    return cnt;
+    *out = o.r ? o.r : ax_malloc(sizeof *o.r);
+    return o.n;
 }
 
 static void push_seg(ax_gpt_share *s, int64_t off, int64_t bytes) {
@@ -153,14 +186,14 @@ static void share_transposed(ax_gpt_share *s, const ax_param *p, const own_run *
     free(rowof);
 }
 
-int ax_gpt_share_init(ax_gpt *m, ax_gpt_share *s) {
+int ax_gpt_share_init(ax_gpt *m, ax_gpt_share *s, ax_share_of of) {
     memset(s, 0, sizeof *s);
     int64_t base = 0, *pos = NULL, poscap = 0; /* base: file elements before parameter i (declared contiguously) */
     for (int i = 0; i < m->np; i++) {
         const ax_param *p = &m->p[i];
         if (!p->present) continue;
         own_run *r;
-        int64_t nr = owned_runs(m, i, &r);
+        int64_t nr = owned_runs(m, i, of, &r);
         if (p->hf_transposed) share_transposed(s, p, r, nr, base, &pos, &poscap);
         else share_rows(s, r, nr, base);
         free(r);

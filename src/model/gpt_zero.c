@@ -25,6 +25,9 @@ void ax_gpt_zero_free(ax_gpt *m) {
     be->free(m->zdecay);
     free(m->zsegs);
     free(m->zsq);
+    free(m->zown);
+    m->zown = NULL;
+    m->nzown = 0;
     m->gshare = NULL;
     m->zdecay = NULL;
     m->zsegs = NULL;
@@ -96,11 +99,23 @@ static void push_seg(ax_gpt *m, int64_t flat, int64_t share, int64_t n, const ra
     z->ndr = zd->n - z->dr0;
 }
 
+static int own_cmp(const void *a, const void *b) {
+    const ax_zero_own *x = a, *y = b;
+    return x->flat < y->flat ? -1 : x->flat > y->flat;
+}
+
+/* a part of the share this rank stands for alone (its blocks; the tails on
+ * the group's rank 0) */
+static void push_own(ax_gpt *m, int64_t flat, int64_t share, int64_t n) {
+    if (n > 0) m->zown[m->nzown++] = (ax_zero_own){flat, share, n};
+}
+
 void ax_gpt_zero_layout(ax_gpt *m) {
     ax_gpt_zero_free(m);
     if (!m->zero) return;
     ranges decay = flat_ranges(m, 0), counted = flat_ranges(m, 1), zd = {0}, sq = {0};
     m->zsegs = ax_calloc((size_t)m->nbuckets * 8, sizeof *m->zsegs);
+    m->zown = ax_calloc((size_t)m->nbuckets * 8, sizeof *m->zown);
     int64_t sh = 0;
     for (int bi = 0; bi < m->nbuckets; bi++) {
         ax_bucket *b = &m->buckets[bi];
@@ -114,12 +129,15 @@ void ax_gpt_zero_layout(ax_gpt *m) {
             b->r[i].sh = sh;
             push_seg(m, own, sh, blk, &decay, &zd);
             push_seg(m, tail_at, sh + blk, tail, &decay, &zd);
-            intersect(counted.r, counted.n, own, own + blk, sh, &sq);
-            if (c->rank == 0) intersect(counted.r, counted.n, tail_at, tail_at + tail, sh + blk, &sq); /* once */
+            push_own(m, own, sh, blk);
+            if (c->rank == 0) push_own(m, tail_at, sh + blk, tail);
             sh += blk + tail;
         }
         b->nseg = m->nzsegs - b->seg0;
     }
+    qsort(m->zown, (size_t)m->nzown, sizeof *m->zown, own_cmp);
+    for (int i = 0; i < m->nzown; i++) /* the norm counts each element once: on the rank standing for it */
+        intersect(counted.r, counted.n, m->zown[i].flat, m->zown[i].flat + m->zown[i].n, m->zown[i].share, &sq);
     const ax_backend *be = ax_be();
     m->n_share = sh;
     m->gshare = be->alloc((size_t)(sh ? sh : 1) * sizeof(float));
@@ -158,11 +176,11 @@ double ax_gpt_grad_sumsq(ax_gpt *m) {
     return s;
 }
 
-void ax_gpt_zero_gather_start(ax_gpt *m, int bucket) {
+void ax_gpt_zero_gather_start(ax_gpt *m, int bucket, float *flat) {
     ax_bucket *b = &m->buckets[bucket];
     for (int i = 0; i < b->n; i++) {
         ax_comm *c = range_group(m, b->r[i].zchunk);
-        float *p = m->params + b->r[i].off;
+        float *p = flat + b->r[i].off;
         ax_iallgather_f32(c, p + c->rank * b->r[i].blk, p, (size_t)b->r[i].blk, &b->req[i]); /* in place */
     }
     b->started = 1;
@@ -175,4 +193,20 @@ void ax_gpt_zero_gather_wait(ax_gpt *m) {
         b->started = 0;
     }
     m->params_h_current = 0; /* the bf16 copy has only this rank's blocks: the next forward rounds it */
+}
+
+void ax_gpt_zero_unshard(ax_gpt *m, const float *share, float *flat) {
+    const ax_backend *be = ax_be();
+    for (int bi = 0; bi < m->nbuckets; bi++) {
+        const ax_bucket *b = &m->buckets[bi];
+        for (int k = b->seg0; k < b->seg0 + b->nseg; k++)
+            be->copy(flat + m->zsegs[k].flat, share + m->zsegs[k].share, (size_t)m->zsegs[k].n * sizeof(float));
+        ax_gpt_zero_gather_start(m, bi, flat);
+    }
+    ax_gpt_zero_gather_wait(m);
+}
+
+void ax_gpt_zero_shard(const ax_gpt *m, const float *flat, float *share) {
+    for (int k = 0; k < m->nzsegs; k++)
+        ax_be()->copy(share + m->zsegs[k].share, flat + m->zsegs[k].flat, (size_t)m->zsegs[k].n * sizeof(float));
 }

@@ -204,8 +204,14 @@ int ax_ckpt_save_root(const char *dir, ax_gpt *m, const ax_adamw *o, const ax_ck
     AX_TRY(ax_agree(m->g->world, rc));
     rc = ax_model_save(tmp, m, 0, AX_ST_F32); /* one file, fp32: resumes exactly */
     const float *f[] = {o->m, o->v};
+    float *whole[2] = {NULL, NULL};
+    for (int k = 0; k < 2 && m->zero; k++) { /* ZeRO-1: the moments whole for this writer, for a while */
+        f[k] = whole[k] = ax_be()->alloc((size_t)m->n_local * sizeof(float));
+        ax_gpt_zero_unshard(m, k ? o->v : o->m, whole[k]);
+    }
     snprintf(path, sizeof path, "%s/optim.safetensors", tmp);
     if (rc == 0) rc = write_tensors(path, m, f, ax_ckpt_prefix[1], 2, AX_ST_F32, 0, m->np, NULL);
+    for (int k = 0; k < 2; k++) ax_be()->free(whole[k]);
     if (root && rc == 0) {
         snprintf(path, sizeof path, "%s/state.json", tmp);
         rc = ax_ckpt_write_state(path, st);
@@ -348,9 +354,14 @@ int ax_ckpt_load(const char *dir, ax_gpt *m, ax_adamw *o) {
     ax_ckpt_verify_share v[2] = {{&reads[0], rep->rank, rep->size}, {&reads[1], rep->rank, rep->size}};
     if (rc == 0) rc = verify(dir, v);
     rc = ax_agree(m->g->world, rc); /* a replica's range failed: nothing is read anywhere */
-    float *flat[2][2] = {{m->params, NULL}, {o->m, o->v}};
-    for (int k = 0; k < 4 && rc == 0; k++)
+    /* ZeRO-1: each moment read whole into one buffer, its share kept */
+    float *whole = m->zero && rc == 0 ? ax_be()->alloc((size_t)m->n_local * sizeof(float)) : NULL;
+    float *flat[2][2] = {{m->params, NULL}, {whole ? whole : o->m, whole ? whole : o->v}};
+    for (int k = 0; k < 4 && rc == 0; k++) {
         if (flat[k / 2][k % 2]) rc = ax_gpt_read_flat(m, &f[k / 2], ax_ckpt_prefix[k / 2][k % 2], flat[k / 2][k % 2]);
+        if (whole && k >= 2 && rc == 0) ax_gpt_zero_shard(m, whole, k == 2 ? o->m : o->v);
+    }
+    ax_be()->free(whole);
     m->params_h_current = 0;
     for (int k = 0; k < nopen; k++) ax_st_close(&f[k]);
     for (int k = 0; k < 2; k++) free(reads[k].span);

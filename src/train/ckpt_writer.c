@@ -46,7 +46,8 @@ static const char *const st_name[NF] = {AX_CKPT_MODEL, AX_CKPT_OPTIM};
 struct ax_ckpt_writer {
     ax_gpt *m;
     ax_ckpt_opts o;
-    ax_gpt_share share;
+    ax_gpt_share share;  /* of the parameters, and of AdamW's state without ZeRO-1 */
+    ax_gpt_share oshare; /* ZeRO-1: of AdamW's state (the rank's share of it) */
     float *stage[3];     /* params, AdamW m and v: this rank's share in file order */
     float *mirror[3];    /* device backends: the host copies of the flat vectors */
     const float *src[3]; /* what the stage is filled from: the state, or its mirrors */
@@ -93,6 +94,11 @@ static int layout(ax_ckpt_writer *w) {
     return 0;
 }
 
+/* the share stage k (params, AdamW m, v) is filled by, and the length of
+ * the flat vector it is filled from */
+static const ax_gpt_share *share_of(const ax_ckpt_writer *w, int k) { return k && w->m->zero ? &w->oshare : &w->share; }
+static int64_t flat_numel(const ax_ckpt_writer *w, int k) { return k ? ax_gpt_opt_numel(w->m) : w->m->n_local; }
+
 int ax_ckpt_writer_init(ax_ckpt_writer **out, ax_gpt *m, const ax_ckpt_opts *o) {
     ax_ckpt_writer *w = ax_calloc(1, sizeof *w);
     *out = w;
@@ -103,15 +109,16 @@ int ax_ckpt_writer_init(ax_ckpt_writer **out, ax_gpt *m, const ax_ckpt_opts *o) 
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     if (o->root_only) return 0;
-    AX_TRY(ax_gpt_share_init(m, &w->share));
+    AX_TRY(ax_gpt_share_init(m, &w->share, AX_SHARE_PARAMS));
+    if (m->zero) AX_TRY(ax_gpt_share_init(m, &w->oshare, AX_SHARE_OPTIM));
     AX_TRY(ax_agree(m->g->world, layout(w)));
     /* touched now, not in the step loop: a first touch costs a page fault per page */
     for (int k = 0; k < 3; k++) {
-        size_t b = (size_t)(w->share.owned ? w->share.owned : 1) * sizeof(float);
+        size_t b = (size_t)(share_of(w, k)->owned ? share_of(w, k)->owned : 1) * sizeof(float);
         memset(w->stage[k] = ax_malloc(b), 0, b);
     }
     for (int k = 0; k < 3 && !ax_be()->host_memory; k++) { /* page-locked where the backend has it: full-speed copies */
-        size_t b = (size_t)m->n_local * sizeof(float);
+        size_t b = (size_t)flat_numel(w, k) * sizeof(float);
         w->mirror[k] = ax_be()->host_alloc ? ax_be()->host_alloc(b) : ax_malloc(b);
         memset(w->mirror[k], 0, b);
     }
@@ -184,10 +191,10 @@ static double now(void) { /* not MPI_Wtime: MPI is not called from this thread *
 
 /* the stage's segments into file f at base (bytes from the data section),
  * and their checksum shares */
-static int write_stage(ax_ckpt_writer *w, int f, const float *stage, int64_t base) {
+static int write_stage(ax_ckpt_writer *w, int f, const ax_gpt_share *sh, const float *stage, int64_t base) {
     const unsigned char *p = (const unsigned char *)stage;
-    for (int k = 0; k < w->share.nseg; k++) {
-        const ax_gpt_seg *s = &w->share.seg[k];
+    for (int k = 0; k < sh->nseg; k++) {
+        const ax_gpt_seg *s = &sh->seg[k];
         int64_t off = (int64_t)w->head_len[f] + base + s->off;
         double t = now();
         if (pwrite_all(w->fd[f], p, s->n, off) != 0) return -1;
@@ -205,8 +212,9 @@ static int write_share(ax_ckpt_writer *w) {
     int rc = 0;
     for (int f = 0; f < NF; f++) {
         snprintf(path, sizeof path, "%s/%s", w->tmp, st_name[f]);
-        if (rc == 0 && write_stage(w, f, w->stage[f], 0)) rc = fail(w, path, "cannot write this rank's share");
-        if (rc == 0 && f == F_OPTIM && write_stage(w, f, w->stage[2], w->share.data_bytes))
+        if (rc == 0 && write_stage(w, f, share_of(w, f), w->stage[f], 0))
+            rc = fail(w, path, "cannot write this rank's share");
+        if (rc == 0 && f == F_OPTIM && write_stage(w, f, share_of(w, 2), w->stage[2], w->share.data_bytes))
             rc = fail(w, path, "cannot write this rank's share");
         crc_flush(w, f);
         double t = now();
@@ -227,7 +235,7 @@ static void release(ax_ckpt_writer *w) {
 
 /* the share of each flat vector into its stage buffer, in file order */
 static void stage_state(ax_ckpt_writer *w, ax_fill_mode mode) {
-    for (int k = 0; k < 3; k++) ax_gpt_share_fill(&w->share, w->src[k], w->stage[k], mode);
+    for (int k = 0; k < 3; k++) ax_gpt_share_fill(share_of(w, k), w->src[k], w->stage[k], mode);
     w->staged = 1;
     release(w);
 }
@@ -301,7 +309,7 @@ static void snapshot(ax_ckpt_writer *w, const ax_adamw *o) {
     for (int k = 0; k < 3; k++) {
         w->src[k] = flat[k];
         if (!w->mirror[k]) continue;
-        ax_be()->copy(w->mirror[k], flat[k], (size_t)w->m->n_local * sizeof(float));
+        ax_be()->copy(w->mirror[k], flat[k], (size_t)flat_numel(w, k) * sizeof(float));
         w->src[k] = w->mirror[k];
     }
     if (w->mirror[0]) release(w);
@@ -449,6 +457,7 @@ void ax_ckpt_writer_free(ax_ckpt_writer *w) {
     pthread_cond_destroy(&w->cv);
     free(w->crc);
     ax_gpt_share_free(&w->share);
+    ax_gpt_share_free(&w->oshare);
     free(w);
 }
 

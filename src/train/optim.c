@@ -26,7 +26,7 @@ static void zero_update(ax_adamw *o, ax_gpt *m, ax_adamw_step s) {
             be->adamw_all(m->params + z->flat, m->gshare + z->share, o->m + z->share, o->v + z->share, z->n,
                           m->zdecay + 2 * z->dr0, z->ndr, NULL, 0, s);
         }
-        ax_gpt_zero_gather_start(m, b);
+        ax_gpt_zero_gather_start(m, b, m->params);
     }
     ax_gpt_zero_gather_wait(m);
 }
