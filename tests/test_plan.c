@@ -920,6 +920,54 @@ static void test_zero_fits(void) {
     CHECK(any == 2 && ax_plan_min_ranks(&j, &mc, 2) == 0, "smallest rank count: both %d, zero 0 none", any);
 }
 
+/* docs/planner.md's ZeRO-1 example: the Llama-3.1-8B shape at T = 8,192 on 64 H100s (the h100x8
+ * preset), batch 64, bf16, block recomputation, C = 1. The three grids with D = 32 fit only under
+ * zero 1, D = 64 under neither; the first choice is 8,1,1,8 under zero 0, zero 1 second: its
+ * data group spans nodes, and the exposed all-gather outweighs the optimizer saved. */
+static void test_zero_llama8b(void) {
+    ax_machine mc;
+    CHECK(ax_machine_preset(&mc, "h100x8") == 0, "preset");
+    ax_plan_job j;
+    ax_plan_job_defaults(&j);
+    j.cfg = (ax_gpt_config){.n_layer = 32,
+                            .n_head = 32,
+                            .n_kv_head = 8,
+                            .n_embd = 4096,
+                            .n_inner = 14336,
+                            .block_size = 8192,
+                            .vocab_size = 128256,
+                            .arch = AX_ARCH_LLAMA,
+                            .untied = 1,
+                            .rope_theta = 500000};
+    j.batch = 64;
+    j.seq = 8192;
+    j.recompute = AX_RECOMPUTE_BLOCK;
+    j.act_bytes = 2;
+    static const int only1[][4] = {{32, 1, 1, 2}, {32, 1, 2, 1}, {32, 2, 1, 1}};
+    for (int i = 0; i < 3; i++) {
+        ax_plan_cost c0, c1;
+        j.zero = 0;
+        ax_plan_estimate(&j, only1[i], &mc, &c0);
+        j.zero = 1;
+        ax_plan_estimate(&j, only1[i], &mc, &c1);
+        CHECK(c0.legal && !c0.fits && c1.fits, "%d,%d,%d,%d: fits under zero 0 %d (%.1f GiB), 1 %d (%.1f GiB)",
+              only1[i][0], only1[i][1], only1[i][2], only1[i][3], c0.fits, c0.mem_bytes / (1 << 30), c1.fits,
+              c1.mem_bytes / (1 << 30));
+    }
+    ax_plan_cost c;
+    ax_plan_estimate(&j, (int[]){64, 1, 1, 1}, &mc, &c);
+    CHECK(c.legal && !c.fits, "64,1,1,1 fits under zero 1 (%.1f GiB)", c.mem_bytes / (1 << 30));
+    j.zero = AX_PLAN_ZERO_ANY;
+    ax_plan p;
+    ax_plan_run(&j, 64, &mc, &p);
+    int first = p.nfit > 1 && !memcmp(p.c[0].grid, (int[]){8, 1, 1, 8}, sizeof p.c[0].grid);
+    CHECK(first && p.c[0].zero == 0 && !memcmp(p.c[1].grid, p.c[0].grid, sizeof p.c[0].grid) && p.c[1].zero == 1 &&
+              p.c[1].optim_s < p.c[0].optim_s && p.c[1].exposed_s - p.c[0].exposed_s > p.c[0].optim_s - p.c[1].optim_s,
+          "first %d,%d,%d,%d zero %d, then %d,%d,%d,%d zero %d", p.c[0].grid[0], p.c[0].grid[1], p.c[0].grid[2],
+          p.c[0].grid[3], p.c[0].zero, p.c[1].grid[0], p.c[1].grid[1], p.c[1].grid[2], p.c[1].grid[3], p.c[1].zero);
+    ax_plan_free(&p);
+}
+
 /* docs/planner.md's example: a Llama-3.1-8B-shaped model at T = 131,072 on 64 H100s (8 a node,
  * the h100x8 preset), batch 8, bf16, block recomputation. The planner picks C > 1; that grid
  * at C = 1 does not fit, nor does any C = 1 grid that leaves the hidden unsplit (X = 1); a
@@ -993,6 +1041,7 @@ int main(int argc, char **argv) {
     test_cp_llama8b();
     test_zero_memory_and_bytes();
     test_zero_fits();
+    test_zero_llama8b();
     test_rejects_and_ranking();
     test_fit_and_files();
     int rc = ax_test_done("plan");
