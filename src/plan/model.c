@@ -391,7 +391,8 @@ static void estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, 
     place_groups(&d, m, c);
     ax_acc a = {m, c, j->grad_accum, j->act_bytes == 2, rec, 0, 0, 0, 0}; /* --dtype bf16: the GEMMs read bf16 */
     /* AdamW reads w, g, m, v and writes w, m, v; the norm reads g; the gradients are zeroed:
-     * per parameter the rank updates (all of the gradients' zeroing charged so too) */
+     * charged per parameter the rank updates (under zero 1 the zeroing of the whole gradient
+     * buffer too: its 4 of the 36 bytes are left short) */
     c->optim_s = c->n_update * (m->optim_s_per_param > 0 ? m->optim_s_per_param : 36.0 / m->mem_bw);
     layers_time(&a, j, &d);
     head_time(&a, j, &d);
