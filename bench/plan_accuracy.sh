@@ -49,8 +49,8 @@ for r in $(seq 1 "$ROUNDS"); do
 import json; m=json.load(open('$R/machine_$k.json'))
 m['gemm']['shapes']=[s for s in m['gemm']['shapes'] if s['m']==s['n']==s['k'] and not s['ta'] and s['tb']]; m.pop('attention_shapes',None)
 json.dump(m,open('$R/machine_${k}_generic.json','w'),indent=1)"
-    "$AX" plan --ranks "$P" --machine "$R/machine_${k}_generic.json" ${MODELS[$k]} --json --top 1000 > "$R/plan_${k}_generic.json"
-    "$AX" plan --ranks "$P" --machine "$R/machine_$k.json" ${MODELS[$k]} --json --top 1000 > "$R/plan_$k.json"
+    "$AX" plan --ranks "$P" --machine "$R/machine_${k}_generic.json" ${MODELS[$k]} --zero 0 --json --top 1000 > "$R/plan_${k}_generic.json"
+    "$AX" plan --ranks "$P" --machine "$R/machine_$k.json" ${MODELS[$k]} --zero 0 --json --top 1000 > "$R/plan_$k.json"
     mapfile -t grids < <(python3 -c "
 import json; p=json.load(open('$R/plan_$k.json'))
 g=[','.join(map(str,x['grid'])) for x in p['ranked']]; n=len(g); s=($r-1)*n//$ROUNDS

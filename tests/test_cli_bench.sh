@@ -97,7 +97,7 @@ assert j.keys() == g.keys() and all(j[k] != g[k] for k in j), (j, g)
 assert -1 <= m['overlap_efficiency'] <= 1, m['overlap_efficiency']" \
    && grep -q "^overlap: gemm 48 x 128 x 32 .*all-gather of 16384 bytes" cj.out
 then ok "bench comm with a model: its kernels at its shapes, charged by plan"; else bad "bench comm with a model"; cat cj.err; tail -3 cj.out; fi
-if "$BIN" plan --ranks 4 --machine m.json "${MODEL[@]}" --json --top 20 >p.json 2>p.err && python3 -c "
+if "$BIN" plan --ranks 4 --machine m.json "${MODEL[@]}" --zero 0 --json --top 20 >p.json 2>p.err && python3 -c "
 import json; p = json.load(open('p.json'))
 r = p['ranked']; t = [g['step_ms'] for g in r]
 # every C with T 16 a multiple of 2C: the 10 grids of 4 ranks at C 1, 4 of 2 at C 2, 1 at C 4

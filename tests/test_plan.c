@@ -806,6 +806,168 @@ static void test_cp_rules(void) {
           "grids with C: %d, %d (T 12, C mask %x), pinned %d", n16, n12, cps, pinned);
 }
 
+static int near(double a, double b) { return fabs(a - b) <= 1e-12 * (fabs(a) + fabs(b)) + 1e-9; }
+
+/* ZeRO-1 (plan/model.h, docs/planner.md "ZeRO-1 in the model"). Memory: AdamW's m, v over
+ * the group each region's gradients are summed over (data x C for the Z-chunked region,
+ * data x C x Z for the replicated one), a reduced gradient block of the same share, the
+ * weights and gradients whole. Communication: a reduce-scatter and an all-gather for each
+ * all-reduce, every group's bytes as under zero 0. Time: the optimizer by the share; the
+ * reduce-scatter hidden as the all-reduce was, the all-gather exposed less at most the
+ * update it runs behind. */
+static void test_zero_memory_and_bytes(void) {
+    ax_machine mc;
+    unit_machine(&mc);
+    ax_plan_job j = small_job();
+    static const int grids[][5] = {{4, 1, 1, 1, 1}, {2, 1, 1, 2, 1}, {2, 2, 1, 1, 1}, {2, 1, 1, 1, 2}, {1, 1, 2, 2, 1}};
+    for (size_t i = 0; i < sizeof grids / sizeof *grids; i++) {
+        const int *g = grids[i];
+        int DC = g[0] * g[4];
+        j.cp = g[4];
+        ax_plan_cost c0, c1;
+        j.zero = 0;
+        ax_plan_estimate(&j, g, &mc, &c0);
+        j.zero = 1;
+        ax_plan_estimate(&j, g, &mc, &c1);
+        ax_gpt_params ps;
+        ax_gpt_param_sizes(&j.cfg, g, &ps);
+        double upd = (double)ps.n_zchunk / DC + (double)(ps.n_local - ps.n_zchunk) / (DC * g[3]);
+        CHECK(c0.legal && c1.legal && c0.zero == 0 && c1.zero == 1, "grid %d: legal, setting kept", (int)i);
+        CHECK(c0.optim_bytes == 8.0 * ps.n_local && c0.share_bytes == 0 && near(c1.optim_bytes, 8 * upd) &&
+                  near(c1.share_bytes, 4 * upd) && c1.param_bytes == c0.param_bytes && c1.grad_bytes == c0.grad_bytes &&
+                  c0.param_bytes == 4.0 * ps.n_local && c1.act_bytes == c0.act_bytes && c1.ws_bytes == c0.ws_bytes,
+              "grid %d,%d,%d,%d cp %d: AdamW state %g -> %g (expected %g), block %g, weights %g -> %g, grads %g -> %g",
+              g[0], g[1], g[2], g[3], g[4], c0.optim_bytes, c1.optim_bytes, 8 * upd, c1.share_bytes, c0.param_bytes,
+              c1.param_bytes, c0.grad_bytes, c1.grad_bytes);
+        CHECK(near(c1.mem_bytes - c0.mem_bytes, c1.optim_bytes + c1.share_bytes - c0.optim_bytes) &&
+                  near(c1.optim_s, c0.optim_s * upd / ps.n_local),
+              "grid %d: memory %g -> %g, optimizer %g -> %g s", (int)i, c0.mem_bytes, c1.mem_bytes, c0.optim_s,
+              c1.optim_s);
+        int same = 1;
+        for (int k = 0; k < AX_PG_N; k++) same &= near(c0.comm_bytes[k], c1.comm_bytes[k]);
+        CHECK(same && c1.n_coll[AX_PG_DATA] == c0.n_coll[AX_PG_DATA] + (DC > 1),
+              "grid %d: data bytes %g vs %g, data x Z %g vs %g, data collectives %g vs %g", (int)i,
+              c0.comm_bytes[AX_PG_DATA], c1.comm_bytes[AX_PG_DATA], c0.comm_bytes[AX_PG_DZ], c1.comm_bytes[AX_PG_DZ],
+              c0.n_coll[AX_PG_DATA], c1.n_coll[AX_PG_DATA]);
+    }
+    /* D = 4: the moments a quarter (the bound: <= 0.3x) */
+    ax_plan_cost c0, c1;
+    j.cp = 1;
+    j.zero = 0;
+    ax_plan_estimate(&j, grids[0], &mc, &c0);
+    j.zero = 1;
+    ax_plan_estimate(&j, grids[0], &mc, &c1);
+    CHECK(c1.optim_bytes == c0.optim_bytes / 4 && c1.share_bytes == c0.grad_bytes / 4, "D = 4: %g of zero 0's moments",
+          c1.optim_bytes / c0.optim_bytes);
+    /* time at D = 4, beta 1 s/byte, the GEMMs slow enough to hide any reduction: the compute is the
+     * same; with no overlap every byte is exposed alike; with DP the all-gather (3/4 of 4 bytes a
+     * parameter) stays exposed but for the optimizer's seconds, times (L - 1) / L */
+    mc.gemm_flops = 1e-3;
+    for (int dp = 0; dp < 2; dp++) {
+        j.ov_flags = dp ? AX_OV_DP : 0;
+        j.zero = 0;
+        ax_plan_estimate(&j, grids[0], &mc, &c0);
+        j.zero = 1;
+        ax_plan_estimate(&j, grids[0], &mc, &c1);
+        double ag = 3.0 * c1.n_local, ov = (j.cfg.n_layer - 1.0) / j.cfg.n_layer;
+        double want = dp ? (ag - fmin(ag, c1.optim_s)) * ov : 0;
+        CHECK(near(c0.comm_total_s, c1.comm_total_s) && near(c1.exposed_s - c0.exposed_s, want) &&
+                  c1.compute_s == c0.compute_s && c0.hidden_s > (dp ? 0 : -1) && c1.optim_s < ag,
+              "overlap %s: exposed %g -> %g (+%g, expected +%g), hidden %g -> %g", dp ? "dp" : "none", c0.exposed_s,
+              c1.exposed_s, c1.exposed_s - c0.exposed_s, want, c0.hidden_s, c1.hidden_s);
+    }
+}
+
+/* Memory-bound: a model that X and Y cannot split (n_head 1, n_embd 35) whose token table
+ * dominates (Z's workspaces gather it whole), on memory just under the smallest zero 0 need of
+ * 2 ranks: nothing fits under zero 0, D = 2 fits under zero 1 and is the first choice when both
+ * settings are tried (what --grid auto takes); each legal grid is listed under both, a grid the
+ * model's rules reject once. */
+static void test_zero_fits(void) {
+    ax_machine mc;
+    unit_machine(&mc);
+    ax_plan_job j;
+    ax_plan_job_defaults(&j);
+    j.cfg = (ax_gpt_config){.n_layer = 1, .n_head = 1, .n_embd = 35, .block_size = 16, .vocab_size = 16384};
+    j.batch = 4;
+    j.seq = 16;
+    ax_plan p;
+    ax_plan_run(&j, 2, &mc, &p);
+    double least = 1e300;
+    for (int i = 0; i < p.n; i++)
+        if (p.c[i].legal) least = fmin(least, p.c[i].mem_bytes);
+    ax_plan_free(&p);
+    mc.mem_bytes = 0.99 * least / (1 - j.mem_reserve);
+    ax_plan_run(&j, 2, &mc, &p);
+    int nfit0 = p.nfit;
+    ax_plan_free(&p);
+    j.zero = AX_PLAN_ZERO_ANY;
+    ax_plan_run(&j, 2, &mc, &p);
+    int once = 1, twice = 0, zero1 = 1;
+    for (int i = 0; i < p.n; i++) {
+        once &= p.c[i].legal || p.c[i].zero == AX_PLAN_ZERO_ANY;
+        twice += p.c[i].legal;
+        if (i < p.nfit) zero1 &= p.c[i].zero == 1;
+    }
+    /* (cp 1) 2,1,1,1 and 1,1,1,2 legal, under 0 and 1; 1,2,1,1 and 1,1,2,1 not, once */
+    CHECK(nfit0 == 0 && p.nfit > 0 && zero1 && p.c[0].zero == 1 && p.c[0].grid[0] == 2 && p.c[0].cp == 1,
+          "zero 0: %d fit; both: %d fit, the first %d,%d,%d,%d cp %d zero %d", nfit0, p.nfit, p.c[0].grid[0],
+          p.c[0].grid[1], p.c[0].grid[2], p.c[0].grid[3], p.c[0].cp, p.c[0].zero);
+    CHECK(p.n == 6 && twice == 4 && once, "%d entries, %d legal (expected 6, 4), rejected once %d", p.n, twice, once);
+    ax_plan_free(&p);
+    int any = ax_plan_min_ranks(&j, &mc, 2);
+    j.zero = 0;
+    CHECK(any == 2 && ax_plan_min_ranks(&j, &mc, 2) == 0, "smallest rank count: both %d, zero 0 none", any);
+}
+
+/* docs/planner.md's ZeRO-1 example: the Llama-3.1-8B shape at T = 8,192 on 64 H100s (the h100x8
+ * preset), batch 64, bf16, block recomputation, C = 1. The three grids with D = 32 fit only under
+ * zero 1, D = 64 under neither; the first choice is 8,1,1,8 under zero 0, zero 1 second: its
+ * data group spans nodes, and the exposed all-gather outweighs the optimizer saved. */
+static void test_zero_llama8b(void) {
+    ax_machine mc;
+    CHECK(ax_machine_preset(&mc, "h100x8") == 0, "preset");
+    ax_plan_job j;
+    ax_plan_job_defaults(&j);
+    j.cfg = (ax_gpt_config){.n_layer = 32,
+                            .n_head = 32,
+                            .n_kv_head = 8,
+                            .n_embd = 4096,
+                            .n_inner = 14336,
+                            .block_size = 8192,
+                            .vocab_size = 128256,
+                            .arch = AX_ARCH_LLAMA,
+                            .untied = 1,
+                            .rope_theta = 500000};
+    j.batch = 64;
+    j.seq = 8192;
+    j.recompute = AX_RECOMPUTE_BLOCK;
+    j.act_bytes = 2;
+    static const int only1[][4] = {{32, 1, 1, 2}, {32, 1, 2, 1}, {32, 2, 1, 1}};
+    for (int i = 0; i < 3; i++) {
+        ax_plan_cost c0, c1;
+        j.zero = 0;
+        ax_plan_estimate(&j, only1[i], &mc, &c0);
+        j.zero = 1;
+        ax_plan_estimate(&j, only1[i], &mc, &c1);
+        CHECK(c0.legal && !c0.fits && c1.fits, "%d,%d,%d,%d: fits under zero 0 %d (%.1f GiB), 1 %d (%.1f GiB)",
+              only1[i][0], only1[i][1], only1[i][2], only1[i][3], c0.fits, c0.mem_bytes / (1 << 30), c1.fits,
+              c1.mem_bytes / (1 << 30));
+    }
+    ax_plan_cost c;
+    ax_plan_estimate(&j, (int[]){64, 1, 1, 1}, &mc, &c);
+    CHECK(c.legal && !c.fits, "64,1,1,1 fits under zero 1 (%.1f GiB)", c.mem_bytes / (1 << 30));
+    j.zero = AX_PLAN_ZERO_ANY;
+    ax_plan p;
+    ax_plan_run(&j, 64, &mc, &p);
+    int first = p.nfit > 1 && !memcmp(p.c[0].grid, (int[]){8, 1, 1, 8}, sizeof p.c[0].grid);
+    CHECK(first && p.c[0].zero == 0 && !memcmp(p.c[1].grid, p.c[0].grid, sizeof p.c[0].grid) && p.c[1].zero == 1 &&
+              p.c[1].optim_s < p.c[0].optim_s && p.c[1].exposed_s - p.c[0].exposed_s > p.c[0].optim_s - p.c[1].optim_s,
+          "first %d,%d,%d,%d zero %d, then %d,%d,%d,%d zero %d", p.c[0].grid[0], p.c[0].grid[1], p.c[0].grid[2],
+          p.c[0].grid[3], p.c[0].zero, p.c[1].grid[0], p.c[1].grid[1], p.c[1].grid[2], p.c[1].grid[3], p.c[1].zero);
+    ax_plan_free(&p);
+}
+
 /* docs/planner.md's example: a Llama-3.1-8B-shaped model at T = 131,072 on 64 H100s (8 a node,
  * the h100x8 preset), batch 8, bf16, block recomputation. The planner picks C > 1; that grid
  * at C = 1 does not fit, nor does any C = 1 grid that leaves the hidden unsplit (X = 1); a
@@ -877,6 +1039,9 @@ int main(int argc, char **argv) {
     test_cp();
     test_cp_rules();
     test_cp_llama8b();
+    test_zero_memory_and_bytes();
+    test_zero_fits();
+    test_zero_llama8b();
     test_rejects_and_ranking();
     test_fit_and_files();
     int rc = ax_test_done("plan");

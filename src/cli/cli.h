@@ -167,10 +167,11 @@ int ax_cli_plan_job(const ax_train_opts *o, ax_plan_job *j);
 int ax_cli_job_options(const ax_opt *opts, const ax_cli_model_flags *mf, ax_train_opts *o, ax_plan_job *j);
 /* --grid D,X,Y,Z into out, or auto: the planner's first choice for the ranks of
  * comm on the machine (its context split into *cp; o->cp 0 lets it choose,
- * else it is pinned), said in one line (rank 0). NULL grid: out unchanged.
- * Collective. */
-int ax_cli_grid_option(const char *grid, const char *machine, const ax_train_opts *o, MPI_Comm comm, int out[4],
-                       int *cp);
+ * else it is pinned; its ZeRO setting into *zero, chosen of 0 and 1 unless
+ * zero_given pins o->zero), said in one line (rank 0). NULL grid: out, *cp
+ * and *zero unchanged. Collective. */
+int ax_cli_grid_option(const char *grid, const char *machine, const ax_train_opts *o, int zero_given, MPI_Comm comm,
+                       int out[4], int *cp, int *zero);
 /* Appends max_new sampled tokens to toks[0..n) (room for n + max_new; temp 0: greedy). Collective. */
 void ax_cli_generate(ax_gpt *m, int32_t *toks, int n, int max_new, double temp, int top_k, uint64_t seed);
 /* "1,2,3" -> ids in [0, V); flag names the option in errors */

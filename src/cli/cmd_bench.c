@@ -218,7 +218,7 @@ int ax_cmd_bench(int argc, char **argv) {
     AX_TRY(ax_cli_model_options(opts, &mf, o.init != NULL, &o.model));
     if (o.init) AX_TRY(ax_cli_init_config(o.init, &o.model));
     o.quiet = 1;
-    AX_TRY(ax_cli_grid_option(grid, machine, &o, MPI_COMM_WORLD, o.grid, &o.cp));
+    AX_TRY(ax_cli_grid_option(grid, machine, &o, ax_args_given(opts, "zero"), MPI_COMM_WORLD, o.grid, &o.cp, &o.zero));
     if (!o.cp) o.cp = 1;
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -162,15 +162,16 @@ static int choose_data(train_cli *t, const ax_opt *opts, int size_from_file) {
 }
 
 /* --grid: given, or auto (the planner's choice for the model the run will train) */
-static int choose_grid(train_cli *t, int size_from_file) {
+static int choose_grid(train_cli *t, const ax_opt *opts, int size_from_file) {
     ax_train_opts *o = &t->o;
+    int zero_given = ax_args_given(opts, "zero");
     if (!t->grid || strcmp(t->grid, "auto") != 0)
-        return ax_cli_grid_option(t->grid, t->machine, o, MPI_COMM_WORLD, o->grid, &o->cp);
+        return ax_cli_grid_option(t->grid, t->machine, o, zero_given, MPI_COMM_WORLD, o->grid, &o->cp, &o->zero);
     ax_train_opts plan = *o;
     if (o->init) AX_TRY(ax_cli_init_config(o->init, &plan.model));
     else if (size_from_file)
         return AX_ERR("--grid auto: not with --resume DIR (give the checkpoint's grid, or --resume auto)");
-    return ax_cli_grid_option(t->grid, t->machine, &plan, MPI_COMM_WORLD, o->grid, &o->cp);
+    return ax_cli_grid_option(t->grid, t->machine, &plan, zero_given, MPI_COMM_WORLD, o->grid, &o->cp, &o->zero);
 }
 
 /* the tokenizer beside the trained model; samples after a run on the default corpus */
@@ -201,7 +202,7 @@ int ax_cmd_train(int argc, char **argv) {
     int size_from_file = t.o.init || (t.o.resume && strcmp(t.o.resume, "auto") != 0);
     AX_TRY(ax_cli_model_options(opts, &t.mf, size_from_file, &t.o.model));
     AX_TRY(choose_data(&t, opts, size_from_file));
-    AX_TRY(choose_grid(&t, size_from_file));
+    AX_TRY(choose_grid(&t, opts, size_from_file));
     if (!t.o.cp) t.o.cp = 1; /* --cp not given and not chosen by --grid auto */
     rc = ax_train(&t.o, MPI_COMM_WORLD);
     if (rc) return rc;

@@ -57,6 +57,7 @@ int ax_cli_plan_job(const ax_train_opts *o, ax_plan_job *j) {
     ax_train_default_shape(&j->batch, &j->seq, &o->model);
     j->grad_accum = o->grad_accum;
     j->cp = o->cp; /* 0: every C */
+    j->zero = o->zero;
     ax_recompute mode;
     AX_TRY(ax_recompute_parse(o->recompute, &mode));
     j->recompute = (int)mode;
@@ -84,8 +85,8 @@ int ax_cli_job_options(const ax_opt *opts, const ax_cli_model_flags *mf, ax_trai
     return 0;
 }
 
-int ax_cli_grid_option(const char *grid, const char *machine, const ax_train_opts *o, MPI_Comm comm, int out[4],
-                       int *cp) {
+int ax_cli_grid_option(const char *grid, const char *machine, const ax_train_opts *o, int zero_given, MPI_Comm comm,
+                       int out[4], int *cp, int *zero) {
     if (!grid) return 0;
     if (strcmp(grid, "auto")) return ax_grid_parse(grid, out);
     int P, rank;
@@ -96,6 +97,7 @@ int ax_cli_grid_option(const char *grid, const char *machine, const ax_train_opt
     ax_plan_job j;
     AX_TRY(ax_agree(comm, ax_cli_machine(machine, &m)));
     AX_TRY(ax_cli_plan_job(o, &j));
+    if (!zero_given) j.zero = AX_PLAN_ZERO_ANY;
     ax_plan p;
     ax_plan_run(&j, P, &m, &p);
     if (p.nfit == 0) {
@@ -107,14 +109,16 @@ int ax_cli_grid_option(const char *grid, const char *machine, const ax_train_opt
     const ax_plan_cost *b = &p.c[0];
     memcpy(out, b->grid, 4 * sizeof(int));
     *cp = b->cp;
+    *zero = b->zero;
     if (rank == 0) {
-        printf("grid auto: D=%d X=%d Y=%d Z=%d C=%d, the planner's first of %d runnable grids on %s: predicted %.2f "
-               "ms/step (compute %.2f, communication %.2f, optimizer %.2f), %.1f MiB per rank",
-               b->grid[0], b->grid[1], b->grid[2], b->grid[3], b->cp, p.nfit, m.name, b->step_s * 1e3,
-               b->compute_s * 1e3, b->exposed_s * 1e3, b->optim_s * 1e3, b->mem_bytes / (1 << 20));
+        printf("grid auto: D=%d X=%d Y=%d Z=%d C=%d, the planner's first of %d runnable grids on %s, --zero %d (%s): "
+               "predicted %.2f ms/step (compute %.2f, communication %.2f, optimizer %.2f), %.1f MiB per rank",
+               b->grid[0], b->grid[1], b->grid[2], b->grid[3], b->cp, p.nfit, m.name, b->zero,
+               zero_given ? "given" : "chosen of 0 and 1", b->step_s * 1e3, b->compute_s * 1e3, b->exposed_s * 1e3,
+               b->optim_s * 1e3, b->mem_bytes / (1 << 20));
         if (p.nfit > 1)
-            printf("; next %d,%d,%d,%d cp %d at %.2f ms", p.c[1].grid[0], p.c[1].grid[1], p.c[1].grid[2],
-                   p.c[1].grid[3], p.c[1].cp, p.c[1].step_s * 1e3);
+            printf("; next %d,%d,%d,%d cp %d zero %d at %.2f ms", p.c[1].grid[0], p.c[1].grid[1], p.c[1].grid[2],
+                   p.c[1].grid[3], p.c[1].cp, p.c[1].zero, p.c[1].step_s * 1e3);
         printf("\n");
         fflush(stdout);
     }

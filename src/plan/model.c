@@ -17,6 +17,7 @@ void ax_plan_job_defaults(ax_plan_job *j) {
 }
 
 static int job_cp(const ax_plan_job *j) { return j->cp > 0 ? j->cp : 1; }
+static int job_zero(const ax_plan_job *j) { return j->zero == 1; }
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -52,6 +53,7 @@ typedef struct {
 /* The job on one grid, in the model's terms (model/gpt.c): sizes per rank and micro-batch. */
 typedef struct {
     int D, X, Y, Z, cp, P; /* cp: the context split C */
+    int zero;              /* AdamW's state sharded over the data groups (plan/model.h) */
     int64_t C, L, T, nh, hd, F;
     int tables;               /* the token table, and an untied LM head */
     int64_t Q;                /* fused q|k|v width */
@@ -81,6 +83,7 @@ static void dims_of(const ax_plan_job *j, const int g[4], ax_dims *d) {
                    .Z = Z,
                    .cp = cp,
                    .P = D * X * Y * Z * cp,
+                   .zero = job_zero(j),
                    .C = C,
                    .L = cf->n_layer,
                    .T = j->seq,
@@ -115,11 +118,20 @@ static void params_of(const ax_plan_job *j, ax_dims *d, int64_t *cap) {
     d->repl = s.n_local - s.n_zchunk;
 }
 
+/* The share of each region's parameters whose AdamW state a rank holds: 1, or under
+ * zero 1 1/p of the group its gradients are summed over (plan/model.h) */
+static double zchunk_share(const ax_dims *d) { return d->zero ? 1.0 / (d->D * d->cp) : 1; }
+static double repl_share(const ax_dims *d) { return d->zero ? 1.0 / (d->D * d->cp * d->Z) : 1; }
+
 static void estimate_memory(const ax_plan_job *j, ax_dims *d, const ax_machine *m, ax_plan_cost *c) {
     int64_t cap, Z = d->Z, L = d->L;
     params_of(j, d, &cap);
     c->n_local = d->zchunk + d->repl;
+    c->n_update = d->zchunk * zchunk_share(d) + d->repl * repl_share(d);
     c->param_bytes = 4.0 * c->n_local;
+    c->grad_bytes = 4.0 * c->n_local;
+    c->optim_bytes = 8.0 * c->n_update;
+    c->share_bytes = d->zero ? 4.0 * c->n_update : 0;
     /* nn/zcomm.h: gather buffers (1, 2 with prefetch, one per FC kept) in the GEMMs'
      * dtype, reduce-scatter slots (1, 4 with ORS) of a block and a chunk; the token table's two blocks */
     int64_t nbuf = j->keep_gathered ? 4 * L : j->ov_flags & AX_OV_OAG ? 2 : 1, slots = j->ov_flags & AX_OV_ORS ? 4 : 1;
@@ -132,7 +144,7 @@ static void estimate_memory(const ax_plan_job *j, ax_dims *d, const ax_machine *
     ax_gpt_act_sizes(&j->cfg, (int[]){d->D, d->X, d->Y, d->Z}, d->cp, (int)d->Bl, (int)d->T, j->recompute,
                      ab == 2 ? AX_BF16 : AX_F32, &acts);
     c->act_bytes = 4.0 * (double)ax_gpt_act_floats(&acts);
-    c->mem_bytes = 4 * c->param_bytes + c->act_bytes + c->ws_bytes;
+    c->mem_bytes = c->param_bytes + c->grad_bytes + c->optim_bytes + c->share_bytes + c->act_bytes + c->ws_bytes;
     double avail = m->mem_bytes * (1 - j->mem_reserve);
     c->fits = c->mem_bytes <= avail;
     if (!c->fits)
@@ -328,16 +340,24 @@ static void head_time(ax_acc *a, const ax_plan_job *j, const ax_dims *d) {
 }
 
 /* Once per step: token count and loss over data x Z, the gradients' reductions (DP: behind
- * the backward of the layers still to run, the last bucket waiting), the norm */
+ * the backward of the layers still to run, the last bucket waiting), the norm. Under zero 1
+ * (plan/model.h) the reductions are reduce-scatters, hidden alike, and the updated parameters
+ * are all-gathered over the same groups after the update (DP: behind the update of the next
+ * bucket, the first bucket's update and the last gather exposed; c->optim_s set before). */
 static void reductions_time(ax_acc *a, const ax_plan_job *j, const ax_dims *d) {
     int D = d->D * d->cp, Z = d->Z; /* C holds the same weights, other tokens: like data */
     int64_t L = d->L;
+    int dp = j->ov_flags & AX_OV_DP, red = d->zero ? AX_COLL_RS : AX_COLL_AR;
+    double zc = (double)d->zchunk, rp = (double)d->repl, ov = (L - 1.0) / L;
     a->scale = 1;
     coll(a, AX_PG_DZ, AX_COLL_AR, D * Z, 2, 8);
     coll(a, AX_PG_DZ, AX_COLL_AR, D * Z, 1, 8);
-    double tdp = coll(a, AX_PG_DATA, AX_COLL_AR, D, (double)d->zchunk, 4) +
-                 coll(a, AX_PG_DZ, AX_COLL_AR, D * Z, (double)d->repl, 4);
-    if (j->ov_flags & AX_OV_DP) a->hidden += fmin2(tdp * (L - 1) / L, a->bwd / j->grad_accum * (L - 1) / L);
+    double tdp = coll(a, AX_PG_DATA, red, D, zc, 4) + coll(a, AX_PG_DZ, red, D * Z, rp, 4);
+    if (dp) a->hidden += fmin2(tdp * ov, a->bwd / j->grad_accum * ov);
+    if (d->zero) {
+        double tag = coll(a, AX_PG_DATA, AX_COLL_AG, D, zc, 4) + coll(a, AX_PG_DZ, AX_COLL_AG, D * Z, rp, 4);
+        if (dp) a->hidden += fmin2(tag * ov, a->c->optim_s * ov);
+    }
     coll(a, AX_PG_TP, AX_COLL_AR, d->X * d->Y * Z, 1, 8);
 }
 
@@ -345,8 +365,6 @@ static void reductions_time(ax_acc *a, const ax_plan_job *j, const ax_dims *d) {
 static void step_total(ax_acc *a, const ax_plan_job *j, ax_plan_cost *c) {
     const ax_machine *m = a->m;
     c->elem_s = a->elem / m->mem_bw + a->kern;
-    /* AdamW reads w, g, m, v and writes w, m, v; the norm reads g; the gradients are zeroed */
-    c->optim_s = c->n_local * (m->optim_s_per_param > 0 ? m->optim_s_per_param : 36.0 / m->mem_bw);
     c->compute_s = c->gemm_s + c->attn_s + c->elem_s;
     for (int i = 0; i < AX_PG_N; i++) c->comm_total_s += c->comm_s[i];
     /* the overlaps' windows capped by the compute, times the measured share hidden (negative:
@@ -363,6 +381,7 @@ static void estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, 
     memset(c, 0, sizeof *c);
     memcpy(c->grid, g, sizeof c->grid);
     c->cp = job_cp(j);
+    c->zero = job_zero(j);
     if (illegal(j, g, c->why, sizeof c->why)) return;
     c->legal = 1;
     ax_dims d;
@@ -371,6 +390,10 @@ static void estimate(const ax_plan_job *j, const int g[4], const ax_machine *m, 
     if (!with_time) return;
     place_groups(&d, m, c);
     ax_acc a = {m, c, j->grad_accum, j->act_bytes == 2, rec, 0, 0, 0, 0}; /* --dtype bf16: the GEMMs read bf16 */
+    /* AdamW reads w, g, m, v and writes w, m, v; the norm reads g; the gradients are zeroed:
+     * charged per parameter the rank updates (under zero 1 the zeroing of the whole gradient
+     * buffer too: its 4 of the 36 bytes are left short) */
+    c->optim_s = c->n_update * (m->optim_s_per_param > 0 ? m->optim_s_per_param : 36.0 / m->mem_bw);
     layers_time(&a, j, &d);
     head_time(&a, j, &d);
     reductions_time(&a, j, &d);

@@ -12,7 +12,7 @@ static int by_rank(const void *pa, const void *pb) {
     if (ga && a->step_s != b->step_s) return a->step_s < b->step_s ? -1 : 1;
     if (!ga && a->legal != b->legal) return b->legal - a->legal; /* the ones too large first: closest to fitting */
     int g = memcmp(a->grid, b->grid, sizeof a->grid);            /* a stable order for ties */
-    return g ? g : a->cp - b->cp;
+    return g ? g : a->cp != b->cp ? a->cp - b->cp : a->zero - b->zero;
 }
 
 /* the divisors of P, ascending; returns their count */
@@ -46,25 +46,47 @@ static int each_grid(int P, grid_fn f, void *ctx) {
 }
 
 typedef struct {
-    ax_plan_job j; /* its cp: the C of the grids enumerated now */
+    ax_plan_job j; /* its cp: the C of the grids enumerated now; its zero: the job's */
     const ax_machine *m;
     ax_plan *p;
     int found;
 } plan_ctx;
 
+/* the ZeRO settings the job asks for: settings[0..return) */
+static int job_settings(const ax_plan_job *j, int settings[2]) {
+    int any = j->zero == AX_PLAN_ZERO_ANY;
+    settings[0] = any ? 0 : j->zero;
+    settings[1] = 1;
+    return any ? 2 : 1;
+}
+
+/* the grid under each setting; one that the model's rules reject once, under either */
 static void add_grid(void *ctx, const int g[4]) {
     plan_ctx *x = ctx;
-    ax_plan_cost *c = &x->p->c[x->p->n++];
-    ax_plan_estimate(&x->j, g, x->m, c);
-    x->p->nfit += c->legal && c->fits;
+    ax_plan_job j = x->j;
+    int zs[2], n = job_settings(&x->j, zs);
+    for (int i = 0; i < n; i++) {
+        j.zero = zs[i];
+        ax_plan_cost *c = &x->p->c[x->p->n++];
+        ax_plan_estimate(&j, g, x->m, c);
+        x->p->nfit += c->legal && c->fits;
+        if (!c->legal) {
+            c->zero = x->j.zero;
+            break;
+        }
+    }
 }
 
 static void check_fit(void *ctx, const int g[4]) {
     plan_ctx *x = ctx;
-    if (x->found) return;
-    ax_plan_cost c;
-    ax_plan_estimate_part(&x->j, g, x->m, &c, 0);
-    x->found = c.legal && c.fits;
+    ax_plan_job j = x->j;
+    int zs[2], n = job_settings(&x->j, zs);
+    for (int i = 0; i < n && !x->found; i++) {
+        j.zero = zs[i];
+        ax_plan_cost c;
+        ax_plan_estimate_part(&j, g, x->m, &c, 0);
+        x->found = c.legal && c.fits;
+    }
 }
 
 /* calls f for every (D, X, Y, Z) of P / C ranks with x->j.cp = C, for the job's C or (0)
@@ -85,7 +107,8 @@ void ax_plan_run(const ax_plan_job *j, int P, const ax_machine *m, ax_plan *out)
     memset(out, 0, sizeof *out);
     out->P = P;
     plan_ctx x = {*j, m, out, 0};
-    out->c = ax_calloc(each_grid_cp(P, NULL, &x), sizeof(ax_plan_cost));
+    int zs[2];
+    out->c = ax_calloc((size_t)each_grid_cp(P, NULL, &x) * job_settings(j, zs), sizeof(ax_plan_cost));
     each_grid_cp(P, add_grid, &x);
     qsort(out->c, out->n, sizeof *out->c, by_rank);
 }
