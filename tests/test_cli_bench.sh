@@ -118,7 +118,7 @@ if [ "$NC" != 2 ] || ! "${MPI[0]}" --version 2>/dev/null | grep -qE "Open MPI|Op
   ok "bench comm, 4 ranks bound to 2 cores: not run ($NC cores, or not Open MPI)"
 elif "${MPIB[@]}" -np 4 "$BIN" bench comm --out mc.json --max-kib 16 --gemm-max 128 \
        --min-time 0.005 >cc.out 2>cc.err \
-   && "$BIN" plan --ranks 4 --machine mc.json "${MODEL[@]}" --cp 1 --json --top 10 >pc.json 2>>cc.err && python3 -c "
+   && "$BIN" plan --ranks 4 --machine mc.json "${MODEL[@]}" --cp 1 --zero 0 --json --top 10 >pc.json 2>>cc.err && python3 -c "
 import json; m = json.load(open('mc.json'))
 assert m['cores_per_node'] == 2 and m['core_map'] == 'round_robin', (m.get('cores_per_node'), m.get('core_map'))
 pl = {(c['group'], c['placement']) for c in m['collectives']}
