@@ -12,6 +12,7 @@
 #      run never stopped to relative 1e-5 and the final parameters to 1e-4
 #      absolute (other grids and settings sum in another order: the
 #      tolerance of tests/test_cli_resume.sh (b)).
+#  (d) --grid auto: the setting the planner chose is the one the run uses.
 # The model's sizes (hidden 45, 5 heads) leave bucket ranges of lengths 4
 # and 2 do not divide, so the shares' tails are saved and read too.
 . "$(dirname "$0")/cli_lib.sh"
@@ -94,5 +95,12 @@ from_ckpt c_one 1 1,1,1,1 "$CK1" && close_to "c --zero 1 checkpoint resumed on 1
 if stop_resume c_z0 4 4,1,1,1 --zero 0; then
   from_ckpt c_to1 4 2,1,1,2 "$W/c_z0/ckpt-000004" --zero 1 &&
     close_to "c --zero 0 checkpoint resumed with --zero 1 on 2,1,1,2" "$W/z0" "$W/c_to1" 5
+fi
+# ---------------------------------------------------------------- (d) --grid auto's choice is the run's
+if train d_auto 2 "${SIZE[@]}" "${RUN[@]}" --steps 1 --grid auto --out "$W/d_auto"; then
+  chose=$(sed -n 's/^grid auto:.* --zero \([01]\) (chosen.*/\1/p' "$W/d_auto.log")
+  if grep -q "ZeRO-1" "$W/d_auto.log"; then ran=1; else ran=0; fi
+  if [ -n "$chose" ] && [ "$chose" = "$ran" ]; then ok "d: --grid auto chose --zero $chose and the run used it"
+  else bad "d: --grid auto chose '--zero $chose', the run's memory line says $ran"; fi
 fi
 finish cli_zero
