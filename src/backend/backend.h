@@ -100,6 +100,10 @@ typedef struct {
     void (*sum)(void *ctx, float *buf, size_t n); /* in place, over the group */
     void (*max)(void *ctx, float *buf, size_t n);
     void *ctx;
+    /* optional: 1 when the group is this rank alone (sum and max leave buf
+     * as it is), so that a backend may fuse the passes they separate; 0:
+     * not known, the passes and the reducer's calls as for a group */
+    int single;
 } ax_reducer;
 
 typedef struct ax_backend {

@@ -3,7 +3,10 @@
  * its reducer; then the loss and, when dscale is not NULL, the gradient. Logits and
  * gradient are in the dtype of the LM head's GEMMs (fp32 arithmetic either
  * way); the gradient may overwrite the logits (each thread reads an element
- * before it writes it). */
+ * before it writes it). A group of one rank (the reducer's `single`) takes
+ * the fused classifier instead: one kernel, the row read once for an online
+ * softmax (each thread's running max and sum, merged across the block) and
+ * once more for the gradient, written in the logits' dtype. */
 #include "backend/cuda/cuda.h"
 #include "backend/kmath.h"
 
@@ -44,13 +47,45 @@ __global__ static void loss_grad(const void *logits, float *losses, const float 
         ax_store(dgrad, dt, r + j, j < nv ? ax_xent_dlogit(ax_load(logits, dt, r + j), lse, w, j == t) : 0.0f);
 }
 
+/* the fused classifier, DT the logits' dtype at compile time: row i's
+ * loss, and with dscale its gradient (in place over the logits allowed:
+ * every thread reads the target logit before the block's first barrier, and
+ * each element before it writes it) */
+template <ax_dtype DT>
+__global__ static void fused(const void *logits, float *losses, const int32_t *targets, const float *weight, int Vl,
+                             int v0, int nv, const float *dscale, void *dgrad) {
+    int i = blockIdx.x, t = targets[i] - v0;
+    size_t r = (size_t)i * Vl;
+    float tl = t >= 0 && t < nv ? ax_load(logits, DT, r + t) : 0.0f, m = -INFINITY, s = 0.0f;
+    for (int j = threadIdx.x; j < nv; j += NT) { /* this thread's online softmax */
+        float v = ax_load(logits, DT, r + j);
+        if (v > m) {
+            s = s * ax_softmax_rescale(m, v) + 1.0f;
+            m = v;
+        } else s += ax_softmax_p(v, m);
+    }
+    float mx = ax_block_max(m);
+    float lse = ax_lse(mx, ax_block_sum(m == -INFINITY ? 0.0f : s * ax_softmax_rescale(m, mx)));
+    if (threadIdx.x == 0) losses[i] = ax_xent_loss(lse, tl);
+    if (!dscale) return;
+    float w = weight ? weight[i] * *dscale : *dscale;
+    for (int j = threadIdx.x; j < Vl; j += NT)
+        ax_store(dgrad, DT, r + j, j < nv ? ax_xent_dlogit(ax_load(logits, DT, r + j), lse, w, j == t) : 0.0f);
+}
+
 void ax_cuda_xent(const void *logits, float *losses, const int32_t *targets, const float *weight, int M, int Vl, int v0,
                   int V, const float *dscale, void *dgrad, ax_dtype dt, float *scratch, const ax_reducer *Y) {
     int nv = V - v0 < Vl ? V - v0 : Vl; /* valid columns here */
     if (nv < 0) nv = 0;
     if (M == 0) return;
-    float *mx = scratch, *st = scratch + M;
     cudaStream_t s = ax_cuda_stream();
+    if (Y->single) {
+        if (dt == AX_BF16) fused<AX_BF16><<<M, NT, 0, s>>>(logits, losses, targets, weight, Vl, v0, nv, dscale, dgrad);
+        else fused<AX_F32><<<M, NT, 0, s>>>(logits, losses, targets, weight, Vl, v0, nv, dscale, dgrad);
+        AX_CUDA_DONE();
+        return;
+    }
+    float *mx = scratch, *st = scratch + M;
     row_max<<<M, NT, 0, s>>>(mx, logits, dt, Vl, nv);
     AX_CUDA_DONE();
     Y->max(Y->ctx, mx, M);
