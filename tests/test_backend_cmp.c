@@ -165,8 +165,9 @@ static void casts(void) {
 /* M = 96, and a training step's 8200 rows (33 row chunks of the GPU's
  * parameter gradients, the last one partial): the CPU sums dw and db row by
  * row, the GPU in chunks (colsum.cuh), so the two round differently; a C
- * model of both orders gave 2.7e-6 at most on 8200 rows */
-static void norms(int M) {
+ * model of both orders gave 2.7e-6 at most on 8200 rows. X: solo, the
+ * passes a group needs, or single, a row's passes fused (the same bits) */
+static void norms(int M, const ax_reducer *X) {
     int C = 768;
     size_t n = (size_t)M * C;
     char sh[32], sc1[16];
@@ -174,24 +175,22 @@ static void norms(int M) {
     snprintf(sc1, sizeof sc1, "%d", M);
     pair x = randf(n, -2, 2), w = randf(C, 0.5f, 1.5f), b = randf(C, -0.5f, 0.5f), out = mk(n * 4);
     pair mean = mk(M * 4), rstd = mk(M * 4), sc = mk(2 * M * 4);
-    C_->layernorm_forward(F(out), AX_F32, F(mean), F(rstd), F(x), NULL, NULL, F(w), F(b), M, C, C, 1e-5f, F(sc), &solo);
-    G_->layernorm_forward(G(out), AX_F32, G(mean), G(rstd), G(x), NULL, NULL, G(w), G(b), M, C, C, 1e-5f, G(sc), &solo);
+    C_->layernorm_forward(F(out), AX_F32, F(mean), F(rstd), F(x), NULL, NULL, F(w), F(b), M, C, C, 1e-5f, F(sc), X);
+    G_->layernorm_forward(G(out), AX_F32, G(mean), G(rstd), G(x), NULL, NULL, G(w), G(b), M, C, C, 1e-5f, G(sc), X);
     row("layernorm fwd out", sh, out, 0, 1e-5);
     row("layernorm fwd rstd", sc1, rstd, 0, 1e-5);
     /* fused residual (x = (x + bias) + r, the same two adds on both: exact)
      * and a bf16 output: fp32 values within 1e-5 round to the same or the
      * adjacent bf16, 8e-3 ~ two bf16 ulps as for the GEMMs */
     pair xr = randf(n, -2, 2), bi = randf(C, -0.5f, 0.5f), r = randf(n, -1, 1), oh = mk(n * 2);
-    C_->layernorm_forward(oh.c, AX_BF16, F(mean), F(rstd), F(xr), F(bi), F(r), F(w), F(b), M, C, C, 1e-5f, F(sc),
-                          &solo);
-    G_->layernorm_forward(oh.g, AX_BF16, G(mean), G(rstd), G(xr), G(bi), G(r), G(w), G(b), M, C, C, 1e-5f, G(sc),
-                          &solo);
+    C_->layernorm_forward(oh.c, AX_BF16, F(mean), F(rstd), F(xr), F(bi), F(r), F(w), F(b), M, C, C, 1e-5f, F(sc), X);
+    G_->layernorm_forward(oh.g, AX_BF16, G(mean), G(rstd), G(xr), G(bi), G(r), G(w), G(b), M, C, C, 1e-5f, G(sc), X);
     row("layernorm+res x", sh, xr, 0, 0);
     row("layernorm+res out bf16", sh, oh, 1, 8e-3);
     row("layernorm+res rstd", sc1, rstd, 0, 1e-5);
     put(xr);
-    C_->rmsnorm_forward(oh.c, AX_BF16, F(rstd), F(xr), NULL, F(r), F(w), M, C, C, 1e-5f, &solo);
-    G_->rmsnorm_forward(oh.g, AX_BF16, G(rstd), G(xr), NULL, G(r), G(w), M, C, C, 1e-5f, &solo);
+    C_->rmsnorm_forward(oh.c, AX_BF16, F(rstd), F(xr), NULL, F(r), F(w), M, C, C, 1e-5f, X);
+    G_->rmsnorm_forward(oh.g, AX_BF16, G(rstd), G(xr), NULL, G(r), G(w), M, C, C, 1e-5f, X);
     row("rmsnorm+res x", sh, xr, 0, 0);
     row("rmsnorm+res out bf16", sh, oh, 1, 8e-3);
     drop(xr);
@@ -199,18 +198,18 @@ static void norms(int M) {
     drop(r);
     drop(oh);
     pair d = randf(n, -1, 1), dx = randf(n, -1, 1), dw = randf(C, -1, 1), db = randf(C, -1, 1);
-    C_->layernorm_backward(F(dx), F(dw), F(db), F(d), F(x), F(w), F(mean), F(rstd), M, C, C, F(sc), &solo);
-    G_->layernorm_backward(G(dx), G(dw), G(db), G(d), G(x), G(w), G(mean), G(rstd), M, C, C, G(sc), &solo);
+    C_->layernorm_backward(F(dx), F(dw), F(db), F(d), F(x), F(w), F(mean), F(rstd), M, C, C, F(sc), X);
+    G_->layernorm_backward(G(dx), G(dw), G(db), G(d), G(x), G(w), G(mean), G(rstd), M, C, C, G(sc), X);
     row("layernorm bwd dx", sh, dx, 0, 1e-5);
     row("layernorm bwd dw", sh, dw, 0, 1e-5);
     row("layernorm bwd db", sh, db, 0, 1e-5);
-    C_->rmsnorm_forward(F(out), AX_F32, F(rstd), F(x), NULL, NULL, F(w), M, C, C, 1e-5f, &solo);
-    G_->rmsnorm_forward(G(out), AX_F32, G(rstd), G(x), NULL, NULL, G(w), M, C, C, 1e-5f, &solo);
+    C_->rmsnorm_forward(F(out), AX_F32, F(rstd), F(x), NULL, NULL, F(w), M, C, C, 1e-5f, X);
+    G_->rmsnorm_forward(G(out), AX_F32, G(rstd), G(x), NULL, NULL, G(w), M, C, C, 1e-5f, X);
     row("rmsnorm fwd out", sh, out, 0, 1e-5);
     put(dx);
     put(dw); /* from the same inputs: no error carried over */
-    C_->rmsnorm_backward(F(dx), F(dw), F(d), F(x), F(w), F(rstd), M, C, C, F(sc), &solo);
-    G_->rmsnorm_backward(G(dx), G(dw), G(d), G(x), G(w), G(rstd), M, C, C, G(sc), &solo);
+    C_->rmsnorm_backward(F(dx), F(dw), F(d), F(x), F(w), F(rstd), M, C, C, F(sc), X);
+    G_->rmsnorm_backward(G(dx), G(dw), G(d), G(x), G(w), G(rstd), M, C, C, G(sc), X);
     row("rmsnorm bwd dx", sh, dx, 0, 1e-5);
     row("rmsnorm bwd dw", sh, dw, 0, 1e-5);
     drop(x);
@@ -742,13 +741,15 @@ int main(int argc, char **argv) {
     }
     gemms();
     casts();
-    norms(96);
+    norms(96, &solo);
+    norms(96, &single);
     pointwise();
     sumsq();
     vocab();
     attentions(small, NULL, 0);
     decode();
-    norms(8200); /* last: the earlier cases keep their random inputs */
+    norms(8200, &solo);
+    norms(8200, &single); /* last: the earlier cases keep their random inputs */
     embedding_rows();
     int rc = ax_test_done("backend_cmp");
     MPI_Finalize();

@@ -78,6 +78,7 @@ void emu_syncwarp();
 int emu_lane();
 float emu_shfl(float v, int src_lane);
 #define __syncthreads() emu_syncthreads()
+#define __threadfence() ((void)0) /* one block at a time: every write is seen */
 #define __syncwarp(...) emu_syncwarp()
 static inline float __shfl_sync(unsigned, float v, int src) { return emu_shfl(v, src); }
 static inline float __shfl_xor_sync(unsigned, float v, int mask) { return emu_shfl(v, (emu_lane() ^ mask) & 31); }
