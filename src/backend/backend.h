@@ -123,6 +123,9 @@ typedef struct ax_backend {
      * (page-locked), for staging collectives; NULL: ordinary host memory */
     void *(*host_alloc)(size_t bytes);
     void (*host_free)(void *p);
+    /* optional (device backends): bytes of the backend's memory free now;
+     * NULL: the host's memory (the model keeps its fixed budgets) */
+    size_t (*mem_free)(void);
     /* threads of this rank's kernels */
     void (*set_threads)(int n);
     int (*threads)(void);
