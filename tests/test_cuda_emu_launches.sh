@@ -9,8 +9,9 @@
 # counted (the gradient norm takes its ranges in batches, so it is not quite
 # a + 12 b), must stay within the limit, under the mm and the flash attention
 # paths. Launches: everything but copies. The shape has one classifier chunk
-# and one chunk of heads in mm's attention, as GPT-2 small has on a GPU of
-# 80 GB (docs/gpu.md, "Launches per step", gives the difference).
+# (as GPT-2 small has on a GPU with room for it) and one chunk of heads in
+# mm's attention (GPT-2 small: 3 forward, 5 backward); docs/gpu.md,
+# "Launches per step", gives the difference.
 . "$(dirname "$0")/cli_lib.sh"
 EMU=${1:?usage: test_cuda_emu_launches.sh EMU_AXONN [LIMIT_MM LIMIT_FLASH]}
 LIMIT_MM=${2:-500}

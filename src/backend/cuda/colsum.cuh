@@ -58,10 +58,10 @@ __global__ static void ax_colsum_k(float *out0, float *out1, float *part, unsign
     if (x == 0 && y == 0) arrived = atomicAdd(&done[blockIdx.x], 1u);
     __syncthreads();
     if (arrived != gridDim.y - 1) return;
-    __threadfence(); /* the other blocks' partials, read after their counts */
+    __threadfence(); /* the other blocks' partials, read after their counts (volatile: from L2, not L1) */
     if (y == 0 && j < n)
         for (int o = 0; o < NO; o++) {
-            const float *p = part + (size_t)o * nchunks * n + j;
+            const volatile float *p = part + (size_t)o * nchunks * n + j;
             float a = 0.0f;
             for (int c = 0; c < nchunks; c++) a += p[(size_t)c * n];
             (o ? out1 : out0)[j] += a;
