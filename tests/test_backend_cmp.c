@@ -90,7 +90,9 @@ static void none(void *ctx, float *buf, size_t n) {
     (void)buf;
     (void)n;
 }
-static const ax_reducer solo = {none, none, NULL};
+/* a group of one rank: solo runs the passes a group needs (its calls do
+ * nothing), single says it is one rank, and a backend may fuse them */
+static const ax_reducer solo = {none, none, NULL, 0}, single = {none, none, NULL, 1};
 
 static void gemms(void) {
     int M = 192, N = 160, K = 320;
@@ -163,8 +165,9 @@ static void casts(void) {
 /* M = 96, and a training step's 8200 rows (33 row chunks of the GPU's
  * parameter gradients, the last one partial): the CPU sums dw and db row by
  * row, the GPU in chunks (colsum.cuh), so the two round differently; a C
- * model of both orders gave 2.7e-6 at most on 8200 rows */
-static void norms(int M) {
+ * model of both orders gave 2.7e-6 at most on 8200 rows. X: solo, the
+ * passes a group needs, or single, a row's passes fused (the same bits) */
+static void norms(int M, const ax_reducer *X) {
     int C = 768;
     size_t n = (size_t)M * C;
     char sh[32], sc1[16];
@@ -172,24 +175,22 @@ static void norms(int M) {
     snprintf(sc1, sizeof sc1, "%d", M);
     pair x = randf(n, -2, 2), w = randf(C, 0.5f, 1.5f), b = randf(C, -0.5f, 0.5f), out = mk(n * 4);
     pair mean = mk(M * 4), rstd = mk(M * 4), sc = mk(2 * M * 4);
-    C_->layernorm_forward(F(out), AX_F32, F(mean), F(rstd), F(x), NULL, NULL, F(w), F(b), M, C, C, 1e-5f, F(sc), &solo);
-    G_->layernorm_forward(G(out), AX_F32, G(mean), G(rstd), G(x), NULL, NULL, G(w), G(b), M, C, C, 1e-5f, G(sc), &solo);
+    C_->layernorm_forward(F(out), AX_F32, F(mean), F(rstd), F(x), NULL, NULL, F(w), F(b), M, C, C, 1e-5f, F(sc), X);
+    G_->layernorm_forward(G(out), AX_F32, G(mean), G(rstd), G(x), NULL, NULL, G(w), G(b), M, C, C, 1e-5f, G(sc), X);
     row("layernorm fwd out", sh, out, 0, 1e-5);
     row("layernorm fwd rstd", sc1, rstd, 0, 1e-5);
     /* fused residual (x = (x + bias) + r, the same two adds on both: exact)
      * and a bf16 output: fp32 values within 1e-5 round to the same or the
      * adjacent bf16, 8e-3 ~ two bf16 ulps as for the GEMMs */
     pair xr = randf(n, -2, 2), bi = randf(C, -0.5f, 0.5f), r = randf(n, -1, 1), oh = mk(n * 2);
-    C_->layernorm_forward(oh.c, AX_BF16, F(mean), F(rstd), F(xr), F(bi), F(r), F(w), F(b), M, C, C, 1e-5f, F(sc),
-                          &solo);
-    G_->layernorm_forward(oh.g, AX_BF16, G(mean), G(rstd), G(xr), G(bi), G(r), G(w), G(b), M, C, C, 1e-5f, G(sc),
-                          &solo);
+    C_->layernorm_forward(oh.c, AX_BF16, F(mean), F(rstd), F(xr), F(bi), F(r), F(w), F(b), M, C, C, 1e-5f, F(sc), X);
+    G_->layernorm_forward(oh.g, AX_BF16, G(mean), G(rstd), G(xr), G(bi), G(r), G(w), G(b), M, C, C, 1e-5f, G(sc), X);
     row("layernorm+res x", sh, xr, 0, 0);
     row("layernorm+res out bf16", sh, oh, 1, 8e-3);
     row("layernorm+res rstd", sc1, rstd, 0, 1e-5);
     put(xr);
-    C_->rmsnorm_forward(oh.c, AX_BF16, F(rstd), F(xr), NULL, F(r), F(w), M, C, C, 1e-5f, &solo);
-    G_->rmsnorm_forward(oh.g, AX_BF16, G(rstd), G(xr), NULL, G(r), G(w), M, C, C, 1e-5f, &solo);
+    C_->rmsnorm_forward(oh.c, AX_BF16, F(rstd), F(xr), NULL, F(r), F(w), M, C, C, 1e-5f, X);
+    G_->rmsnorm_forward(oh.g, AX_BF16, G(rstd), G(xr), NULL, G(r), G(w), M, C, C, 1e-5f, X);
     row("rmsnorm+res x", sh, xr, 0, 0);
     row("rmsnorm+res out bf16", sh, oh, 1, 8e-3);
     drop(xr);
@@ -197,18 +198,18 @@ static void norms(int M) {
     drop(r);
     drop(oh);
     pair d = randf(n, -1, 1), dx = randf(n, -1, 1), dw = randf(C, -1, 1), db = randf(C, -1, 1);
-    C_->layernorm_backward(F(dx), F(dw), F(db), F(d), F(x), F(w), F(mean), F(rstd), M, C, C, F(sc), &solo);
-    G_->layernorm_backward(G(dx), G(dw), G(db), G(d), G(x), G(w), G(mean), G(rstd), M, C, C, G(sc), &solo);
+    C_->layernorm_backward(F(dx), F(dw), F(db), F(d), F(x), F(w), F(mean), F(rstd), M, C, C, F(sc), X);
+    G_->layernorm_backward(G(dx), G(dw), G(db), G(d), G(x), G(w), G(mean), G(rstd), M, C, C, G(sc), X);
     row("layernorm bwd dx", sh, dx, 0, 1e-5);
     row("layernorm bwd dw", sh, dw, 0, 1e-5);
     row("layernorm bwd db", sh, db, 0, 1e-5);
-    C_->rmsnorm_forward(F(out), AX_F32, F(rstd), F(x), NULL, NULL, F(w), M, C, C, 1e-5f, &solo);
-    G_->rmsnorm_forward(G(out), AX_F32, G(rstd), G(x), NULL, NULL, G(w), M, C, C, 1e-5f, &solo);
+    C_->rmsnorm_forward(F(out), AX_F32, F(rstd), F(x), NULL, NULL, F(w), M, C, C, 1e-5f, X);
+    G_->rmsnorm_forward(G(out), AX_F32, G(rstd), G(x), NULL, NULL, G(w), M, C, C, 1e-5f, X);
     row("rmsnorm fwd out", sh, out, 0, 1e-5);
     put(dx);
     put(dw); /* from the same inputs: no error carried over */
-    C_->rmsnorm_backward(F(dx), F(dw), F(d), F(x), F(w), F(rstd), M, C, C, F(sc), &solo);
-    G_->rmsnorm_backward(G(dx), G(dw), G(d), G(x), G(w), G(rstd), M, C, C, G(sc), &solo);
+    C_->rmsnorm_backward(F(dx), F(dw), F(d), F(x), F(w), F(rstd), M, C, C, F(sc), X);
+    G_->rmsnorm_backward(G(dx), G(dw), G(d), G(x), G(w), G(rstd), M, C, C, G(sc), X);
     row("rmsnorm bwd dx", sh, dx, 0, 1e-5);
     row("rmsnorm bwd dw", sh, dw, 0, 1e-5);
     drop(x);
@@ -388,19 +389,43 @@ static void vocab(void) {
     int Mx = 64, V = 4000, Vx = 4096; /* the last 96 columns are padding */
     pair logits = randf((size_t)Mx * Vx, -8, 8), tg = randi(Mx, 0, V), wt = randf(Mx, 0, 1), loss = mk(Mx * 4),
          sc = mk(3 * Mx * 4), ds = randf(1, 1.0f / Mx, 1.0f / Mx); /* the gradient's scale, in each one's memory */
-    /* bf16 first, as the model runs it: the logits rounded, the gradient in place over them */
-    pair dh = mk((size_t)Mx * Vx * 2);
-    C_->cast(dh.c, AX_BF16, logits.c, AX_F32, (size_t)Mx * Vx);
-    put(dh);
-    C_->xent(dh.c, F(loss), tg.c, F(wt), Mx, Vx, 0, V, F(ds), dh.c, AX_BF16, F(sc), &solo);
-    G_->xent(dh.g, G(loss), tg.g, G(wt), Mx, Vx, 0, V, G(ds), dh.g, AX_BF16, G(sc), &solo);
-    row("xent loss bf16", "64 x 4000 (4096)", loss, 0, 1e-5);
-    row("xent dlogits bf16", "64 x 4000 (4096)", dh, 1, 8e-3); /* a gradient 1 ulp off may round apart */
-    drop(dh);
-    C_->xent(F(logits), F(loss), tg.c, F(wt), Mx, Vx, 0, V, F(ds), F(logits), AX_F32, F(sc), &solo);
-    G_->xent(G(logits), G(loss), tg.g, G(wt), Mx, Vx, 0, V, G(ds), G(logits), AX_F32, G(sc), &solo);
-    row("xent loss", "64 x 4000 (4096)", loss, 0, 1e-5);
-    row("xent dlogits", "64 x 4000 (4096)", logits, 0, 1e-5);
+    /* the passes of a group; the fused classifier with 16-byte loads (rows
+     * 16-byte aligned; 4001 valid columns: one past the last whole pack)
+     * and with single loads (rows of 4093: not aligned) */
+    const struct {
+        const ax_reducer *Y;
+        int Vl, V;
+        const char *tag, *shape;
+    } xc[] = {{&solo, Vx, V, "", "64 x 4000 (4096)"},
+              {&single, Vx, V + 1, " fused", "64 x 4001 (4096)"},
+              {&single, Vx - 3, V, " fused", "64 x 4000 (4093)"}};
+    for (int c = 0; c < 3; c++) {
+        const ax_reducer *Y = xc[c].Y;
+        int Vl = xc[c].Vl, Vv = xc[c].V;
+        const char *tag = xc[c].tag, *shape = xc[c].shape;
+        char name[64];
+        pair lg = mk((size_t)Mx * Vx * 4);
+        memcpy(lg.c, logits.c, (size_t)Mx * Vx * 4);
+        put(lg);
+        /* bf16 first, as the model runs it: the logits rounded, the gradient in place over them */
+        pair dh = mk((size_t)Mx * Vx * 2);
+        C_->cast(dh.c, AX_BF16, lg.c, AX_F32, (size_t)Mx * Vx);
+        put(dh);
+        C_->xent(dh.c, F(loss), tg.c, F(wt), Mx, Vl, 0, Vv, F(ds), dh.c, AX_BF16, F(sc), Y);
+        G_->xent(dh.g, G(loss), tg.g, G(wt), Mx, Vl, 0, Vv, G(ds), dh.g, AX_BF16, G(sc), Y);
+        snprintf(name, sizeof name, "xent loss bf16%s", tag);
+        row(name, shape, loss, 0, 1e-5);
+        snprintf(name, sizeof name, "xent dlogits bf16%s", tag);
+        row(name, shape, dh, 1, 8e-3); /* a gradient 1 ulp off may round apart */
+        drop(dh);
+        C_->xent(F(lg), F(loss), tg.c, F(wt), Mx, Vl, 0, Vv, F(ds), F(lg), AX_F32, F(sc), Y);
+        G_->xent(G(lg), G(loss), tg.g, G(wt), Mx, Vl, 0, Vv, G(ds), G(lg), AX_F32, G(sc), Y);
+        snprintf(name, sizeof name, "xent loss%s", tag);
+        row(name, shape, loss, 0, 1e-5);
+        snprintf(name, sizeof name, "xent dlogits%s", tag);
+        row(name, shape, lg, 0, 1e-5);
+        drop(lg);
+    }
     drop(tok);
     drop(wte);
     drop(wpe);
@@ -727,13 +752,15 @@ int main(int argc, char **argv) {
     }
     gemms();
     casts();
-    norms(96);
+    norms(96, &solo);
+    norms(96, &single);
     pointwise();
     sumsq();
     vocab();
     attentions(small, NULL, 0);
     decode();
-    norms(8200); /* last: the earlier cases keep their random inputs */
+    norms(8200, &solo);
+    norms(8200, &single); /* last: the earlier cases keep their random inputs */
     embedding_rows();
     int rc = ax_test_done("backend_cmp");
     MPI_Finalize();

@@ -166,6 +166,9 @@ static void check_sizes(void) {
               (int64_t)(r + 64) * 50304 * 4 > AX_LOGITS_CHUNK_BYTES,
           "GPT-2 vocabulary at 8192 rows: %d rows per chunk", r);
     CHECK(ax_gpt_logit_rows(1 << 20, 1 << 22) == 64, "at least 64 rows");
+    /* a device's budget, a quarter of 16 GiB free: GPT-2 small's 8192 rows in one chunk */
+    CHECK(ax_gpt_logit_rows_in(8192, 50304, (int64_t)4 << 30) == 8192, "one chunk where the budget holds it");
+    CHECK(ax_gpt_logit_budget() == AX_LOGITS_CHUNK_BYTES, "the CPU keeps the fixed budget");
     ax_gpt_config c = {.n_layer = 12, .n_head = 12, .n_embd = 768, .block_size = 1024, .vocab_size = 50257};
     ax_gpt_acts s;
     ax_gpt_act_sizes(&c, (int[]){1, 1, 1, 1}, 1, 8, 1024, AX_RECOMPUTE_NONE, AX_F32, &s);

@@ -100,6 +100,10 @@ typedef struct {
     void (*sum)(void *ctx, float *buf, size_t n); /* in place, over the group */
     void (*max)(void *ctx, float *buf, size_t n);
     void *ctx;
+    /* optional: 1 when the group is this rank alone (sum and max leave buf
+     * as it is), so that a backend may fuse the passes they separate; 0:
+     * not known, the passes and the reducer's calls as for a group */
+    int single;
 } ax_reducer;
 
 typedef struct ax_backend {
@@ -119,6 +123,9 @@ typedef struct ax_backend {
      * (page-locked), for staging collectives; NULL: ordinary host memory */
     void *(*host_alloc)(size_t bytes);
     void (*host_free)(void *p);
+    /* optional (device backends): bytes of the backend's memory free now;
+     * NULL: the host's memory (the model keeps its fixed budgets) */
+    size_t (*mem_free)(void);
     /* threads of this rank's kernels */
     void (*set_threads)(int n);
     int (*threads)(void);

@@ -294,7 +294,8 @@ static int64_t layout_acts(ax_gpt *m, int B, int T, float *base) {
     ax_grid *g = m->g;
     int64_t M = (int64_t)B * (T / g->gc), off = 0; /* this rank's rows */
     ax_gpt_acts s;
-    ax_gpt_act_sizes(&m->cfg, (int[]){g->gd, g->gx, g->gy, g->gz}, g->gc, B, T, m->recompute, m->dtype, &s);
+    ax_gpt_act_sizes_in(&m->cfg, (int[]){g->gd, g->gx, g->gy, g->gz}, g->gc, B, T, m->recompute, m->dtype,
+                        m->logit_bytes, &s);
     const ax_gpt_act_buf *b = s.buf;
 #define TAKE(n)   (off = round_up(off, 16) + (n), base ? base + off - (n) : NULL)
 #define ONE(id)   TAKE(b[id].floats)
@@ -413,6 +414,7 @@ void ax_gpt_alloc_acts(ax_gpt *m, int B, int T) {
     /* attention scratch for the threads of this moment; attention never runs more */
     m->att_threads = ax_be()->threads();
     m->L = ax_calloc(m->cfg.n_layer, sizeof(ax_layer_acts));
+    m->logit_bytes = ax_gpt_logit_budget(); /* once: the layout and the classifier's chunks agree */
     int64_t total = layout_acts(m, B, T, NULL);
     m->act_mem = ax_be()->alloc(total * sizeof(float));
     m->act_bytes = 4.0 * total;

@@ -200,10 +200,11 @@ typedef struct {
     float *act_mem;
     double act_bytes;
     float *encoded, *lnf_mean, *lnf_rstd, *losses;
-    void *lnf;          /* the final norm's output, in the model's dtype (the LM head's input) */
-    float *logits;      /* one row chunk of the classifier (ax_gpt_logit_rows), reused chunk after chunk:
-                           fp32, its logits and their gradient; bf16, the X all-reduce's sum (G_x > 1) */
-    int logit_rows_max; /* tests: fewer rows per classifier chunk than the rule gives (0: the rule) */
+    void *lnf;           /* the final norm's output, in the model's dtype (the LM head's input) */
+    float *logits;       /* one row chunk of the classifier (ax_gpt_logit_rows), reused chunk after chunk:
+                            fp32, its logits and their gradient; bf16, the X all-reduce's sum (G_x > 1) */
+    int logit_rows_max;  /* tests: fewer rows per classifier chunk than the rule gives (0: the rule) */
+    int64_t logit_bytes; /* the classifier's chunk budget the activations were laid out for */
     ax_layer_acts *L;
     /* backward's gradients, one buffer each for all layers: dres the residual stream's (M, Cx);
      * dx a linear layer's input's, fp32 (M, the widest row; under bf16 forward also writes
@@ -307,6 +308,9 @@ typedef struct {
  * everything else is fp32 in either dtype. */
 void ax_gpt_act_sizes(const ax_gpt_config *c, const int g[4], int cp, int B, int T, ax_recompute recompute,
                       ax_dtype dtype, ax_gpt_acts *s);
+/* the same with the classifier's chunk budget in bytes (ax_gpt_logit_rows_in) */
+void ax_gpt_act_sizes_in(const ax_gpt_config *c, const int g[4], int cp, int B, int T, ax_recompute recompute,
+                         ax_dtype dtype, int64_t logit_bytes, ax_gpt_acts *s);
 /* their floats, every buffer counted once for each copy, without alignment */
 int64_t ax_gpt_act_floats(const ax_gpt_acts *s);
 void ax_gpt_set_recompute(ax_gpt *m, ax_recompute mode);
@@ -340,12 +344,18 @@ void ax_gpt_final_norm(ax_gpt *m, void *out, float *mean, float *rstd, const flo
 
 /* The classifier works over chunks of rows: per chunk the logits
  * (rows, Vl), its loss and logits gradient, and in training the LM head's
- * backward at once, into one buffer reused chunk after chunk; no (tokens x
- * vocabulary) array exists. The rule: as many rows as fit
- * AX_LOGITS_CHUNK_BYTES of fp32 logits, rounded down to a multiple of 64
- * (GEMM tiles), at least 64, at most M. */
+ * backward at once, into one buffer reused chunk after chunk. The rule: as
+ * many rows as fit `bytes` of fp32 logits, rounded down to a multiple of 64
+ * (GEMM tiles), at least 64, at most M (all rows: one chunk). The budget is
+ * AX_LOGITS_CHUNK_BYTES (ax_gpt_logit_rows: the CPU, whose memory is the
+ * host's, and the planner), or on a backend that reports its free memory
+ * (a GPU) a quarter of what is free when the activations are laid out, if
+ * more (ax_gpt_logit_budget): each chunk re-reads and re-writes the fp32 LM
+ * head gradient, which one chunk does once. */
 enum { AX_LOGITS_CHUNK_BYTES = 64 << 20 };
+int ax_gpt_logit_rows_in(int64_t M, int64_t Vl, int64_t bytes);
 int ax_gpt_logit_rows(int64_t M, int64_t Vl);
+int64_t ax_gpt_logit_budget(void);
 
 /* Forward over Bl local sequences of T tokens (rows of this data x Z shard;
  * under context parallelism, Gc > 1, the rank's Bl * T / Gc rows: its two

@@ -8,14 +8,27 @@
 
 static int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
-int ax_gpt_logit_rows(int64_t M, int64_t Vl) {
-    int64_t r = AX_LOGITS_CHUNK_BYTES / (4 * (Vl > 0 ? Vl : 1)) / 64 * 64;
+int ax_gpt_logit_rows_in(int64_t M, int64_t Vl, int64_t bytes) {
+    int64_t r = bytes / (4 * (Vl > 0 ? Vl : 1)) / 64 * 64;
     if (r < 64) r = 64;
     return (int)(r < M ? r : M);
 }
 
+int ax_gpt_logit_rows(int64_t M, int64_t Vl) { return ax_gpt_logit_rows_in(M, Vl, AX_LOGITS_CHUNK_BYTES); }
+
+int64_t ax_gpt_logit_budget(void) {
+    const ax_backend *be = ax_be();
+    int64_t q = be->mem_free ? (int64_t)(be->mem_free() / 4) : 0;
+    return q > AX_LOGITS_CHUNK_BYTES ? q : AX_LOGITS_CHUNK_BYTES;
+}
+
 void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int cp, int B, int T, ax_recompute recompute,
                       ax_dtype dtype, ax_gpt_acts *s) {
+    ax_gpt_act_sizes_in(given, g, cp, B, T, recompute, dtype, AX_LOGITS_CHUNK_BYTES, s);
+}
+
+void ax_gpt_act_sizes_in(const ax_gpt_config *given, const int g[4], int cp, int B, int T, ax_recompute recompute,
+                         ax_dtype dtype, int64_t logit_bytes, ax_gpt_acts *s) {
     ax_grid sizes = {.gd = g[0], .gx = g[1], .gy = g[2], .gz = g[3], .gc = 1, .size = g[0] * g[1] * g[2] * g[3]};
     ax_gpt m; /* only its shapes are set: the FC layers' splits as ax_gpt_init makes them */
     memset(&m, 0, sizeof m);
@@ -29,8 +42,8 @@ void ax_gpt_act_sizes(const ax_gpt_config *given, const int g[4], int cp, int B,
     int64_t wide = Cx; /* widest row a backward scratch holds */
     if (Q > wide) wide = Q;
     if (Fc > wide) wide = Fc;
-    int64_t R = ax_gpt_logit_rows(M, Vl);               /* the classifier's chunk of rows */
-    int64_t dy = M * wide > R * Vl ? M * wide : R * Vl; /* a backward GEMM's dy, or a chunk's bf16 logits */
+    int64_t R = ax_gpt_logit_rows_in(M, Vl, logit_bytes); /* the classifier's chunk of rows */
+    int64_t dy = M * wide > R * Vl ? M * wide : R * Vl;   /* a backward GEMM's dy, or a chunk's bf16 logits */
     int block = recompute == AX_RECOMPUTE_BLOCK, attn = recompute != AX_RECOMPUTE_NONE, h = dtype == AX_BF16;
     /* DHIDDEN holds the fp32 q|k|v gradient, or the MLP hidden's in the GEMMs' dtype */
     int64_t dhidden = M * (Q > Cx ? Q : Cx), dfc = h ? (M * Fc + 1) / 2 : M * Fc;

@@ -204,7 +204,7 @@ static ax_mat lnf_rows(const ax_gpt *m, int r0, int n) {
 }
 
 static int chunk_rows(const ax_gpt *m, int M) {
-    int R = ax_gpt_logit_rows(M, m->Vl);
+    int R = ax_gpt_logit_rows_in(M, m->Vl, m->logit_bytes);
     return m->logit_rows_max > 0 && m->logit_rows_max < R ? m->logit_rows_max : R;
 }
 

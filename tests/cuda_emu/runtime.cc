@@ -201,12 +201,18 @@ cudaError_t cudaMemGetInfo(size_t *fr, size_t *total) {
 }
 cudaError_t cudaMemsetAsync(void *p, int v, size_t bytes, cudaStream_t s) {
     if (!within(device_mem, p)) return cudaErrorInvalidValue;
-    emu_enqueue(s, [=] { memset(p, v, bytes); });
+    emu_enqueue(s, [=] {
+        emu_count("memset");
+        memset(p, v, bytes);
+    });
     return cudaSuccess;
 }
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind, cudaStream_t s) {
     if (s && s->captured && (pageable(dst) || pageable(src))) return refuse();
-    emu_enqueue(s, [=] { memmove(dst, src, bytes); });
+    emu_enqueue(s, [=] {
+        emu_count("copy");
+        memmove(dst, src, bytes);
+    });
     return cudaSuccess;
 }
 cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
@@ -214,6 +220,7 @@ cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t 
     if (width > dpitch || width > spitch) return cudaErrorInvalidValue;
     if (s && s->captured && (pageable(dst) || pageable(src))) return refuse();
     emu_enqueue(s, [=] {
+        emu_count("copy");
         for (size_t r = 0; r < rows; r++) memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
     });
     return cudaSuccess;
@@ -374,6 +381,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const vo
     float al = *(const float *)alpha, be = *(const float *)beta;
     cublasLtMatmulDescOpaque_t dd = *d;
     cublasLtMatrixLayoutOpaque_t lla = *la, llb = *lb, llc = *lc;
-    emu_enqueue(s, [=] { matmul(dd, al, A, lla, B, llb, be, C, llc, D); });
+    emu_enqueue(s, [=] {
+        emu_count("gemm");
+        matmul(dd, al, A, lla, B, llb, be, C, llc, D);
+    });
     return CUBLAS_STATUS_SUCCESS;
 }

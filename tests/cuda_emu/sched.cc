@@ -10,7 +10,9 @@
  * memory its launch asked for (the kernel's layout must be the one its
  * launch computes). */
 #include "emu_device.h"
+#include <map>
 #include <stdarg.h>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -187,13 +189,31 @@ static void run_launch(dim3 g, dim3 b, size_t smem, const std::function<void()> 
             }
 }
 
+namespace {
+struct Tally {
+    std::map<std::string, long> n;
+    ~Tally() { /* at exit: the process's tally, if asked for */
+        const char *path = getenv("EMU_LAUNCHES");
+        FILE *f = path && *path ? fopen(path, "w") : 0;
+        if (!f) return;
+        for (auto &k : n) fprintf(f, "%ld %s\n", k.second, k.first.c_str());
+        fclose(f);
+    }
+} tally;
+} // namespace
+void emu_count(const char *kind) { tally.n[kind]++; }
+
 /* the launch's configuration checked as it is queued, as CUDA does */
-void emu_launch(dim3 g, dim3 b, size_t smem, cudaStream_t s, const void *kernel, std::function<void()> f) {
+void emu_launch(dim3 g, dim3 b, size_t smem, cudaStream_t s, const void *kernel, std::function<void()> f,
+                const char *name) {
     unsigned n = b.x * b.y * b.z;
     if (n < 1 || n > 1024) fail("%u threads a block (1 to 1024)", n);
     auto raised = smem_limit.find(kernel);
     size_t allowed = raised == smem_limit.end() ? 48u << 10 : raised->second;
     if (smem > allowed || smem > EMU_SMEM_MAX)
         fail("%zu bytes of dynamic shared memory, more than the %zu this kernel is allowed", smem, allowed);
-    emu_enqueue(s, [=] { run_launch(g, b, smem, f); });
+    emu_enqueue(s, [=] {
+        emu_count(name);
+        run_launch(g, b, smem, f);
+    });
 }

@@ -18,6 +18,7 @@ int ax_cuda_open(int local_rank);
 void ax_cuda_device_id(char *id);
 void *ax_cuda_host_alloc(size_t bytes);
 void ax_cuda_host_free(void *p);
+size_t ax_cuda_mem_free(void);
 void *ax_cuda_alloc(size_t bytes);
 void ax_cuda_free(void *p);
 void ax_cuda_copy(void *dst, const void *src, size_t bytes);

@@ -218,6 +218,13 @@ void ax_cuda_host_free(void *p) {
     if (p) AX_CHECK_CUDA(cudaFreeHost(p));
 }
 
+size_t ax_cuda_mem_free(void) {
+    size_t fr = 0, tot = 0;
+    need_device();
+    AX_CHECK_CUDA(cudaMemGetInfo(&fr, &tot));
+    return fr;
+}
+
 const char *ax_cuda_device_name(void) {
     static char s[320];
     if (device < 0) return "no CUDA device opened";

@@ -204,17 +204,30 @@ void ax_cuda_cast(void *dst, ax_dtype dt, const void *src, ax_dtype st, size_t n
 /* the gradient norm's sum of squares: a double per block, then one block
  * over those (no atomics: the same bits every run) */
 #define SQ_BLOCKS 1024
-__global__ static void sumsq_k(double *part, const float *x, size_t n) {
+/* the ranges of one sumsq call, by value (a launch's parameters): a range's
+ * blocks are blockIdx.y's row of the grid */
+typedef struct {
+    const float *x[AX_SUMSQ_RANGES];
+    size_t len[AX_SUMSQ_RANGES];
+} sq_ranges;
+
+/* range r = blockIdx.y in nb = min(its blocks, SQ_BLOCKS) blocks, each
+ * thread's strided partial, then a fixed tree: part[r * SQ_BLOCKS + block]
+ * (blocks past nb leave their zero) */
+__global__ static void sumsq_k(double *part, sq_ranges R) {
     __shared__ double sh[NT];
+    size_t n = R.len[blockIdx.y], nb = (n + NT - 1) / NT < SQ_BLOCKS ? (n + NT - 1) / NT : SQ_BLOCKS;
+    if (blockIdx.x >= nb) return;
+    const float *x = R.x[blockIdx.y];
     double s = 0;
-    EACH(i, n) s += (double)x[i] * x[i];
+    for (size_t i = blockIdx.x * (size_t)NT + threadIdx.x; i < n; i += nb * NT) s += (double)x[i] * x[i];
     sh[threadIdx.x] = s;
     __syncthreads();
     for (int o = NT / 2; o; o >>= 1) {
         if (threadIdx.x < o) sh[threadIdx.x] += sh[threadIdx.x + o];
         __syncthreads();
     }
-    if (threadIdx.x == 0) part[blockIdx.x] = sh[0];
+    if (threadIdx.x == 0) part[(size_t)blockIdx.y * SQ_BLOCKS + blockIdx.x] = sh[0];
 }
 
 __global__ static void sumsq_sum(double *out, const double *part, unsigned n) {
@@ -253,15 +266,20 @@ void ax_cuda_wsum(double *acc, const float *x, const float *w, int64_t n) {
 /* SQ_BLOCKS partials per range (zeros past a short range's blocks), summed in
  * order by one block, and one copy back for all the ranges */
 double ax_cuda_sumsq(int n, const float *const *x, const size_t *len) {
+    if (n < 0 || n > AX_SUMSQ_RANGES) ax_fatal(__FILE__, __LINE__, "sumsq: %d ranges, at most %d", n, AX_SUMSQ_RANGES);
     size_t np = (size_t)n * SQ_BLOCKS;
     double *part = (double *)ax_cuda_tmp(AX_CUDA_TMP_SUMSQ, (np + 1) * sizeof(double)), s;
     cudaStream_t st = ax_cuda_stream();
     AX_CHECK_CUDA(cudaMemsetAsync(part, 0, np * sizeof(double), st));
+    sq_ranges R;
+    size_t most = 0;
     for (int r = 0; r < n; r++) {
-        if (!len[r]) continue;
-        unsigned nb = grid_of(len[r]) < SQ_BLOCKS ? grid_of(len[r]) : SQ_BLOCKS;
-        sumsq_k<<<nb, NT, 0, st>>>(part + (size_t)r * SQ_BLOCKS, x[r], len[r]);
+        R.x[r] = x[r];
+        R.len[r] = len[r];
+        if (len[r] > most) most = len[r];
     }
+    unsigned nb = grid_of(most) < SQ_BLOCKS ? grid_of(most) : SQ_BLOCKS;
+    if (n && nb) sumsq_k<<<dim3(nb, n), NT, 0, st>>>(part, R);
     sumsq_sum<<<1, NT, 0, st>>>(part + np, part, (unsigned)np);
     AX_CUDA_DONE();
     ax_cuda_copy(&s, part + np, sizeof s);

@@ -9,6 +9,7 @@ const ax_backend ax_cuda_backend = {
     .device_name = ax_cuda_device_name,
     .host_alloc = ax_cuda_host_alloc,
     .host_free = ax_cuda_host_free,
+    .mem_free = ax_cuda_mem_free,
     .set_threads = ax_cuda_set_threads,
     .threads = ax_cuda_threads,
     .alloc = ax_cuda_alloc,

@@ -57,8 +57,15 @@ extern unsigned char emu_smem[];
 #define EMU_SMEM_OPTIN (227u << 10)
 int emu_smem_raise(const void *kernel, int bytes);
 
-/* kernel: the launched function's address (convert.sh), whose limit applies */
-void emu_launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, const void *kernel, std::function<void()> body);
+/* kernel: the launched function's address (convert.sh), whose limit applies;
+ * name: its name as the source spells it, for the launch tally */
+void emu_launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, const void *kernel, std::function<void()> body,
+                const char *name = "kernel");
+/* The launch tally: each piece of device work counted by kind as it runs
+ * (so a graph replay counts what it runs), a kernel by its name, the other
+ * kinds as "gemm", "memset", "copy", "sort". With EMU_LAUNCHES=FILE set, the
+ * process writes "count kind" lines to FILE at exit (one process a file). */
+void emu_count(const char *kind);
 /* The work queued on a stream (launches, copies, memsets, GEMMs, sorts),
  * checked as it is queued, runs at once, unless a capture is open and the
  * stream is in it (cudaStreamBeginCapture .. cudaStreamEndCapture): the
@@ -71,6 +78,7 @@ void emu_syncwarp();
 int emu_lane();
 float emu_shfl(float v, int src_lane);
 #define __syncthreads() emu_syncthreads()
+#define __threadfence() ((void)0) /* one block at a time: every write is seen */
 #define __syncwarp(...) emu_syncwarp()
 static inline float __shfl_sync(unsigned, float v, int src) { return emu_shfl(v, src); }
 static inline float __shfl_xor_sync(unsigned, float v, int mask) { return emu_shfl(v, (emu_lane() ^ mask) & 31); }

@@ -16,6 +16,7 @@ struct DeviceRadixSort {
         unsigned long long mask =
             end_bit - begin_bit >= 64 ? ~0ull : ((1ull << (end_bit - begin_bit)) - 1) << begin_bit;
         emu_enqueue(s, [=] {
+            emu_count("sort");
             std::vector<int> at(n);
             for (int i = 0; i < n; i++) at[i] = i;
             std::stable_sort(at.begin(), at.end(), [&](int a, int b) {
