@@ -417,4 +417,4 @@ static void reduce_sum(void *c, float *buf, size_t n) { ax_allreduce_f32(c, buf,
 static void reduce_max(void *c, float *buf, size_t n) { ax_allreduce_max_f32(c, buf, n); }
 
 /* blocking: under NCCL the kernels queued next see the result */
-ax_reducer ax_comm_reducer(ax_comm *c) { return (ax_reducer){reduce_sum, reduce_max, c}; }
+ax_reducer ax_comm_reducer(ax_comm *c) { return (ax_reducer){reduce_sum, reduce_max, c, c->size == 1}; }

@@ -94,7 +94,8 @@ void ax_allgather_bf16(ax_comm *c, const ax_bf16 *send, ax_bf16 *recv, size_t n)
 /* recv (n) = rank's block of the elementwise sum of every send (size*n) */
 void ax_reduce_scatter_f32(ax_comm *c, const float *send, float *recv, size_t n);
 
-/* The group as a backend kernel's reducer (float sum and max, blocking). */
+/* The group as a backend kernel's reducer (float sum and max, blocking;
+ * single when the group is this rank alone). */
 ax_reducer ax_comm_reducer(ax_comm *c);
 
 /* Non-blocking forms of the same (sum in float); complete with ax_wait. */
