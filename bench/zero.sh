@@ -30,7 +30,7 @@ done
 . "$ROOT/bench/lib.sh"
 if [ "$CONFIG" = mini ]; then
   V=50257 T=256 L=6 H=6 C=384 B=4
-  MODEL=(--vocab-size $V --block-size $T --n-layer $L --n-head $H --n-embd $C --batch $B --seq $T)
+  MODEL=(--vocab-size "$V" --block-size "$T" --n-layer "$L" --n-head "$H" --n-embd "$C" --batch "$B" --seq "$T")
 else bench_config "$CONFIG"; fi
 MODEL+=(--iters "$ITERS" --json)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_WAIT_POLICY=passive OMP_NUM_THREADS=1
