@@ -60,11 +60,12 @@ same_bits() {
     ok "$3" || bad "$3: the runs differ"
 }
 
-# ZeRO-1 (--zero 1, model/gpt_zero.c), the part cuda_emu_zero runs: C=45 and 5
-# heads, buckets of 0.05 MiB (one a layer where Z=1, three in all) leave bucket
-# ranges that 2 and 4 do not divide (a layer's 13 C biases and norms: tails
-# all-reduced, copied into the share behind the collective). Against the CPU's --zero 1 on
-# the same grid (1e-5 fp32, 2e-3 bf16: the kernels' sums, as above) and the
+# ZeRO-1 (--zero 1, model/gpt_zero.c), the part cuda_emu_zero runs. C=45, 5
+# heads and buckets of 0.05 MiB (a layer each at Z=1) leave bucket ranges
+# that 2 and 4 do not divide (a layer's 13 C = 585 biases and norm weights):
+# their tails are all-reduced and copied into the share behind the
+# collective. --zero 1 on the device against the CPU's --zero 1 on the same
+# grid (1e-5 fp32, 2e-3 bf16: the kernels' sums, as above) and against the
 # device's --zero 0:
 #  - D=2, fp32 and bf16, sharing the device (staged) and a device each (NCCL):
 #    the --zero 0 run's bits (final model byte for byte, losses and norms as
@@ -74,10 +75,11 @@ same_bits() {
 #    below the float the clip scale rounds to;
 #  - D=2 x Z=2 (4 ranks), staged in fp32, on NCCL in bf16: 1e-5 and 2e-3 (the
 #    replicated region's reduce-scatter over 4 ranks may associate the sums
-#    otherwise than the all-reduce; the log says whether the bits were the same);
-#  - on NCCL with --cuda-graph (the reduce-scatters and the tails' copies
-#    captured, the all-gathers after the replay), D=2 fp32 and D=2 x Z=2 bf16:
-#    the uncaptured run's bits.
+#    otherwise than the all-reduce: Open MPI 4.1 does, by one ulp of a bias at
+#    step 2; the log says whether the final models were the same bits);
+#  - each NCCL case again with --cuda-graph (the reduce-scatters and the
+#    tails' copies captured, the all-gathers after the replay): the
+#    uncaptured run's bits.
 ZT=(train --synthetic --n-layer 2 --n-head 5 --n-embd 45 --vocab-size 97 --block-size 32 --seq 32 --batch 4 --quiet
   --lr 3e-3 --warmup 2 --steps 4 --val-every 0 --seed 5 --bucket-mb 0.05)
 # zero_grid GRID NP staged|nccl DT: --zero 1 on the device against the CPU's
