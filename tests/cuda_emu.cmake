@@ -62,6 +62,8 @@ if(AX_CUDA)
   set_tests_properties(backend_cmp_emu PROPERTIES ENVIRONMENT "${AX_TEST_ENV};EMU_SHUFFLE=1" TIMEOUT 600)
   # training, grids of ranks sharing the device or on NCCL, resume and eval on it, against the CPU
   ax_script_test(cuda_emu_train test_cuda_emu_train.sh $<TARGET_FILE:axonn_emu> $<TARGET_FILE:nccl_emu>)
+  # ZeRO-1 (--zero 1) on 2 and 4 ranks, staged and on NCCL, against the CPU's and --zero 0
+  ax_script_test(cuda_emu_zero test_cuda_emu_train.sh $<TARGET_FILE:axonn_emu> $<TARGET_FILE:nccl_emu> zero)
   # ring attention's transfers staged through the host, its blocks the CUDA kernels
   ax_test(ring_2_emu test_ring_emu 2 --backend cuda)
   # the device work of one bf16 GPT-2 step, counted by kind, a + b*L within

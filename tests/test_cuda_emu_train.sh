@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cuda_emu_train EMU_AXONN NCCL_EMU: the training paths of the CUDA backend,
+# cuda_emu_train EMU_AXONN NCCL_EMU [zero]: the training paths of the CUDA backend,
 # run on the host emulation of the device (tests/cuda_emu; EMU_AXONN is axonn
 # linked against it), against the CPU backend ($AXONN_BIN). Groups of ranks
 # sharing the device go through MPI on host buffers (--device-comm mpi);
@@ -31,9 +31,11 @@
 #  - greedy sampling of the Llama fixture, on 1 and 2 ranks: the CPU's tokens;
 #  - eval --json prints one JSON object on stdout, its loss the CPU's to 1e-5,
 #    on 1 rank and on 2 ranks sharing the device.
+# With `zero` (the test cuda_emu_zero) it runs only ZeRO-1's cases instead
+# (zero_cases, below).
 . "$(dirname "$0")/cli_lib.sh"
-EMU=${1:?usage: test_cuda_emu_train.sh EMU_AXONN NCCL_EMU}
-NCCL_EMU=${2:?usage: test_cuda_emu_train.sh EMU_AXONN NCCL_EMU}
+EMU=${1:?usage: test_cuda_emu_train.sh EMU_AXONN NCCL_EMU [zero]}
+NCCL_EMU=${2:?usage: test_cuda_emu_train.sh EMU_AXONN NCCL_EMU [zero]}
 MODEL=(--n-layer 2 --n-head 4 --n-embd 64 --vocab-size 97 --block-size 32 --seq 32 --batch 4)
 TRAIN=(train --synthetic "${MODEL[@]}" --quiet --lr 3e-3 --warmup 2 --steps 4 --val-every 0 --seed 5)
 DEV=(--backend cuda --device-comm mpi)
@@ -50,6 +52,75 @@ print(f"  {len(a)} steps, worst relative loss difference {worst:.2e} (limit {sys
 sys.exit(worst > float(sys.argv[3]))
 PY
 }
+# same_bits A B WHAT: the same losses and norms, and the same final model, byte for byte
+same_bits() {
+  cmp -s "$W/$1/model.safetensors" "$W/$2/model.safetensors" &&
+    diff <(grep -o '"loss": [^,]*, "lr": [^,]*, "grad_norm": [^,]*' "$W/$1/metrics.jsonl") \
+      <(grep -o '"loss": [^,]*, "lr": [^,]*, "grad_norm": [^,]*' "$W/$2/metrics.jsonl") >/dev/null &&
+    ok "$3" || bad "$3: the runs differ"
+}
+
+# ZeRO-1 (--zero 1, model/gpt_zero.c), the part cuda_emu_zero runs. C=45, 5
+# heads and buckets of 0.05 MiB (a layer each at Z=1) leave bucket ranges
+# that 2 and 4 do not divide (a layer's 13 C = 585 biases and norm weights):
+# their tails are all-reduced and copied into the share behind the
+# collective. --zero 1 on the device against the CPU's --zero 1 on the same
+# grid (1e-5 fp32, 2e-3 bf16: the kernels' sums, as above) and against the
+# device's --zero 0:
+#  - D=2, fp32 and bf16, sharing the device (staged) and a device each (NCCL):
+#    the --zero 0 run's bits (final model byte for byte, losses and norms as
+#    printed): a sum of 2 ranks is the same in the all-reduce and the
+#    reduce-scatter (a + b = b + a), the update is elementwise, and the norm's
+#    squares added share by share move only digits below those printed and
+#    below the float the clip scale rounds to;
+#  - D=2 x Z=2 (4 ranks), staged in fp32, on NCCL in bf16: 1e-5 and 2e-3 (the
+#    replicated region's reduce-scatter over 4 ranks may associate the sums
+#    otherwise than the all-reduce: Open MPI 4.1 does, by one ulp of a bias at
+#    step 2; the log says whether the final models were the same bits);
+#  - each NCCL case again with --cuda-graph (the reduce-scatters and the
+#    tails' copies captured, the all-gathers after the replay): the
+#    uncaptured run's bits.
+ZT=(train --synthetic --n-layer 2 --n-head 5 --n-embd 45 --vocab-size 97 --block-size 32 --seq 32 --batch 4 --quiet
+  --lr 3e-3 --warmup 2 --steps 4 --val-every 0 --seed 5 --bucket-mb 0.05)
+# zero_grid GRID NP staged|nccl DT: --zero 1 on the device against the CPU's
+# and the device's --zero 0 (same_bits, or same_losses to TOL where TOL is given)
+zero_grid() {
+  local g=$1 np=$2 c=$3 dt=$4 tol=${5:-} dev=(--backend cuda) t=${1//,/}_$3_$4
+  if [ "$c" = nccl ]; then
+    local EMU_GPUS=$np AXONN_NCCL_LIB=$NCCL_EMU
+    export EMU_GPUS AXONN_NCCL_LIB
+  else dev=("${DEV[@]}" --share-gpu); fi
+  local Z=("${ZT[@]}" --dtype "$dt" --grid "$g")
+  [ -s "$W/zcpu_${g//,/}_$dt/model.safetensors" ] || run "zcpu_${g//,/}_$dt" "$np" "${Z[@]}" --zero 1 \
+    --out "$W/zcpu_${g//,/}_$dt" || return 1
+  run_emu "z0_$t" "$np" "${Z[@]}" "${dev[@]}" --out "$W/z0_$t" &&
+    run_emu "z1_$t" "$np" "${Z[@]}" "${dev[@]}" --zero 1 --out "$W/z1_$t" || return 1
+  if [ "$c" = nccl ] && ! grep -qE '^collectives: NCCL for [^;]*$' "$W/z1_$t.log"; then
+    bad "z1_$t: no 'collectives: NCCL for' line"
+    return 1
+  fi
+  local what="device --zero 1 $dt, grid $g $c"
+  same_losses "zcpu_${g//,/}_$dt" "z1_$t" "$([ "$dt" = fp32 ] && echo 1e-5 || echo 2e-3)" "$what, against the CPU's"
+  if [ -z "$tol" ]; then same_bits "z0_$t" "z1_$t" "$what: the --zero 0 run's bits"
+  else
+    same_losses "z0_$t" "z1_$t" "$tol" "$what, against --zero 0"
+    cmp -s "$W/z0_$t/model.safetensors" "$W/z1_$t/model.safetensors" && echo "  final model: the same bits" ||
+      echo "  final model: not the same bits"
+  fi
+  [ "$c" = nccl ] || return 0
+  run_emu "zg_$t" "$np" "${Z[@]}" "${dev[@]}" --zero 1 --cuda-graph --out "$W/zg_$t" &&
+    same_bits "z1_$t" "zg_$t" "$what, --cuda-graph: the uncaptured run's bits"
+}
+zero_cases() {
+  local dt
+  for dt in fp32 bf16; do
+    zero_grid 2,1,1,1 2 staged $dt
+    zero_grid 2,1,1,1 2 nccl $dt
+  done
+  zero_grid 2,1,1,2 4 staged fp32 1e-5
+  zero_grid 2,1,1,2 4 nccl bf16 2e-3
+}
+[ "${3:-}" = zero ] && { zero_cases; finish cuda_emu_zero; }
 
 for dt in fp32 bf16; do
   tol=$([ $dt = fp32 ] && echo 1e-5 || echo 2e-3)
@@ -63,13 +134,6 @@ LL=(--arch llama --n-kv-head 2 --grad-accum 2 --goldfish-k 3 --recompute block)
 run cpu_llama 1 "${TRAIN[@]}" "${LL[@]}" --out "$W/cpu_llama" &&
   run_emu dev_llama 1 "${TRAIN[@]}" "${LL[@]}" "${DEV[@]}" --out "$W/dev_llama" &&
   same_losses cpu_llama dev_llama 1e-5 "device ${LL[*]} against the CPU"
-# same_bits A B WHAT: the same losses and norms, and the same final model, byte for byte
-same_bits() {
-  cmp -s "$W/$1/model.safetensors" "$W/$2/model.safetensors" &&
-    diff <(grep -o '"loss": [^,]*, "lr": [^,]*, "grad_norm": [^,]*' "$W/$1/metrics.jsonl") \
-      <(grep -o '"loss": [^,]*, "lr": [^,]*, "grad_norm": [^,]*' "$W/$2/metrics.jsonl") >/dev/null &&
-    ok "$3" || bad "$3: the runs differ"
-}
 # --profile: no timing event recorded inside the capture (one cannot be read after it)
 run_emu graph_bf16 1 "${TRAIN[@]}" "${DEV[@]}" --dtype bf16 --cuda-graph --profile --out "$W/graph_bf16" &&
   same_bits dev_bf16 graph_bf16 "device bf16 --cuda-graph --profile: the uncaptured run's bits"

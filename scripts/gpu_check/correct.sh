@@ -95,11 +95,16 @@ PY
 # staged through host buffers), AX_GRID_STEPS (20) steps against 1 rank on
 # the two grids that between them split every dimension: 1,2,2,1 (X and Y,
 # the tensor-parallel layers' gathers and reductions) and 2,1,1,2 (data and
-# Z: the gradients' all-reduce, the Z gathers of the weights); fp32 within
-# 1e-5 relative at every step, bf16 within 2e-2; eval on 1,2,2,1 equal to 1
-# rank's; the processes on the GPU while 1,2,2,1 trains (4 expected).
+# Z: the gradients' all-reduce, the Z gathers of the weights), and 2,1,1,2
+# with --zero 1 (ZeRO-1: the gradients reduce-scattered into each rank's
+# share, its tails copied there, AdamW on the share, the parameters
+# all-gathered in place), also against 2,1,1,2 without it; fp32 within 1e-5
+# relative at every step, bf16 within 2e-2 (ZeRO-1 against --zero 0 as
+# against 1 rank: its reduce-scatter over the 4 ranks of data x Z may
+# associate the sums otherwise); eval on 1,2,2,1 equal to 1 rank's; the
+# processes on the GPU while 1,2,2,1 trains (4 expected).
 grids_cmp() {
-  local be=$DEV_BACKEND rc=0 d g tag pid
+  local be=$DEV_BACKEND rc=0 d g run tag pid tol zero
   local args=(train --synthetic --steps "${AX_GRID_STEPS:-20}" --val-every 0 --save-every 0 --log-every 1 --seed 7
     --n-layer 2 --n-head 12 --n-embd 192 --vocab-size 512 --block-size 64 --batch 12 --backend "$be" --share-gpu)
   local ev=(eval --backend "$be" --model "$WORK/grids_1_fp32" --data "$WORK/grids_val.bin" --batch 12 --seq 64 --json)
@@ -117,15 +122,19 @@ PY
   for d in $dts; do
     "$BIN/axonn" "${args[@]}" --dtype "$d" --out "$WORK/grids_1_$d" > "$LOGS/grids_1_$d.out" 2>&1 ||
       { echo "1 rank $d: failed"; tail -3 "$LOGS/grids_1_$d.out"; rc=1; continue; }
-    for g in 1,2,2,1 2,1,1,2; do
-      tag=${g//,/}_$d
-      mpirun -np 4 "$BIN/axonn" "${args[@]}" --dtype "$d" --grid "$g" --out "$WORK/grids_$tag" \
+    tol=$([ "$d" = fp32 ] && echo 1e-5 || echo 2e-2)
+    for run in 1,2,2,1 2,1,1,2 2,1,1,2:zero; do
+      g=${run%:zero} zero=0
+      [ "$run" = "$g" ] || zero=1
+      tag=${g//,/}$([ $zero = 1 ] && echo _zero)_$d
+      mpirun -np 4 "$BIN/axonn" "${args[@]}" --dtype "$d" --grid "$g" --zero $zero --out "$WORK/grids_$tag" \
         > "$LOGS/grids_$tag.out" 2>&1 &
       pid=$!
       [ "$be" = cuda ] && [ "$tag" = 1221_fp32 ] && echo "grid $g $d: $(gpu_processes $pid) processes on the GPU at most (4 expected)"
-      wait $pid || { echo "grid $g $d: failed"; tail -3 "$LOGS/grids_$tag.out"; rc=1; continue; }
-      same_curve "$WORK/grids_1_$d/metrics.jsonl" "$WORK/grids_$tag/metrics.jsonl" "$g $d" \
-        "$([ "$d" = fp32 ] && echo 1e-5 || echo 2e-2)" || rc=1
+      wait $pid || { echo "grid $g $d --zero $zero: failed"; tail -3 "$LOGS/grids_$tag.out"; rc=1; continue; }
+      same_curve "$WORK/grids_1_$d/metrics.jsonl" "$WORK/grids_$tag/metrics.jsonl" "$g $d --zero $zero" "$tol" || rc=1
+      [ $zero = 1 ] && { same_curve "$WORK/grids_${g//,/}_$d/metrics.jsonl" "$WORK/grids_$tag/metrics.jsonl" \
+        "$g $d --zero 1 against --zero 0" "$tol" || rc=1; }
     done
   done
   local e1 eg

@@ -11,7 +11,7 @@ BUDGET_S=540
 run_plan() {
   # the machine, the binaries, their libraries                     expected
   step env 10 0 env_info                                           #  6-7 s
-  step build 20 0 unpack                                           #  1 (the pack unpacked)
+  step build 10 0 unpack                                           #  1 (the pack unpacked)
   setup_paths
   step version 5 0 versions                                        #  1
   # every CUDA op against the CPU, and the flash verdict's evidence
@@ -27,13 +27,13 @@ run_plan() {
   step gpt2_graph 20 1 bench_gpt2 default --cuda-graph             #  never run
   step torch 75 1 torch_small                                      # 58 (17 eager, 41 compiled)
   # several ranks on the one GPU, then checkpoints
-  step grids 60 1 grids_cmp                                        #  never run: 8 launches
+  step grids 75 1 grids_cmp                                        #  never run: 10 launches
   step ckpt 20 1 ckpt_cmp                                          #  never run: 5 launches
   # the larger models
   step gpt_1p3b 50 1 bench_1p3b                                    # over 60 then (one-core init, since threaded)
   step llama_1b 40 1 bench_llama                                   #  never run
   # NCCL on one rank, two ranks sharing the GPU (staged), ring attention's transfers
-  step nccl 10 1 nccl_one                                          #  2
+  step nccl 5 1 nccl_one                                           #  2
   step nccl_shared 15 1 nccl_shared                                #  never run
   step ring 10 1 ring_cmp                                          #  never run
 }

@@ -46,10 +46,10 @@ static const char *usage_comm =
 
 static void print_text(const ax_bench_result *b) {
     double ms = b->step_s * 1e3, P = b->ranks;
-    printf("bench: %d ranks, grid D=%d X=%d Y=%d Z=%d C=%d, %d threads/rank, %s, overlap %s%s, gemm-tune %s; %d "
-           "iterations, mean of the last %d\n",
+    printf("bench: %d ranks, grid D=%d X=%d Y=%d Z=%d C=%d, %d threads/rank, %s, overlap %s%s, zero %d, gemm-tune %s; "
+           "%d iterations, mean of the last %d\n",
            b->ranks, b->grid[0], b->grid[1], b->grid[2], b->grid[3], b->cp, b->threads, b->dtype, b->overlap,
-           b->keep_gathered ? " (gathered weights kept)" : "", b->gemm_tune, b->iters, b->timed);
+           b->keep_gathered ? " (gathered weights kept)" : "", b->zero, b->gemm_tune, b->iters, b->timed);
     printf("  %.2f ms/iteration (median %.2f, min %.2f, max %.2f), %.0f tokens/s (%.0f tokens per iteration)\n", ms,
            b->step_med_s * 1e3, b->step_min_s * 1e3, b->step_max_s * 1e3, b->tokens / b->step_s, b->tokens);
     printf("  model FLOP/s %.4g total, %.4g per rank (72 B s l h^2 (1 + s/6h + V/12hl), no recompute counted)\n",
@@ -99,6 +99,7 @@ static void print_json(const ax_bench_result *b) {
         json_object_set_new(split, "comm", json_null());
         json_object_set_new(split, "comm_total", json_null());
     }
+    json_object_set_new(j, "zero", json_integer(b->zero));
     json_object_set_new(j, "cuda_graph", json_boolean(b->cuda_graph));
     json_object_set_new(j, "peak_flops_per_rank", b->peak > 0 ? json_real(b->peak) : json_null());
     json_object_set_new(j, "mfu", b->peak > 0 ? json_real(b->mfu) : json_null());
@@ -113,6 +114,7 @@ static void print_json(const ax_bench_result *b) {
         "flops_per_s_per_rank", b->gemm_flops, "model_percent_of_gemm_ceiling",
         100 * b->model_flops / b->step_s / P / b->gemm_flops, "param_bytes_per_rank", b->param_bytes,
         "activation_bytes_per_rank", b->act_bytes, "workspace_bytes_per_rank", b->ws_bytes);
+    json_object_set_new(more, "optimizer_bytes_per_rank", json_real(b->opt_bytes));
     json_object_update(j, more);
     json_decref(more);
     json_object_set_new(j, "split_ms", split);

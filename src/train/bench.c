@@ -57,6 +57,7 @@ static void describe_run(const ax_run *r, const ax_train_opts *o, int iters, ax_
     res->dtype = o->dtype;
     res->overlap = o->overlap;
     res->keep_gathered = o->keep_gathered;
+    res->zero = r->m.zero;
     res->cuda_graph = o->cuda_graph;
     res->peak = r->peak;
     snprintf(res->peak_from, sizeof res->peak_from, "%s", r->peak_from);
@@ -69,6 +70,7 @@ static void describe_run(const ax_run *r, const ax_train_opts *o, int iters, ax_
     res->param_bytes = 4.0 * r->m.n_local;
     res->act_bytes = r->m.act_bytes;
     res->ws_bytes = r->m.ws_bytes;
+    res->opt_bytes = 2 * 4.0 * ax_gpt_opt_numel(&r->m);
 }
 
 /* Local sums over the timed iterations, indexed as below; t_all[i]: timed step i, the slowest rank's. */

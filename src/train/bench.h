@@ -21,6 +21,7 @@ typedef struct {
     int batch, seq, grad_accum;
     const char *recompute, *dtype, *overlap, *gemm_tune;
     int keep_gathered;
+    int zero;         /* ZeRO-1 (--zero): AdamW's state sharded over the data group */
     int cuda_graph;   /* the timed steps are replays of a CUDA graph: GEMM and blocked time not measured */
     int iters, timed; /* timed = iters - 2 */
     /* seconds per iteration: the step is the slowest rank's (mean, median,
@@ -35,6 +36,7 @@ typedef struct {
     double peak, mfu;                           /* a rank's peak, and model FLOP/s per rank over it (0: unknown) */
     char peak_from[200];                        /* whence (measure/peak.h), or why none */
     double param_bytes, act_bytes, ws_bytes;    /* per rank, rank 0 */
+    double opt_bytes;                           /* AdamW's moments per rank, rank 0 (its share under --zero 1) */
 } ax_bench_result;
 
 /* Sets up the run of o (o->out, checkpoints and metrics are ignored) and times
