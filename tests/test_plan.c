@@ -920,6 +920,25 @@ static void test_zero_fits(void) {
     CHECK(any == 2 && ax_plan_min_ranks(&j, &mc, 2) == 0, "smallest rank count: both %d, zero 0 none", any);
 }
 
+/* docs/planner.md's examples: a Llama-3.1-8B-shaped job at sequence T, batch B, bf16, block recomputation */
+static void llama8b_job(ax_plan_job *j, int T, int B) {
+    ax_plan_job_defaults(j);
+    j->cfg = (ax_gpt_config){.n_layer = 32,
+                             .n_head = 32,
+                             .n_kv_head = 8,
+                             .n_embd = 4096,
+                             .n_inner = 14336,
+                             .block_size = T,
+                             .vocab_size = 128256,
+                             .arch = AX_ARCH_LLAMA,
+                             .untied = 1,
+                             .rope_theta = 500000};
+    j->batch = B;
+    j->seq = T;
+    j->recompute = AX_RECOMPUTE_BLOCK;
+    j->act_bytes = 2;
+}
+
 /* docs/planner.md's ZeRO-1 example: the Llama-3.1-8B shape at T = 8,192 on 64 H100s (the h100x8
  * preset), batch 64, bf16, block recomputation, C = 1. The three grids with D = 32 fit only under
  * zero 1, D = 64 under neither; the first choice is 8,1,1,8 under zero 0, zero 1 second: its
@@ -928,21 +947,7 @@ static void test_zero_llama8b(void) {
     ax_machine mc;
     CHECK(ax_machine_preset(&mc, "h100x8") == 0, "preset");
     ax_plan_job j;
-    ax_plan_job_defaults(&j);
-    j.cfg = (ax_gpt_config){.n_layer = 32,
-                            .n_head = 32,
-                            .n_kv_head = 8,
-                            .n_embd = 4096,
-                            .n_inner = 14336,
-                            .block_size = 8192,
-                            .vocab_size = 128256,
-                            .arch = AX_ARCH_LLAMA,
-                            .untied = 1,
-                            .rope_theta = 500000};
-    j.batch = 64;
-    j.seq = 8192;
-    j.recompute = AX_RECOMPUTE_BLOCK;
-    j.act_bytes = 2;
+    llama8b_job(&j, 8192, 64);
     static const int only1[][4] = {{32, 1, 1, 2}, {32, 1, 2, 1}, {32, 2, 1, 1}};
     for (int i = 0; i < 3; i++) {
         ax_plan_cost c0, c1;
@@ -978,21 +983,7 @@ static void test_cp_llama8b(void) {
     ax_machine mc;
     CHECK(ax_machine_preset(&mc, "h100x8") == 0, "preset");
     ax_plan_job j;
-    ax_plan_job_defaults(&j);
-    j.cfg = (ax_gpt_config){.n_layer = 32,
-                            .n_head = 32,
-                            .n_kv_head = 8,
-                            .n_embd = 4096,
-                            .n_inner = 14336,
-                            .block_size = 131072,
-                            .vocab_size = 128256,
-                            .arch = AX_ARCH_LLAMA,
-                            .untied = 1,
-                            .rope_theta = 500000};
-    j.batch = 8;
-    j.seq = 131072;
-    j.recompute = AX_RECOMPUTE_BLOCK;
-    j.act_bytes = 2;
+    llama8b_job(&j, 131072, 8);
     j.cp = 0;
     ax_plan p;
     ax_plan_run(&j, 64, &mc, &p);
