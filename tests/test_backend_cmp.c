@@ -262,6 +262,62 @@ static void fused_bf16(pair gu, pair dso, int M, int Fd) {
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) drop(all[i]);
 }
 
+/* GEMM epilogues (gemm_epilogue, optional): the bias add, and bias + GELU
+ * with its pre-activation, on the GEMM's fp32 product, against the CPU's
+ * GEMM and separate pass (as for the GEMMs: 1e-5 fp32, 8e-3 ~ two bf16 ulps
+ * rounded), and against the device's own GEMM then separate pass at the
+ * same tolerances (the emulated cuBLASLt sums in the same order, so there
+ * they agree bit for bit; a GPU's Lt may pick another kernel for the fused
+ * GEMM). bf16 inputs may give an fp32 output with the bias alone (the
+ * out-projections into the residual stream). N = 97: no leading dimension of a multiple of 8 for Lt's aux, so
+ * the backend's fallback to the separate pass. */
+static void epilogue_case(ax_epilogue e, ax_dtype t, ax_dtype ct, int M, int N, int K) {
+    size_t sz = ax_dtype_size(ct), n = (size_t)M * N;
+    pair a = t == AX_BF16 ? randh((size_t)M * K) : randf((size_t)M * K, -1, 1);
+    pair w = t == AX_BF16 ? randh((size_t)N * K) : randf((size_t)N * K, -1, 1);
+    pair bias = randf(N, -1, 1), y = mk(n * 4), out = mk(n * sz), pre = mk(n * sz);
+    pair uo = mk(n * sz), up = mk(n * sz); /* the device's unfused results, copied into .c */
+    const ax_backend *be[2] = {C_, G_};
+    for (int s = 0; s < 2; s++) { /* the GEMM, then the separate pass */
+        void *A = s ? a.g : a.c, *W = s ? w.g : w.c, *Y = s ? y.g : y.c, *O = s ? out.g : out.c, *P = s ? pre.g : pre.c;
+        const float *b = s ? G(bias) : F(bias);
+        be[s]->gemm(1, 1.0f, ax_mat_of(A, t, M, K), 0, ax_mat_of(W, t, N, K), 1, 0.0f, ax_mat_f32(Y, M, N));
+        if (e == AX_EPI_BIAS) be[s]->bias_round(Y, O, ct, b, M, N);
+        else be[s]->bias_gelu_forward(O, ct, P, ct, Y, b, M, N);
+    }
+    G_->copy(uo.c, out.g, n * sz);
+    G_->copy(up.c, pre.g, n * sz);
+    G_->zero(out.g, n * sz);
+    G_->zero(pre.g, n * sz);
+    G_->gemm_epilogue(e, ax_mat_of(a.g, t, M, K), 0, ax_mat_of(w.g, t, N, K), 1, ax_mat_of(out.g, ct, M, N), G(bias),
+                      pre.g);
+    G_->copy(uo.g, out.g, n * sz);
+    G_->copy(up.g, pre.g, n * sz);
+    int h = ct == AX_BF16;
+    double tol = h ? 8e-3 : 1e-5;
+    char sh[64], op[40];
+    const char *name = e == AX_EPI_BIAS ? "epi bias" : "epi gelu";
+    snprintf(sh, sizeof sh, "%dx%dx%d NT %s->%s", M, N, K, ax_dtype_name(t), ax_dtype_name(ct));
+    snprintf(op, sizeof op, "%s out", name);
+    row(op, sh, out, h, tol);
+    snprintf(op, sizeof op, "%s out vs unfused", name);
+    row(op, sh, uo, h, tol);
+    if (e == AX_EPI_BIAS_GELU) {
+        row("epi gelu pre", sh, pre, h, tol);
+        row("epi gelu pre vs unfused", sh, up, h, tol);
+    }
+    pair all[] = {a, w, bias, y, out, pre, uo, up};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) drop(all[i]);
+}
+
+static void epilogues(void) {
+    if (!G_->gemm_epilogue) return;
+    for (int t = 0; t < 2; t++)
+        for (int e = 0; e < 2; e++) epilogue_case((ax_epilogue)e, (ax_dtype)t, (ax_dtype)t, 192, 160, 320);
+    epilogue_case(AX_EPI_BIAS, AX_BF16, AX_F32, 192, 160, 320); /* an out-projection into the fp32 residual */
+    epilogue_case(AX_EPI_BIAS_GELU, AX_BF16, AX_BF16, 64, 97, 96);
+}
+
 static void pointwise(void) {
     size_t n = 300007;
     pair x = randf(n, -6, 6), d = randf(n, -1, 1), o = mk(n * 4), g = mk(n * 4);
@@ -751,6 +807,7 @@ int main(int argc, char **argv) {
         return rc;
     }
     gemms();
+    epilogues();
     casts();
     norms(96, &solo);
     norms(96, &single);

@@ -45,6 +45,13 @@ static inline ax_mat ax_mat_of(const void *p, ax_dtype t, int rows, int cols) {
 }
 static inline ax_mat ax_mat_f32(const float *p, int rows, int cols) { return ax_mat_of(p, AX_F32, rows, cols); }
 
+/* What a GEMM's epilogue applies to the fp32 product y = op(A) op(B) before
+ * the one store (backend.h: gemm_epilogue) */
+typedef enum {
+    AX_EPI_BIAS,      /* C = y + bias */
+    AX_EPI_BIAS_GELU, /* v = y + bias; pre = v; C = gelu(v) (kmath.h: ax_gelu) */
+} ax_epilogue;
+
 #define AX_SUMSQ_RANGES  64
 #define AX_DEVICE_ID_LEN 64
 
@@ -186,6 +193,14 @@ typedef struct ax_backend {
      * NULL when this build cannot run them. *emulated: no native kernel on
      * this CPU, the inputs are widened to fp32 (same results, no speed-up). */
     const char *(*gemm_kernel)(ax_dtype t, int *emulated);
+    /* optional (NULL: callers run gemm, then bias_round or bias_gelu_forward):
+     * one GEMM, batch 1, alpha 1, beta 0, with epilogue e on its fp32 product
+     * and the fp32 bias (C.cols, broadcast over rows); pre (AX_EPI_BIAS_GELU
+     * only: C.rows x C.cols, dense, in C's dtype). The arithmetic is the one
+     * of those separate passes (fp32 sum, fp32 bias add and GELU, each output
+     * rounded once), only the fp32 product is never stored. */
+    void (*gemm_epilogue)(ax_epilogue e, ax_mat A, int transA, ax_mat B, int transB, ax_mat C, const float *bias,
+                          void *pre);
     void (*gemm_timing)(int on); /* seconds and FLOPs of gemm, for --profile */
     void (*gemm_stats)(double *seconds, double *flops);
     /* dst = src converted; to bf16 rounds to nearest even (NaN stays NaN) */

@@ -160,16 +160,21 @@ void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, in
     ax_dtype dt = m->dtype;
 #define P(k) ax_gpt_param(m, AX_PID(l, k))
     norm_forward(m, a->ln1, a->ln1_mean, a->ln1_rstd, (float *)h, NULL, NULL, P(AX_P_LN1W), P(AX_P_LN1B), M, scratch);
-    /* q|k|v: the GEMM's fp32 output, its bias, rotary embedding, then kept in
-     * dt; the attention reads the kept values and writes its output in dt */
+    /* q|k|v: the GEMM's product, its bias, rotary embedding, then kept in dt
+     * (the bias in the GEMM's epilogue, no fp32 copy, where no rotary
+     * embedding or decoding attention needs one); the attention reads the
+     * kept values and writes its output in dt */
     const float *qb = P(AX_P_QKVB);
-    ax_linear_forward(&m->qkv, layer_weight(m, l, AX_LW_QKV), NULL, ax_gpt_act(m, a->ln1, M, m->qkv.in_l), a->qkv32);
-    if (m->rope_on) {
-        if (qb) ax_be()->bias_add(a->qkv32, qb, M, m->qkv.out_l);
-        qb = NULL;
-        ax_rope_forward(&m->rope, a->qkv32, m->qkv.out_l, M, T, pos, m->Hl + m->KVl); /* q and k heads */
-    }
-    ax_bias_round(a->qkv32, a->qkv, dt, qb, M, m->qkv.out_l);
+    ax_mat ln1 = ax_gpt_act(m, a->ln1, M, m->qkv.in_l), qkvw = layer_weight(m, l, AX_LW_QKV);
+    if (m->rope_on || attend) { /* rotary embedding, or a decoding attention, on the fp32 values */
+        ax_linear_forward(&m->qkv, qkvw, NULL, ln1, a->qkv32);
+        if (m->rope_on) {
+            if (qb) ax_be()->bias_add(a->qkv32, qb, M, m->qkv.out_l);
+            qb = NULL;
+            ax_rope_forward(&m->rope, a->qkv32, m->qkv.out_l, M, T, pos, m->Hl + m->KVl); /* q and k heads */
+        }
+        ax_bias_round(a->qkv32, a->qkv, dt, qb, M, m->qkv.out_l);
+    } else ax_linear_forward_bias_to(&m->qkv, qkvw, qb, ln1, ax_mat_of(a->qkv, dt, M, m->qkv.out_l), a->qkv32);
     if (attend) { /* it writes fp32 into atty32 */
         attend(ctx, m, l, a);
         ax_bias_round(a->atty32, a->atty, dt, NULL, M, m->proj.in_l);
@@ -178,10 +183,15 @@ void ax_gpt_layer_forward(ax_gpt *m, int l, ax_layer_acts *a, const float *h, in
     ax_linear_forward(&m->proj, layer_weight(m, l, AX_LW_PROJ), NULL, ax_gpt_act(m, a->atty, M, m->proj.in_l), a->res2);
     norm_forward(m, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(AX_P_PROJB), h, P(AX_P_LN2W), P(AX_P_LN2B), M,
                  scratch);
-    /* fch = fcy + bias and fch_act = act(fch) in one kernel, both in dt */
-    ax_linear_forward(&m->fc, layer_weight(m, l, AX_LW_FC), NULL, ax_gpt_act(m, a->ln2, M, m->fc.in_l), a->fcy);
-    if (m->swiglu) ax_swiglu_forward(a->fch_act, dt, a->fch, dt, a->fcy, M, m->fcproj.in_l);
-    else ax_bias_gelu_forward(a->fch_act, dt, a->fch, dt, a->fcy, P(AX_P_FCB), M, m->fc.out_l);
+    /* fch = fcy + bias and fch_act = act(fch), both in dt: GELU's in fc's
+     * epilogue where the backend has one, else in one kernel after it */
+    ax_mat ln2 = ax_gpt_act(m, a->ln2, M, m->fc.in_l), fcw = layer_weight(m, l, AX_LW_FC);
+    if (m->swiglu) {
+        ax_linear_forward(&m->fc, fcw, NULL, ln2, a->fcy);
+        ax_swiglu_forward(a->fch_act, dt, a->fch, dt, a->fcy, M, m->fcproj.in_l);
+    } else
+        ax_linear_forward_gelu(&m->fc, fcw, P(AX_P_FCB), ln2, ax_mat_of(a->fch_act, dt, M, m->fc.out_l), a->fch,
+                               a->fcy);
     ax_linear_forward(&m->fcproj, layer_weight(m, l, AX_LW_FCPROJ), P(AX_P_FCPB),
                       ax_gpt_act(m, a->fch_act, M, m->fcproj.in_l), a->res3);
     ax_add_inplace(a->res3, a->res2, (size_t)M * m->Cx);

@@ -41,8 +41,18 @@ ax_mat ax_linear_weight(const ax_linear *L, ax_grid *g, const void *chunk, ax_dt
     return ax_mat_of(w, t, L->out_l, L->in_l);
 }
 
+/* the backend's GEMM epilogue applies where no all-reduce comes between the
+ * product and the bias (a forward group of one rank) */
+static int fusable(const ax_linear *L, const float *bias) {
+    return bias && ax_be()->gemm_epilogue && L->fwd->size == 1;
+}
+
 void ax_linear_forward(const ax_linear *L, ax_mat W, const float *bias, ax_mat x, float *y) {
     int M = x.rows;
+    if (fusable(L, bias)) {
+        ax_be()->gemm_epilogue(AX_EPI_BIAS, x, 0, W, 1, ax_mat_f32(y, M, L->out_l), bias, NULL);
+        return;
+    }
     ax_gemm(1.0f, x, 0, W, 1, 0.0f, ax_mat_f32(y, M, L->out_l));
     ax_allreduce_f32(L->fwd, y, (size_t)M * L->out_l);
     if (bias) ax_be()->bias_add(y, bias, M, L->out_l);
@@ -56,6 +66,23 @@ void ax_linear_forward_to(const ax_linear *L, ax_mat W, ax_mat x, ax_mat y, floa
     } else {
         ax_linear_forward(L, W, NULL, x, y32);
         ax_be()->cast(y.data, y.dtype, y32, AX_F32, (size_t)y.rows * y.cols);
+    }
+}
+
+void ax_linear_forward_bias_to(const ax_linear *L, ax_mat W, const float *bias, ax_mat x, ax_mat y, float *y32) {
+    if (fusable(L, bias)) ax_be()->gemm_epilogue(AX_EPI_BIAS, x, 0, W, 1, y, bias, NULL);
+    else {
+        ax_linear_forward(L, W, NULL, x, y32);
+        ax_be()->bias_round(y32, y.data, y.dtype, bias, y.rows, y.cols);
+    }
+}
+
+void ax_linear_forward_gelu(const ax_linear *L, ax_mat W, const float *bias, ax_mat x, ax_mat act, void *pre,
+                            float *y32) {
+    if (fusable(L, bias)) ax_be()->gemm_epilogue(AX_EPI_BIAS_GELU, x, 0, W, 1, act, bias, pre);
+    else {
+        ax_linear_forward(L, W, NULL, x, y32);
+        ax_be()->bias_gelu_forward(act.data, act.dtype, pre, act.dtype, y32, bias, act.rows, act.cols);
     }
 }
 

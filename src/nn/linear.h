@@ -68,13 +68,22 @@ void ax_linear_ws_free(ax_linear_ws *ws);
 /* The gathered (out_l, in_l) block of a chunk of dtype t: the chunk itself
  * when Gz = 1, else gathered (blocking) into wblock. */
 ax_mat ax_linear_weight(const ax_linear *L, ax_grid *g, const void *chunk, ax_dtype t, void *wblock);
-/* y (M, out_l) = x (M, in_l) W^T, all-reduced, + bias (NULL: none); M = x.rows */
+/* y (M, out_l) = x (M, in_l) W^T, all-reduced, + bias (NULL: none); M = x.rows;
+ * the bias in the GEMM's epilogue where the backend has one (same bits) */
 void ax_linear_forward(const ax_linear *L, ax_mat W, const float *bias, ax_mat x, float *y);
 /* The same without bias into y's dtype: bf16 y is the fp32 result rounded
  * once, by the GEMM itself where the forward group is one rank (no
  * all-reduce), else after an fp32 all-reduce in y32 (M, out_l floats; unused
  * otherwise, may be NULL then). Every grid rounds the same fp32 sum. */
 void ax_linear_forward_to(const ax_linear *L, ax_mat W, ax_mat x, ax_mat y, float *y32);
+/* y (M, out_l) = x W^T + bias in y's dtype, rounded once: in the GEMM's
+ * epilogue where the backend has one and the forward group is one rank,
+ * else through y32 (M, out_l floats), which then holds y's values */
+void ax_linear_forward_bias_to(const ax_linear *L, ax_mat W, const float *bias, ax_mat x, ax_mat y, float *y32);
+/* pre = x W^T + bias and act = gelu(pre), both (M, out_l) in act's dtype,
+ * fused as ax_linear_forward_bias_to (y32: the unfused path's fp32 product) */
+void ax_linear_forward_gelu(const ax_linear *L, ax_mat W, const float *bias, ax_mat x, ax_mat act, void *pre,
+                            float *y32);
 /* dx (M, in_l) = dy W (all-reduced; NULL: not needed); dw_chunk += this rank's
  * chunk of the Z-reduced dy^T x (final after the reduce-scatter completes,
  * see ax_linear_ws); dbias += column sums of dy (fp32 dy only; a bf16 dy's

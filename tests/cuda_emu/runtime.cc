@@ -280,7 +280,7 @@ size_t cublasLtGetVersion() { return 0; }
 const char *cublasLtGetStatusString(cublasStatus_t s) { return s ? "emulated cuBLASLt: invalid value" : "success"; }
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *d, cublasComputeType_t c, cudaDataType_t scale) {
     if (c != CUBLAS_COMPUTE_32F || scale != CUDA_R_32F) return CUBLAS_STATUS_INVALID_VALUE;
-    *d = new cublasLtMatmulDescOpaque_t{CUBLAS_OP_N, CUBLAS_OP_N};
+    *d = new cublasLtMatmulDescOpaque_t{CUBLAS_OP_N, CUBLAS_OP_N, CUBLASLT_EPILOGUE_DEFAULT, NULL, NULL, 0, -1, -1};
     return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d) {
@@ -289,9 +289,37 @@ cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d) {
 }
 cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, const void *v,
                                               size_t n) {
-    if (n != sizeof(cublasOperation_t)) return CUBLAS_STATUS_INVALID_VALUE;
-    (a == CUBLASLT_MATMUL_DESC_TRANSA ? d->ta : d->tb) = *(const cublasOperation_t *)v;
-    return CUBLAS_STATUS_SUCCESS;
+    switch (a) { /* each attribute's size as cuBLASLt has it */
+    case CUBLASLT_MATMUL_DESC_TRANSA:
+    case CUBLASLT_MATMUL_DESC_TRANSB:
+        if (n != sizeof(int32_t)) return CUBLAS_STATUS_INVALID_VALUE;
+        (a == CUBLASLT_MATMUL_DESC_TRANSA ? d->ta : d->tb) = *(const cublasOperation_t *)v;
+        return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE: {
+        if (n != sizeof(uint32_t)) return CUBLAS_STATUS_INVALID_VALUE;
+        cublasLtEpilogue_t e = *(const cublasLtEpilogue_t *)v;
+        if (e != CUBLASLT_EPILOGUE_DEFAULT && e != CUBLASLT_EPILOGUE_BIAS && e != CUBLASLT_EPILOGUE_GELU_AUX_BIAS)
+            return CUBLAS_STATUS_INVALID_VALUE; /* not emulated */
+        d->epi = e;
+        return CUBLAS_STATUS_SUCCESS;
+    }
+    case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER:
+        if (n != sizeof(void *)) return CUBLAS_STATUS_INVALID_VALUE;
+        if (a == CUBLASLT_MATMUL_DESC_BIAS_POINTER) d->bias = *(const void *const *)v;
+        else d->aux = *(void *const *)v;
+        return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD:
+        if (n != sizeof(int64_t)) return CUBLAS_STATUS_INVALID_VALUE;
+        d->aux_ld = *(const int64_t *)v;
+        return CUBLAS_STATUS_SUCCESS;
+    case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE:
+        if (n != sizeof(int32_t)) return CUBLAS_STATUS_INVALID_VALUE;
+        (a == CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE ? d->bias_type : d->aux_type) = *(const int32_t *)v;
+        return CUBLAS_STATUS_SUCCESS;
+    }
+    return CUBLAS_STATUS_INVALID_VALUE;
 }
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *l, cudaDataType_t t, uint64_t rows, uint64_t cols,
                                           int64_t ld) {
@@ -359,6 +387,13 @@ static void matmul(cublasLtMatmulDescOpaque_t dd, float al, const void *A, cubla
             for (uint64_t i = 0; i < m; i++) {
                 size_t o = (size_t)b * lc->stride + i + j * lc->ld;
                 float r = al * row[i] + (be != 0.0f ? be * at(C, lc, b, CUBLAS_OP_N, i, j) : 0.0f);
+                if (d->epi != CUBLASLT_EPILOGUE_DEFAULT) r += ((const float *)d->bias)[i];
+                if (d->epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
+                    size_t q = i + j * d->aux_ld;
+                    if (d->aux_type == CUDA_R_16BF) ((uint16_t *)d->aux)[q] = ax_bf16_round(r);
+                    else ((float *)d->aux)[q] = r;
+                    r = ax_gelu(r);
+                }
                 if (lc->type == CUDA_R_16BF) ((uint16_t *)D)[o] = ax_bf16_round(r);
                 else ((float *)D)[o] = r;
             }
@@ -377,6 +412,13 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const vo
              bn = d->tb == CUBLAS_OP_N ? lb->cols : lb->rows;
     if (am != m || bk != k || bn != n || C != D || lc != ld || la->batch != lc->batch || lb->batch != lc->batch ||
         (lc->type != CUDA_R_32F && lc->type != CUDA_R_16BF))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    /* the epilogues as emulated: an fp32 bias, batch 1, aux in D's dtype with
+     * an ld of a multiple of 8 (Lt's rule) covering D's rows */
+    if (d->epi != CUBLASLT_EPILOGUE_DEFAULT &&
+        (!d->bias || d->bias_type != CUDA_R_32F || lc->batch != 1 ||
+         (d->epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS &&
+          (!d->aux || d->aux_type != lc->type || d->aux_ld < (int64_t)m || d->aux_ld % 8))))
         return CUBLAS_STATUS_INVALID_VALUE;
     float al = *(const float *)alpha, be = *(const float *)beta;
     cublasLtMatmulDescOpaque_t dd = *d;

@@ -56,6 +56,8 @@ int ax_cuda_side_idle(const ax_cuda_side *s); /* its work so far has run */
 /* "NVIDIA H200 (sm_90, 139 GiB)" of the rank's device */
 const char *ax_cuda_device_name(void);
 void ax_cuda_gemm(int batch, float alpha, ax_mat A, int transA, ax_mat B, int transB, float beta, ax_mat C);
+void ax_cuda_gemm_epilogue(ax_epilogue e, ax_mat A, int transA, ax_mat B, int transB, ax_mat C, const float *bias,
+                           void *pre);
 const char *ax_cuda_gemm_kernel(ax_dtype t, int *emulated);
 void ax_cuda_gemm_timing(int on);
 void ax_cuda_gemm_stats(double *seconds, double *flops);

@@ -14,7 +14,12 @@
  * costs far more host time than the GEMM takes on the device, so a step's
  * few hundred distinct GEMMs must never evict each other. Alignment counts
  * up to 16 bytes, all cuBLASLt's kernels ask for: beyond that, weights at
- * different offsets would make a plan each. */
+ * different offsets would make a plan each.
+ *
+ * Epilogues (gemm_epilogue): the bias add, and GELU with its input kept, on
+ * the fp32 accumulator inside the GEMM (CUBLASLT_EPILOGUE_BIAS,
+ * GELU_AUX_BIAS) with an fp32 bias; the pre-activation (Lt's "aux") in C's
+ * dtype. A plan per epilogue; its pointers are set at each call. */
 #include "backend/cuda/cuda.h"
 #include "backend/kmath.h"
 #include <cublasLt.h>
@@ -33,7 +38,7 @@
 #define SLOTS     (2 * PLANS) /* open addressing, at most half full */
 
 typedef struct {
-    int ta, tb, m, n, k, lda, ldb, ldc, batch, dta, dtb, dtc, align;
+    int ta, tb, m, n, k, lda, ldb, ldc, batch, dta, dtb, dtc, align, epi; /* epi: ax_epilogue + 1, 0 none */
     int64_t sa, sb, sc;
 } plan_key;
 
@@ -129,6 +134,19 @@ static plan *plan_get(const plan_key *k) {
     cublasOperation_t ta = k->tb ? CUBLAS_OP_T : CUBLAS_OP_N, tb = k->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     AX_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     AX_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    if (k->epi) {
+        cublasLtEpilogue_t e = k->epi - 1 == AX_EPI_BIAS ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+        int32_t bt = CUDA_R_32F, at = cuda_type((ax_dtype)k->dtc);
+        int64_t ald = k->n;
+        AX_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));
+        AX_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+        if (k->epi - 1 == AX_EPI_BIAS_GELU) {
+            AX_CHECK_CUBLAS(
+                cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &at, sizeof at));
+            AX_CHECK_CUBLAS(
+                cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ald, sizeof ald));
+        }
+    }
     /* Lt's A = our B (stored B.cols x B.rows column-major), its B = our A */
     int brows = k->tb ? k->n : k->k, bcols = k->tb ? k->k : k->n; /* our B as stored, row-major */
     int arows = k->ta ? k->k : k->m, acols = k->ta ? k->m : k->k;
@@ -162,7 +180,9 @@ static plan *plan_get(const plan_key *k) {
     return p;
 }
 
-static void lt_matmul(int batch, float alpha, ax_mat A, int ta, ax_mat B, int tb, float beta, ax_mat C) {
+/* epi: ax_epilogue + 1 (0: none), with its bias and pre (NULL otherwise) */
+static void lt_matmul_epi(int batch, float alpha, ax_mat A, int ta, ax_mat B, int tb, float beta, ax_mat C, int epi,
+                          const float *bias, void *pre) {
     plan_key k;
     memset(&k, 0, sizeof k); /* padding too: keys compare with memcmp */
     k.ta = ta;
@@ -181,9 +201,20 @@ static void lt_matmul(int batch, float alpha, ax_mat A, int ta, ax_mat B, int tb
     k.sb = batch > 1 ? B.stride : 0;
     k.sc = batch > 1 ? C.stride : 0;
     k.align = alignment(A.data, B.data, C.data);
+    k.epi = epi;
     plan *p = plan_get(&k);
+    if (epi) { /* read by Lt at the call (a captured graph keeps them) */
+        AX_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+        if (pre)
+            AX_CHECK_CUBLAS(
+                cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &pre, sizeof pre));
+    }
     AX_CHECK_CUBLAS(cublasLtMatmul(lt, p->op, &alpha, B.data, p->la, A.data, p->lb, &beta, C.data, p->lc, C.data, p->lc,
                                    &p->algo, workspace, WORKSPACE, ax_cuda_stream()));
+}
+
+static void lt_matmul(int batch, float alpha, ax_mat A, int ta, ax_mat B, int tb, float beta, ax_mat C) {
+    lt_matmul_epi(batch, alpha, A, ta, B, tb, beta, C, 0, NULL, NULL);
 }
 
 /* dst (rows x cols, dense) = m widened to fp32, for each of batch matrices */
@@ -242,6 +273,31 @@ void ax_cuda_gemm(int batch, float alpha, ax_mat A, int ta, ax_mat B, int tb, fl
         timed_event(1);
         g_flops += 2.0 * batch * C.rows * C.cols * (ta ? A.rows : A.cols);
     }
+}
+
+/* Lt's epilogue where A and B share a dtype, C is dense and in their dtype
+ * (or fp32 with the bias alone): the layers' GEMMs; other cases as gemm's,
+ * then the separate pass on its fp32 output */
+void ax_cuda_gemm_epilogue(ax_epilogue e, ax_mat A, int ta, ax_mat B, int tb, ax_mat C, const float *bias, void *pre) {
+    /* Lt's aux (pre) needs a leading dimension of a multiple of 8 */
+    int native = A.dtype == B.dtype && C.ld == C.cols &&
+                 (e == AX_EPI_BIAS ? C.dtype == A.dtype || C.dtype == AX_F32 : C.dtype == A.dtype && C.cols % 8 == 0);
+    if (native) {
+        int timed = timing_on && !ax_cuda_capturing();
+        if (timed) timed_event(0);
+        lt_matmul_epi(1, 1.0f, A, ta, B, tb, 0.0f, C, (int)e + 1, bias, e == AX_EPI_BIAS_GELU ? pre : NULL);
+        AX_CUDA_DONE();
+        if (timed) {
+            timed_event(1);
+            g_flops += 2.0 * C.rows * C.cols * (ta ? A.rows : A.cols);
+        }
+        return;
+    }
+    /* gemm stages only a bf16 C in this slot; y is fp32 */
+    float *y = (float *)ax_cuda_tmp(AX_CUDA_TMP_GEMM_C, (size_t)C.rows * C.cols * sizeof(float));
+    ax_cuda_gemm(1, 1.0f, A, ta, B, tb, 0.0f, ax_mat_f32(y, C.rows, C.cols));
+    if (e == AX_EPI_BIAS) ax_cuda_bias_round(y, C.data, C.dtype, bias, C.rows, C.cols);
+    else ax_cuda_bias_gelu_forward(C.data, C.dtype, pre, C.dtype, y, bias, C.rows, C.cols);
 }
 
 const char *ax_cuda_gemm_kernel(ax_dtype t, int *emulated) {

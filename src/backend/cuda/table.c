@@ -27,6 +27,7 @@ const ax_backend ax_cuda_backend = {
     .replay = ax_cuda_replay,
     .graph_free = ax_cuda_graph_free,
     .gemm = ax_cuda_gemm,
+    .gemm_epilogue = ax_cuda_gemm_epilogue,
     .gemm_kernel = ax_cuda_gemm_kernel,
     .gemm_timing = ax_cuda_gemm_timing,
     .gemm_stats = ax_cuda_gemm_stats,

@@ -1,8 +1,8 @@
 /* cuBLASLt as gemm.cu uses it, on the host: column-major D = alpha op(A)
  * op(B) + beta C, strided batches, bf16 or fp32 operands widened exactly and
  * multiplied in fp32 in k order (runtime.cc), the result rounded once into a
- * bf16 D. The descriptors keep what is set on them; the heuristic always
- * finds the one algorithm. */
+ * bf16 D, after the epilogue (bias, GELU) on the fp32 sum. The descriptors keep what is set on them; the heuristic
+ * always finds the one algorithm. */
 #pragma once
 #include "cuda_runtime.h"
 
@@ -10,7 +10,24 @@ typedef enum { CUDA_R_32F = 0, CUDA_R_16BF = 14 } cudaDataType_t;
 typedef enum { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_STATUS_INVALID_VALUE = 7 } cublasStatus_t;
 typedef enum { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 } cublasOperation_t;
 typedef enum { CUBLAS_COMPUTE_32F = 68 } cublasComputeType_t;
-typedef enum { CUBLASLT_MATMUL_DESC_TRANSA, CUBLASLT_MATMUL_DESC_TRANSB } cublasLtMatmulDescAttributes_t;
+typedef enum {
+    CUBLASLT_MATMUL_DESC_TRANSA,
+    CUBLASLT_MATMUL_DESC_TRANSB,
+    CUBLASLT_MATMUL_DESC_EPILOGUE,
+    CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+    CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+    CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+    CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+    CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE
+} cublasLtMatmulDescAttributes_t;
+/* the epilogues gemm.cu uses (cuBLASLt's values): D = AB + bias (a vector of
+ * D's rows, fp32 here); GELU_AUX_BIAS: aux = AB + bias, D = gelu(aux), GELU
+ * in the tanh form (kmath.h: ax_gelu) */
+typedef enum {
+    CUBLASLT_EPILOGUE_DEFAULT = 1,
+    CUBLASLT_EPILOGUE_BIAS = 4,
+    CUBLASLT_EPILOGUE_GELU_AUX_BIAS = 164
+} cublasLtEpilogue_t;
 typedef enum {
     CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
     CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET
@@ -27,6 +44,11 @@ struct cublasLtContext {};
 typedef cublasLtContext *cublasLtHandle_t;
 struct cublasLtMatmulDescOpaque_t {
     cublasOperation_t ta, tb;
+    cublasLtEpilogue_t epi;
+    const void *bias;
+    void *aux;
+    int64_t aux_ld;
+    int32_t bias_type, aux_type;
 };
 typedef cublasLtMatmulDescOpaque_t *cublasLtMatmulDesc_t;
 struct cublasLtMatrixLayoutOpaque_t {
