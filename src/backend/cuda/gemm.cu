@@ -47,6 +47,7 @@ typedef struct {
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulAlgo_t algo;
+    int refused; /* an epilogue this cuBLASLt has no kernel for: the caller's separate passes instead */
 } plan;
 
 static cublasLtHandle_t lt;
@@ -169,8 +170,15 @@ static plan *plan_get(const plan_key *k) {
         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al, sizeof al));
     cublasLtMatmulHeuristicResult_t r;
     int found = 0;
-    AX_CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(lt, p->op, p->la, p->lb, p->lc, p->lc, pref, 1, &r, &found));
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt, p->op, p->la, p->lb, p->lc, p->lc, pref, 1, &r, &found);
     cublasLtMatmulPreferenceDestroy(pref);
+    /* an epilogue's types or shape a library version does not fuse: kept as
+     * refused (asked once), and the GEMM runs without it */
+    if (k->epi && (st != CUBLAS_STATUS_SUCCESS || !found)) {
+        p->refused = 1;
+        return p;
+    }
+    AX_CHECK_CUBLAS(st);
     if (!found)
         ax_fatal(__FILE__, __LINE__,
                  "cuBLASLt: no algorithm for %s %s x %s %s -> %s, C %dx%d, K %d, batch %d, alignment %d",
@@ -180,9 +188,10 @@ static plan *plan_get(const plan_key *k) {
     return p;
 }
 
-/* epi: ax_epilogue + 1 (0: none), with its bias and pre (NULL otherwise) */
-static void lt_matmul_epi(int batch, float alpha, ax_mat A, int ta, ax_mat B, int tb, float beta, ax_mat C, int epi,
-                          const float *bias, void *pre) {
+/* epi: ax_epilogue + 1 (0: none), with its bias and pre (NULL otherwise);
+ * returns 0, or -1 where cuBLASLt refused the epilogue (nothing ran) */
+static int lt_matmul_epi(int batch, float alpha, ax_mat A, int ta, ax_mat B, int tb, float beta, ax_mat C, int epi,
+                         const float *bias, void *pre) {
     plan_key k;
     memset(&k, 0, sizeof k); /* padding too: keys compare with memcmp */
     k.ta = ta;
@@ -203,6 +212,7 @@ static void lt_matmul_epi(int batch, float alpha, ax_mat A, int ta, ax_mat B, in
     k.align = alignment(A.data, B.data, C.data);
     k.epi = epi;
     plan *p = plan_get(&k);
+    if (p->refused) return -1;
     if (epi) { /* read by Lt at the call (a captured graph keeps them) */
         AX_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
         if (pre)
@@ -211,6 +221,7 @@ static void lt_matmul_epi(int batch, float alpha, ax_mat A, int ta, ax_mat B, in
     }
     AX_CHECK_CUBLAS(cublasLtMatmul(lt, p->op, &alpha, B.data, p->la, A.data, p->lb, &beta, C.data, p->lc, C.data, p->lc,
                                    &p->algo, workspace, WORKSPACE, ax_cuda_stream()));
+    return 0;
 }
 
 static void lt_matmul(int batch, float alpha, ax_mat A, int ta, ax_mat B, int tb, float beta, ax_mat C) {
@@ -276,16 +287,18 @@ void ax_cuda_gemm(int batch, float alpha, ax_mat A, int ta, ax_mat B, int tb, fl
 }
 
 /* Lt's epilogue where A and B share a dtype, C is dense and in their dtype
- * (or fp32 with the bias alone): the layers' GEMMs; other cases as gemm's,
- * then the separate pass on its fp32 output */
+ * (or fp32 with the bias alone), the vectors 16-byte aligned and Lt has a
+ * kernel for it: the layers' GEMMs; other cases as gemm's, then the
+ * separate pass on its fp32 output */
 void ax_cuda_gemm_epilogue(ax_epilogue e, ax_mat A, int ta, ax_mat B, int tb, ax_mat C, const float *bias, void *pre) {
     /* Lt's aux (pre) needs a leading dimension of a multiple of 8 */
     int native = A.dtype == B.dtype && C.ld == C.cols &&
-                 (e == AX_EPI_BIAS ? C.dtype == A.dtype || C.dtype == AX_F32 : C.dtype == A.dtype && C.cols % 8 == 0);
-    if (native) {
-        int timed = timing_on && !ax_cuda_capturing();
-        if (timed) timed_event(0);
-        lt_matmul_epi(1, 1.0f, A, ta, B, tb, 0.0f, C, (int)e + 1, bias, e == AX_EPI_BIAS_GELU ? pre : NULL);
+                 (e == AX_EPI_BIAS ? C.dtype == A.dtype || C.dtype == AX_F32 : C.dtype == A.dtype && C.cols % 8 == 0) &&
+                 (uintptr_t)bias % 16 == 0 && (e == AX_EPI_BIAS || (uintptr_t)pre % 16 == 0);
+    int timed = native && timing_on && !ax_cuda_capturing();
+    if (timed) timed_event(0);
+    if (native &&
+        lt_matmul_epi(1, 1.0f, A, ta, B, tb, 0.0f, C, (int)e + 1, bias, e == AX_EPI_BIAS_GELU ? pre : NULL) == 0) {
         AX_CUDA_DONE();
         if (timed) {
             timed_event(1);
@@ -293,6 +306,7 @@ void ax_cuda_gemm_epilogue(ax_epilogue e, ax_mat A, int ta, ax_mat B, int tb, ax
         }
         return;
     }
+    if (timed) timed_event(1); /* nothing ran between the events */
     /* gemm stages only a bf16 C in this slot; y is fp32 */
     float *y = (float *)ax_cuda_tmp(AX_CUDA_TMP_GEMM_C, (size_t)C.rows * C.cols * sizeof(float));
     ax_cuda_gemm(1, 1.0f, A, ta, B, tb, 0.0f, ax_mat_f32(y, C.rows, C.cols));
