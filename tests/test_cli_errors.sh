@@ -144,6 +144,8 @@ expect_err recompute_unknown 0 "--recompute.*none, attn or block" -- train "${TI
 expect_err dtype_unknown 0 "--dtype fp16: expected fp32 or bf16" -- train "${TINY[@]}" --steps 2 --dtype fp16 --out "$W/o9d"
 expect_err overlap_unknown 0 "--overlap oar,xyz: expected none, all or a comma list of oar, ors, oag, dp" -- train "${TINY[@]}" --steps 2 --overlap oar,xyz --out "$W/o9o"
 expect_err bucket_zero 0 "--bucket-mb" -- train "${TINY[@]}" --steps 2 --bucket-mb 0 --out "$W/o9b"
+expect_err zero_range 2 "--zero 2: expected an integer in \\[0, 1\\]" -- train "${TINY[@]}" --steps 2 --zero 2 --out "$W/o9z"
+expect_err plan_zero_range 0 "--zero 3: expected an integer in \\[0, 1\\]" -- plan --ranks 4 --preset small --zero 3
 expect_err peak_zero 0 "--peak-tflops" -- train "${TINY[@]}" --steps 2 --peak-tflops 0 --out "$W/o9p"
 expect_err backend_unknown 0 "--backend nosuch.*compiled backends" -- train "${TINY[@]}" --steps 2 --backend nosuch --out "$W/o9b"
 expect_err device_comm_unknown 0 "--device-comm nccl: expected auto .* or mpi" -- train "${TINY[@]}" --steps 2 --device-comm nccl --out "$W/o9n"

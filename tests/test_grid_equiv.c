@@ -90,8 +90,7 @@ static void run(ax_gpt *m, ax_grid *g, double *losses, double *gnorms, ax_recomp
  * may associate the sums of more than two ranks otherwise, and the gradient
  * norm adds the shares' squares in another order; the update is elementwise.
  * So the 4D grids' tolerances hold (TOL, TOLP), and the run says whether the
- * bits were the same (Open MPI 4.1 on 2..8 ranks: the parameters and losses
- * were; the norms differed by 1e-14). */
+ * bits were the same (what was seen: docs/design.md, ZeRO-1's "Bits"). */
 static void check_zero0(ax_gpt *m, ax_grid *g, const double *got, const double *gnorm, int d, int x, int y, int z,
                         int c) {
     ax_gpt m0;
