@@ -23,8 +23,7 @@ done
 bench_config "$CONFIG"
 echo "# fp32 vs bf16: $CONFIG (V=$V T=$T L=$L H=$H C=$C B=$B), $THREADS threads"
 echo
-echo "- date: $(date -u +%FT%TZ); commit $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
-echo "- CPU: $(lscpu | sed -n 's/^Model name: *//p'); $(nproc) cores; flags: $(grep -o -wE 'avx2|avx512f|avx512_bf16|amx_bf16|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+bench_provenance
 echo "- OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-<unset>}; $("$AXONN" --version | sed -n 's/^  //p' | tr '\n' ';')"
 echo "- load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo

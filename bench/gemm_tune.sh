@@ -28,8 +28,7 @@ wall() { local t0; t0=$(date +%s.%N); "$@" >/dev/null; echo "$(date +%s.%N) - $t
 
 echo "# GEMM layout tuning: $CONFIG (V=$V T=$T L=$L H=$H C=$C B=$B), $DTYPE, 1 rank x $THREADS threads"
 echo
-echo "- date: $(date -u +%FT%TZ); commit $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
-echo "- CPU: $(lscpu | sed -n 's/^Model name: *//p'); $(nproc) cores; SIMD flags: $(grep -m1 flags /proc/cpuinfo | grep -o -wE 'avx|avx2|fma|f16c|avx512[a-z_0-9]*|amx[a-z_0-9]*' | tr '\n' ' ')"
+bench_provenance
 echo "- OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-<unset>}; $("$AXONN" --version | sed -n 's/^  //p' | tr '\n' ';')"
 echo "- load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo

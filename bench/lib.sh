@@ -1,4 +1,12 @@
-# Shared by the bench scripts (sourced): the named model configs.
+# Shared by the bench scripts (sourced): the named model configs, and the
+# lines every record opens with.
+#
+# bench_provenance: the date, the commit (+dirty with uncommitted changes),
+# and the CPU with the SIMD flags that decide its kernels, as markdown items.
+bench_provenance() {
+  echo "- date: $(date -u +%FT%TZ); commit $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
+  echo "- CPU: $(lscpu | sed -n 's/^Model name: *//p'); $(nproc --all) cores; flags: $(grep -m1 '^flags' /proc/cpuinfo | grep -o -wE 'avx2|fma|f16c|avx512f|avx512_bf16|amx_bf16|amx_tile' | sort -u | tr '\n' ' ')"
+}
 #
 # bench_config NAME: sets V T L H C B of config NAME (tiny, small, ckpt) and
 # MODEL, the axonn model and batch flags for it; exits 2 naming the accepted

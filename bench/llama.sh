@@ -11,6 +11,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 AXONN=$ROOT/build/axonn PY=/usr/bin/python3 ITERS=6 REPEAT=3
+. "$ROOT/bench/lib.sh"
 while [ $# -gt 0 ]; do
   case $1 in
     --iters) ITERS=$2; shift ;; --repeat) REPEAT=$2; shift ;; --axonn) AXONN=$2; shift ;;
@@ -23,8 +24,7 @@ MODEL=(--arch llama --n-layer 4 --n-head 8 --n-kv-head 2 --n-embd 512 --n-inner 
        --vocab-size 8192 --block-size 256 --batch 4 --seq 256)
 echo "# Llama bench: V=8192 T=256 L=4 H=8 KV=2 C=512 F=1376 (SwiGLU) untied, B=4, fp32"
 echo
-echo "- date: $(date -u +%FT%TZ); commit $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
-echo "- CPU: $(lscpu | sed -n 's/^Model name: *//p'); $(nproc) cores; flags: $(grep -o -wE 'avx2|avx512f|avx512_bf16|amx_bf16|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+bench_provenance
 echo "- OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-<unset>}; $("$AXONN" --version | sed -n 's/^  //p' | tr '\n' ';')"
 echo "- $ITERS iterations a run (first 2 untimed), $REPEAT runs a layout; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo

@@ -39,8 +39,7 @@ trap 'rm -rf "$TMP"' EXIT
 
 echo "# axonn.c: ZeRO-1 beside --zero 0, 4 ranks x 1 thread ($CONFIG)"
 echo
-echo "- date: $(date -u +%FT%TZ); commit $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+dirty')"
-echo "- CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc --all) cores; flags: $(grep -m1 '^flags' /proc/cpuinfo | grep -o -w -E 'avx2|avx512f|avx512_bf16|amx_bf16|fma' | sort -u | tr '\n' ' ')"
+bench_provenance
 echo "- $(mpirun --version | head -1); OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-<unset>}; $("$AXONN" --version | sed -n 's/^  //p' | tr '\n' ';')"
 echo "- config $CONFIG: V=$V T=$T L=$L H=$H C=$C B=$B; $ROUNDS rounds, each run $ITERS iterations (its median of the last $((ITERS - 2))); load at start $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
